@@ -1,0 +1,94 @@
+"""SQS -> process Lambda. Thin: reads the message contract, logs and counts, delegates.
+
+Message contract (written by ingest): the body is the provider's raw payload text, unchanged;
+the `provider` message attribute names the provider; `event_id` and `event_type` attributes
+are informative only.
+"""
+
+from __future__ import annotations
+
+import time
+from functools import cache
+from typing import Any
+
+import boto3
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.batch import (
+    BatchProcessor,
+    EventType,
+    process_partial_response,
+)
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from functions.process.service import EffectProcessor, Processed
+from functions.shared.domain import Outcome
+from functions.shared.errors import MalformedEventError, RetryableError
+from functions.shared.observability import powertools
+from functions.shared.tables import TableNames
+
+logger, tracer, metrics = powertools("process")
+batch = BatchProcessor(event_type=EventType.SQS)
+
+
+@cache
+def effect_processor() -> EffectProcessor:
+    return EffectProcessor(boto3.client("dynamodb"), TableNames.from_env(), time.time)
+
+
+def handle_message(record: SQSRecord, processor: EffectProcessor) -> Processed:
+    event_id = record.message_attributes["event_id"]
+    with logger.append_context_keys(
+        message_id=record.message_id,
+        event_id=event_id.string_value if event_id else None,
+        receive_count=record.attributes.approximate_receive_count,
+    ):
+        try:
+            processed = processor.process(_provider_of(record), record.body)
+        except RetryableError:
+            _count(Outcome.RETRIED)
+            logger.warning("will retry", extra={"outcome": Outcome.RETRIED}, exc_info=True)
+            raise
+        except Exception:
+            _count(Outcome.FAILED)
+            logger.exception("failed; the record goes back to SQS and then its DLQ")
+            raise
+        _count(processed.outcome)
+        logger.info(
+            processed.detail or processed.outcome.value,
+            extra={
+                "event_id": processed.delivery.event_id,
+                "event_type": processed.delivery.event_type,
+                "effect_key": processed.effect_key,
+                "order_id": processed.order_id,
+                "outcome": processed.outcome.value,
+            },
+        )
+        return processed
+
+
+def _provider_of(record: SQSRecord) -> str:
+    provider = record.message_attributes["provider"]
+    if provider is None or not provider.string_value:
+        raise MalformedEventError("message has no 'provider' attribute")
+    return provider.string_value
+
+
+def _count(outcome: Outcome) -> None:
+    metrics.add_metric(name=outcome.value, unit=MetricUnit.Count, value=1)
+
+
+@tracer.capture_method
+def record_handler(record: SQSRecord) -> Processed:
+    return handle_message(record, effect_processor())
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return dict(
+        process_partial_response(
+            event=event, record_handler=record_handler, processor=batch, context=context
+        )
+    )

@@ -1,0 +1,403 @@
+"""Apply each effect exactly once: one TransactWriteItems, and the database decides.
+
+Nothing here reads the effect key or the order to decide what to write. The transaction
+reserves the key (`attribute_not_exists`), moves the order only if the event is not older
+than the order's last one (the ordering guard is the Update's ConditionExpression) and writes
+the outbox item, all or nothing. The cancellation reasons, by position, say what happened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Final
+
+from botocore.exceptions import ClientError
+
+from functions.shared import tables
+from functions.shared.domain import (
+    TRANSITION_RULES,
+    Delivery,
+    Effect,
+    NoEffect,
+    Outcome,
+    RoutedEffect,
+    ordering_token,
+)
+from functions.shared.dynamo import (
+    Cancellation,
+    cancellation_of,
+    from_attributes,
+    raise_unclassified,
+    to_attributes,
+)
+from functions.shared.errors import (
+    CurrencyMismatchError,
+    OrderNotYetKnownError,
+    UnexpectedWriteError,
+    WriteContendedError,
+)
+from functions.shared.providers import interpret
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import (
+        AttributeValueTypeDef,
+        TransactWriteItemTypeDef,
+        UpdateTypeDef,
+    )
+
+# Positions in every transaction this module sends; cancellation reasons come back by position.
+KEY_POSITION: Final = 0
+ORDER_POSITION: Final = 1
+
+OUTBOX_PENDING: Final = "pending"
+
+
+@dataclass(frozen=True)
+class Processed:
+    """What became of one delivery; logged and counted at the handler boundary."""
+
+    delivery: Delivery
+    outcome: Outcome
+    order_id: str | None = None
+    effect_key: str | None = None
+    detail: str = ""
+
+
+def outbox_id_for(effect_key: str) -> str:
+    return f"obx_{effect_key}"
+
+
+class EffectProcessor:
+    """Turns one raw provider payload into at most one applied effect."""
+
+    def __init__(
+        self,
+        dynamodb: DynamoDBClient,
+        table_names: tables.TableNames,
+        clock: Callable[[], float],
+    ) -> None:
+        self._db = dynamodb
+        self._tables = table_names
+        self._clock = clock
+
+    def process(self, provider: str, raw_body: str) -> Processed:
+        interpretation = interpret(provider, raw_body)
+        if isinstance(interpretation, NoEffect):
+            return self._record_no_change(
+                interpretation.delivery, Outcome.IGNORED, interpretation.reason
+            )
+        order_id = self._route(interpretation)
+        if order_id is None:
+            return self._record_no_change(
+                interpretation.delivery,
+                Outcome.UNROUTABLE,
+                "the object carries no order metadata and names no payment to find it by",
+            )
+        return self._apply(RoutedEffect(interpretation, order_id))
+
+    # -- routing ---------------------------------------------------------------------------
+
+    def _route(self, effect: Effect) -> str | None:
+        if effect.order_id:
+            return effect.order_id
+        if not effect.order_lookup:
+            return None
+        provider = effect.delivery.provider
+        keys = [
+            to_attributes(
+                {
+                    tables.PARTITION_KEY: tables.ref_pk(provider, ref),
+                    tables.SORT_KEY: tables.REF_SORT,
+                }
+            )
+            for ref in effect.order_lookup
+        ]
+        try:
+            response = self._db.batch_get_item(
+                RequestItems={self._tables.ledger: {"Keys": keys, "ConsistentRead": True}}
+            )
+        except ClientError as exc:
+            raise_unclassified(exc, "BatchGetItem")
+        if response.get("UnprocessedKeys"):
+            raise WriteContendedError("BatchGetItem left keys unprocessed")
+        found = {
+            item["ref"]: item["order_id"]
+            for item in map(from_attributes, response["Responses"].get(self._tables.ledger, []))
+        }
+        for ref in effect.order_lookup:
+            if ref in found:
+                return str(found[ref])
+        raise OrderNotYetKnownError(
+            f"{effect.delivery.event_type} {effect.delivery.event_id}: payment "
+            f"{', '.join(effect.order_lookup)} not recorded yet; retrying later"
+        )
+
+    # -- the transaction -------------------------------------------------------------------
+
+    def _apply(self, routed: RoutedEffect) -> Processed:
+        try:
+            self._db.transact_write_items(TransactItems=self._applied_items(routed))
+        except ClientError as exc:
+            cancellation = cancellation_of(exc, "TransactWriteItems")
+            return self._after_cancellation(routed, cancellation)
+        return self._processed(routed, Outcome.APPLIED)
+
+    def _after_cancellation(self, routed: RoutedEffect, cancellation: Cancellation) -> Processed:
+        if cancellation.failed_condition(KEY_POSITION):
+            return self._processed(routed, Outcome.DUPLICATE, "effect key already reserved")
+        if cancellation.contended:
+            raise WriteContendedError(f"transaction cancelled: {cancellation.codes}")
+        if cancellation.failed_condition(ORDER_POSITION):
+            self._refuse_other_currency(routed, cancellation)
+            return self._record_stale(routed)
+        raise UnexpectedWriteError(f"transaction cancelled: {cancellation.codes}")
+
+    def _applied_items(self, routed: RoutedEffect) -> list[TransactWriteItemTypeDef]:
+        return [
+            self._reserve_key(routed, Outcome.APPLIED),
+            {"Update": self._order_update(routed)},
+            self._outbox_put(routed),
+            *self._ref_puts(routed),
+        ]
+
+    def _reserve_key(self, routed: RoutedEffect, outcome: Outcome) -> TransactWriteItemTypeDef:
+        effect = routed.effect
+        item = {
+            tables.PARTITION_KEY: tables.order_pk(routed.order_id),
+            tables.SORT_KEY: tables.effect_sk(routed.key),
+            "effect_key": routed.key,
+            "order_id": routed.order_id,
+            "outcome": outcome.value,
+            "transition": effect.transition.value,
+            "external_ref": effect.external_ref,
+            "amount": effect.amount.minor,
+            "currency": effect.amount.currency,
+            "ordering_token": ordering_token(effect),
+            **self._audit(effect.delivery),
+        }
+        return {
+            "Put": {
+                "TableName": self._tables.ledger,
+                "Item": to_attributes(item),
+                "ConditionExpression": "attribute_not_exists(#pk)",
+                "ExpressionAttributeNames": {"#pk": tables.PARTITION_KEY},
+            }
+        }
+
+    def _order_update(self, routed: RoutedEffect) -> UpdateTypeDef:
+        """Move status and last_event_at only if this event is not older; add its amount."""
+        effect = routed.effect
+        rule = TRANSITION_RULES[effect.transition]
+        return {
+            "TableName": self._tables.ledger,
+            "Key": self._order_key(routed.order_id),
+            "UpdateExpression": (
+                "SET #status = :status, #last = :token, #last_event = :event_id, "
+                "#last_transition = :transition, #currency = if_not_exists(#currency, :currency), "
+                "#order_id = :order_id, #updated = :now ADD #total :amount, #effects :one"
+            ),
+            "ConditionExpression": (
+                "(attribute_not_exists(#last) OR #last <= :token) "
+                "AND (attribute_not_exists(#currency) OR #currency = :currency)"
+            ),
+            "ExpressionAttributeNames": {
+                "#status": "status",
+                "#last": "last_event_at",
+                "#last_event": "last_event_id",
+                "#last_transition": "last_transition",
+                "#currency": "currency",
+                "#order_id": "order_id",
+                "#updated": "updated_at",
+                "#total": rule.total_attribute,
+                "#effects": "effect_count",
+            },
+            "ExpressionAttributeValues": to_attributes(
+                {
+                    ":status": rule.status,
+                    ":token": ordering_token(effect),
+                    ":event_id": effect.delivery.event_id,
+                    ":transition": effect.transition.value,
+                    ":currency": effect.amount.currency,
+                    ":order_id": routed.order_id,
+                    ":now": self._now(),
+                    ":amount": effect.amount.minor,
+                    ":one": 1,
+                }
+            ),
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+
+    def _outbox_put(self, routed: RoutedEffect) -> TransactWriteItemTypeDef:
+        effect = routed.effect
+        item = {
+            tables.OUTBOX_KEY: outbox_id_for(routed.key),
+            "effect_key": routed.key,
+            "order_id": routed.order_id,
+            "transition": effect.transition.value,
+            "amount": effect.amount.minor,
+            "currency": effect.amount.currency,
+            "recipient": effect.recipient,
+            "provider": effect.delivery.provider,
+            "external_ref": effect.external_ref,
+            "event_id": effect.delivery.event_id,
+            "status": OUTBOX_PENDING,
+            "attempts": 0,
+            "created_at": self._now(),
+            "next_attempt_at": int(self._clock()),
+        }
+        return {
+            "Put": {
+                "TableName": self._tables.outbox,
+                "Item": to_attributes(item),
+                "ConditionExpression": "attribute_not_exists(#id)",
+                "ExpressionAttributeNames": {"#id": tables.OUTBOX_KEY},
+            }
+        }
+
+    def _ref_puts(self, routed: RoutedEffect) -> list[TransactWriteItemTypeDef]:
+        provider = routed.effect.delivery.provider
+        return [
+            {
+                "Put": {
+                    "TableName": self._tables.ledger,
+                    "Item": to_attributes(
+                        {
+                            tables.PARTITION_KEY: tables.ref_pk(provider, ref),
+                            tables.SORT_KEY: tables.REF_SORT,
+                            "ref": ref,
+                            "order_id": routed.order_id,
+                        }
+                    ),
+                }
+            }
+            for ref in routed.effect.registers
+        ]
+
+    # -- stale: status guarded, money still counted -----------------------------------------
+
+    def _record_stale(self, routed: RoutedEffect) -> Processed:
+        """Record the key as stale and count the amount; status and outbox stay untouched.
+
+        Sums commute, so a payment that arrives after its own refund still adds to paid_total
+        and the books balance; only the status change is discarded.
+        """
+        effect = routed.effect
+        rule = TRANSITION_RULES[effect.transition]
+        items: list[TransactWriteItemTypeDef] = [
+            self._reserve_key(routed, Outcome.STALE),
+            {
+                "Update": {
+                    "TableName": self._tables.ledger,
+                    "Key": self._order_key(routed.order_id),
+                    "UpdateExpression": "SET #updated = :now ADD #total :amount, #effects :one",
+                    "ConditionExpression": "attribute_exists(#pk) AND #currency = :currency",
+                    "ExpressionAttributeNames": {
+                        "#pk": tables.PARTITION_KEY,
+                        "#currency": "currency",
+                        "#updated": "updated_at",
+                        "#total": rule.total_attribute,
+                        "#effects": "effect_count",
+                    },
+                    "ExpressionAttributeValues": to_attributes(
+                        {
+                            ":now": self._now(),
+                            ":amount": effect.amount.minor,
+                            ":one": 1,
+                            ":currency": effect.amount.currency,
+                        }
+                    ),
+                }
+            },
+            self._delivery_put(
+                effect.delivery,
+                Outcome.STALE,
+                "older than the order's last event: status kept, amount counted",
+                order_id=routed.order_id,
+                effect_key=routed.key,
+            ),
+            *self._ref_puts(routed),
+        ]
+        try:
+            self._db.transact_write_items(TransactItems=items)
+        except ClientError as exc:
+            cancellation = cancellation_of(exc, "TransactWriteItems")
+            if cancellation.failed_condition(KEY_POSITION):
+                return self._processed(routed, Outcome.DUPLICATE, "stale effect already recorded")
+            if cancellation.contended:
+                raise WriteContendedError(
+                    f"stale transaction cancelled: {cancellation.codes}"
+                ) from exc
+            raise UnexpectedWriteError(
+                f"stale transaction cancelled: {cancellation.codes}"
+            ) from exc
+        return self._processed(routed, Outcome.STALE, "status change discarded, amount counted")
+
+    def _refuse_other_currency(self, routed: RoutedEffect, cancellation: Cancellation) -> None:
+        order = cancellation.old_item(ORDER_POSITION) or {}
+        currency = order.get("currency")
+        if currency is not None and currency != routed.effect.amount.currency:
+            raise CurrencyMismatchError(
+                f"order {routed.order_id} is in {currency}, "
+                f"effect {routed.key} in {routed.effect.amount.currency}"
+            )
+
+    # -- deliveries that change nothing ----------------------------------------------------
+
+    def _record_no_change(self, delivery: Delivery, outcome: Outcome, reason: str) -> Processed:
+        put = self._delivery_put(delivery, outcome, reason)["Put"]
+        try:
+            self._db.put_item(
+                TableName=put["TableName"],
+                Item=put["Item"],
+                ConditionExpression="attribute_not_exists(#pk)",
+                ExpressionAttributeNames={"#pk": tables.PARTITION_KEY},
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise_unclassified(exc, "PutItem")
+        return Processed(delivery, outcome, detail=reason)
+
+    def _delivery_put(
+        self,
+        delivery: Delivery,
+        outcome: Outcome,
+        reason: str,
+        order_id: str | None = None,
+        effect_key: str | None = None,
+    ) -> TransactWriteItemTypeDef:
+        item = {
+            tables.PARTITION_KEY: tables.delivery_pk(delivery.provider, delivery.event_id),
+            tables.SORT_KEY: tables.DELIVERY_SORT,
+            "outcome": outcome.value,
+            "reason": reason,
+            "order_id": order_id,
+            "effect_key": effect_key,
+            **self._audit(delivery),
+        }
+        return {"Put": {"TableName": self._tables.ledger, "Item": to_attributes(item)}}
+
+    # -- small helpers ---------------------------------------------------------------------
+
+    def _order_key(self, order_id: str) -> dict[str, AttributeValueTypeDef]:
+        return to_attributes(
+            {tables.PARTITION_KEY: tables.order_pk(order_id), tables.SORT_KEY: tables.ORDER_SORT}
+        )
+
+    def _audit(self, delivery: Delivery) -> dict[str, object]:
+        return {
+            "provider": delivery.provider,
+            "event_id": delivery.event_id,
+            "event_type": delivery.event_type,
+            "event_created": delivery.created,
+            "recorded_at": self._now(),
+        }
+
+    def _now(self) -> str:
+        return datetime.fromtimestamp(self._clock(), tz=UTC).isoformat(timespec="milliseconds")
+
+    @staticmethod
+    def _processed(routed: RoutedEffect, outcome: Outcome, detail: str = "") -> Processed:
+        return Processed(routed.effect.delivery, outcome, routed.order_id, routed.key, detail)

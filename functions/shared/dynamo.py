@@ -1,0 +1,101 @@
+"""DynamoDB plumbing shared by the functions: typed values and error classification in one place."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Final, NoReturn
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.exceptions import ClientError
+
+from functions.shared.errors import UnexpectedWriteError, WriteContendedError
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
+
+_serializer: Final = TypeSerializer()
+_deserializer: Final = TypeDeserializer()
+
+CONDITION_FAILED: Final = "ConditionalCheckFailed"
+# Codes that mean "nothing was written, the same request may succeed later".
+CONTENDED_REASONS: Final = frozenset(
+    {
+        "TransactionConflict",
+        "ThrottlingError",
+        "ProvisionedThroughputExceeded",
+        "RequestLimitExceeded",
+    }
+)
+CONTENDED_ERRORS: Final = frozenset(
+    {
+        "ThrottlingException",
+        "ProvisionedThroughputExceededException",
+        "RequestLimitExceeded",
+        "TransactionConflictException",
+        "TransactionInProgressException",
+        "InternalServerError",
+    }
+)
+
+
+def to_attributes(values: Mapping[str, object]) -> dict[str, AttributeValueTypeDef]:
+    """Plain values to DynamoDB's typed form; `None` values are left out, not stored as NULL."""
+    return {
+        name: _serializer.serialize(value) for name, value in values.items() if value is not None
+    }
+
+
+def from_attributes(item: Mapping[str, Any]) -> dict[str, Any]:
+    """DynamoDB's typed form to plain values (numbers come back as Decimal; ints are converted)."""
+    plain = {name: _deserializer.deserialize(value) for name, value in item.items()}
+    return {name: _plain_number(value) for name, value in plain.items()}
+
+
+def _plain_number(value: Any) -> Any:
+    if isinstance(value, Decimal) and value == value.to_integral_value():
+        return int(value)
+    return value
+
+
+@dataclass(frozen=True)
+class Cancellation:
+    """Why a TransactWriteItems was cancelled, by the position of each item."""
+
+    codes: tuple[str | None, ...]
+    items: tuple[Mapping[str, Any] | None, ...]
+
+    def failed_condition(self, position: int) -> bool:
+        return position < len(self.codes) and self.codes[position] == CONDITION_FAILED
+
+    def old_item(self, position: int) -> dict[str, Any] | None:
+        item = self.items[position] if position < len(self.items) else None
+        return from_attributes(item) if item else None
+
+    @property
+    def contended(self) -> bool:
+        return any(code in CONTENDED_REASONS for code in self.codes)
+
+
+def cancellation_of(exc: ClientError, operation: str) -> Cancellation:
+    """Return the cancellation, or raise the typed error for a failure that is not one."""
+    if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
+        raise_unclassified(exc, operation)
+    reasons: Sequence[Mapping[str, Any]] = exc.response.get("CancellationReasons", [])
+    return Cancellation(
+        codes=tuple(_reason_code(reason) for reason in reasons),
+        items=tuple(reason.get("Item") for reason in reasons),
+    )
+
+
+def raise_unclassified(exc: ClientError, operation: str) -> NoReturn:
+    code = exc.response.get("Error", {}).get("Code", "")
+    if code in CONTENDED_ERRORS:
+        raise WriteContendedError(f"{operation}: {code}") from exc
+    raise UnexpectedWriteError(f"{operation}: {code or 'unknown error'}") from exc
+
+
+def _reason_code(reason: Mapping[str, Any]) -> str | None:
+    code = reason.get("Code")
+    return None if code in (None, "None") else str(code)

@@ -1,0 +1,35 @@
+"""Typed errors. `RetryableError`s mean "try this record again later"; the rest go to the DLQ."""
+
+from __future__ import annotations
+
+
+class UmavezError(Exception):
+    """Base of every error this project raises on purpose."""
+
+
+class RetryableError(UmavezError):
+    """Transient: the record is failed so SQS redelivers it after its visibility timeout."""
+
+
+class MalformedEventError(UmavezError):
+    """The payload is not an event we can read; retrying cannot help, so it ends in the DLQ."""
+
+
+class UnknownProviderError(MalformedEventError):
+    """The message names a provider this deployment does not know."""
+
+
+class OrderNotYetKnownError(RetryableError):
+    """The effect belongs to a payment we have not recorded yet; never guess, wait for it."""
+
+
+class WriteContendedError(RetryableError):
+    """DynamoDB cancelled the transaction for conflict or throttling; nothing was written."""
+
+
+class CurrencyMismatchError(UmavezError):
+    """An effect in a currency other than its order's: the totals would stop meaning money."""
+
+
+class UnexpectedWriteError(UmavezError):
+    """A write failed for a reason we do not classify; the record goes to the DLQ."""

@@ -1,0 +1,87 @@
+"""Names, keys and layouts of the tables: one module read by the functions, the tests and infra.
+
+The ledger is one table holding four kinds of item, so that an order and everything that
+happened to it are one Query away:
+
+    ORDER#{order_id}       / ORDER             the order: status, ordering token, running totals
+    ORDER#{order_id}       / EFFECT#{key}      one reserved effect key (outcome applied or stale)
+    REF#{provider}#{id}    / REF               which order a provider object (payment) belongs to
+    DELIVERY#{provider}#{event_id} / DELIVERY  audit of a delivery that changed nothing
+
+The outbox is its own table because its stream feeds the sender and nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+PARTITION_KEY: Final = "pk"
+SORT_KEY: Final = "sk"
+OUTBOX_KEY: Final = "outbox_id"
+
+ORDER_SORT: Final = "ORDER"
+EFFECT_SORT_PREFIX: Final = "EFFECT#"
+REF_SORT: Final = "REF"
+DELIVERY_SORT: Final = "DELIVERY"
+
+LEDGER_TABLE_ENV: Final = "LEDGER_TABLE"
+OUTBOX_TABLE_ENV: Final = "OUTBOX_TABLE"
+DEFAULT_LEDGER_TABLE: Final = "umavez-ledger"
+DEFAULT_OUTBOX_TABLE: Final = "umavez-outbox"
+
+
+def order_pk(order_id: str) -> str:
+    return f"ORDER#{order_id}"
+
+
+def effect_sk(effect_key: str) -> str:
+    return f"{EFFECT_SORT_PREFIX}{effect_key}"
+
+
+def ref_pk(provider: str, object_id: str) -> str:
+    return f"REF#{provider}#{object_id}"
+
+
+def delivery_pk(provider: str, event_id: str) -> str:
+    return f"DELIVERY#{provider}#{event_id}"
+
+
+@dataclass(frozen=True)
+class TableNames:
+    ledger: str = DEFAULT_LEDGER_TABLE
+    outbox: str = DEFAULT_OUTBOX_TABLE
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> TableNames:
+        return cls(
+            ledger=environ.get(LEDGER_TABLE_ENV, DEFAULT_LEDGER_TABLE),
+            outbox=environ.get(OUTBOX_TABLE_ENV, DEFAULT_OUTBOX_TABLE),
+        )
+
+
+def create_table_requests(names: TableNames) -> list[dict[str, Any]]:
+    """CreateTable arguments for local and test stacks; infra declares the same keys."""
+    return [
+        {
+            "TableName": names.ledger,
+            "KeySchema": [
+                {"AttributeName": PARTITION_KEY, "KeyType": "HASH"},
+                {"AttributeName": SORT_KEY, "KeyType": "RANGE"},
+            ],
+            "AttributeDefinitions": [
+                {"AttributeName": PARTITION_KEY, "AttributeType": "S"},
+                {"AttributeName": SORT_KEY, "AttributeType": "S"},
+            ],
+            "BillingMode": "PAY_PER_REQUEST",
+        },
+        {
+            "TableName": names.outbox,
+            "KeySchema": [{"AttributeName": OUTBOX_KEY, "KeyType": "HASH"}],
+            "AttributeDefinitions": [{"AttributeName": OUTBOX_KEY, "AttributeType": "S"}],
+            "BillingMode": "PAY_PER_REQUEST",
+            "StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
+        },
+    ]
