@@ -23,6 +23,7 @@ from functions.shared.domain import (
     NoEffect,
     Outcome,
     RoutedEffect,
+    effect_key,
     ordering_token,
 )
 from functions.shared.dynamo import (
@@ -96,7 +97,7 @@ class EffectProcessor:
                 Outcome.UNROUTABLE,
                 "the object carries no order metadata and names no payment to find it by",
             )
-        return self._apply(RoutedEffect(interpretation, order_id))
+        return self._apply(self._routed(interpretation, order_id))
 
     # -- routing ---------------------------------------------------------------------------
 
@@ -134,6 +135,9 @@ class EffectProcessor:
             f"{effect.delivery.event_type} {effect.delivery.event_id}: payment "
             f"{', '.join(effect.order_lookup)} not recorded yet; retrying later"
         )
+
+    def _routed(self, effect: Effect, order_id: str) -> RoutedEffect:
+        return RoutedEffect(effect, order_id, effect_key(effect, order_id))
 
     # -- the transaction -------------------------------------------------------------------
 

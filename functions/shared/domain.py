@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
@@ -95,14 +95,11 @@ Interpretation = Effect | NoEffect
 
 @dataclass(frozen=True)
 class RoutedEffect:
-    """An effect whose order is known: everything needed to write it."""
+    """An effect whose order is known, with its key: everything needed to write it."""
 
     effect: Effect
     order_id: str
-    key: str = field(init=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "key", effect_key(self.effect, self.order_id))
+    key: str
 
 
 def effect_key(effect: Effect, order_id: str) -> str:

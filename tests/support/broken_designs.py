@@ -1,0 +1,78 @@
+"""Deliberately broken processors: each simplifies one guarantee away.
+
+The guarantee tests are run against these to prove that each would be caught
+(tests/functional/test_broken_designs_are_caught.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING
+
+from functions.process.service import KEY_POSITION, EffectProcessor, Processed
+from functions.shared import tables
+from functions.shared.domain import Effect, Outcome, RoutedEffect
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef, UpdateTypeDef
+
+
+OUTBOX_POSITION = 2
+
+
+class CheckThenInsert(EffectProcessor):
+    """Reads the key, then writes without conditions: two readers both see 'absent'."""
+
+    def _apply(self, routed: RoutedEffect) -> Processed:
+        existing = self._db.get_item(
+            TableName=self._tables.ledger,
+            Key={
+                tables.PARTITION_KEY: {"S": tables.order_pk(routed.order_id)},
+                tables.SORT_KEY: {"S": tables.effect_sk(routed.key)},
+            },
+            ConsistentRead=True,
+        )
+        if "Item" in existing:
+            return self._processed(routed, Outcome.DUPLICATE)
+        items = self._applied_items(routed)
+        for put in (items[KEY_POSITION]["Put"], items[OUTBOX_POSITION]["Put"]):
+            del put["ConditionExpression"], put["ExpressionAttributeNames"]
+        self._db.transact_write_items(TransactItems=items)
+        return self._processed(routed, Outcome.APPLIED)
+
+
+class EventIdKey(EffectProcessor):
+    """Keys by the provider's event id: catches literal redelivery only."""
+
+    def _routed(self, effect: Effect, order_id: str) -> RoutedEffect:
+        key = hashlib.sha256(effect.delivery.event_id.encode()).hexdigest()
+        return RoutedEffect(effect, order_id, key)
+
+
+class NoOrderingGuard(EffectProcessor):
+    """Updates the order whatever its last_event_at: an old event sends it back."""
+
+    def _order_update(self, routed: RoutedEffect) -> UpdateTypeDef:
+        update = super()._order_update(routed)
+        update["ConditionExpression"] = "attribute_not_exists(#currency) OR #currency = :currency"
+        return update
+
+
+class OutboxOutsideTransaction(EffectProcessor):
+    """Commits the effect, then writes the outbox item in a second request."""
+
+    def _applied_items(self, routed: RoutedEffect) -> list[TransactWriteItemTypeDef]:
+        return [
+            item
+            for item in super()._applied_items(routed)
+            if item.get("Put", {}).get("TableName") != self._tables.outbox
+        ]
+
+    def _apply(self, routed: RoutedEffect) -> Processed:
+        processed = super()._apply(routed)
+        if processed.outcome is Outcome.APPLIED:
+            self._db.put_item(**self._outbox_put(routed)["Put"])
+        return processed
+
+
+BROKEN_DESIGNS = (CheckThenInsert, EventIdKey, NoOrderingGuard, OutboxOutsideTransaction)

@@ -1,0 +1,135 @@
+"""Wrappers around a boto3 client: serialize, count, crash, conflict, pause.
+
+Real DynamoDB transactions are serializable; moto's are not under concurrency (NOTES.md), so
+parallel tests go through `serialized`, which holds one lock around each request, the way the
+real service orders conflicting writes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+from botocore.exceptions import ClientError
+
+Client = TypeVar("Client")
+Around = Callable[[str, Callable[[], Any]], Any]
+
+_PASS_THROUGH = frozenset({"meta", "exceptions", "can_paginate", "get_paginator", "get_waiter"})
+
+STORE_LOCK = threading.Lock()
+
+
+class SimulatedCrashError(Exception):
+    """The Lambda died here: nothing after this point ran, the message was not deleted."""
+
+
+class _Intercepted:
+    def __init__(self, client: Any, around: Around) -> None:
+        self._client = client
+        self._around = around
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._client, name)
+        if name in _PASS_THROUGH or name.startswith("_") or not callable(attribute):
+            return attribute
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return self._around(name, lambda: attribute(*args, **kwargs))
+
+        return call
+
+
+def intercepted(client: Client, around: Around) -> Client:
+    return cast(Client, _Intercepted(client, around))
+
+
+def serialized(client: Client, lock: threading.Lock = STORE_LOCK) -> Client:
+    def one_at_a_time(_operation: str, call: Callable[[], Any]) -> Any:
+        with lock:
+            return call()
+
+    return intercepted(client, one_at_a_time)
+
+
+class RequestCounter:
+    """Counts the API requests a client sends, by operation, from botocore's own events."""
+
+    def __init__(self, client: Any) -> None:
+        self.by_operation: Counter[str] = Counter()
+        client.meta.events.register("before-call.dynamodb.*", self._count)
+
+    def _count(self, model: Any, **_: Any) -> None:
+        self.by_operation[model.name] += 1
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_operation.values())
+
+    def reset(self) -> None:
+        self.by_operation.clear()
+
+
+def crashing_after(client: Client, requests: int) -> Client:
+    """The process dies right after its `requests`-th request returned."""
+    sent = 0
+
+    def die_after(_operation: str, call: Callable[[], Any]) -> Any:
+        nonlocal sent
+        result = call()
+        sent += 1
+        if sent >= requests:
+            raise SimulatedCrashError(f"crashed after request {sent}")
+        return result
+
+    return intercepted(client, die_after)
+
+
+def conflicting_once(client: Client) -> Client:
+    """The first TransactWriteItems is cancelled with TransactionConflict, as under contention."""
+    conflicted = False
+
+    def conflict(operation: str, call: Callable[[], Any]) -> Any:
+        nonlocal conflicted
+        if operation == "transact_write_items" and not conflicted:
+            conflicted = True
+            raise ClientError(
+                {
+                    "Error": {"Code": "TransactionCanceledException", "Message": "conflict"},
+                    "CancellationReasons": [
+                        {"Code": "None"},
+                        {"Code": "TransactionConflict", "Message": "Transaction is ongoing"},
+                        {"Code": "None"},
+                    ],
+                },
+                "TransactWriteItems",
+            )
+        return call()
+
+    return intercepted(client, conflict)
+
+
+class PauseAfterFirstRequest:
+    """Stops the calling thread after its first request until `resume()`: a fixed interleaving."""
+
+    def __init__(self) -> None:
+        self.paused = threading.Event()
+        self._resumed = threading.Event()
+        self._first = True
+
+    def wrap(self, client: Client) -> Client:
+        def pause(_operation: str, call: Callable[[], Any]) -> Any:
+            result = call()
+            if self._first:
+                self._first = False
+                self.paused.set()
+                if not self._resumed.wait(timeout=10):
+                    raise TimeoutError("nobody resumed the paused delivery")
+            return result
+
+        return intercepted(client, pause)
+
+    def resume(self) -> None:
+        self._resumed.set()

@@ -1,0 +1,115 @@
+"""Real-shaped Stripe events for tests, built from the captured shapes in tests/events/stripe."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+EVENTS_DIR = Path(__file__).resolve().parent.parent / "events"
+_sequence = itertools.count(1)
+
+
+@cache
+def _template(name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((EVENTS_DIR / "stripe" / f"{name}.json").read_text())
+    return loaded
+
+
+def fixture_text(name: str) -> str:
+    return (EVENTS_DIR / "stripe" / f"{name}.json").read_text()
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}_test{next(_sequence):08d}"
+
+
+def _event(template: str, created: int, fields: dict[str, Any]) -> str:
+    event = copy.deepcopy(_template(template))
+    event["id"] = unique("evt")
+    event["created"] = created
+    event["data"]["object"].update(fields)
+    return json.dumps(event)
+
+
+def payment_intent_succeeded(
+    order_id: str | None, intent: str, amount: int, created: int, charge: str | None = None
+) -> str:
+    metadata = {"order_id": order_id} if order_id else {}
+    return _event(
+        "payment_intent.succeeded",
+        created,
+        {
+            "id": intent,
+            "amount": amount,
+            "amount_received": amount,
+            "metadata": metadata,
+            "latest_charge": charge,
+        },
+    )
+
+
+def charge_succeeded(order_id: str, intent: str, charge: str, amount: int, created: int) -> str:
+    return _event(
+        "charge.succeeded",
+        created,
+        {
+            "id": charge,
+            "amount": amount,
+            "amount_captured": amount,
+            "metadata": {"order_id": order_id},
+            "payment_intent": intent,
+        },
+    )
+
+
+def invoice_payment_paid(intent: str, amount: int, created: int) -> str:
+    return _event(
+        "invoice_payment.paid",
+        created,
+        {
+            "id": unique("inpay"),
+            "amount_paid": amount,
+            "amount_requested": amount,
+            "payment": {"type": "payment_intent", "payment_intent": intent},
+        },
+    )
+
+
+def refund_created(
+    intent: str,
+    refund: str,
+    amount: int,
+    created: int,
+    charge: str | None = None,
+    order_id: str | None = None,
+) -> str:
+    return _event(
+        "refund.created",
+        created,
+        {
+            "id": refund,
+            "amount": amount,
+            "payment_intent": intent,
+            "charge": charge,
+            "metadata": {"order_id": order_id} if order_id else {},
+        },
+    )
+
+
+def dispute_created(intent: str, dispute: str, amount: int, created: int) -> str:
+    return _event(
+        "charge.dispute.created",
+        created,
+        {"id": dispute, "amount": amount, "payment_intent": intent},
+    )
+
+
+def with_new_event_id(body: str) -> str:
+    """The same change announced again by a different event (e.g. a dashboard resend)."""
+    event = json.loads(body)
+    event["id"] = unique("evt")
+    return json.dumps(event)

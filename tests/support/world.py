@@ -1,0 +1,106 @@
+"""The state of the world after deliveries: what tests assert on, never HTTP responses."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from functions.process.service import EffectProcessor, Processed
+from functions.shared import books, tables
+from functions.shared.dynamo import from_attributes
+from functions.shared.providers.stripe import PROVIDER as STRIPE
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+ProcessorFactory = Callable[["DynamoDBClient", tables.TableNames], EffectProcessor]
+
+
+@dataclass
+class World:
+    dynamodb: DynamoDBClient
+    tables: tables.TableNames
+    make_processor: ProcessorFactory
+
+    def processor(self, client: DynamoDBClient | None = None) -> EffectProcessor:
+        return self.make_processor(client or self.dynamodb, self.tables)
+
+    def deliver(self, body: str, client: DynamoDBClient | None = None) -> Processed:
+        return self.processor(client).process(STRIPE, body)
+
+    def deliver_in_parallel(self, body: str, copies: int) -> list[Processed]:
+        """`copies` deliveries of one body released at the same instant, one thread each."""
+        processor = self.processor()
+        start = threading.Barrier(copies)
+        results: list[Processed] = []
+        errors: list[BaseException] = []
+
+        def deliver() -> None:
+            start.wait()
+            try:
+                results.append(processor.process(STRIPE, body))
+            except Exception as exc:  # noqa: BLE001 - re-raised below in the test thread
+                errors.append(exc)
+
+        threads = [threading.Thread(target=deliver) for _ in range(copies)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if errors:
+            raise errors[0]
+        return results
+
+    def _scan(self, table: str) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        for page in self.dynamodb.get_paginator("scan").paginate(TableName=table):
+            items += [from_attributes(item) for item in page["Items"]]
+        return items
+
+    def order(self, order_id: str) -> dict[str, Any]:
+        response = self.dynamodb.get_item(
+            TableName=self.tables.ledger,
+            Key={
+                tables.PARTITION_KEY: {"S": tables.order_pk(order_id)},
+                tables.SORT_KEY: {"S": tables.ORDER_SORT},
+            },
+        )
+        return from_attributes(response.get("Item", {}))
+
+    def effects(self, order_id: str) -> list[dict[str, Any]]:
+        return [
+            item
+            for item in self._scan(self.tables.ledger)
+            if item[tables.PARTITION_KEY] == tables.order_pk(order_id)
+            and item[tables.SORT_KEY].startswith(tables.EFFECT_SORT_PREFIX)
+        ]
+
+    def outbox(self, order_id: str | None = None) -> list[dict[str, Any]]:
+        items = self._scan(self.tables.outbox)
+        return [i for i in items if order_id is None or i["order_id"] == order_id]
+
+    def deliveries(self) -> list[dict[str, Any]]:
+        return [
+            item
+            for item in self._scan(self.tables.ledger)
+            if item[tables.SORT_KEY] == tables.DELIVERY_SORT
+        ]
+
+    def snapshot(self) -> dict[str, list[dict[str, Any]]]:
+        """Every item of every table, in a stable order: equal snapshots mean nothing changed."""
+
+        def key(item: dict[str, Any]) -> str:
+            return repr(sorted(item.items()))
+
+        return {
+            table: sorted(self._scan(table), key=key)
+            for table in (self.tables.ledger, self.tables.outbox)
+        }
+
+    def mismatches(self, order_id: str) -> list[books.Mismatch]:
+        effects = self.effects(order_id)
+        return books.unbalanced_totals(self.order(order_id), effects) + books.unmatched_outbox(
+            effects, self.outbox(order_id)
+        )
