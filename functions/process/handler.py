@@ -28,7 +28,8 @@ from functions.shared.observability import powertools
 from functions.shared.tables import TableNames
 
 logger, tracer, metrics = powertools("process")
-batch = BatchProcessor(event_type=EventType.SQS)
+# A fully failed batch is reported item by item like any other, not raised.
+batch = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 
 @cache

@@ -1,0 +1,150 @@
+"""The Stripe map on real payload shapes: which events are effects, and which object each is."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from functions.shared.domain import Effect, Money, NoEffect, Transition, effect_key
+from functions.shared.errors import MalformedEventError
+from functions.shared.providers import interpret
+from functions.shared.providers.stripe import STRIPE_EVENTS
+from tests.support.stripe_events import fixture_text
+
+INTENT = "pi_3QpLqRJz8fEoYh0N1kWc2DxT"
+CHARGE = "ch_3QpLqRJz8fEoYh0N1Yt9sLq2"
+
+
+def effect_of(fixture: str) -> Effect:
+    interpretation = interpret("stripe", fixture_text(fixture))
+    assert isinstance(interpretation, Effect), interpretation
+    return interpretation
+
+
+def no_effect_reason(fixture: str) -> str:
+    interpretation = interpret("stripe", fixture_text(fixture))
+    assert isinstance(interpretation, NoEffect), interpretation
+    return interpretation.reason
+
+
+@pytest.mark.parametrize(
+    ("fixture", "order_id", "order_lookup"),
+    [
+        ("payment_intent.succeeded", "ord_1042", ()),
+        ("charge.succeeded", "ord_1042", (INTENT,)),
+        ("invoice.payment_succeeded.2024-06-20", "ord_1042", (INTENT,)),
+        ("invoice_payment.paid", None, (INTENT,)),
+    ],
+)
+def test_every_announcement_of_one_payment_names_the_payment_intent(
+    fixture: str, order_id: str | None, order_lookup: tuple[str, ...]
+) -> None:
+    effect = effect_of(fixture)
+
+    assert effect.transition is Transition.PAID
+    assert effect.external_ref == INTENT
+    assert effect.amount == Money(5000, "brl")
+    assert (effect.order_id, effect.order_lookup) == (order_id, order_lookup)
+
+
+def test_one_payment_announced_three_ways_has_one_key() -> None:
+    fixtures = ["payment_intent.succeeded", "charge.succeeded", "invoice_payment.paid"]
+
+    keys = {effect_key(effect_of(fixture), "ord_1042") for fixture in fixtures}
+
+    assert len(keys) == 1
+
+
+def test_payment_events_register_the_objects_refunds_will_name() -> None:
+    assert effect_of("payment_intent.succeeded").registers == (INTENT, CHARGE)
+    assert effect_of("charge.succeeded").registers == (INTENT, CHARGE)
+
+
+def test_legacy_payment_intent_with_embedded_charges_is_read() -> None:
+    effect = effect_of("payment_intent.succeeded.2020-08-27")
+
+    assert effect.external_ref == "pi_1HqZk0Jz8fEoYh0NcD4eFgHi"
+    assert effect.order_id == "ord_1042"
+
+
+def test_refund_is_its_own_effect_found_through_its_payment() -> None:
+    effect = effect_of("refund.created")
+
+    assert effect.transition is Transition.REFUNDED
+    assert effect.external_ref == "re_3QpLqRJz8fEoYh0N1fG3hI4j"
+    assert effect.amount == Money(2000, "brl")
+    assert (effect.order_id, effect.order_lookup) == (None, (INTENT, CHARGE))
+
+
+def test_two_partial_refunds_have_two_keys() -> None:
+    first = effect_of("refund.created")
+    event = json.loads(fixture_text("refund.created"))
+    event["data"]["object"]["id"] = "re_3QpLqRJz8fEoYh0N1second"
+    second = interpret("stripe", json.dumps(event))
+    assert isinstance(second, Effect)
+
+    assert effect_key(first, "ord_1042") != effect_key(second, "ord_1042")
+
+
+def test_dispute_is_its_own_effect() -> None:
+    effect = effect_of("charge.dispute.created")
+
+    assert effect.transition is Transition.DISPUTED
+    assert effect.external_ref == "du_1QpN2ZJz8fEoYh0NjK5lM6nO"
+    assert effect.order_lookup == (INTENT, CHARGE)
+
+
+@pytest.mark.parametrize(
+    ("fixture", "reason_mentions"),
+    [
+        ("invoice.paid", "basil"),
+        ("charge.refunded", "cumulative"),
+        ("customer.created", "no mapped effect"),
+    ],
+)
+def test_events_that_cannot_name_their_effect_are_ignored(
+    fixture: str, reason_mentions: str
+) -> None:
+    assert reason_mentions in no_effect_reason(fixture)
+
+
+@pytest.mark.parametrize(
+    ("fixture", "field", "value", "reason_mentions"),
+    [
+        ("refund.created", "status", "pending", "pending"),
+        ("charge.succeeded", "captured", False, "not captured"),
+    ],
+)
+def test_effects_that_moved_no_money_yet_are_ignored(
+    fixture: str, field: str, value: object, reason_mentions: str
+) -> None:
+    event = json.loads(fixture_text(fixture))
+    event["data"]["object"][field] = value
+
+    interpretation = interpret("stripe", json.dumps(event))
+
+    assert isinstance(interpretation, NoEffect)
+    assert reason_mentions in interpretation.reason
+
+
+@pytest.mark.parametrize(
+    ("body", "message_mentions"),
+    [
+        ("not json", "not a Stripe event"),
+        ('{"object": "event"}', "id"),
+        (
+            json.dumps(
+                {**json.loads(fixture_text("refund.created")), "data": {"object": {"id": "re_1"}}}
+            ),
+            "amount",
+        ),
+    ],
+)
+def test_malformed_payloads_raise_a_clear_error(body: str, message_mentions: str) -> None:
+    with pytest.raises(MalformedEventError, match=message_mentions):
+        interpret("stripe", body)
+
+
+def test_every_mapped_event_type_has_a_transition() -> None:
+    assert all(isinstance(rule.transition, Transition) for rule in STRIPE_EVENTS.values())
