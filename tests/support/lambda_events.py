@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,3 +50,32 @@ def sqs_record(body: str, attributes: dict[str, str], receive_count: int = 1) ->
 
 def sqs_event(*records: dict[str, Any]) -> dict[str, Any]:
     return {"Records": list(records)}
+
+
+def api_gateway_event(
+    provider: str,
+    body: bytes,
+    headers: dict[str, str],
+    method: str = "POST",
+    query: dict[str, str] | None = None,
+    base64_encoded: bool = False,
+) -> dict[str, Any]:
+    """An API Gateway REST proxy event for POST /webhooks/{provider}."""
+    return {
+        "resource": "/webhooks/{provider}",
+        "path": f"/webhooks/{provider}",
+        "httpMethod": method,
+        "headers": headers,
+        "multiValueHeaders": {name: [value] for name, value in headers.items()},
+        "queryStringParameters": query,
+        "pathParameters": {"provider": provider},
+        "requestContext": {
+            "resourcePath": "/webhooks/{provider}",
+            "httpMethod": method,
+            "stage": "prod",
+            "requestId": str(uuid.uuid4()),
+            "identity": {"sourceIp": "203.0.113.10", "userAgent": "Stripe/1.0"},
+        },
+        "body": base64.b64encode(body).decode() if base64_encoded else body.decode("utf-8"),
+        "isBase64Encoded": base64_encoded,
+    }

@@ -1,0 +1,92 @@
+"""API Gateway -> ingest Lambda. Thin: builds the request, delegates, answers in JSON.
+
+Configuration (set by the stack): WEBHOOK_QUEUE_URL, and PROVIDER_SECRETS, a JSON object
+mapping each enabled provider to the name or ARN of its secret in Secrets Manager.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from functools import cache
+from typing import Any
+
+import boto3
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from aws_lambda_powertools.utilities.parameters import SecretsProvider
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from functions.ingest.adapters import SecretsManagerStore, SqsQueue
+from functions.ingest.errors import RejectedError, UnavailableError
+from functions.ingest.request import from_proxy_event
+from functions.ingest.service import VERIFIERS, WebhookIngest
+from functions.shared.observability import METRICS_NAMESPACE, powertools
+
+logger, tracer, metrics = powertools("ingest")
+SECRET_CACHE_SECONDS = 300
+
+
+@cache
+def webhook_ingest() -> WebhookIngest:
+    secret_names: dict[str, str] = json.loads(os.environ["PROVIDER_SECRETS"])
+    fetch = SecretsProvider(boto3_client=boto3.client("secretsmanager")).get
+    return WebhookIngest(
+        verifiers={p: v for p, v in VERIFIERS.items() if p in secret_names},
+        secrets=SecretsManagerStore(
+            secret_names, lambda name: fetch(name, max_age=SECRET_CACHE_SECONDS)
+        ),
+        queue=SqsQueue(boto3.client("sqs"), os.environ["WEBHOOK_QUEUE_URL"]),
+        clock=time.time,
+    )
+
+
+def respond(event: dict[str, Any], ingest: WebhookIngest) -> dict[str, Any]:
+    provider = str((event.get("pathParameters") or {}).get("provider", ""))
+    context = {
+        "provider": provider,
+        "source_ip": (event.get("requestContext") or {}).get("identity", {}).get("sourceIp"),
+    }
+    try:
+        accepted = ingest.accept(from_proxy_event(event))
+    except RejectedError as exc:
+        _count_refusal("rejected", exc.reason)
+        logger.warning(str(exc), extra={**context, "reason": exc.reason, "status": exc.status})
+        return _json(exc.status, {"error": exc.reason, "message": str(exc)})
+    except UnavailableError as exc:
+        _count_refusal("unavailable", exc.reason)
+        logger.exception("could not take the request", extra={**context, "reason": exc.reason})
+        return _json(exc.status, {"error": exc.reason, "message": str(exc)})
+    metrics.add_metric(name="accepted", unit=MetricUnit.Count, value=1)
+    logger.info(
+        "enqueued",
+        extra={
+            **context,
+            "event_id": accepted.envelope.event_id,
+            "event_type": accepted.envelope.event_type,
+            "message_id": accepted.message_id,
+        },
+    )
+    return _json(200, {"received": True, "event_id": accepted.envelope.event_id})
+
+
+def _count_refusal(name: str, reason: str) -> None:
+    metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)
+    with single_metric(
+        name=name, unit=MetricUnit.Count, value=1, namespace=METRICS_NAMESPACE
+    ) as metric:
+        metric.add_dimension(name="reason", value=reason)
+
+
+def _json(status: int, body: dict[str, Any]) -> dict[str, Any]:
+    headers = {"Content-Type": "application/json"}
+    if status == 405:
+        headers["Allow"] = "POST"
+    return {"statusCode": status, "headers": headers, "body": json.dumps(body)}
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return respond(event, webhook_ingest())

@@ -1,0 +1,98 @@
+"""What must happen before the 200, and nothing more: authenticate, check, enqueue once."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+from functions.ingest.errors import (
+    MalformedRequestError,
+    MethodNotAllowedError,
+    PayloadTooLargeError,
+    UnknownRouteError,
+)
+from functions.ingest.providers import Envelope, WebhookVerifier
+from functions.ingest.providers.asaas import AsaasVerifier
+from functions.ingest.providers.mercadopago import MercadoPagoVerifier
+from functions.ingest.providers.stripe import StripeVerifier
+from functions.ingest.request import WebhookRequest
+
+MAX_BODY_BYTES: Final = 256 * 1024
+VERIFIERS: Final[Mapping[str, WebhookVerifier]] = {
+    "stripe": StripeVerifier(),
+    "mercadopago": MercadoPagoVerifier(),
+    "asaas": AsaasVerifier(),
+}
+
+
+class SecretStore(Protocol):
+    def active_secrets(self, provider: str) -> tuple[str, ...]:
+        """Every secret currently valid for `provider` (more than one during a rotation)."""
+
+
+class Queue(Protocol):
+    def send(self, body: str, attributes: Mapping[str, str]) -> str:
+        """Enqueue durably and return the message id, or raise UnavailableError."""
+
+
+@dataclass(frozen=True)
+class Accepted:
+    provider: str
+    envelope: Envelope
+    message_id: str
+
+
+class WebhookIngest:
+    def __init__(
+        self,
+        verifiers: Mapping[str, WebhookVerifier],
+        secrets: SecretStore,
+        queue: Queue,
+        clock: Callable[[], float],
+        max_body_bytes: int = MAX_BODY_BYTES,
+    ) -> None:
+        self._verifiers = verifiers
+        self._secrets = secrets
+        self._queue = queue
+        self._clock = clock
+        self._max_body_bytes = max_body_bytes
+
+    def accept(self, request: WebhookRequest) -> Accepted:
+        if request.method != "POST":
+            raise MethodNotAllowedError("method_not_allowed", "only POST is accepted")
+        verifier = self._verifiers.get(request.provider)
+        if verifier is None:
+            raise UnknownRouteError("unknown_provider", f"no provider {request.provider!r} here")
+        if len(request.body) > self._max_body_bytes:
+            raise PayloadTooLargeError(
+                "payload_too_large", f"body over {self._max_body_bytes} bytes"
+            )
+        verifier.verify(request, self._secrets.active_secrets(request.provider), self._clock())
+        envelope = verifier.envelope(_json_object(request.body), request)
+        message_id = self._queue.send(
+            request.body.decode("utf-8"),
+            {
+                "provider": request.provider,
+                "event_id": _attribute(envelope.event_id),
+                "event_type": _attribute(envelope.event_type),
+            },
+        )
+        return Accepted(request.provider, envelope, message_id)
+
+
+def _json_object(body: bytes) -> Mapping[str, Any]:
+    try:
+        payload = json.loads(body)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise MalformedRequestError("not_json", "body is not JSON") from exc
+    if not isinstance(payload, dict):
+        raise MalformedRequestError("not_json", "body is not a JSON object")
+    return payload
+
+
+def _attribute(value: str) -> str:
+    """SQS attributes are informative here; keep them short and printable so a send never fails."""
+    printable = "".join(ch if ch.isprintable() else "?" for ch in value)
+    return printable[:256] or "?"

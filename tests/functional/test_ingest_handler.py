@@ -1,0 +1,272 @@
+"""The ingest Lambda on moto (SQS, Secrets Manager): only signed, fresh requests are enqueued.
+
+Assertions are on the queue's content, not only on the HTTP answer.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from functions.ingest import handler
+from tests.support.lambda_events import FakeLambdaContext, api_gateway_event
+from tests.support.signing import generated_secret, mercadopago_signature, stripe_signature
+from tests.support.stripe_events import EVENTS_DIR, fixture_text
+
+if TYPE_CHECKING:
+    from mypy_boto3_secretsmanager import SecretsManagerClient
+    from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.type_defs import MessageTypeDef
+
+STRIPE_BODY = fixture_text("charge.succeeded")  # has non-ASCII text: signed as raw bytes
+
+
+@dataclass
+class Deployment:
+    sqs: SQSClient
+    queue_url: str
+    secretsmanager: SecretsManagerClient
+    secrets: dict[str, str]
+
+    def messages(self) -> list[MessageTypeDef]:
+        received: list[MessageTypeDef] = []
+        while batch := self.sqs.receive_message(
+            QueueUrl=self.queue_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"]
+        ).get("Messages", []):
+            received += batch
+        return received
+
+    def set_active(self, provider: str, secrets: list[str]) -> None:
+        self.secretsmanager.put_secret_value(
+            SecretId=f"umavez/test/{provider}", SecretString=json.dumps({"active": secrets})
+        )
+        handler.webhook_ingest.cache_clear()  # as when the cache's max_age runs out
+
+
+@pytest.fixture
+def deployment(monkeypatch: pytest.MonkeyPatch) -> Iterator[Deployment]:
+    with mock_aws():
+        sqs = boto3.client("sqs")
+        queue_url = sqs.create_queue(QueueName="umavez-test-webhooks")["QueueUrl"]
+        secretsmanager = boto3.client("secretsmanager")
+        secrets = {provider: generated_secret() for provider in ("stripe", "mercadopago", "asaas")}
+        for provider, secret in secrets.items():
+            secretsmanager.create_secret(
+                Name=f"umavez/test/{provider}", SecretString=json.dumps({"active": [secret]})
+            )
+        monkeypatch.setenv("WEBHOOK_QUEUE_URL", queue_url)
+        monkeypatch.setenv("PROVIDER_SECRETS", json.dumps({p: f"umavez/test/{p}" for p in secrets}))
+        handler.webhook_ingest.cache_clear()
+        yield Deployment(sqs, queue_url, secretsmanager, secrets)
+        handler.webhook_ingest.cache_clear()
+
+
+def post(event: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    response = handler.lambda_handler(event, FakeLambdaContext(function_name="umavez-ingest"))
+    return response["statusCode"], json.loads(response["body"])
+
+
+def signed_stripe(body: str, secret: str, at: int | None = None) -> dict[str, Any]:
+    header = stripe_signature(body, secret, at if at is not None else int(time.time()))
+    return api_gateway_event("stripe", body.encode(), {"Stripe-Signature": header})
+
+
+def test_signed_stripe_event_is_enqueued_once_exactly_as_received(deployment: Deployment) -> None:
+    # Given a Stripe delivery signed with the active secret
+    event = signed_stripe(STRIPE_BODY, deployment.secrets["stripe"])
+
+    # When ingest receives it
+    status, body = post(event)
+
+    # Then exactly one message holds the raw payload, with the message contract's attributes
+    [message] = deployment.messages()
+    assert message["Body"] == STRIPE_BODY
+    attributes = {k: v["StringValue"] for k, v in message["MessageAttributes"].items()}
+    assert attributes == {
+        "provider": "stripe",
+        "event_id": "evt_3QpLqRJz8fEoYh0N1sG5hJ8k",
+        "event_type": "charge.succeeded",
+    }
+    assert (status, body["event_id"]) == (200, "evt_3QpLqRJz8fEoYh0N1sG5hJ8k")
+
+
+def test_base64_encoded_body_is_verified_and_enqueued_as_the_original_text(
+    deployment: Deployment,
+) -> None:
+    header = stripe_signature(STRIPE_BODY, deployment.secrets["stripe"], int(time.time()))
+    event = api_gateway_event(
+        "stripe", STRIPE_BODY.encode(), {"Stripe-Signature": header}, base64_encoded=True
+    )
+
+    status, _ = post(event)
+
+    assert [m["Body"] for m in deployment.messages()] == [STRIPE_BODY]
+    assert status == 200
+
+
+def oversized_but_signed(secret: str) -> dict[str, Any]:
+    return signed_stripe(json.dumps({"id": "evt_big", "pad": "x" * 300_000}), secret)
+
+
+EventMaker = Callable[[str], dict[str, Any]]
+REJECTIONS: dict[str, tuple[EventMaker, int, str]] = {
+    "tampered": (
+        lambda s: {**signed_stripe(STRIPE_BODY, s), "body": STRIPE_BODY.replace("5000", "50")},
+        401,
+        "bad_signature",
+    ),
+    "wrong-secret": (
+        lambda s: signed_stripe(STRIPE_BODY, generated_secret()),
+        401,
+        "bad_signature",
+    ),
+    "stale": (
+        lambda s: signed_stripe(STRIPE_BODY, s, int(time.time()) - 3600),
+        401,
+        "stale_timestamp",
+    ),
+    "future": (
+        lambda s: signed_stripe(STRIPE_BODY, s, int(time.time()) + 3600),
+        401,
+        "future_timestamp",
+    ),
+    "unsigned": (
+        lambda s: api_gateway_event("stripe", STRIPE_BODY.encode(), {}),
+        401,
+        "missing_signature",
+    ),
+    "not-json": (lambda s: signed_stripe("{not json", s), 400, "not_json"),
+    "json-array": (lambda s: signed_stripe("[1, 2]", s), 400, "not_json"),
+    "no-envelope": (lambda s: signed_stripe('{"object": "event"}', s), 400, "missing_envelope"),
+    "too-large": (oversized_but_signed, 413, "payload_too_large"),
+    "unknown-provider": (
+        lambda s: {**signed_stripe(STRIPE_BODY, s), "pathParameters": {"provider": "paypal"}},
+        404,
+        "unknown_provider",
+    ),
+    "wrong-method": (
+        lambda s: {**signed_stripe(STRIPE_BODY, s), "httpMethod": "GET"},
+        405,
+        "method_not_allowed",
+    ),
+    "bad-base64": (
+        lambda s: {**signed_stripe(STRIPE_BODY, s), "isBase64Encoded": True, "body": "%%%"},
+        400,
+        "bad_encoding",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", REJECTIONS, ids=list(REJECTIONS))
+def test_bad_requests_get_a_clear_4xx_and_enqueue_nothing(
+    deployment: Deployment, case: str
+) -> None:
+    make_event, expected_status, expected_reason = REJECTIONS[case]
+
+    status, body = post(make_event(deployment.secrets["stripe"]))
+
+    assert deployment.messages() == []
+    assert (status, body["error"]) == (expected_status, expected_reason)
+    assert body["message"]
+
+
+def test_rejections_are_logged_without_secrets_and_counted_by_reason(
+    deployment: Deployment, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stream = io.StringIO()
+    log_handler = handler.logger.registered_handler
+    assert isinstance(log_handler, logging.StreamHandler)
+    previous = log_handler.setStream(stream)
+    try:
+        post(signed_stripe(STRIPE_BODY, generated_secret()))
+    finally:
+        log_handler.setStream(previous)
+
+    [line] = [json.loads(x) for x in stream.getvalue().splitlines()]
+    assert (line["reason"], line["provider"], line["status"]) == ("bad_signature", "stripe", 401)
+    assert deployment.secrets["stripe"] not in stream.getvalue()
+    assert "amount_captured" not in stream.getvalue()
+    blobs = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    [by_reason] = [b for b in blobs if b.get("reason") == "bad_signature"]
+    assert by_reason["rejected"] == [1.0]
+
+
+def test_failed_send_is_a_5xx_so_the_provider_retries(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a queue that cannot be written to
+    monkeypatch.setenv("WEBHOOK_QUEUE_URL", deployment.queue_url + "-gone")
+    handler.webhook_ingest.cache_clear()
+
+    # When a correctly signed event arrives
+    status, body = post(signed_stripe(STRIPE_BODY, deployment.secrets["stripe"]))
+
+    # Then nothing is enqueued and the answer is not a 2xx
+    assert deployment.messages() == []
+    assert (status, body["error"]) == (503, "enqueue_failed")
+
+
+def test_during_rotation_both_secrets_work_and_a_retired_one_is_rejected(
+    deployment: Deployment,
+) -> None:
+    old, new = deployment.secrets["stripe"], generated_secret()
+
+    deployment.set_active("stripe", [new, old])
+    during = [post(signed_stripe(STRIPE_BODY, secret))[0] for secret in (new, old)]
+    deployment.set_active("stripe", [new])
+    after = [post(signed_stripe(STRIPE_BODY, secret))[0] for secret in (new, old)]
+
+    assert len(deployment.messages()) == 3
+    assert (during, after) == ([200, 200], [200, 401])
+
+
+def test_unset_secret_is_a_5xx_not_a_silent_401(deployment: Deployment) -> None:
+    deployment.set_active("stripe", [])
+
+    status, body = post(signed_stripe(STRIPE_BODY, deployment.secrets["stripe"]))
+
+    assert deployment.messages() == []
+    assert (status, body["error"]) == (503, "secret_not_configured")
+
+
+def test_mercadopago_notification_signed_over_its_manifest_is_enqueued(
+    deployment: Deployment,
+) -> None:
+    raw = (EVENTS_DIR / "mercadopago" / "payment.updated.json").read_bytes()
+    header = mercadopago_signature(
+        "1325896547", "req-7f3a", int(time.time()), deployment.secrets["mercadopago"]
+    )
+    event = api_gateway_event(
+        "mercadopago",
+        raw,
+        {"x-signature": header, "x-request-id": "req-7f3a"},
+        query={"data.id": "1325896547", "type": "payment"},
+    )
+
+    status, _ = post(event)
+
+    [message] = deployment.messages()
+    assert message["MessageAttributes"]["event_id"]["StringValue"] == "118452369871"
+    assert message["MessageAttributes"]["event_type"]["StringValue"] == "payment.updated"
+    assert status == 200
+
+
+def test_asaas_event_with_its_token_is_enqueued(deployment: Deployment) -> None:
+    raw = (EVENTS_DIR / "asaas" / "PAYMENT_RECEIVED.json").read_bytes()
+    event = api_gateway_event("asaas", raw, {"asaas-access-token": deployment.secrets["asaas"]})
+
+    status, _ = post(event)
+
+    [message] = deployment.messages()
+    assert message["Body"] == raw.decode()
+    assert message["MessageAttributes"]["event_type"]["StringValue"] == "PAYMENT_RECEIVED"
+    assert status == 200

@@ -1,0 +1,169 @@
+"""Signature schemes on raw bytes: what each provider signs, and every way to get it wrong."""
+
+from __future__ import annotations
+
+import pytest
+import stripe
+
+from functions.ingest.errors import UnauthenticatedError
+from functions.ingest.providers.asaas import AsaasVerifier
+from functions.ingest.providers.mercadopago import MercadoPagoVerifier, manifest
+from functions.ingest.providers.stripe import StripeVerifier
+from functions.ingest.request import WebhookRequest
+from tests.support.signing import generated_secret, mercadopago_signature, stripe_signature
+from tests.support.stripe_events import fixture_text
+
+NOW = 1_764_460_800
+BODY = fixture_text("payment_intent.succeeded")
+
+
+def stripe_request(body: str, headers: dict[str, str]) -> WebhookRequest:
+    return WebhookRequest("POST", "stripe", headers, {}, body.encode())
+
+
+def rejection(verify: object) -> str:
+    assert callable(verify)
+    with pytest.raises(UnauthenticatedError) as caught:
+        verify()
+    return caught.value.reason
+
+
+@pytest.fixture
+def secret() -> str:
+    return generated_secret()
+
+
+def test_stripe_signature_made_by_stripes_library_verifies(secret: str) -> None:
+    header = stripe_signature(BODY, secret, NOW)
+    request = stripe_request(BODY, {"stripe-signature": header})
+
+    StripeVerifier().verify(request, [secret], NOW)
+
+    stripe.WebhookSignature.verify_header(BODY, header, secret, tolerance=None)  # oracle agrees
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (lambda body, header: (body.replace("5000", "9000"), header), "bad_signature"),
+        (lambda body, header: (body + " ", header), "bad_signature"),
+        (lambda body, header: (body, header.replace("v1=", "v0=")), "malformed_signature"),
+        (lambda body, header: (body, "t=abc,v1=" + "0" * 64), "malformed_signature"),
+        (lambda body, header: (body, "garbage"), "malformed_signature"),
+        (lambda body, header: (body, header + ",t=1"), "malformed_signature"),
+        (lambda body, header: (body, header[:-1] + "é"), "bad_signature"),
+        (lambda body, header: (body, ""), "missing_signature"),
+    ],
+    ids=["amount", "whitespace", "no-v1", "bad-t", "garbage", "two-t", "non-ascii", "empty"],
+)
+def test_stripe_tampered_requests_are_rejected(secret: str, change: object, reason: str) -> None:
+    assert callable(change)
+    body, header = change(BODY, stripe_signature(BODY, secret, NOW))
+    request = stripe_request(body, {"stripe-signature": header})
+
+    assert rejection(lambda: StripeVerifier().verify(request, [secret], NOW)) == reason
+
+
+def test_stripe_signature_with_another_secret_is_rejected(secret: str) -> None:
+    request = stripe_request(BODY, {"stripe-signature": stripe_signature(BODY, secret, NOW)})
+
+    assert (
+        rejection(lambda: StripeVerifier().verify(request, [generated_secret()], NOW))
+        == "bad_signature"
+    )
+
+
+@pytest.mark.parametrize(
+    ("signed_at", "reason"),
+    [(NOW - 301, "stale_timestamp"), (NOW + 301, "future_timestamp")],
+)
+def test_stripe_timestamps_outside_300s_either_way_are_rejected(
+    secret: str, signed_at: int, reason: str
+) -> None:
+    request = stripe_request(BODY, {"stripe-signature": stripe_signature(BODY, secret, signed_at)})
+
+    assert rejection(lambda: StripeVerifier().verify(request, [secret], NOW)) == reason
+
+
+@pytest.mark.parametrize("offset", [-300, 300])
+def test_stripe_timestamps_at_the_tolerance_edge_are_accepted(secret: str, offset: int) -> None:
+    request = stripe_request(
+        BODY, {"stripe-signature": stripe_signature(BODY, secret, NOW + offset)}
+    )
+
+    StripeVerifier().verify(request, [secret], NOW)
+
+
+def test_stripe_rolling_secret_header_with_two_v1_verifies_with_either(secret: str) -> None:
+    old, new = secret, generated_secret()
+    old_v1 = stripe_signature(BODY, old, NOW).split(",")[1]
+    header = stripe_signature(BODY, new, NOW) + "," + old_v1
+
+    for active in ([old], [new]):
+        StripeVerifier().verify(stripe_request(BODY, {"stripe-signature": header}), active, NOW)
+
+
+def test_mercadopago_manifest_leaves_out_missing_parts() -> None:
+    assert manifest("ABC123", "req-1", "1700000000") == "id:abc123;request-id:req-1;ts:1700000000;"
+    assert manifest(None, "req-1", "1700000000") == "request-id:req-1;ts:1700000000;"
+    assert manifest(None, None, "1700000000") == "ts:1700000000;"
+
+
+def test_mercadopago_signature_over_the_manifest_verifies(secret: str) -> None:
+    header = mercadopago_signature("123456", "req-1", NOW, secret)
+    request = WebhookRequest(
+        "POST",
+        "mercadopago",
+        {"x-signature": header, "x-request-id": "req-1"},
+        {"data.id": "123456"},
+        b"{}",
+    )
+
+    MercadoPagoVerifier().verify(request, [secret], NOW)
+
+
+@pytest.mark.parametrize(
+    ("query", "request_id", "reason"),
+    [
+        ({"data.id": "999"}, "req-1", "bad_signature"),
+        ({"data.id": "123456"}, "req-2", "bad_signature"),
+        ({}, "req-1", "bad_signature"),
+    ],
+    ids=["other-data-id", "other-request-id", "no-data-id"],
+)
+def test_mercadopago_signature_binds_data_id_and_request_id(
+    secret: str, query: dict[str, str], request_id: str, reason: str
+) -> None:
+    header = mercadopago_signature("123456", "req-1", NOW, secret)
+    request = WebhookRequest(
+        "POST", "mercadopago", {"x-signature": header, "x-request-id": request_id}, query, b"{}"
+    )
+
+    assert rejection(lambda: MercadoPagoVerifier().verify(request, [secret], NOW)) == reason
+
+
+def test_mercadopago_stale_signature_is_rejected(secret: str) -> None:
+    header = mercadopago_signature("1", None, NOW - 3600, secret)
+    request = WebhookRequest(
+        "POST", "mercadopago", {"x-signature": header}, {"data.id": "1"}, b"{}"
+    )
+
+    assert (
+        rejection(lambda: MercadoPagoVerifier().verify(request, [secret], NOW)) == "stale_timestamp"
+    )
+
+
+@pytest.mark.parametrize(
+    ("headers", "reason"),
+    [({}, "missing_signature"), ({"asaas-access-token": "wrong"}, "bad_signature")],
+)
+def test_asaas_token_must_match(secret: str, headers: dict[str, str], reason: str) -> None:
+    request = WebhookRequest("POST", "asaas", headers, {}, b"{}")
+
+    assert rejection(lambda: AsaasVerifier().verify(request, [secret], NOW)) == reason
+
+
+def test_asaas_token_matching_any_active_secret_is_accepted(secret: str) -> None:
+    request = WebhookRequest("POST", "asaas", {"asaas-access-token": secret}, {}, b"{}")
+
+    AsaasVerifier().verify(request, [generated_secret(), secret], NOW)
