@@ -167,3 +167,16 @@ def test_asaas_token_matching_any_active_secret_is_accepted(secret: str) -> None
     request = WebhookRequest("POST", "asaas", {"asaas-access-token": secret}, {}, b"{}")
 
     AsaasVerifier().verify(request, [generated_secret(), secret], NOW)
+
+
+@pytest.mark.parametrize(("body_id", "signed_id"), [("999", "123"), (None, "123"), ("123", None)])
+def test_mercadopago_body_must_name_the_signed_resource(
+    body_id: str | None, signed_id: str | None
+) -> None:
+    payload = {"id": 1, "type": "payment", "data": {"id": body_id} if body_id else {}}
+    query = {"data.id": signed_id} if signed_id else {}
+    request = WebhookRequest("POST", "mercadopago", {}, query, b"{}")
+
+    assert (
+        rejection(lambda: MercadoPagoVerifier().envelope(payload, request)) == "unsigned_resource"
+    )

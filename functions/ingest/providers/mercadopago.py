@@ -53,6 +53,15 @@ class MercadoPagoVerifier:
         check_freshness(seconds, now, self._tolerance)
 
     def envelope(self, payload: Mapping[str, Any], request: WebhookRequest) -> Envelope:
+        # Their signature covers the query's data.id, not the body: a body naming another
+        # resource than the signed one is not authenticated.
+        data = payload.get("data")
+        body_id = data.get("id") if isinstance(data, dict) else None
+        signed_id = request.query.get("data.id")
+        if body_id is None or signed_id is None or str(body_id).lower() != signed_id.lower():
+            raise UnauthenticatedError(
+                "unsigned_resource", "body data.id differs from the signed data.id"
+            )
         event_type = payload.get("action") or payload.get("type")
         return Envelope(
             event_id=require_text(payload, "id"),

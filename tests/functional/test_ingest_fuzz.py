@@ -1,0 +1,126 @@
+"""Property: whatever arrives, ingest never answers 5xx and enqueues only signed requests."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import stripe
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from functions.ingest import handler
+from functions.ingest.service import VERIFIERS, WebhookIngest
+from tests.support.fakes import RecordingQueue, StaticSecrets
+from tests.support.lambda_events import api_gateway_event
+from tests.support.signing import mercadopago_signature, stripe_signature
+from tests.support.stripe_events import EVENTS_DIR, fixture_text
+
+NOW = 1_764_460_800
+SECRETS = {
+    "stripe": "whsec_fuzz_not_a_real_secret_0000",
+    "mercadopago": "mp_fuzz_not_a_real_secret_0000",
+    "asaas": "asaas_fuzz_not_a_real_token_0000",
+}
+EXAMPLES = 400
+MERCADOPAGO_BODY = (EVENTS_DIR / "mercadopago" / "payment.updated.json").read_text()
+MERCADOPAGO_DATA_ID = "1325896547"
+VALID_BODY = {
+    "stripe": fixture_text("payment_intent.succeeded"),
+    "mercadopago": MERCADOPAGO_BODY,
+    "asaas": (EVENTS_DIR / "asaas" / "PAYMENT_RECEIVED.json").read_text(),
+}
+# What each scheme authenticates: Stripe the body and time; Mercado Pago data.id, request id
+# and time but not the body; Asaas a static token only.
+VALID_UNDER_SCHEME = {
+    "stripe": {"correct"},
+    "mercadopago": {"correct", "tampered"},
+    "asaas": {"correct", "tampered", "stale"},
+}
+HEADER_NAMES = ["Stripe-Signature", "x-signature", "x-request-id", "asaas-access-token", "X-Other"]
+
+
+@dataclass(frozen=True)
+class Attempt:
+    event: dict[str, Any]
+    correctly_signed: bool
+
+
+@st.composite
+def attempts(draw: st.DrawFn) -> Attempt:
+    provider = draw(st.sampled_from([*SECRETS, "paypal", ""]))
+    valid_body = st.just(VALID_BODY.get(provider, "{}"))
+    body = draw(
+        st.one_of(
+            valid_body,
+            valid_body,
+            st.text(max_size=200),
+            st.dictionaries(
+                st.sampled_from(["id", "type", "created", "event", "action"]), st.text(max_size=20)
+            ).map(json.dumps),
+        )
+    )
+    headers = draw(
+        st.dictionaries(st.sampled_from(HEADER_NAMES), st.text(max_size=120), max_size=3)
+    )
+    signing = draw(st.sampled_from(["none", *["correct"] * 4, "wrong-secret", "tampered", "stale"]))
+    secret = SECRETS.get(provider, "x") + ("-not-it" if signing == "wrong-secret" else "")
+    signed_at = NOW - 3600 if signing == "stale" else NOW + draw(st.integers(-300, 300))
+    signed_body = body + " " if signing == "tampered" else body
+    if signing != "none":
+        if provider == "stripe":
+            headers["Stripe-Signature"] = stripe_signature(signed_body, secret, signed_at)
+        elif provider == "mercadopago":
+            headers["x-signature"] = mercadopago_signature(
+                MERCADOPAGO_DATA_ID, headers.get("x-request-id"), signed_at, secret
+            )
+        elif provider == "asaas":
+            headers["asaas-access-token"] = secret
+    method = draw(st.sampled_from(["POST"] * 8 + ["GET", "PUT"]))
+    query = draw(st.sampled_from([{"data.id": MERCADOPAGO_DATA_ID}] * 3 + [None, {"data.id": "1"}]))
+    event = api_gateway_event(provider, body.encode(), headers, method=method, query=query)
+    return Attempt(event, signing in VALID_UNDER_SCHEME.get(provider, set()))
+
+
+def test_no_input_yields_a_5xx_or_an_unsigned_enqueue() -> None:
+    queue = RecordingQueue()
+    ingest = WebhookIngest(
+        VERIFIERS, StaticSecrets({p: (s,) for p, s in SECRETS.items()}), queue, lambda: NOW
+    )
+    cases: list[Attempt] = []
+
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    @given(attempts())
+    def property_holds(attempt: Attempt) -> None:
+        cases.append(attempt)
+        before = len(queue.sent)
+        response = handler.respond(attempt.event, ingest)
+        handler.metrics.clear_metrics()
+        enqueued = len(queue.sent) - before
+
+        assert response["statusCode"] < 500
+        assert enqueued == (1 if response["statusCode"] == 200 else 0)
+        if enqueued:
+            assert attempt.correctly_signed, attempt
+            assert queue.sent[-1][0] == attempt.event["body"]
+            if attempt.event["pathParameters"]["provider"] == "stripe":
+                header = {k.lower(): v for k, v in attempt.event["headers"].items()}[
+                    "stripe-signature"
+                ]
+                stripe.WebhookSignature.verify_header(
+                    attempt.event["body"], header, SECRETS["stripe"], tolerance=None
+                )
+
+    property_holds()
+
+    accepted = len(queue.sent)
+    assert len(cases) == EXAMPLES
+    assert EXAMPLES // 20 < accepted < EXAMPLES // 2, (
+        f"{accepted} of {EXAMPLES} accepted: a lopsided generator"
+    )
