@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint typecheck unit clean
+.PHONY: install run test lint typecheck unit bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,9 @@ test: lint typecheck unit
 
 run: $(STAMP)
 	$(BIN)/python -m localstack.demo
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/ingest_latency.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
