@@ -7,6 +7,7 @@ are informative only.
 
 from __future__ import annotations
 
+import os
 import time
 from functools import cache
 from typing import Any
@@ -19,25 +20,41 @@ from aws_lambda_powertools.utilities.batch import (
     process_partial_response,
 )
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.parameters import SecretsProvider
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from functions.process.mercadopago_api import MercadoPagoApi
 from functions.process.service import EffectProcessor, Processed
 from functions.shared.domain import Outcome
 from functions.shared.errors import MalformedEventError, RetryableError
 from functions.shared.observability import powertools
+from functions.shared.providers import Interpreters
 from functions.shared.tables import TableNames
 
 logger, tracer, metrics = powertools("process")
+SECRET_CACHE_SECONDS = 300
 # A fully failed batch is reported item by item like any other, not raised.
 batch = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 
 @cache
 def effect_processor() -> EffectProcessor:
-    return EffectProcessor(boto3.client("dynamodb"), TableNames.from_env(), time.time)
+    return EffectProcessor(
+        boto3.client("dynamodb"), TableNames.from_env(), time.time, _interpreters()
+    )
 
 
-def handle_message(record: SQSRecord, processor: EffectProcessor) -> Processed:
+def _interpreters() -> Interpreters:
+    """Mercado Pago is enabled when the stack names the secret holding its access token."""
+    token_secret = os.environ.get("MERCADOPAGO_ACCESS_TOKEN_SECRET")
+    if not token_secret:
+        return Interpreters.build()
+    secrets = SecretsProvider(boto3_client=boto3.client("secretsmanager"))
+    api = MercadoPagoApi(lambda: str(secrets.get(token_secret, max_age=SECRET_CACHE_SECONDS)))
+    return Interpreters.build(mercadopago_payments=api.payment)
+
+
+def handle_message(record: SQSRecord, processor: EffectProcessor) -> list[Processed]:
     event_id = record.message_attributes["event_id"]
     with logger.append_context_keys(
         message_id=record.message_id,
@@ -45,7 +62,7 @@ def handle_message(record: SQSRecord, processor: EffectProcessor) -> Processed:
         receive_count=record.attributes.approximate_receive_count,
     ):
         try:
-            processed = processor.process(_provider_of(record), record.body)
+            results = processor.process(_provider_of(record), record.body)
         except RetryableError:
             _count(Outcome.RETRIED)
             logger.warning("will retry", extra={"outcome": Outcome.RETRIED}, exc_info=True)
@@ -54,18 +71,19 @@ def handle_message(record: SQSRecord, processor: EffectProcessor) -> Processed:
             _count(Outcome.FAILED)
             logger.exception("failed; the record goes back to SQS and then its DLQ")
             raise
-        _count(processed.outcome)
-        logger.info(
-            processed.detail or processed.outcome.value,
-            extra={
-                "event_id": processed.delivery.event_id,
-                "event_type": processed.delivery.event_type,
-                "effect_key": processed.effect_key,
-                "order_id": processed.order_id,
-                "outcome": processed.outcome.value,
-            },
-        )
-        return processed
+        for processed in results:
+            _count(processed.outcome)
+            logger.info(
+                processed.detail or processed.outcome.value,
+                extra={
+                    "event_id": processed.delivery.event_id,
+                    "event_type": processed.delivery.event_type,
+                    "effect_key": processed.effect_key,
+                    "order_id": processed.order_id,
+                    "outcome": processed.outcome.value,
+                },
+            )
+        return results
 
 
 def _provider_of(record: SQSRecord) -> str:
@@ -80,7 +98,7 @@ def _count(outcome: Outcome) -> None:
 
 
 @tracer.capture_method
-def record_handler(record: SQSRecord) -> Processed:
+def record_handler(record: SQSRecord) -> list[Processed]:
     return handle_message(record, effect_processor())
 
 

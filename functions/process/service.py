@@ -20,6 +20,7 @@ from functions.shared.domain import (
     TRANSITION_RULES,
     Delivery,
     Effect,
+    Interpretation,
     NoEffect,
     Outcome,
     RoutedEffect,
@@ -39,7 +40,7 @@ from functions.shared.errors import (
     UnexpectedWriteError,
     WriteContendedError,
 )
-from functions.shared.providers import interpret
+from functions.shared.providers import Interpreters
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -79,13 +80,18 @@ class EffectProcessor:
         dynamodb: DynamoDBClient,
         table_names: tables.TableNames,
         clock: Callable[[], float],
+        interpreters: Interpreters | None = None,
     ) -> None:
         self._db = dynamodb
         self._tables = table_names
         self._clock = clock
+        self._interpret = interpreters or Interpreters.build()
 
-    def process(self, provider: str, raw_body: str) -> Processed:
-        interpretation = interpret(provider, raw_body)
+    def process(self, provider: str, raw_body: str) -> list[Processed]:
+        """Each effect the delivery announces, in order, each in its own transaction."""
+        return [self._process_one(i) for i in self._interpret(provider, raw_body)]
+
+    def _process_one(self, interpretation: Interpretation) -> Processed:
         if isinstance(interpretation, NoEffect):
             return self._record_no_change(
                 interpretation.delivery, Outcome.IGNORED, interpretation.reason

@@ -28,7 +28,9 @@ class World:
         return self.make_processor(client or self.dynamodb, self.tables)
 
     def deliver(self, body: str, client: DynamoDBClient | None = None) -> Processed:
-        return self.processor(client).process(STRIPE, body)
+        """One Stripe delivery, which announces exactly one thing."""
+        [processed] = self.processor(client).process(STRIPE, body)
+        return processed
 
     def deliver_in_parallel(self, body: str, copies: int) -> list[Processed]:
         """`copies` deliveries of one body released at the same instant, one thread each."""
@@ -40,7 +42,7 @@ class World:
         def deliver() -> None:
             start.wait()
             try:
-                results.append(processor.process(STRIPE, body))
+                results.extend(processor.process(STRIPE, body))
             except Exception as exc:  # noqa: BLE001 - re-raised below in the test thread
                 errors.append(exc)
 

@@ -6,14 +6,19 @@ import json
 
 import pytest
 
-from functions.shared.domain import Effect, Money, NoEffect, Transition, effect_key
+from functions.shared.domain import Effect, Interpretation, Money, NoEffect, Transition, effect_key
 from functions.shared.errors import MalformedEventError
-from functions.shared.providers import interpret
+from functions.shared.providers import Interpreters
 from functions.shared.providers.stripe import STRIPE_EVENTS
 from tests.support.stripe_events import fixture_text
 
 INTENT = "pi_3QpLqRJz8fEoYh0N1kWc2DxT"
 CHARGE = "ch_3QpLqRJz8fEoYh0N1Yt9sLq2"
+
+
+def interpret(provider: str, body: str) -> Interpretation:
+    [interpretation] = Interpreters.build()(provider, body)
+    return interpretation
 
 
 def effect_of(fixture: str) -> Effect:

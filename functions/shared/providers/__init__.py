@@ -2,23 +2,37 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Final
+from collections.abc import Callable, Mapping, Sequence
 
 from functions.shared.domain import Interpretation
 from functions.shared.errors import UnknownProviderError
-from functions.shared.providers import stripe
+from functions.shared.providers import asaas, mercadopago, stripe
 
-Interpreter = Callable[[str], Interpretation]
-
-INTERPRETERS: Final[Mapping[str, Interpreter]] = {
-    stripe.PROVIDER: stripe.interpret,
-}
+# One delivery can announce several effects (a Mercado Pago payment that was paid, then
+# refunded twice); each is applied in its own transaction, in order.
+Interpreter = Callable[[str], Sequence[Interpretation]]
 
 
-def interpret(provider: str, raw_body: str) -> Interpretation:
-    try:
-        interpreter = INTERPRETERS[provider]
-    except KeyError as exc:
-        raise UnknownProviderError(f"no adapter for provider {provider!r}") from exc
-    return interpreter(raw_body)
+class Interpreters:
+    """Provider name -> interpreter, built once per cold start with what each one needs."""
+
+    def __init__(self, by_provider: Mapping[str, Interpreter]) -> None:
+        self._by_provider = by_provider
+
+    def __call__(self, provider: str, raw_body: str) -> Sequence[Interpretation]:
+        try:
+            interpreter = self._by_provider[provider]
+        except KeyError as exc:
+            raise UnknownProviderError(f"no adapter for provider {provider!r}") from exc
+        return interpreter(raw_body)
+
+    @classmethod
+    def build(cls, mercadopago_payments: mercadopago.PaymentSource | None = None) -> Interpreters:
+        """Stripe and Asaas read the payload alone; Mercado Pago needs its payments API."""
+        by_provider: dict[str, Interpreter] = {
+            stripe.PROVIDER: stripe.interpret,
+            asaas.PROVIDER: asaas.interpret,
+        }
+        if mercadopago_payments is not None:
+            by_provider[mercadopago.PROVIDER] = mercadopago.Interpreter(mercadopago_payments)
+        return cls(by_provider)

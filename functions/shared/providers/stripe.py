@@ -255,7 +255,11 @@ NAMED_NO_EFFECT: Final[Mapping[str, str]] = {
 }
 
 
-def interpret(raw_body: str) -> Interpretation:
+def interpret(raw_body: str) -> tuple[Interpretation]:
+    return (_interpret_one(raw_body),)
+
+
+def _interpret_one(raw_body: str) -> Interpretation:
     try:
         event = StripeEvent.model_validate_json(raw_body)
     except ValidationError as exc:
