@@ -1,0 +1,133 @@
+"""Asaas and Mercado Pago maps on real payload shapes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from functions.shared.domain import Effect, Interpretation, Money, NoEffect, Transition, effect_key
+from functions.shared.errors import MalformedEventError
+from functions.shared.providers import Interpreters
+from tests.support.stripe_events import EVENTS_DIR
+
+
+def asaas_event(name: str, **changes: Any) -> str:
+    event = json.loads((EVENTS_DIR / "asaas" / f"{name}.json").read_text())
+    event.update(changes)
+    return json.dumps(event)
+
+
+def mercadopago_payment(name: str = "payment", **changes: Any) -> dict[str, Any]:
+    payment: dict[str, Any] = json.loads((EVENTS_DIR / "mercadopago" / f"{name}.json").read_text())
+    payment.update(changes)
+    return payment
+
+
+NOTIFICATION = (EVENTS_DIR / "mercadopago" / "payment.updated.json").read_text()
+
+
+def read(
+    provider: str, body: str, payment: Mapping[str, Any] | None = None
+) -> list[Interpretation]:
+    interpreters = Interpreters.build(mercadopago_payments=lambda payment_id: payment or {})
+    return list(interpreters(provider, body))
+
+
+def test_asaas_received_payment_is_paid_in_centavos_at_brazil_time() -> None:
+    [effect] = read("asaas", asaas_event("PAYMENT_RECEIVED"))
+
+    assert isinstance(effect, Effect)
+    assert (effect.transition, effect.external_ref) == (Transition.PAID, "pay_080225913252")
+    assert (effect.amount, effect.order_id) == (Money(5000, "brl"), "ord_1042")
+    assert effect.delivery.created == int(datetime(2026, 11, 29, 21, 0, 5, tzinfo=UTC).timestamp())
+
+
+def test_asaas_confirmed_and_received_are_one_payment() -> None:
+    keys = {
+        effect_key(effect, "ord_1042")
+        for name in ("PAYMENT_CONFIRMED", "PAYMENT_RECEIVED")
+        for effect in read("asaas", asaas_event("PAYMENT_RECEIVED", event=name))
+        if isinstance(effect, Effect)
+    }
+
+    assert len(keys) == 1
+
+
+def test_asaas_refund_is_its_own_effect() -> None:
+    [effect] = read("asaas", asaas_event("PAYMENT_REFUNDED"))
+
+    assert isinstance(effect, Effect)
+    assert (effect.transition, effect.external_ref) == (
+        Transition.REFUNDED,
+        "pay_080225913252:refund",
+    )
+
+
+@pytest.mark.parametrize("name", ["PAYMENT_PARTIALLY_REFUNDED", "PAYMENT_CREATED"])
+def test_asaas_events_without_an_identifiable_effect_are_ignored(name: str) -> None:
+    [reading] = read("asaas", asaas_event("PAYMENT_RECEIVED", event=name))
+
+    assert isinstance(reading, NoEffect)
+
+
+def test_asaas_event_with_a_bad_date_is_malformed() -> None:
+    with pytest.raises(MalformedEventError):
+        read("asaas", asaas_event("PAYMENT_RECEIVED", dateCreated="29/11/2026"))
+
+
+def test_mercadopago_approved_payment_is_paid() -> None:
+    [effect] = read("mercadopago", NOTIFICATION, mercadopago_payment())
+
+    assert isinstance(effect, Effect)
+    assert (effect.transition, effect.external_ref) == (Transition.PAID, "1325896547")
+    assert (effect.amount, effect.order_id, effect.recipient) == (
+        Money(5000, "brl"),
+        "ord_1042",
+        "cliente@example.com",
+    )
+
+
+def test_mercadopago_refunded_payment_holds_the_payment_and_each_refund() -> None:
+    effects = read("mercadopago", NOTIFICATION, mercadopago_payment("payment.refunded"))
+
+    summary = [
+        (e.transition, e.external_ref, e.amount.minor) for e in effects if isinstance(e, Effect)
+    ]
+    assert summary == [
+        (Transition.PAID, "1325896547", 5000),
+        (Transition.REFUNDED, "refund:2187654321", 2000),
+        (Transition.REFUNDED, "refund:2187654399", 3000),
+    ]
+
+
+def test_mercadopago_chargeback_adds_a_dispute() -> None:
+    effects = read("mercadopago", NOTIFICATION, mercadopago_payment(status="charged_back"))
+
+    assert [e.transition for e in effects if isinstance(e, Effect)] == [
+        Transition.PAID,
+        Transition.DISPUTED,
+    ]
+
+
+@pytest.mark.parametrize("status", ["pending", "rejected", "cancelled"])
+def test_mercadopago_payment_that_moved_no_money_is_ignored(status: str) -> None:
+    payment = mercadopago_payment(status=status, date_approved=None)
+
+    [reading] = read("mercadopago", NOTIFICATION, payment)
+
+    assert isinstance(reading, NoEffect)
+    assert status in reading.reason
+
+
+def test_mercadopago_other_topics_are_ignored_without_calling_the_api() -> None:
+    body = json.dumps({**json.loads(NOTIFICATION), "type": "merchant_order", "action": None})
+
+    [reading] = Interpreters.build(mercadopago_payments=lambda _: pytest.fail("called"))(
+        "mercadopago", body
+    )
+
+    assert isinstance(reading, NoEffect)
