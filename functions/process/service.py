@@ -40,6 +40,7 @@ from functions.shared.errors import (
     UnexpectedWriteError,
     WriteContendedError,
 )
+from functions.shared.outbox import OutboxStatus, outbox_id_for
 from functions.shared.providers import Interpreters
 
 if TYPE_CHECKING:
@@ -54,8 +55,6 @@ if TYPE_CHECKING:
 KEY_POSITION: Final = 0
 ORDER_POSITION: Final = 1
 
-OUTBOX_PENDING: Final = "pending"
-
 
 @dataclass(frozen=True)
 class Processed:
@@ -66,10 +65,6 @@ class Processed:
     order_id: str | None = None
     effect_key: str | None = None
     detail: str = ""
-
-
-def outbox_id_for(effect_key: str) -> str:
-    return f"obx_{effect_key}"
 
 
 class EffectProcessor:
@@ -253,10 +248,11 @@ class EffectProcessor:
             "provider": effect.delivery.provider,
             "external_ref": effect.external_ref,
             "event_id": effect.delivery.event_id,
-            "status": OUTBOX_PENDING,
+            "status": OutboxStatus.PENDING.value,
             "attempts": 0,
             "created_at": self._now(),
-            "next_attempt_at": int(self._clock()),
+            tables.OUTBOX_DUE_BUCKET: tables.OUTBOX_DUE_VALUE,
+            tables.OUTBOX_DUE_AT: int(self._clock()),
         }
         return {
             "Put": {

@@ -21,6 +21,12 @@ from typing import Any, Final
 PARTITION_KEY: Final = "pk"
 SORT_KEY: Final = "sk"
 OUTBOX_KEY: Final = "outbox_id"
+# Sparse index of outbox items someone must still look at: the attribute exists only while an
+# item is pending or being sent, and `next_attempt_at` says when to look (due time or lease end).
+OUTBOX_DUE_INDEX: Final = "due"
+OUTBOX_DUE_BUCKET: Final = "due_bucket"
+OUTBOX_DUE_VALUE: Final = "due"
+OUTBOX_DUE_AT: Final = "next_attempt_at"
 
 ORDER_SORT: Final = "ORDER"
 EFFECT_SORT_PREFIX: Final = "EFFECT#"
@@ -80,7 +86,21 @@ def create_table_requests(names: TableNames) -> list[dict[str, Any]]:
         {
             "TableName": names.outbox,
             "KeySchema": [{"AttributeName": OUTBOX_KEY, "KeyType": "HASH"}],
-            "AttributeDefinitions": [{"AttributeName": OUTBOX_KEY, "AttributeType": "S"}],
+            "AttributeDefinitions": [
+                {"AttributeName": OUTBOX_KEY, "AttributeType": "S"},
+                {"AttributeName": OUTBOX_DUE_BUCKET, "AttributeType": "S"},
+                {"AttributeName": OUTBOX_DUE_AT, "AttributeType": "N"},
+            ],
+            "GlobalSecondaryIndexes": [
+                {
+                    "IndexName": OUTBOX_DUE_INDEX,
+                    "KeySchema": [
+                        {"AttributeName": OUTBOX_DUE_BUCKET, "KeyType": "HASH"},
+                        {"AttributeName": OUTBOX_DUE_AT, "KeyType": "RANGE"},
+                    ],
+                    "Projection": {"ProjectionType": "KEYS_ONLY"},
+                }
+            ],
             "BillingMode": "PAY_PER_REQUEST",
             "StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
         },

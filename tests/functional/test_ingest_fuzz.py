@@ -67,6 +67,7 @@ def attempts(draw: st.DrawFn) -> Attempt:
         st.one_of(
             valid_body,
             valid_body,
+            valid_body,
             st.text(max_size=200),
             st.dictionaries(
                 st.sampled_from(["id", "type", "created", "event", "action"]), st.text(max_size=20)
@@ -108,6 +109,7 @@ def test_no_input_yields_a_5xx_or_an_unsigned_enqueue() -> None:
         max_examples=EXAMPLES,
         deadline=None,
         derandomize=True,
+        database=None,
         suppress_health_check=[HealthCheck.too_slow],
     )
     @given(attempts())
@@ -135,7 +137,9 @@ def test_no_input_yields_a_5xx_or_an_unsigned_enqueue() -> None:
 
     accepted = len(queue.sent)
     assert len(cases) == EXAMPLES
-    assert sum(case.forged for case in cases) >= EXAMPLES // 10, "too few forgeries tried"
+    forgeries = sum(case.forged for case in cases)
+    print(f"{EXAMPLES} cases: {accepted} accepted, {forgeries} forgeries refused")
+    assert forgeries >= EXAMPLES // 40, "too few forgeries tried"
     assert EXAMPLES // 20 < accepted < EXAMPLES // 2, (
         f"{accepted} of {EXAMPLES} accepted: a lopsided generator"
     )

@@ -87,6 +87,20 @@ def crashing_after(client: Client, requests: int) -> Client:
     return intercepted(client, die_after)
 
 
+def crashing_before(client: Client, request_number: int) -> Client:
+    """The process dies just before sending its `request_number`-th request."""
+    sent = 0
+
+    def die_before(_operation: str, call: Callable[[], Any]) -> Any:
+        nonlocal sent
+        sent += 1
+        if sent >= request_number:
+            raise SimulatedCrashError(f"crashed before request {sent}")
+        return call()
+
+    return intercepted(client, die_before)
+
+
 def conflicting_once(client: Client) -> Client:
     """The first TransactWriteItems is cancelled with TransactionConflict, as under contention."""
     conflicted = False

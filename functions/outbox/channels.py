@@ -1,0 +1,132 @@
+"""Where notifications go. Every channel carries the outbox item's id as its dedupe key."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import TYPE_CHECKING, Final, Protocol
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from functions.outbox.templates import render
+from functions.shared.errors import RetryableError
+from functions.shared.outbox import OutboxItem
+
+if TYPE_CHECKING:
+    from mypy_boto3_events import EventBridgeClient
+    from mypy_boto3_sesv2 import SESV2Client
+
+EVENT_SOURCE: Final = "umavez"
+
+
+class ChannelError(RetryableError):
+    """The sink did not take the notification; the item goes back to pending with backoff."""
+
+
+class Channel(Protocol):
+    @property
+    def name(self) -> str:
+        """Recorded per item once this channel took it, so a retry skips it."""
+
+    def applies_to(self, item: OutboxItem) -> bool:
+        """Whether this item is for this channel at all (e.g. e-mail needs a recipient)."""
+
+    def send(self, item: OutboxItem) -> None:
+        """Deliver once, keyed by item.idempotency_key, or raise ChannelError."""
+
+
+class SesEmailChannel:
+    name = "email"
+
+    def __init__(self, client: SESV2Client, sender: str) -> None:
+        self._client = client
+        self._sender = sender
+
+    def applies_to(self, item: OutboxItem) -> bool:
+        return bool(item.recipient)
+
+    def send(self, item: OutboxItem) -> None:
+        message = render(item)
+        try:
+            self._client.send_email(
+                FromEmailAddress=self._sender,
+                Destination={"ToAddresses": [str(item.recipient)]},
+                Content={
+                    "Simple": {
+                        "Subject": {"Data": message.subject},
+                        "Body": {"Text": {"Data": message.body}},
+                    }
+                },
+                EmailTags=[{"Name": "outbox_id", "Value": item.idempotency_key}],
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise ChannelError(f"SES: {exc}") from exc
+
+
+class EventBridgeChannel:
+    name = "eventbridge"
+
+    def __init__(self, client: EventBridgeClient, bus_name: str) -> None:
+        self._client = client
+        self._bus = bus_name
+
+    def applies_to(self, item: OutboxItem) -> bool:
+        return True
+
+    def send(self, item: OutboxItem) -> None:
+        detail = {
+            "idempotency_key": item.idempotency_key,
+            "order_id": item.order_id,
+            "transition": item.transition,
+            "amount": item.amount,
+            "currency": item.currency,
+            "provider": item.provider,
+            "external_ref": item.external_ref,
+            "effect_key": item.effect_key,
+        }
+        try:
+            response = self._client.put_events(
+                Entries=[
+                    {
+                        "Source": EVENT_SOURCE,
+                        "DetailType": item.transition,
+                        "Detail": json.dumps(detail),
+                        "EventBusName": self._bus,
+                        "Resources": [],
+                    }
+                ]
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise ChannelError(f"EventBridge: {exc}") from exc
+        if response.get("FailedEntryCount", 0) > 0:
+            failures = [e.get("ErrorCode") for e in response["Entries"] if e.get("ErrorCode")]
+            raise ChannelError(f"EventBridge rejected the event: {failures}")
+
+
+class HttpChannel:
+    """POSTs the notification as JSON with an `Idempotency-Key` header."""
+
+    name = "http"
+
+    def __init__(self, url: str, timeout_seconds: float = 5.0) -> None:
+        self._url = url
+        self._timeout = timeout_seconds
+
+    def applies_to(self, item: OutboxItem) -> bool:
+        return True
+
+    def send(self, item: OutboxItem) -> None:
+        body = item.model_dump_json(exclude={"status", "attempts"}).encode()
+        request = urllib.request.Request(  # noqa: S310 - URL from the stack's configuration
+            self._url,
+            data=body,
+            method="POST",
+            headers={"Content-Type": "application/json", "Idempotency-Key": item.idempotency_key},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self._timeout) as response:  # noqa: S310
+                if not 200 <= response.status < 300:
+                    raise ChannelError(f"HTTP sink answered {response.status}")
+        except (urllib.error.URLError, TimeoutError) as exc:
+            raise ChannelError(f"HTTP sink: {exc}") from exc

@@ -1,0 +1,77 @@
+"""DynamoDB Streams (outbox INSERTs) -> sender. Thin: picks new pending items, delegates.
+
+The event source mapping filters to new pending items; anything else is ignored safely here.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.batch import (
+    BatchProcessor,
+    EventType,
+    process_partial_response,
+)
+from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import (
+    DynamoDBRecord,
+    DynamoDBRecordEventName,
+)
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from functions.outbox.channels import ChannelError
+from functions.outbox.sender import OutboxSender, SendResult
+from functions.outbox.wiring import sender_from_env
+from functions.shared.observability import powertools
+from functions.shared.outbox import OutboxStatus
+
+logger, tracer, metrics = powertools("outbox")
+batch = BatchProcessor(event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False)
+
+
+@cache
+def outbox_sender() -> OutboxSender:
+    return sender_from_env()
+
+
+def handle_record(record: DynamoDBRecord, sender: OutboxSender) -> SendResult | None:
+    image = record.dynamodb.new_image if record.dynamodb else None
+    is_new_pending_item = (
+        record.event_name == DynamoDBRecordEventName.INSERT
+        and image is not None
+        and image.get("status") == OutboxStatus.PENDING.value
+        and "outbox_id" in image
+    )
+    if not is_new_pending_item or image is None:
+        # The mapping's filter should keep these out; counted so a bad filter shows.
+        metrics.add_metric(name="outbox_record_ignored", unit=MetricUnit.Count, value=1)
+        return None
+    sent = sender.deliver(str(image["outbox_id"]), only_if_due=False)
+    metrics.add_metric(name=f"outbox_{sent.result.value}", unit=MetricUnit.Count, value=1)
+    extra = {"outbox_id": sent.outbox_id, "result": sent.result.value, "attempts": sent.attempts}
+    if sent.result is SendResult.DEAD:
+        logger.error("outbox item is dead", extra={**extra, "error": sent.detail})
+    elif sent.result is SendResult.RETRY_LATER:
+        logger.warning("send failed; backing off", extra={**extra, "error": sent.detail})
+        # Failing the record makes the stream retry now; the backoff governs the sweeper.
+        raise ChannelError(sent.detail)
+    else:
+        logger.info("outbox item handled", extra=extra)
+    return sent.result
+
+
+@tracer.capture_method
+def record_handler(record: DynamoDBRecord) -> SendResult | None:
+    return handle_record(record, outbox_sender())
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return dict(
+        process_partial_response(
+            event=event, record_handler=record_handler, processor=batch, context=context
+        )
+    )

@@ -1,0 +1,42 @@
+"""Scheduled sweeper: re-drives due outbox items; dead ones are counted for the alarm."""
+
+from __future__ import annotations
+
+import time
+from functools import cache
+from typing import Any
+
+import boto3
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from functions.outbox.sender import SendResult
+from functions.outbox.sweeper import Sweeper
+from functions.outbox.wiring import sender_from_env
+from functions.shared.observability import powertools
+from functions.shared.tables import TableNames
+
+logger, tracer, metrics = powertools("sweeper")
+
+
+@cache
+def sweeper() -> Sweeper:
+    return Sweeper(
+        boto3.client("dynamodb"), TableNames.from_env().outbox, sender_from_env(), time.time
+    )
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
+    results = sweeper().sweep()
+    for result in SendResult:
+        metrics.add_metric(
+            name=f"sweep_{result.value}", unit=MetricUnit.Count, value=results[result.value]
+        )
+    if results[SendResult.DEAD.value]:
+        logger.error("outbox items died", extra={"results": dict(results)})
+    else:
+        logger.info("sweep done", extra={"results": dict(results)})
+    return dict(results)

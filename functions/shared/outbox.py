@@ -1,0 +1,43 @@
+"""The outbox item: written by process in the effect's transaction, read by the sender."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class OutboxStatus(StrEnum):
+    PENDING = "pending"
+    SENDING = "sending"
+    SENT = "sent"
+    DEAD = "dead"
+
+
+def outbox_id_for(effect_key: str) -> str:
+    """One outbox item per effect: its id, and so every sink's dedupe key, derives from the key."""
+    return f"obx_{effect_key}"
+
+
+class OutboxItem(BaseModel):
+    """What to notify, to whom, with the data it needs."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    outbox_id: str = Field(pattern=r"^obx_[0-9a-f]{64}$")
+    effect_key: str
+    order_id: str
+    transition: str
+    amount: int
+    currency: str
+    provider: str
+    external_ref: str
+    event_id: str
+    recipient: str | None = None
+    status: OutboxStatus
+    attempts: int = 0
+    created_at: str
+
+    @property
+    def idempotency_key(self) -> str:
+        return self.outbox_id
