@@ -1,0 +1,101 @@
+"""Each channel carries the outbox id as its dedupe key and turns a refusal into ChannelError."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, ClassVar
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from functions.outbox.channels import ChannelError, EventBridgeChannel, HttpChannel
+from functions.outbox.templates import render
+from functions.shared.outbox import OutboxItem, OutboxStatus
+
+ITEM = OutboxItem(
+    outbox_id="obx_" + "a" * 64,
+    effect_key="a" * 64,
+    order_id="ord_1042",
+    transition="order.refunded",
+    amount=2050,
+    currency="brl",
+    provider="stripe",
+    external_ref="re_1",
+    event_id="evt_1",
+    recipient="cliente@example.com",
+    status=OutboxStatus.PENDING,
+    created_at="2026-11-30T00:00:00.000+00:00",
+)
+
+
+class Sink(BaseHTTPRequestHandler):
+    received: ClassVar[list[tuple[str | None, dict[str, Any]]]] = []
+    answer: ClassVar[int] = 200
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.received.append((self.headers.get("Idempotency-Key"), body))
+        self.send_response(self.answer)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+@pytest.fixture
+def sink() -> Iterator[tuple[str, type[Sink]]]:
+    handler = type("S", (Sink,), {"received": [], "answer": 200})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/notify", handler
+    server.shutdown()
+    server.server_close()
+
+
+def test_http_channel_posts_with_the_idempotency_key(sink: tuple[str, type[Sink]]) -> None:
+    url, received = sink
+
+    HttpChannel(url).send(ITEM)
+
+    [(key, body)] = received.received
+    assert key == ITEM.outbox_id
+    assert (body["order_id"], body["amount"], body["transition"]) == (
+        "ord_1042",
+        2050,
+        "order.refunded",
+    )
+
+
+def test_http_channel_refused_is_a_channel_error(sink: tuple[str, type[Sink]]) -> None:
+    url, received = sink
+    received.answer = 503
+
+    with pytest.raises(ChannelError):
+        HttpChannel(url).send(ITEM)
+
+
+def test_eventbridge_failed_entry_is_a_channel_error() -> None:
+    client = boto3.client("events")
+    with Stubber(client) as stubber:
+        stubber.add_response(
+            "put_events",
+            {
+                "FailedEntryCount": 1,
+                "Entries": [{"ErrorCode": "InternalFailure", "ErrorMessage": "x"}],
+            },
+        )
+        with pytest.raises(ChannelError, match="InternalFailure"):
+            EventBridgeChannel(client, "bus").send(ITEM)
+
+
+def test_templates_render_money_and_end_with_the_key() -> None:
+    message = render(ITEM)
+
+    assert message.subject == "Refund issued for order ord_1042"
+    assert "BRL 20.50" in message.body
+    assert message.body.endswith(f"Reference: {ITEM.outbox_id}")
