@@ -3,8 +3,12 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+NODE_STAMP := node_modules/.installed
+# jsii (under aws-cdk-lib) prints a large banner on Node 20; it is noise here.
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: install run test lint typecheck unit bench clean
+.PHONY: install run test lint typecheck unit synth bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -12,7 +16,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	touch $(STAMP)
 
-install: $(STAMP)
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $(NODE_STAMP)
+
+install: $(STAMP) $(NODE_STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -21,10 +29,13 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP)
+unit: $(STAMP) $(NODE_STAMP)
 	$(BIN)/pytest -q
 
 test: lint typecheck unit
+
+synth: $(STAMP) $(NODE_STAMP)
+	npx --no-install cdk synth --quiet
 
 run: $(STAMP)
 	$(BIN)/python -m localstack.demo
@@ -33,4 +44,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/ingest_latency.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) node_modules cdk.out .mypy_cache .pytest_cache .ruff_cache .hypothesis

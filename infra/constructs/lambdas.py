@@ -1,0 +1,142 @@
+"""A Lambda function the way every umavez function is built: arm64, JSON logs, X-Ray,
+its own log group with retention, its own role (no managed policies), and an asset that holds
+only `functions/shared` and its own package, copied without Docker."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import aws_cdk as cdk
+import jsii
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+ROOT = Path(__file__).resolve().parents[2]
+RUNTIME = lambda_.Runtime.PYTHON_3_13
+LAYER_RUNTIME = "python313"
+
+
+@jsii.implements(cdk.ILocalBundling)
+class CopyPackages:
+    """Bundles by copying Python packages: pure-Python code needs no build, hence no Docker."""
+
+    def __init__(self, packages: Sequence[str]) -> None:
+        self._packages = packages
+
+    def try_bundle(self, output_dir: str, options: Any) -> bool:
+        target = Path(output_dir) / "functions"
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / "functions" / "__init__.py", target / "__init__.py")
+        for package in self._packages:
+            shutil.copytree(
+                ROOT / "functions" / package,
+                target / package,
+                ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+                dirs_exist_ok=True,
+            )
+        return True
+
+
+def function_code(packages: Sequence[str]) -> lambda_.Code:
+    return lambda_.Code.from_asset(
+        str(ROOT / "functions"),
+        asset_hash_type=cdk.AssetHashType.OUTPUT,
+        bundling=cdk.BundlingOptions(
+            image=RUNTIME.bundling_image,
+            # jsii calls try_bundle(output_dir, options) positionally.
+            local=cast(cdk.ILocalBundling, CopyPackages(packages)),
+            # CDK caches bundles by their options; the package list makes each function's own.
+            environment={"UMAVEZ_PACKAGES": ",".join(packages)},
+        ),
+    )
+
+
+def powertools_layer(scope: Construct, version: int) -> lambda_.ILayerVersion:
+    arn = (
+        f"arn:{cdk.Aws.PARTITION}:lambda:{cdk.Aws.REGION}:017000801446:layer:"
+        f"AWSLambdaPowertoolsPythonV3-{LAYER_RUNTIME}-arm64:{version}"
+    )
+    return lambda_.LayerVersion.from_layer_version_arn(scope, "PowertoolsLayer", arn)
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    name: str
+    handler: str
+    packages: tuple[str, ...]
+    description: str
+    memory_mb: int = 256
+    timeout: cdk.Duration = field(default_factory=lambda: cdk.Duration.seconds(30))
+    environment: Mapping[str, str] = field(default_factory=dict)
+
+
+class UmavezFunction(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        spec: FunctionSpec,
+        layer: lambda_.ILayerVersion,
+        retain_logs: bool,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.log_group = logs.LogGroup(
+            self,
+            "Logs",
+            retention=logs.RetentionDays.THREE_MONTHS,
+            removal_policy=cdk.RemovalPolicy.RETAIN if retain_logs else cdk.RemovalPolicy.DESTROY,
+        )
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"umavez {spec.name}: only what this function does",
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[self.log_group.log_group_arn],
+            )
+        )
+        self.function = lambda_.Function(
+            self,
+            "Function",
+            description=spec.description,
+            runtime=RUNTIME,
+            architecture=lambda_.Architecture.ARM_64,
+            handler=spec.handler,
+            code=function_code(spec.packages),
+            role=self.role,
+            memory_size=spec.memory_mb,
+            timeout=spec.timeout,
+            logging_format=lambda_.LoggingFormat.JSON,
+            log_group=self.log_group,
+            layers=[layer],
+            environment={
+                "POWERTOOLS_SERVICE_NAME": spec.name,
+                "POWERTOOLS_METRICS_NAMESPACE": "Umavez",
+                **spec.environment,
+            },
+        )
+        # Active tracing, with X-Ray's resource-less actions in a policy of their own: the
+        # cdk-nag acknowledgment for that wildcard is scoped to this policy alone, so a
+        # wildcard added to the role's default policy still fails synth.
+        cfn_function = self.function.node.default_child
+        assert isinstance(cfn_function, lambda_.CfnFunction)
+        cfn_function.tracing_config = lambda_.CfnFunction.TracingConfigProperty(mode="Active")
+        self.tracing_policy = iam.Policy(
+            self,
+            "Tracing",
+            roles=[self.role],
+            statements=[
+                iam.PolicyStatement(
+                    actions=["xray:PutTraceSegments", "xray:PutTelemetryRecords"], resources=["*"]
+                )
+            ],
+        )

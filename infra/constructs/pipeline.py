@@ -1,0 +1,207 @@
+"""The functions and how events reach them: ingest -> SQS -> process -> outbox stream -> sender,
+plus the scheduled sweeper and reconciliation. Each function gets only the actions it uses."""
+
+from __future__ import annotations
+
+import json
+
+import aws_cdk as cdk
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as sources
+from constructs import Construct
+
+from functions.shared import tables
+from infra.config import PROVIDERS, StackConfig
+from infra.constructs.lambdas import FunctionSpec, UmavezFunction, powertools_layer
+from infra.constructs.queues import WebhookQueues, secure_queue
+from infra.constructs.secrets import ProviderSecrets
+from infra.constructs.storage import Storage
+
+PROCESS_TIMEOUT = cdk.Duration.seconds(30)
+OUTBOX_RETRY_ATTEMPTS = 3
+SWEEP_EVERY = cdk.Duration.minutes(5)
+RECONCILE_EVERY = cdk.Duration.hours(1)
+
+
+class Pipeline(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, config: StackConfig) -> None:
+        super().__init__(scope, construct_id)
+        retain = config.retain_data
+        self.storage = Storage(self, "Storage", retain=retain)
+        self.queues = WebhookQueues(self, "Queues", consumer_timeout=PROCESS_TIMEOUT)
+        self.secrets = ProviderSecrets(
+            self, "Secrets", stage=config.stage, providers=PROVIDERS, retain=retain
+        )
+        self.bus = events.EventBus(self, "Bus", description="umavez domain events")
+        layer = powertools_layer(self, config.powertools_layer_version)
+        tables_env = {
+            tables.LEDGER_TABLE_ENV: self.storage.ledger.table_name,
+            tables.OUTBOX_TABLE_ENV: self.storage.outbox.table_name,
+        }
+
+        self.functions: list[UmavezFunction] = []
+
+        def function(construct_id: str, spec: FunctionSpec) -> lambda_.Function:
+            created = UmavezFunction(self, construct_id, spec, layer, retain)
+            self.functions.append(created)
+            return created.function
+
+        self.ingest = function(
+            "Ingest",
+            FunctionSpec(
+                name="ingest",
+                handler="functions.ingest.handler.lambda_handler",
+                packages=("shared", "ingest"),
+                description="Verifies provider signatures and enqueues; answers fast",
+                memory_mb=512,  # more memory, more CPU: cold starts are part of the contract
+                timeout=cdk.Duration.seconds(5),
+                environment={
+                    "WEBHOOK_QUEUE_URL": self.queues.queue.queue_url,
+                    "PROVIDER_SECRETS": json.dumps(self.secrets.names_by_provider),
+                },
+            ),
+        )
+        self.queues.queue.grant_send_messages(self.ingest)
+        for secret in self.secrets.webhook.values():
+            secret.grant_read(self.ingest)
+
+        self.process = function(
+            "Process",
+            FunctionSpec(
+                name="process",
+                handler="functions.process.handler.lambda_handler",
+                packages=("shared", "process"),
+                description="Applies each effect once: one DynamoDB transaction per effect",
+                timeout=PROCESS_TIMEOUT,
+                environment={
+                    **tables_env,
+                    "MERCADOPAGO_ACCESS_TOKEN_SECRET": self.secrets.mercadopago_access_token_name,
+                },
+            ),
+        )
+        # TransactWriteItems is authorized item by item as PutItem / UpdateItem.
+        allow(self.process, self.storage.ledger, "PutItem", "UpdateItem", "BatchGetItem")
+        allow(self.process, self.storage.outbox, "PutItem")
+        self.secrets.mercadopago_access_token.grant_read(self.process)
+        self.process.add_event_source(
+            sources.SqsEventSource(
+                self.queues.queue,
+                batch_size=10,
+                max_batching_window=cdk.Duration.seconds(1),
+                report_batch_item_failures=True,
+                max_concurrency=config.process_max_concurrency,
+            )
+        )
+
+        sender_env = {**tables_env, "EVENT_BUS_NAME": self.bus.event_bus_name}
+        if config.email_sender:
+            sender_env["EMAIL_SENDER"] = config.email_sender
+        if config.notify_url:
+            sender_env["NOTIFY_URL"] = config.notify_url
+
+        self.outbox = function(
+            "Outbox",
+            FunctionSpec(
+                name="outbox",
+                handler="functions.outbox.handler.lambda_handler",
+                packages=("shared", "outbox"),
+                description="Sends each new outbox item once, keyed by its id",
+                environment=sender_env,
+            ),
+        )
+        self.outbox_failures = secure_queue(
+            self, "OutboxStreamFailures", retention_period=cdk.Duration.days(14)
+        )
+        self.outbox.add_event_source(
+            sources.DynamoEventSource(
+                self.storage.outbox,
+                starting_position=lambda_.StartingPosition.TRIM_HORIZON,
+                batch_size=10,
+                bisect_batch_on_error=True,
+                retry_attempts=OUTBOX_RETRY_ATTEMPTS,
+                max_record_age=cdk.Duration.hours(1),
+                report_batch_item_failures=True,
+                on_failure=sources.SqsDlq(self.outbox_failures),
+                filters=[
+                    lambda_.FilterCriteria.filter(
+                        {
+                            "eventName": lambda_.FilterRule.is_equal("INSERT"),
+                            "dynamodb": {
+                                "NewImage": {
+                                    "status": {"S": lambda_.FilterRule.is_equal("pending")}
+                                }
+                            },
+                        }
+                    )
+                ],
+            )
+        )
+
+        self.sweeper = function(
+            "Sweeper",
+            FunctionSpec(
+                name="sweeper",
+                handler="functions.outbox.sweeper_handler.lambda_handler",
+                packages=("shared", "outbox"),
+                description="Re-drives outbox items the stream did not finish",
+                timeout=cdk.Duration.minutes(2),
+                environment=sender_env,
+            ),
+        )
+        allow(self.outbox, self.storage.outbox, "UpdateItem")
+        allow(self.sweeper, self.storage.outbox, "UpdateItem")
+        allow(self.sweeper, self.storage.outbox, "Query", index=tables.OUTBOX_DUE_INDEX)
+        for sender in (self.outbox, self.sweeper):
+            self.bus.grant_put_events_to(sender)
+            if config.email_sender:
+                sender.add_to_role_policy(
+                    iam.PolicyStatement(
+                        actions=["ses:SendEmail"],
+                        resources=[_ses_identity_arn(config.email_sender)],
+                    )
+                )
+
+        self.reconciliation = function(
+            "Reconciliation",
+            FunctionSpec(
+                name="reconciliation",
+                handler="functions.reconcile.handler.lambda_handler",
+                packages=("shared", "reconcile"),
+                description="Proves the books balance and nothing is stuck",
+                memory_mb=1024,
+                timeout=cdk.Duration.minutes(10),
+                environment=tables_env,
+            ),
+        )
+        allow(self.reconciliation, self.storage.ledger, "Scan")
+        allow(self.reconciliation, self.storage.outbox, "Scan")
+
+        for construct_id, target, every in (
+            ("SweepSchedule", self.sweeper, SWEEP_EVERY),
+            ("ReconcileSchedule", self.reconciliation, RECONCILE_EVERY),
+        ):
+            events.Rule(
+                self,
+                construct_id,
+                schedule=events.Schedule.rate(every),
+                targets=[targets.LambdaFunction(target, retry_attempts=2)],
+            )
+
+
+def allow(
+    function: lambda_.Function, table: dynamodb.ITableV2, *actions: str, index: str | None = None
+) -> None:
+    """Exactly these DynamoDB actions, on the table itself or one named index: no wildcards."""
+    resource = f"{table.table_arn}/index/{index}" if index else table.table_arn
+    function.add_to_role_policy(
+        iam.PolicyStatement(actions=[f"dynamodb:{a}" for a in actions], resources=[resource])
+    )
+
+
+def _ses_identity_arn(sender: str) -> str:
+    identity = sender.split("@", 1)[1] if "@" in sender else sender
+    return f"arn:{cdk.Aws.PARTITION}:ses:{cdk.Aws.REGION}:{cdk.Aws.ACCOUNT_ID}:identity/{identity}"

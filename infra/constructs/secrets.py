@@ -1,0 +1,49 @@
+"""One Secrets Manager secret per provider, created with no active secret: ingest answers
+503 `secret_not_configured` (so the provider retries) until an operator sets it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import aws_cdk as cdk
+from aws_cdk import aws_secretsmanager as secretsmanager
+from constructs import Construct
+
+PLACEHOLDER = json.dumps({"active": []})
+
+
+class ProviderSecrets(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        stage: str,
+        providers: Sequence[str],
+        retain: bool,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        policy = cdk.RemovalPolicy.RETAIN if retain else cdk.RemovalPolicy.DESTROY
+        self.webhook: dict[str, secretsmanager.Secret] = {}
+        # Plain names, not the secrets' name tokens: those are parsed back out of the ARN.
+        self.names_by_provider = {p: f"umavez/{stage}/{p}/webhook" for p in providers}
+        self.mercadopago_access_token_name = f"umavez/{stage}/mercadopago/access-token"
+        for provider in providers:
+            secret = secretsmanager.Secret(
+                self,
+                f"{provider.capitalize()}Webhook",
+                secret_name=self.names_by_provider[provider],
+                description=f'{provider} webhook signing secrets: {{"active": ["newest", ...]}}',
+                secret_string_value=cdk.SecretValue.unsafe_plain_text(PLACEHOLDER),
+                removal_policy=policy,
+            )
+            self.webhook[provider] = secret
+        self.mercadopago_access_token = secretsmanager.Secret(
+            self,
+            "MercadopagoAccessToken",
+            secret_name=self.mercadopago_access_token_name,
+            description="Mercado Pago access token, to read payments named by notifications",
+            secret_string_value=cdk.SecretValue.unsafe_plain_text("set-me"),
+            removal_policy=policy,
+        )

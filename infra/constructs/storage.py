@@ -1,0 +1,53 @@
+"""The ledger and the outbox tables, with the key names the functions and tests use."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_dynamodb as dynamodb
+from constructs import Construct
+
+from functions.shared import tables
+
+
+class Storage(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, retain: bool) -> None:
+        super().__init__(scope, construct_id)
+        pitr = dynamodb.PointInTimeRecoverySpecification(point_in_time_recovery_enabled=True)
+        removal = cdk.RemovalPolicy.RETAIN if retain else cdk.RemovalPolicy.DESTROY
+        self.ledger = dynamodb.TableV2(
+            self,
+            "Ledger",
+            partition_key=dynamodb.Attribute(
+                name=tables.PARTITION_KEY, type=dynamodb.AttributeType.STRING
+            ),
+            sort_key=dynamodb.Attribute(name=tables.SORT_KEY, type=dynamodb.AttributeType.STRING),
+            billing=dynamodb.Billing.on_demand(),
+            point_in_time_recovery_specification=pitr,
+            deletion_protection=retain,
+            removal_policy=removal,
+        )
+        # The sender reads new items only, so the stream carries the new image.
+        self.outbox = dynamodb.TableV2(
+            self,
+            "Outbox",
+            partition_key=dynamodb.Attribute(
+                name=tables.OUTBOX_KEY, type=dynamodb.AttributeType.STRING
+            ),
+            dynamo_stream=dynamodb.StreamViewType.NEW_IMAGE,
+            global_secondary_indexes=[
+                dynamodb.GlobalSecondaryIndexPropsV2(
+                    index_name=tables.OUTBOX_DUE_INDEX,
+                    partition_key=dynamodb.Attribute(
+                        name=tables.OUTBOX_DUE_BUCKET, type=dynamodb.AttributeType.STRING
+                    ),
+                    sort_key=dynamodb.Attribute(
+                        name=tables.OUTBOX_DUE_AT, type=dynamodb.AttributeType.NUMBER
+                    ),
+                    projection_type=dynamodb.ProjectionType.KEYS_ONLY,
+                )
+            ],
+            billing=dynamodb.Billing.on_demand(),
+            point_in_time_recovery_specification=pitr,
+            deletion_protection=retain,
+            removal_policy=removal,
+        )

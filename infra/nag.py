@@ -1,0 +1,49 @@
+"""cdk-nag (AwsSolutions) findings we reviewed and accept, each with its reason.
+
+cdk-nag 3.x runs as a CDK validation plugin (`Validations.of(app).add_plugins(...)`), not as
+an Aspect; synth fails while any finding is unacknowledged. Acknowledgments are made with
+CDK's own `Validations.of(scope).acknowledge(...)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import aws_cdk as cdk
+from constructs import Construct
+
+PACK = "AwsSolutions::AwsSolutions-"
+REVIEWED: dict[str, str] = {
+    f"{PACK}APIG4": "authentication is the provider's HMAC signature, checked by ingest",
+    f"{PACK}COG4": "providers cannot present Cognito tokens; ingest checks their signatures",
+    f"{PACK}SMG4": "provider-issued signing secrets are rotated in their dashboards (README)",
+    f"{PACK}L1": "Powertools' public layer is per runtime; 3.13 is the newest it ships",
+    f"{PACK}SQS3": "the outbox stream's on-failure destination is itself a dead-letter queue",
+}
+WITHOUT_WAF = {
+    f"{PACK}APIG3": "WAF is optional (-c waf=true); requests are authenticated by signature",
+}
+XRAY_WILDCARD = f"{PACK}IAM5[Resource::*]"
+API_LOGS_MANAGED_POLICY = (
+    f"{PACK}IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/"
+    "service-role/AmazonAPIGatewayPushToCloudWatchLogs]"
+)
+
+
+def acknowledge(scope: Construct, finding: str, reason: str) -> None:
+    cdk.Validations.of(scope).acknowledge(cdk.Acknowledgment(id=finding, reason=reason))
+
+
+def acknowledge_reviewed_findings(
+    stack: Construct, *, waf: bool, tracing_policies: Sequence[Construct], api: Construct
+) -> None:
+    for finding, reason in (REVIEWED if waf else {**REVIEWED, **WITHOUT_WAF}).items():
+        acknowledge(stack, finding, reason)
+    # Scoped to where they arise, so a new wildcard elsewhere still fails synth.
+    for policy in tracing_policies:
+        acknowledge(
+            policy, XRAY_WILDCARD, "X-Ray PutTraceSegments/PutTelemetryRecords take no resource"
+        )
+    acknowledge(
+        api, API_LOGS_MANAGED_POLICY, "API Gateway's account-level logging role, made by CDK"
+    )

@@ -1,0 +1,54 @@
+"""The umavez stack: composes the constructs and says what it exposes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aws_cdk as cdk
+from constructs import Construct
+
+from infra.config import PROVIDERS, StackConfig
+from infra.constructs.api import WebhookApi
+from infra.constructs.monitoring import Monitoring
+from infra.constructs.pipeline import Pipeline
+from infra.nag import acknowledge_reviewed_findings
+
+
+class UmavezStack(cdk.Stack):
+    def __init__(
+        self, scope: Construct, construct_id: str, *, config: StackConfig, **kwargs: Any
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        self.pipeline = Pipeline(self, "Pipeline", config=config)
+        self.api = WebhookApi(
+            self,
+            "Webhooks",
+            ingest=self.pipeline.ingest,
+            providers=PROVIDERS,
+            waf=config.waf,
+            retain_logs=config.retain_data,
+        )
+        self.monitoring = Monitoring(
+            self, "Monitoring", pipeline=self.pipeline, api=self.api, alarm_email=config.alarm_email
+        )
+        for provider, url in self.api.urls.items():
+            cdk.CfnOutput(self, f"WebhookUrl{provider.capitalize()}", value=url)
+        for name, secret_name in self.pipeline.secrets.names_by_provider.items():
+            cdk.CfnOutput(self, f"Secret{name.capitalize()}", value=secret_name)
+        outputs = {
+            "LedgerTable": self.pipeline.storage.ledger.table_name,
+            "OutboxTable": self.pipeline.storage.outbox.table_name,
+            "WebhookQueueUrl": self.pipeline.queues.queue.queue_url,
+            "DeadLetterQueueUrl": self.pipeline.queues.dead_letters.queue_url,
+            "OutboxFailureQueueUrl": self.pipeline.outbox_failures.queue_url,
+            "EventBusName": self.pipeline.bus.event_bus_name,
+            "AlarmTopicArn": self.monitoring.topic.topic_arn,
+        }
+        for name, value in outputs.items():
+            cdk.CfnOutput(self, name, value=value)
+        acknowledge_reviewed_findings(
+            self,
+            waf=config.waf,
+            tracing_policies=[f.tracing_policy for f in self.pipeline.functions],
+            api=self.api,
+        )

@@ -1,0 +1,61 @@
+"""One synth per configuration for the whole session (the first costs seconds, NOTES.md)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+import aws_cdk as cdk
+from aws_cdk.assertions import Template
+from cdk_nag import AwsSolutionsChecks
+
+from infra.config import StackConfig
+from infra.stack import UmavezStack
+
+
+@dataclass
+class Synthesized:
+    stack: UmavezStack
+    template: Template
+    outdir: Path
+
+    def resources(self, kind: str) -> dict[str, Any]:
+        return dict(self.template.find_resources(kind))
+
+
+def synthesize(outdir: Path, config: StackConfig) -> Synthesized:
+    """Synthesizes with cdk-nag's AwsSolutions plugin: any unacknowledged finding raises."""
+    app = cdk.App(outdir=str(outdir))
+    stack = UmavezStack(app, "Umavez-test", config=config)
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    app.synth()
+    return Synthesized(stack, Template.from_stack(stack), outdir)
+
+
+@pytest.fixture(scope="session")
+def synth_for(tmp_path_factory: pytest.TempPathFactory) -> Callable[[StackConfig], Synthesized]:
+    cache: dict[StackConfig, Synthesized] = {}
+
+    def get(config: StackConfig) -> Synthesized:
+        if config not in cache:
+            cache[config] = synthesize(tmp_path_factory.mktemp("cdk"), config)
+        return cache[config]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def prod(synth_for: Callable[[StackConfig], Synthesized]) -> Synthesized:
+    return synth_for(StackConfig(stage="prod", email_sender="loja@example.com"))
+
+
+@pytest.fixture(scope="session")
+def dev_with_waf(synth_for: Callable[[StackConfig], Synthesized]) -> Synthesized:
+    return synth_for(StackConfig(stage="dev", waf=True))

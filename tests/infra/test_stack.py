@@ -1,0 +1,364 @@
+"""The stack a user deploys, asserted on its synthesized CloudFormation."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Match
+
+from functions.shared import tables
+from infra.config import PROVIDERS
+from infra.constructs.pipeline import PROCESS_TIMEOUT
+from infra.constructs.queues import MAX_RECEIVE_COUNT
+from tests.infra.conftest import Synthesized
+
+FUNCTIONS = {
+    "Ingest": ("functions.ingest.handler.lambda_handler", "ingest"),
+    "Process": ("functions.process.handler.lambda_handler", "process"),
+    "Outbox": ("functions.outbox.handler.lambda_handler", "outbox"),
+    "Sweeper": ("functions.outbox.sweeper_handler.lambda_handler", "outbox"),
+    "Reconciliation": ("functions.reconcile.handler.lambda_handler", "reconcile"),
+}
+
+
+def logical_id(synth: Synthesized, kind: str, contains: str) -> str:
+    [found] = [k for k in synth.resources(kind) if k.startswith(f"Pipeline{contains}")]
+    return found
+
+
+def function(synth: Synthesized, name: str) -> dict[str, Any]:
+    functions = synth.resources("AWS::Lambda::Function")
+    return functions[logical_id(synth, "AWS::Lambda::Function", name)]["Properties"]  # type: ignore[no-any-return]
+
+
+def role_statements(synth: Synthesized, name: str) -> list[dict[str, Any]]:
+    """Every statement of every policy attached to the function's role."""
+    role = logical_id(synth, "AWS::IAM::Role", f"{name}Role")
+    return [
+        statement
+        for policy in synth.resources("AWS::IAM::Policy").values()
+        if {"Ref": role} in policy["Properties"]["Roles"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+
+def actions_of(statements: list[dict[str, Any]]) -> set[str]:
+    actions: set[str] = set()
+    for statement in statements:
+        value = statement["Action"]
+        actions |= {value} if isinstance(value, str) else set(value)
+    return actions
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_every_function_is_arm64_traced_json_logged_with_limits(
+    prod: Synthesized, name: str
+) -> None:
+    props = function(prod, name)
+
+    assert props["Architectures"] == ["arm64"]
+    assert props["Runtime"] == "python3.13"
+    assert props["TracingConfig"] == {"Mode": "Active"}
+    assert props["LoggingConfig"]["LogFormat"] == "JSON"
+    assert props["Timeout"] > 0
+    assert props["MemorySize"] >= 256
+    assert props["Handler"] == FUNCTIONS[name][0]
+    assert any(
+        "AWSLambdaPowertoolsPythonV3-python313-arm64" in json.dumps(layer)
+        for layer in props["Layers"]
+    )
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_handler_paths_are_the_import_paths_the_tests_use(name: str) -> None:
+    module, attribute = FUNCTIONS[name][0].rsplit(".", 1)
+
+    assert callable(getattr(importlib.import_module(module), attribute))
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_each_asset_holds_the_shared_package_and_its_own_only(prod: Synthesized, name: str) -> None:
+    asset = prod.outdir / f"asset.{function(prod, name)['Code']['S3Key'].removesuffix('.zip')}"
+    own = FUNCTIONS[name][1]
+
+    packaged = sorted(p.name for p in (asset / "functions").iterdir() if p.is_dir())
+
+    assert packaged == sorted({"shared", own})
+    module_path = FUNCTIONS[name][0].rsplit(".", 1)[0].replace(".", "/") + ".py"
+    assert (asset / module_path).is_file()
+
+
+def test_log_groups_have_retention(prod: Synthesized) -> None:
+    groups = prod.resources("AWS::Logs::LogGroup")
+
+    assert len(groups) >= len(FUNCTIONS) + 1  # one per function, plus API access logs
+    assert all(g["Properties"].get("RetentionInDays") for g in groups.values())
+
+
+EXPECTED_ACTIONS = {
+    "Ingest": {
+        "sqs:SendMessage",
+        "sqs:GetQueueAttributes",
+        "sqs:GetQueueUrl",
+        "secretsmanager:GetSecretValue",
+        "secretsmanager:DescribeSecret",
+    },
+    "Process": {
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:BatchGetItem",
+        "secretsmanager:GetSecretValue",
+        "secretsmanager:DescribeSecret",
+        "sqs:ReceiveMessage",
+        "sqs:DeleteMessage",
+        "sqs:ChangeMessageVisibility",
+        "sqs:GetQueueAttributes",
+        "sqs:GetQueueUrl",
+    },
+    "Outbox": {
+        "dynamodb:UpdateItem",
+        "dynamodb:DescribeStream",
+        "dynamodb:GetRecords",
+        "dynamodb:GetShardIterator",
+        "dynamodb:ListStreams",
+        "events:PutEvents",
+        "ses:SendEmail",
+        "sqs:SendMessage",
+        "sqs:GetQueueAttributes",
+        "sqs:GetQueueUrl",
+    },
+    "Sweeper": {"dynamodb:Query", "dynamodb:UpdateItem", "events:PutEvents", "ses:SendEmail"},
+    "Reconciliation": {"dynamodb:Scan"},
+}
+EVERY_FUNCTION = {
+    "logs:CreateLogStream",
+    "logs:PutLogEvents",
+    "xray:PutTraceSegments",
+    "xray:PutTelemetryRecords",
+}
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_each_role_allows_exactly_what_its_function_does(prod: Synthesized, name: str) -> None:
+    assert actions_of(role_statements(prod, name)) == EXPECTED_ACTIONS[name] | EVERY_FUNCTION
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_only_xray_and_stream_listing_use_a_wildcard_resource(prod: Synthesized, name: str) -> None:
+    wildcard = [s for s in role_statements(prod, name) if s["Resource"] == "*"]
+
+    assert actions_of(wildcard) <= {
+        "xray:PutTraceSegments",
+        "xray:PutTelemetryRecords",
+        "dynamodb:ListStreams",
+    }
+    assert not any(a.endswith(":*") or a == "*" for a in actions_of(role_statements(prod, name)))
+
+
+def test_roles_use_no_managed_policies(prod: Synthesized) -> None:
+    roles = prod.resources("AWS::IAM::Role")
+    function_roles = [r for k, r in roles.items() if k.startswith("Pipeline")]
+
+    assert len(function_roles) == len(FUNCTIONS)
+    assert all("ManagedPolicyArns" not in r["Properties"] for r in function_roles)
+
+
+def test_webhook_queue_is_encrypted_tls_only_and_redrives_to_its_dlq(prod: Synthesized) -> None:
+    queues = prod.resources("AWS::SQS::Queue")
+    webhooks = queues[logical_id(prod, "AWS::SQS::Queue", "QueuesWebhooks")]["Properties"]
+    dlq_id = logical_id(prod, "AWS::SQS::Queue", "QueuesDeadLetters")
+
+    assert webhooks["SqsManagedSseEnabled"] is True
+    assert webhooks["VisibilityTimeout"] >= 6 * PROCESS_TIMEOUT.to_seconds()
+    assert webhooks["RedrivePolicy"] == {
+        "deadLetterTargetArn": {"Fn::GetAtt": [dlq_id, "Arn"]},
+        "maxReceiveCount": MAX_RECEIVE_COUNT,
+    }
+    assert all(q["Properties"].get("SqsManagedSseEnabled") for q in queues.values())
+    policies = prod.resources("AWS::SQS::QueuePolicy")
+    assert len(policies) == len(queues)
+    for policy in policies.values():
+        [deny] = policy["Properties"]["PolicyDocument"]["Statement"]
+        assert deny["Effect"] == "Deny"
+        assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+
+def test_process_mapping_reports_partial_failures_with_batching_and_concurrency(
+    prod: Synthesized,
+) -> None:
+    prod.template.has_resource_properties(
+        "AWS::Lambda::EventSourceMapping",
+        {
+            "FunctionName": {"Ref": logical_id(prod, "AWS::Lambda::Function", "Process")},
+            "BatchSize": 10,
+            "MaximumBatchingWindowInSeconds": 1,
+            "FunctionResponseTypes": ["ReportBatchItemFailures"],
+            "ScalingConfig": {"MaximumConcurrency": 5},
+        },
+    )
+
+
+def test_outbox_mapping_filters_new_pending_items_and_is_fully_bounded(prod: Synthesized) -> None:
+    failures = logical_id(prod, "AWS::SQS::Queue", "OutboxStreamFailures")
+    mappings = prod.resources("AWS::Lambda::EventSourceMapping")
+    [outbox] = [
+        m["Properties"]
+        for m in mappings.values()
+        if m["Properties"]["FunctionName"]
+        == {"Ref": logical_id(prod, "AWS::Lambda::Function", "Outbox")}
+    ]
+
+    [pattern] = [json.loads(f["Pattern"]) for f in outbox["FilterCriteria"]["Filters"]]
+    assert pattern == {
+        "eventName": ["INSERT"],
+        "dynamodb": {"NewImage": {"status": {"S": ["pending"]}}},
+    }
+    assert outbox["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert outbox["BisectBatchOnFunctionError"] is True
+    assert outbox["MaximumRetryAttempts"] == 3
+    assert outbox["MaximumRecordAgeInSeconds"] == 3600
+    assert outbox["DestinationConfig"] == {
+        "OnFailure": {"Destination": {"Fn::GetAtt": [failures, "Arn"]}}
+    }
+    assert outbox["StartingPosition"] == "TRIM_HORIZON"
+
+
+def test_tables_use_the_shared_key_names_on_demand_with_pitr_and_protection(
+    prod: Synthesized,
+) -> None:
+    found = prod.resources("AWS::DynamoDB::GlobalTable")
+    ledger = found[logical_id(prod, "AWS::DynamoDB::GlobalTable", "StorageLedger")]
+    outbox = found[logical_id(prod, "AWS::DynamoDB::GlobalTable", "StorageOutbox")]
+
+    assert [k["AttributeName"] for k in ledger["Properties"]["KeySchema"]] == [
+        tables.PARTITION_KEY,
+        tables.SORT_KEY,
+    ]
+    assert [k["AttributeName"] for k in outbox["Properties"]["KeySchema"]] == [tables.OUTBOX_KEY]
+    assert outbox["Properties"]["StreamSpecification"] == {"StreamViewType": "NEW_IMAGE"}
+    [index] = outbox["Properties"]["GlobalSecondaryIndexes"]
+    assert index["IndexName"] == tables.OUTBOX_DUE_INDEX
+    for table in (ledger, outbox):
+        assert table["Properties"]["BillingMode"] == "PAY_PER_REQUEST"
+        [replica] = table["Properties"]["Replicas"]
+        assert replica["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+        assert replica["DeletionProtectionEnabled"] is True
+        assert table["DeletionPolicy"] == "Retain"
+
+
+def test_dev_stage_tables_can_be_deleted(dev_with_waf: Synthesized) -> None:
+    for table in dev_with_waf.resources("AWS::DynamoDB::GlobalTable").values():
+        assert table["DeletionPolicy"] == "Delete"
+        assert table["Properties"]["Replicas"][0]["DeletionProtectionEnabled"] is False
+
+
+def test_api_posts_webhooks_to_ingest_throttled_logged_and_traced(prod: Synthesized) -> None:
+    prod.template.has_resource_properties(
+        "AWS::ApiGateway::Method",
+        {
+            "HttpMethod": "POST",
+            "Integration": Match.object_like({"Type": "AWS_PROXY"}),
+            "RequestParameters": {"method.request.path.provider": True},
+        },
+    )
+    prod.template.has_resource_properties("AWS::ApiGateway::RestApi", {"BinaryMediaTypes": ["*/*"]})
+    prod.template.has_resource_properties(
+        "AWS::ApiGateway::Stage",
+        {
+            "TracingEnabled": True,
+            "AccessLogSetting": Match.object_like({"DestinationArn": Match.any_value()}),
+            "MethodSettings": Match.array_with(
+                [Match.object_like({"ThrottlingRateLimit": 200, "ThrottlingBurstLimit": 400})]
+            ),
+        },
+    )
+
+
+def test_waf_is_attached_only_when_asked(prod: Synthesized, dev_with_waf: Synthesized) -> None:
+    assert prod.resources("AWS::WAFv2::WebACL") == {}
+    [acl] = dev_with_waf.resources("AWS::WAFv2::WebACL").values()
+    rules = {r["Name"]: r["Statement"] for r in acl["Properties"]["Rules"]}
+    assert rules["rate-per-ip"]["RateBasedStatement"]["AggregateKeyType"] == "IP"
+    assert rules["body-size"]["SizeConstraintStatement"]["Size"] == 256 * 1024
+    assert len(dev_with_waf.resources("AWS::WAFv2::WebACLAssociation")) == 1
+
+
+def test_each_provider_has_a_secret_and_ingest_knows_its_name(prod: Synthesized) -> None:
+    secrets = prod.resources("AWS::SecretsManager::Secret")
+    names = {s["Properties"]["Name"] for s in secrets.values()}
+    configured = json.loads(
+        function(prod, "Ingest")["Environment"]["Variables"]["PROVIDER_SECRETS"]
+    )
+
+    assert configured == {p: f"umavez/prod/{p}/webhook" for p in PROVIDERS}
+    assert set(configured.values()) | {"umavez/prod/mercadopago/access-token"} == names
+
+
+def test_sweeper_and_reconciliation_run_on_schedules(prod: Synthesized) -> None:
+    rules = prod.resources("AWS::Events::Rule")
+    schedules = {
+        r["Properties"]["ScheduleExpression"]: r["Properties"]["Targets"][0]["Arn"]["Fn::GetAtt"][0]
+        for r in rules.values()
+    }
+
+    assert schedules == {
+        "rate(5 minutes)": logical_id(prod, "AWS::Lambda::Function", "Sweeper"),
+        "rate(1 hour)": logical_id(prod, "AWS::Lambda::Function", "Reconciliation"),
+    }
+
+
+def test_alarms_cover_what_the_runbook_lists_and_notify_sns(prod: Synthesized) -> None:
+    alarms = prod.resources("AWS::CloudWatch::Alarm")
+    [topic] = prod.resources("AWS::SNS::Topic")
+    names = set(prod.stack.monitoring.alarms)
+    assert len(alarms) == len(names)
+
+    for expected in (
+        "DeadLetters",
+        "OutboxStreamFailures",
+        "OutboxIteratorAge",
+        "ProcessErrors",
+        "IngestThrottles",
+        "ProcessFailed",
+        "DuplicateSurge",
+        "StaleSurge",
+        "SignatureFailures",
+        "IngestUnavailable",
+        "Api5xx",
+        "ReconciliationMismatches",
+        "DeadOutboxItems",
+    ):
+        assert expected in names, expected
+    assert all(a["Properties"]["AlarmActions"] == [{"Ref": topic}] for a in alarms.values())
+    [books] = [a for k, a in alarms.items() if k.startswith("MonitoringReconciliationMismatches")]
+    assert books["Properties"]["TreatMissingData"] == "breaching"
+    assert len(prod.resources("AWS::CloudWatch::Dashboard")) == 1
+
+
+def test_outputs_name_each_webhook_url_table_and_queue(prod: Synthesized) -> None:
+    outputs = prod.template.find_outputs("*")
+
+    for name in (
+        "WebhookUrlStripe",
+        "WebhookUrlMercadopago",
+        "WebhookUrlAsaas",
+        "LedgerTable",
+        "OutboxTable",
+        "WebhookQueueUrl",
+        "DeadLetterQueueUrl",
+        "OutboxFailureQueueUrl",
+    ):
+        assert name in outputs, name
+
+
+def test_readme_runbook_has_an_entry_per_alarm(prod: Synthesized) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    runbook_names = set(prod.stack.monitoring.alarms)
+    generic = {n for n in runbook_names if n.endswith(("Errors", "Throttles"))}
+
+    for name in runbook_names - generic:
+        assert f"`{name}`" in readme, name

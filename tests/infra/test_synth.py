@@ -1,0 +1,58 @@
+"""Synthesis the way a user runs it, and proof that cdk-nag really gates it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_iam as iam
+from cdk_nag import AwsSolutionsChecks
+
+from infra.config import StackConfig
+from infra.stack import UmavezStack
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_cdk_cli_synthesizes_through_cdk_json_and_app_py(tmp_path: Path) -> None:
+    npx = shutil.which("npx")
+    assert npx, "node and npm are needed: `make test` installs the pinned CDK CLI"
+    assert (ROOT / "node_modules" / ".bin" / "cdk").exists(), "run `make test` (it runs npm ci)"
+
+    result = subprocess.run(  # noqa: S603 - fixed command, our own CLI
+        [npx, "--no-install", "cdk", "synth", "--quiet", "--no-notices", "-o", str(tmp_path)],
+        cwd=ROOT,
+        env={
+            **os.environ,
+            "CDK_DISABLE_VERSION_CHECK": "1",
+            "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+        },
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    template = json.loads((tmp_path / "Umavez-prod.template.json").read_text())
+    kinds = [r["Type"] for r in template["Resources"].values()]
+    assert kinds.count("AWS::Lambda::Function") == 5
+
+
+def test_a_new_wildcard_permission_fails_synth(tmp_path: Path) -> None:
+    # Given the stack with one careless statement added to a function's role
+    app = cdk.App(outdir=str(tmp_path))
+    stack = UmavezStack(app, "Umavez-nag", config=StackConfig())
+    stack.pipeline.process.add_to_role_policy(
+        iam.PolicyStatement(actions=["s3:GetObject"], resources=["*"])
+    )
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+
+    # When it is synthesized, Then cdk-nag refuses it
+    with pytest.raises(RuntimeError, match="ValidationFailed"):
+        app.synth()
