@@ -12,7 +12,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.outbox.sender import SendResult
 from functions.outbox.sweeper import Sweeper
-from functions.outbox.wiring import sender_from_env
+from functions.outbox.wiring import sender_from_env, sweep_grace_seconds
 from functions.shared.observability import powertools
 from functions.shared.tables import TableNames
 
@@ -22,7 +22,11 @@ logger, tracer, metrics = powertools("sweeper")
 @cache
 def sweeper() -> Sweeper:
     return Sweeper(
-        boto3.client("dynamodb"), TableNames.from_env().outbox, sender_from_env(), time.time
+        boto3.client("dynamodb"),
+        TableNames.from_env().outbox,
+        sender_from_env(),
+        time.time,
+        grace_seconds=sweep_grace_seconds(),
     )
 
 

@@ -2,6 +2,8 @@
 
 EVENT_BUS_NAME: EventBridge bus for domain events (always on). EMAIL_SENDER: SES from-address;
 e-mail is sent when set and the item has a recipient. NOTIFY_URL: optional HTTP sink.
+OUTBOX_LEASE_SECONDS, OUTBOX_BACKOFF_BASE_SECONDS, OUTBOX_MAX_ATTEMPTS, SWEEP_GRACE_SECONDS
+override the send policy (the embedded local stack shortens them to fit a drill in minutes).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import time
 import boto3
 
 from functions.outbox.channels import Channel, EventBridgeChannel, HttpChannel, SesEmailChannel
-from functions.outbox.sender import OutboxSender
+from functions.outbox.sender import OutboxSender, SendPolicy
 from functions.shared.tables import TableNames
 
 
@@ -27,7 +29,26 @@ def channels_from_env() -> list[Channel]:
     return channels
 
 
+def policy_from_env() -> SendPolicy:
+    defaults = SendPolicy()
+    return SendPolicy(
+        lease_seconds=int(os.environ.get("OUTBOX_LEASE_SECONDS", defaults.lease_seconds)),
+        max_attempts=int(os.environ.get("OUTBOX_MAX_ATTEMPTS", defaults.max_attempts)),
+        backoff_base_seconds=int(
+            os.environ.get("OUTBOX_BACKOFF_BASE_SECONDS", defaults.backoff_base_seconds)
+        ),
+    )
+
+
+def sweep_grace_seconds() -> int:
+    return int(os.environ.get("SWEEP_GRACE_SECONDS", "120"))
+
+
 def sender_from_env() -> OutboxSender:
     return OutboxSender(
-        boto3.client("dynamodb"), TableNames.from_env().outbox, channels_from_env(), time.time
+        boto3.client("dynamodb"),
+        TableNames.from_env().outbox,
+        channels_from_env(),
+        time.time,
+        policy_from_env(),
     )

@@ -23,6 +23,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from functions.process.mercadopago_api import BASE_URL as MERCADOPAGO_BASE_URL
 from functions.process.mercadopago_api import MercadoPagoApi
 from functions.process.service import EffectProcessor, Processed
 from functions.shared.domain import Outcome
@@ -50,7 +51,10 @@ def _interpreters() -> Interpreters:
     if not token_secret:
         return Interpreters.build()
     secrets = SecretsProvider(boto3_client=boto3.client("secretsmanager"))
-    api = MercadoPagoApi(lambda: str(secrets.get(token_secret, max_age=SECRET_CACHE_SECONDS)))
+    api = MercadoPagoApi(
+        lambda: str(secrets.get(token_secret, max_age=SECRET_CACHE_SECONDS)),
+        base_url=os.environ.get("MERCADOPAGO_API_URL", MERCADOPAGO_BASE_URL),
+    )
     return Interpreters.build(mercadopago_payments=api.payment)
 
 

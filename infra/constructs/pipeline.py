@@ -15,14 +15,14 @@ from aws_cdk import aws_lambda_event_sources as sources
 from constructs import Construct
 
 from functions.shared import tables
+from infra import settings
 from infra.config import PROVIDERS, StackConfig
 from infra.constructs.lambdas import FunctionSpec, UmavezFunction, powertools_layer
 from infra.constructs.queues import WebhookQueues, secure_queue
 from infra.constructs.secrets import ProviderSecrets
 from infra.constructs.storage import Storage
 
-PROCESS_TIMEOUT = cdk.Duration.seconds(30)
-OUTBOX_RETRY_ATTEMPTS = 3
+PROCESS_TIMEOUT = cdk.Duration.seconds(settings.PROCESS_TIMEOUT_SECONDS)
 SWEEP_EVERY = cdk.Duration.minutes(5)
 RECONCILE_EVERY = cdk.Duration.hours(1)
 
@@ -90,7 +90,7 @@ class Pipeline(Construct):
         self.process.add_event_source(
             sources.SqsEventSource(
                 self.queues.queue,
-                batch_size=10,
+                batch_size=settings.PROCESS_BATCH_SIZE,
                 max_batching_window=cdk.Duration.seconds(1),
                 report_batch_item_failures=True,
                 max_concurrency=config.process_max_concurrency,
@@ -120,9 +120,9 @@ class Pipeline(Construct):
             sources.DynamoEventSource(
                 self.storage.outbox,
                 starting_position=lambda_.StartingPosition.TRIM_HORIZON,
-                batch_size=10,
+                batch_size=settings.OUTBOX_BATCH_SIZE,
                 bisect_batch_on_error=True,
-                retry_attempts=OUTBOX_RETRY_ATTEMPTS,
+                retry_attempts=settings.OUTBOX_RETRY_ATTEMPTS,
                 max_record_age=cdk.Duration.hours(1),
                 report_batch_item_failures=True,
                 on_failure=sources.SqsDlq(self.outbox_failures),

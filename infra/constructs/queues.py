@@ -6,7 +6,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-MAX_RECEIVE_COUNT = 5
+from infra.settings import MAX_RECEIVE_COUNT
 
 
 def secure_queue(scope: Construct, construct_id: str, **props: object) -> sqs.Queue:

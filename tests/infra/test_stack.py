@@ -13,7 +13,7 @@ from aws_cdk.assertions import Match
 from functions.shared import tables
 from infra.config import PROVIDERS
 from infra.constructs.pipeline import PROCESS_TIMEOUT
-from infra.constructs.queues import MAX_RECEIVE_COUNT
+from infra.settings import MAX_RECEIVE_COUNT
 from tests.infra.conftest import Synthesized
 
 FUNCTIONS = {

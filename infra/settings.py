@@ -1,0 +1,29 @@
+"""Deployment settings shared by the CDK stack and the embedded local stack.
+
+No aws_cdk import here: the local stack reads these without paying for CDK.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+MAX_RECEIVE_COUNT: Final = 5
+PROCESS_TIMEOUT_SECONDS: Final = 30
+PROCESS_BATCH_SIZE: Final = 10
+OUTBOX_BATCH_SIZE: Final = 10
+OUTBOX_RETRY_ATTEMPTS: Final = 3
+# The outbox event source mapping's filter: new outbox items only, which are always pending.
+OUTBOX_STREAM_FILTER: Final[dict[str, Any]] = {
+    "eventName": ["INSERT"],
+    "dynamodb": {"NewImage": {"status": {"S": ["pending"]}}},
+}
+
+
+def matches_outbox_filter(record: dict[str, Any]) -> bool:
+    """What Lambda's filter does with OUTBOX_STREAM_FILTER, for the local stream poller."""
+    image = record.get("dynamodb", {}).get("NewImage", {})
+    return bool(
+        record.get("eventName") in OUTBOX_STREAM_FILTER["eventName"]
+        and image.get("status", {}).get("S")
+        in OUTBOX_STREAM_FILTER["dynamodb"]["NewImage"]["status"]["S"]
+    )
