@@ -41,11 +41,11 @@ batch = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=F
 @cache
 def effect_processor() -> EffectProcessor:
     return EffectProcessor(
-        boto3.client("dynamodb"), TableNames.from_env(), time.time, _interpreters()
+        boto3.client("dynamodb"), TableNames.from_env(), time.time, interpreters_from_env()
     )
 
 
-def _interpreters() -> Interpreters:
+def interpreters_from_env() -> Interpreters:
     """Mercado Pago is enabled when the stack names the secret holding its access token."""
     token_secret = os.environ.get("MERCADOPAGO_ACCESS_TOKEN_SECRET")
     if not token_secret:

@@ -1,0 +1,1 @@
+"""The embedded local stack: the whole pipeline on moto, a fire drill, and an inspection CLI."""

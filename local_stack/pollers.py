@@ -1,0 +1,229 @@
+"""Event source mappings with Lambda's semantics, polling the local server.
+
+- SQS -> process: batches, partial batch responses (only succeeded records are deleted), the
+  queue's visibility timeout before a failed record returns, and its redrive policy to the DLQ.
+- DynamoDB Streams -> outbox: the same filter as the mapping, partial batch responses, bounded
+  retries, then the failed records' metadata to the on-failure queue.
+- a schedule for the sweeper.
+Polling sleeps briefly when idle: this is a running stack, not a test.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from infra.settings import (
+    OUTBOX_BATCH_SIZE,
+    OUTBOX_RETRY_ATTEMPTS,
+    PROCESS_BATCH_SIZE,
+    matches_outbox_filter,
+)
+from local_stack.lambdas import LambdaContext
+from local_stack.resources import client
+
+Handler = Callable[[dict[str, Any], Any], Any]
+IDLE_SECONDS = 0.02
+
+
+class Poller(threading.Thread):
+    def __init__(self, name: str) -> None:
+        super().__init__(name=name, daemon=True)
+        self.stopping = threading.Event()
+        self.stats: Counter[str] = Counter()
+        self.busy = False
+        self.errors: list[str] = []
+
+    def stop(self) -> None:
+        self.stopping.set()
+
+    def run(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                worked = self.poll_once()
+            except Exception as exc:  # noqa: BLE001 - a Lambda error must not kill the mapping
+                self.errors.append(repr(exc))
+                worked = False
+            if not worked:
+                self.stopping.wait(IDLE_SECONDS)
+
+    def poll_once(self) -> bool:
+        raise NotImplementedError
+
+
+class SqsToLambda(Poller):
+    def __init__(
+        self,
+        name: str,
+        endpoint_url: str,
+        queue_url: str,
+        handler: Handler,
+        crash_before_delete: Callable[[], bool] = lambda: False,
+    ) -> None:
+        super().__init__(name)
+        self._sqs = client("sqs", endpoint_url)
+        self._queue_url = queue_url
+        self._queue_arn = self._sqs.get_queue_attributes(
+            QueueUrl=queue_url, AttributeNames=["QueueArn"]
+        )["Attributes"]["QueueArn"]
+        self._handler = handler
+        self._crash_before_delete = crash_before_delete
+        self.event_ids: Counter[str] = Counter()
+
+    def poll_once(self) -> bool:
+        messages = self._sqs.receive_message(
+            QueueUrl=self._queue_url,
+            MaxNumberOfMessages=PROCESS_BATCH_SIZE,
+            AttributeNames=["All"],
+            MessageAttributeNames=["All"],
+        ).get("Messages", [])
+        if not messages:
+            return False
+        self.busy = True
+        try:
+            records = [self._record(m) for m in messages]
+            for record in records:
+                self.event_ids[
+                    record["messageAttributes"].get("event_id", {}).get("stringValue", "?")
+                ] += 1
+            response = self._handler({"Records": records}, LambdaContext("umavez-process"))
+            failed = {f["itemIdentifier"] for f in (response or {}).get("batchItemFailures", [])}
+            self.stats["records"] += len(records)
+            self.stats["failed"] += len(failed)
+            if self._crash_before_delete():
+                self.stats["crashed_before_delete"] += 1
+                return True  # the effects committed; the messages come back after the timeout
+            done = [
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+                for i, m in enumerate(messages)
+                if m["MessageId"] not in failed
+            ]
+            if done:
+                self._sqs.delete_message_batch(QueueUrl=self._queue_url, Entries=done)
+        finally:
+            self.busy = False
+        return True
+
+    def _record(self, message: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "messageId": message["MessageId"],
+            "receiptHandle": message["ReceiptHandle"],
+            "body": message["Body"],
+            "attributes": message.get("Attributes", {}),
+            "messageAttributes": {
+                name: {
+                    "stringValue": value.get("StringValue"),
+                    "stringListValues": [],
+                    "binaryListValues": [],
+                    "dataType": value.get("DataType", "String"),
+                }
+                for name, value in message.get("MessageAttributes", {}).items()
+            },
+            "md5OfBody": message.get("MD5OfBody", ""),
+            "eventSource": "aws:sqs",
+            "eventSourceARN": self._queue_arn,
+            "awsRegion": "us-east-1",
+        }
+
+
+class StreamToLambda(Poller):
+    def __init__(
+        self, name: str, endpoint_url: str, table_name: str, handler: Handler, failures_url: str
+    ) -> None:
+        super().__init__(name)
+        dynamodb = client("dynamodb", endpoint_url)
+        self._streams = client("dynamodbstreams", endpoint_url)
+        self._sqs = client("sqs", endpoint_url)
+        self._arn = dynamodb.describe_table(TableName=table_name)["Table"]["LatestStreamArn"]
+        self._handler = handler
+        self._failures_url = failures_url
+        self._iterators: dict[str, str | None] = {}
+
+    def poll_once(self) -> bool:
+        shards = self._streams.describe_stream(StreamArn=self._arn)["StreamDescription"]["Shards"]
+        worked = False
+        for shard in shards:
+            shard_id = shard["ShardId"]
+            if shard_id not in self._iterators:
+                self._iterators[shard_id] = self._streams.get_shard_iterator(
+                    StreamArn=self._arn, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON"
+                )["ShardIterator"]
+            iterator = self._iterators[shard_id]
+            if iterator is None:
+                continue
+            response = self._streams.get_records(ShardIterator=iterator, Limit=OUTBOX_BATCH_SIZE)
+            self._iterators[shard_id] = response.get("NextShardIterator")
+            records = [self._record(r) for r in response["Records"]]
+            batch = [r for r in records if matches_outbox_filter(r)]
+            self.stats["filtered_out"] += len(records) - len(batch)
+            if batch:
+                self.busy = True
+                try:
+                    self._invoke_with_retries(batch)
+                finally:
+                    self.busy = False
+            worked = worked or bool(records)
+        return worked
+
+    def _invoke_with_retries(self, batch: list[dict[str, Any]]) -> None:
+        for _attempt in range(1 + OUTBOX_RETRY_ATTEMPTS):
+            response = self._handler({"Records": batch}, LambdaContext("umavez-outbox"))
+            failed = [f["itemIdentifier"] for f in (response or {}).get("batchItemFailures", [])]
+            self.stats["records"] += len(batch)
+            if not failed:
+                return
+            self.stats["retried"] += 1
+            first = next(
+                i for i, r in enumerate(batch) if r["dynamodb"]["SequenceNumber"] in failed
+            )
+            batch = batch[first:]
+        self.stats["sent_to_on_failure"] += len(batch)
+        self._sqs.send_message(
+            QueueUrl=self._failures_url,
+            MessageBody=json.dumps(
+                {
+                    "condition": "RetryAttemptsExhausted",
+                    "sequenceNumbers": [r["dynamodb"]["SequenceNumber"] for r in batch],
+                    "streamArn": self._arn,
+                }
+            ),
+        )
+
+    def _record(self, record: dict[str, Any]) -> dict[str, Any]:
+        dynamodb = dict(record["dynamodb"])
+        created: Any = dynamodb.get("ApproximateCreationDateTime")
+        if created is not None and hasattr(created, "timestamp"):
+            dynamodb["ApproximateCreationDateTime"] = int(created.timestamp())
+        return {
+            "eventID": record["eventID"],
+            "eventName": record["eventName"],
+            "eventVersion": record.get("eventVersion", "1.1"),
+            "eventSource": "aws:dynamodb",
+            "awsRegion": "us-east-1",
+            "dynamodb": dynamodb,
+            "eventSourceARN": self._arn,
+        }
+
+
+class Every(Poller):
+    """A schedule: calls `handler` every `seconds`."""
+
+    def __init__(self, name: str, seconds: float, handler: Handler, function_name: str) -> None:
+        super().__init__(name)
+        self._seconds = seconds
+        self._handler = handler
+        self._function_name = function_name
+
+    def poll_once(self) -> bool:
+        if self.stopping.wait(self._seconds):
+            return True
+        self.busy = True
+        try:
+            self.stats["runs"] += 1
+            self._handler({}, LambdaContext(self._function_name))
+        finally:
+            self.busy = False
+        return True

@@ -1,0 +1,130 @@
+"""The stack's resources on the local moto server, from the same definitions the infra uses."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+
+from functions.shared.tables import TableNames, create_table_requests
+from infra.config import PROVIDERS
+from infra.settings import MAX_RECEIVE_COUNT
+
+REGION = "us-east-1"
+# Documented development secrets: obviously fake, used only by the embedded stack and `send`.
+DEVELOPMENT_SECRETS = {
+    "stripe": "whsec_local_development_only_not_a_secret",
+    "mercadopago": "mp_local_development_only_not_a_secret",
+    "asaas": "asaas_local_development_only_not_a_token",
+}
+MERCADOPAGO_DEVELOPMENT_TOKEN = "APP_USR-local-development-only"
+EMAIL_SENDER = "loja@example.com"
+# Short on purpose: locally, a failed record is retried after seconds, not minutes.
+LOCAL_VISIBILITY_TIMEOUT_SECONDS = 2
+
+
+@dataclass(frozen=True)
+class LocalResources:
+    endpoint_url: str
+    tables: TableNames
+    queue_url: str
+    dead_letter_url: str
+    outbox_failures_url: str
+    sink_queue_url: str
+    bus_name: str
+    secret_names: dict[str, str]
+    mercadopago_token_secret: str
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    def environment(self) -> dict[str, str]:
+        """What the stack gives each Lambda, pointed at the local server."""
+        return {
+            "AWS_ENDPOINT_URL": self.endpoint_url,
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_ACCESS_KEY_ID": "local",
+            "AWS_SECRET_ACCESS_KEY": "local",
+            "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
+            "LEDGER_TABLE": self.tables.ledger,
+            "OUTBOX_TABLE": self.tables.outbox,
+            "WEBHOOK_QUEUE_URL": self.queue_url,
+            "PROVIDER_SECRETS": json.dumps(self.secret_names),
+            "MERCADOPAGO_ACCESS_TOKEN_SECRET": self.mercadopago_token_secret,
+            "EVENT_BUS_NAME": self.bus_name,
+            "EMAIL_SENDER": EMAIL_SENDER,
+            "OUTBOX_LEASE_SECONDS": "2",
+            "OUTBOX_BACKOFF_BASE_SECONDS": "1",
+            "SWEEP_GRACE_SECONDS": "1",
+            "POWERTOOLS_TRACE_DISABLED": "true",
+            "POWERTOOLS_METRICS_DISABLED": "true",
+            "POWERTOOLS_METRICS_NAMESPACE": "Umavez",
+            **self.extra_env,
+        }
+
+
+def client(service: str, endpoint_url: str) -> Any:
+    return boto3.client(  # type: ignore[call-overload]  # the service name is a variable
+        service,
+        endpoint_url=endpoint_url,
+        region_name=REGION,
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
+
+
+def provision(endpoint_url: str, names: TableNames | None = None) -> LocalResources:
+    names = names or TableNames()
+    dynamodb = client("dynamodb", endpoint_url)
+    for request in create_table_requests(names):
+        dynamodb.create_table(**request)
+    sqs = client("sqs", endpoint_url)
+    dead_letter_url = sqs.create_queue(QueueName="umavez-dead-letters")["QueueUrl"]
+    dead_letter_arn = _arn(sqs, dead_letter_url)
+    queue_url = sqs.create_queue(
+        QueueName="umavez-webhooks",
+        Attributes={
+            "VisibilityTimeout": str(LOCAL_VISIBILITY_TIMEOUT_SECONDS),
+            "RedrivePolicy": json.dumps(
+                {"deadLetterTargetArn": dead_letter_arn, "maxReceiveCount": MAX_RECEIVE_COUNT}
+            ),
+        },
+    )["QueueUrl"]
+    outbox_failures_url = sqs.create_queue(QueueName="umavez-outbox-stream-failures")["QueueUrl"]
+    sink_queue_url = sqs.create_queue(QueueName="umavez-local-event-sink")["QueueUrl"]
+    events = client("events", endpoint_url)
+    bus_name = "umavez-local"
+    events.create_event_bus(Name=bus_name)
+    events.put_rule(
+        Name="sink", EventBusName=bus_name, EventPattern=json.dumps({"source": ["umavez"]})
+    )
+    events.put_targets(
+        Rule="sink", EventBusName=bus_name, Targets=[{"Id": "q", "Arn": _arn(sqs, sink_queue_url)}]
+    )
+    client("sesv2", endpoint_url).create_email_identity(EmailIdentity=EMAIL_SENDER)
+    secrets = client("secretsmanager", endpoint_url)
+    secret_names = {}
+    for provider in PROVIDERS:
+        name = f"umavez/local/{provider}/webhook"
+        secrets.create_secret(
+            Name=name, SecretString=json.dumps({"active": [DEVELOPMENT_SECRETS[provider]]})
+        )
+        secret_names[provider] = name
+    token_secret = "umavez/local/mercadopago/access-token"
+    secrets.create_secret(Name=token_secret, SecretString=MERCADOPAGO_DEVELOPMENT_TOKEN)
+    return LocalResources(
+        endpoint_url=endpoint_url,
+        tables=names,
+        queue_url=queue_url,
+        dead_letter_url=dead_letter_url,
+        outbox_failures_url=outbox_failures_url,
+        sink_queue_url=sink_queue_url,
+        bus_name=bus_name,
+        secret_names=secret_names,
+        mercadopago_token_secret=token_secret,
+    )
+
+
+def _arn(sqs: Any, queue_url: str) -> str:
+    attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])
+    return str(attributes["Attributes"]["QueueArn"])

@@ -1,0 +1,266 @@
+"""The embedded stack: moto server, resources, the real handlers behind Lambda-like pollers,
+an API front on loopback, a fake Mercado Pago API, and switchable faults."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import random
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from functions.outbox.channels import Channel, ChannelError
+from functions.process.service import EffectProcessor
+from functions.shared.outbox import OutboxItem, OutboxStatus
+from local_stack.front import ApiFront
+from local_stack.mercadopago_fake import FakeMercadoPago
+from local_stack.pollers import Every, Poller, SqsToLambda, StreamToLambda
+from local_stack.resources import LocalResources, client, provision
+from local_stack.server import LocalAws
+
+SWEEP_EVERY_SECONDS = 1.0
+
+
+@dataclass
+class Faults:
+    """Shares (0..1) of the crash points and failures to inject."""
+
+    crash_before_delete: float = 0.0  # process committed, then died before the SQS delete
+    transaction_conflicts: float = 0.0  # DynamoDB cancels with TransactionConflict
+    channel_failures: float = 0.0  # a sink refuses a notification
+    crash_after_send: float = 0.0  # the sender died after a send, before recording it
+    seed: int = 42
+
+    @classmethod
+    def drill(cls) -> Faults:
+        return cls(0.05, 0.05, 0.05, 0.03)
+
+
+class SimulatedCrashError(Exception):
+    """The sender process died here (injected)."""
+
+
+@dataclass
+class FaultyChannel:
+    inner: Channel
+    faults: Faults
+    rng: random.Random
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def applies_to(self, item: OutboxItem) -> bool:
+        return self.inner.applies_to(item)
+
+    def send(self, item: OutboxItem) -> None:
+        with self.lock:
+            fail, crash = self.rng.random(), self.rng.random()
+        if fail < self.faults.channel_failures:
+            raise ChannelError(f"{self.inner.name} unavailable (injected)")
+        self.inner.send(item)
+        if crash < self.faults.crash_after_send:
+            raise SimulatedCrashError(f"crashed after {self.inner.name} send (injected)")
+
+
+class EmbeddedStack:
+    def __init__(
+        self,
+        faults: Faults | None = None,
+        process_concurrency: int = 4,
+        log_path: Path = Path(".local/lambda-logs.jsonl"),
+        process_variant: type[EffectProcessor] | None = None,
+    ) -> None:
+        self.faults = faults or Faults()
+        self._concurrency = process_concurrency
+        self._log_path = log_path
+        self._variant = process_variant
+        self._rng = random.Random(self.faults.seed)  # noqa: S311 - fault injection
+        self._rng_lock = threading.Lock()
+        self._undo: list[Any] = []
+        self.pollers: list[Poller] = []
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def __enter__(self) -> EmbeddedStack:
+        self.aws = LocalAws().start()
+        self.aws.dynamodb_gate.conflict_rate = self.faults.transaction_conflicts
+        self.mercadopago = FakeMercadoPago().start()
+        self.resources: LocalResources = provision(self.aws.endpoint_url)
+        self._set_environment(
+            {**self.resources.environment(), "MERCADOPAGO_API_URL": self.mercadopago.url}
+        )
+        handlers = self._load_handlers()
+        self.front = ApiFront(handlers["ingest"]).start()
+        self.process_pollers = [
+            SqsToLambda(
+                f"process-{n}",
+                self.aws.endpoint_url,
+                self.resources.queue_url,
+                handlers["process"],
+                crash_before_delete=functools.partial(
+                    self._chance, self.faults.crash_before_delete
+                ),
+            )
+            for n in range(self._concurrency)
+        ]
+        self.stream_poller = StreamToLambda(
+            "outbox",
+            self.aws.endpoint_url,
+            self.resources.tables.outbox,
+            handlers["outbox"],
+            self.resources.outbox_failures_url,
+        )
+        self.sweeper = Every("sweeper", SWEEP_EVERY_SECONDS, handlers["sweeper"], "umavez-sweeper")
+        self.pollers = [*self.process_pollers, self.stream_poller, self.sweeper]
+        for poller in self.pollers:
+            poller.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for poller in self.pollers:
+            poller.stop()
+        for poller in self.pollers:
+            poller.join(timeout=5)
+        self.front.stop()
+        self.mercadopago.stop()
+        self.aws.stop()
+        for undo in reversed(self._undo):
+            undo()
+
+    @property
+    def webhook_urls(self) -> dict[str, str]:
+        return {p: f"{self.front.url}/webhooks/{p}" for p in self.resources.secret_names}
+
+    # -- wiring the real handlers ------------------------------------------------------------
+
+    def _set_environment(self, values: dict[str, str]) -> None:
+        previous = {name: os.environ.get(name) for name in values}
+
+        def restore() -> None:
+            for name, value in previous.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
+        os.environ.update(values)
+        self._undo.append(restore)
+
+    def _load_handlers(self) -> dict[str, Any]:
+        from functions.ingest import handler as ingest
+        from functions.outbox import handler as outbox
+        from functions.outbox import sweeper_handler, wiring
+        from functions.process import handler as process
+        from functions.reconcile import handler as reconcile
+
+        self._log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_file = self._log_path.open("a")
+        self._undo.append(log_file.close)
+        for module in (ingest, process, outbox, sweeper_handler, reconcile):
+            self._redirect_logs(module.logger, log_file)
+        for cached in (
+            ingest.webhook_ingest,
+            process.effect_processor,
+            outbox.outbox_sender,
+            sweeper_handler.sweeper,
+            reconcile.reconciler,
+        ):
+            cached.cache_clear()
+            self._undo.append(cached.cache_clear)
+        self._patch(wiring, "channels_from_env", self._faulty_channels(wiring.channels_from_env))
+        if self._variant is not None:
+            variant = self._variant
+            self._patch(
+                process,
+                "effect_processor",
+                functools.cache(
+                    lambda: variant(
+                        client("dynamodb", self.aws.endpoint_url),
+                        self.resources.tables,
+                        time.time,
+                        process.interpreters_from_env(),
+                    )
+                ),
+            )
+        self.reconciler = reconcile.reconciler
+        return {
+            "ingest": ingest.lambda_handler,
+            "process": process.lambda_handler,
+            "outbox": outbox.lambda_handler,
+            "sweeper": sweeper_handler.lambda_handler,
+        }
+
+    def _redirect_logs(self, logger: Any, stream: Any) -> None:
+        handler = logger.registered_handler
+        if isinstance(handler, logging.StreamHandler):
+            previous = handler.setStream(stream)
+            self._undo.append(lambda: handler.setStream(previous))
+
+    def _patch(self, module: Any, name: str, value: Any) -> None:
+        original = getattr(module, name)
+        setattr(module, name, value)
+        self._undo.append(lambda: setattr(module, name, original))
+
+    def _faulty_channels(self, build: Any) -> Any:
+        def channels() -> list[Channel]:
+            with self._rng_lock:
+                seed = self._rng.random()
+            return [FaultyChannel(c, self.faults, random.Random(seed)) for c in build()]  # noqa: S311
+
+        return channels
+
+    def _chance(self, share: float) -> bool:
+        with self._rng_lock:
+            return self._rng.random() < share
+
+    # -- waiting for quiet -------------------------------------------------------------------
+
+    def unfinished_outbox_items(self) -> int:
+        dynamodb = client("dynamodb", self.aws.endpoint_url)
+        count = 0
+        for page in dynamodb.get_paginator("scan").paginate(
+            TableName=self.resources.tables.outbox,
+            ProjectionExpression="#s",
+            ExpressionAttributeNames={"#s": "status"},
+        ):
+            count += sum(
+                item["status"]["S"] in (OutboxStatus.PENDING.value, OutboxStatus.SENDING.value)
+                for item in page["Items"]
+            )
+        return count
+
+    def queued_messages(self) -> int:
+        attributes = client("sqs", self.aws.endpoint_url).get_queue_attributes(
+            QueueUrl=self.resources.queue_url,
+            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+        )["Attributes"]
+        return sum(int(v) for v in attributes.values())
+
+    def drain(self, timeout_seconds: float = 90) -> bool:
+        """Wait until queues, stream and outbox are quiet (three checks in a row)."""
+        deadline = time.monotonic() + timeout_seconds
+        quiet = 0
+        while time.monotonic() < deadline:
+            busy = any(p.busy for p in self.pollers if p is not self.sweeper)
+            if not busy and self.queued_messages() == 0 and self.unfinished_outbox_items() == 0:
+                quiet += 1
+                if quiet >= 3:
+                    return True
+            else:
+                quiet = 0
+            time.sleep(0.2)
+        return False
+
+
+@contextmanager
+def embedded(**kwargs: Any) -> Iterator[EmbeddedStack]:
+    with EmbeddedStack(**kwargs) as stack:
+        yield stack

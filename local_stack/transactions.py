@@ -1,0 +1,115 @@
+"""Atomic TransactWriteItems for moto without copying whole tables.
+
+moto deep-copies every table a transaction touches so that it can roll back (NOTES.md): a
+transaction then costs time proportional to the table, hundreds of ms after a few thousand
+items. DynamoDB itself evaluates every condition before writing anything; this does the same:
+  1. check every item's condition against the current state, writing nothing; if any fails,
+     cancel with the reasons by position (and ALL_OLD items) — nothing written, no stream record;
+  2. apply the writes, keeping an undo log of only the touched items and each stream's length,
+     restored should a write fail midway (a validation error).
+It is atomic only while no other DynamoDB request runs at the same time: the local stack's
+server serializes them (`server.py`).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from moto.dynamodb.comparisons import get_filter_expression
+from moto.dynamodb.exceptions import (
+    MultipleTransactionsException,
+    TooManyTransactionsException,
+    TransactionCanceledException,
+    TransactWriteSingleOpException,
+)
+from moto.dynamodb.models import DynamoDBBackend
+
+_ORIGINAL = DynamoDBBackend.transact_write_items
+
+
+def _key_of(backend: DynamoDBBackend, op_type: str, op: dict[str, Any]) -> dict[str, Any]:
+    if op_type != "Put":
+        return dict(op["Key"])
+    table = backend.get_table(op["TableName"])
+    key = {table.hash_key_attr: op["Item"][table.hash_key_attr]}
+    if table.range_key_attr is not None:
+        key[table.range_key_attr] = op["Item"][table.range_key_attr]
+    return key
+
+
+def transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> None:
+    if len(transact_items) > 100:
+        raise TooManyTransactionsException()
+    operations = []
+    seen: set[tuple[str, str]] = set()
+    reasons: list[tuple[str | None, str | None, dict[str, Any] | None]] = []
+    for entry in transact_items:
+        if len(entry) > 1:
+            raise TransactWriteSingleOpException
+        op_type, op = next(iter(entry.items()))
+        key = _key_of(self, op_type, op)
+        identity = (op["TableName"], str(dict(sorted(key.items()))))
+        if identity in seen:
+            raise MultipleTransactionsException()
+        seen.add(identity)
+        current = self.get_item(op["TableName"], key)
+        operations.append((op_type, op, key, current))
+        condition = op.get("ConditionExpression")
+        holds = condition is None or get_filter_expression(
+            condition, op.get("ExpressionAttributeNames"), op.get("ExpressionAttributeValues")
+        ).expr(current)
+        if holds:
+            reasons.append((None, None, None))
+        else:
+            old = None
+            if op.get("ReturnValuesOnConditionCheckFailure") == "ALL_OLD" and current:
+                old = current.to_json()["Attributes"]
+            reasons.append(("ConditionalCheckFailed", "The conditional request failed", old))
+    if any(code is not None for code, _, _ in reasons):
+        raise TransactionCanceledException(reasons)
+
+    undo = [
+        (op["TableName"], key, copy.deepcopy(current.to_json()["Attributes"]) if current else None)
+        for _, op, key, current in operations
+    ]
+    shards = {
+        name: len(shard.items)
+        for name in {op["TableName"] for _, op, _, _ in operations}
+        if (shard := self.get_table(name).stream_shard) is not None
+    }
+    try:
+        for op_type, op, key, _ in operations:
+            names, values = op.get("ExpressionAttributeNames"), op.get("ExpressionAttributeValues")
+            if op_type == "Put":
+                self.put_item(op["TableName"], op["Item"])
+            elif op_type == "Delete":
+                self.delete_item(op["TableName"], key)
+            elif op_type == "Update":
+                self.update_item(
+                    op["TableName"],
+                    key,
+                    update_expression=op["UpdateExpression"],
+                    expression_attribute_names=names,
+                    expression_attribute_values=values,
+                )
+    except Exception:
+        for table_name, key, old_item in reversed(undo):
+            if old_item is None:
+                self.delete_item(table_name, key)
+            else:
+                self.put_item(table_name, old_item)
+        for table_name, length in shards.items():
+            shard = self.get_table(table_name).stream_shard
+            if shard is not None:
+                del shard.items[length:]
+        raise
+
+
+def install() -> None:
+    """Replace moto's transaction implementation in this process (the local stack's only)."""
+    DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+
+
+def uninstall() -> None:
+    DynamoDBBackend.transact_write_items = _ORIGINAL  # type: ignore[method-assign]
