@@ -5,13 +5,15 @@
 - DynamoDB Streams -> outbox: the same filter as the mapping, partial batch responses, bounded
   retries, then the failed records' metadata to the on-failure queue.
 - a schedule for the sweeper.
-Polling sleeps briefly when idle: this is a running stack, not a test.
+When idle, a poller waits a little longer each time (up to a quarter second), and goes back
+to full speed as soon as there is work: empty polls cost the single-threaded server time.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -26,7 +28,8 @@ from local_stack.lambdas import LambdaContext
 from local_stack.resources import client
 
 Handler = Callable[[dict[str, Any], Any], Any]
-IDLE_SECONDS = 0.02
+IDLE_MIN_SECONDS = 0.01
+IDLE_MAX_SECONDS = 0.25
 
 
 class Poller(threading.Thread):
@@ -41,14 +44,18 @@ class Poller(threading.Thread):
         self.stopping.set()
 
     def run(self) -> None:
+        idle = IDLE_MIN_SECONDS
         while not self.stopping.is_set():
             try:
                 worked = self.poll_once()
             except Exception as exc:  # noqa: BLE001 - a Lambda error must not kill the mapping
                 self.errors.append(repr(exc))
                 worked = False
-            if not worked:
-                self.stopping.wait(IDLE_SECONDS)
+            if worked:
+                idle = IDLE_MIN_SECONDS
+            else:
+                self.stopping.wait(idle)
+                idle = min(IDLE_MAX_SECONDS, idle * 2)
 
     def poll_once(self) -> bool:
         raise NotImplementedError
@@ -141,12 +148,19 @@ class StreamToLambda(Poller):
         self._handler = handler
         self._failures_url = failures_url
         self._iterators: dict[str, str | None] = {}
+        self._shards: list[str] = []
+        self._shards_read_at = 0.0
+
+    def _shard_ids(self) -> list[str]:
+        if time.monotonic() - self._shards_read_at > 5:
+            description = self._streams.describe_stream(StreamArn=self._arn)["StreamDescription"]
+            self._shards = [shard["ShardId"] for shard in description["Shards"]]
+            self._shards_read_at = time.monotonic()
+        return self._shards
 
     def poll_once(self) -> bool:
-        shards = self._streams.describe_stream(StreamArn=self._arn)["StreamDescription"]["Shards"]
         worked = False
-        for shard in shards:
-            shard_id = shard["ShardId"]
+        for shard_id in self._shard_ids():
             if shard_id not in self._iterators:
                 self._iterators[shard_id] = self._streams.get_shard_iterator(
                     StreamArn=self._arn, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON"

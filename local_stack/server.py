@@ -1,56 +1,73 @@
-"""moto as a server on loopback, with DynamoDB made serializable like the real one.
+"""moto as a server on loopback, in its own process, made serializable like the real services.
 
-Every DynamoDB and DynamoDB Streams request holds one lock for its whole duration (bare moto
-interleaves concurrent transactions and lets duplicates through: NOTES.md). Other services
-run concurrently. Optional fault: cancel a share of TransactWriteItems with
-TransactionConflict, as real DynamoDB does under contention.
+Every request holds one lock for its whole duration: bare moto interleaves concurrent
+transactions and lets duplicates through (NOTES.md), and its SQS loses messages under
+concurrent receives and deletes. Each request is short, so the stack stays fast; running in a
+process of its own, moto uses the second core while the functions use the first.
+Optional fault: cancel a share of TransactWriteItems with TransactionConflict, as real
+DynamoDB does under contention. `GET /umavez-local/stats` reports requests and faults.
+
+Run as `python -m local_stack.server --port N [--conflict-rate R] [--seed S]`.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
+import socket
+import subprocess
+import sys
 import threading
+import time
+import urllib.request
+from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from moto.moto_server.werkzeug_app import (
-    DomainDispatcherApplication,
-    MotoRequestHandler,
-    create_backend_app,
-)
-from werkzeug.serving import BaseWSGIServer, make_server
-
-from local_stack import transactions
-
 StartResponse = Callable[..., Any]
 Environ = dict[str, Any]
+STATS_PATH = "/umavez-local/stats"
 
 
-class SerializedDynamoDB:
-    """WSGI middleware: one DynamoDB request at a time; optional injected conflicts."""
+class SerializedRequests:
+    """WSGI middleware: one request at a time; optional injected transaction conflicts."""
 
-    def __init__(self, app: Callable[[Environ, StartResponse], Iterable[bytes]]) -> None:
+    def __init__(
+        self,
+        app: Callable[[Environ, StartResponse], Iterable[bytes]],
+        conflict_rate: float,
+        seed: int,
+    ) -> None:
         self._app = app
         self._lock = threading.Lock()
-        self.conflict_rate = 0.0
+        self._conflict_rate = conflict_rate
+        self._random = random.Random(seed)  # noqa: S311 - fault injection, not security
         self.conflicts_injected = 0
-        self._random = random.Random(7)  # noqa: S311 - fault injection, not security
+        self.requests: Counter[str] = Counter()
 
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") == STATS_PATH:
+            return self._stats(start_response)
         target = str(environ.get("HTTP_X_AMZ_TARGET", ""))
-        if not target.startswith(("DynamoDB_", "DynamoDBStreams_")):
-            return self._app(environ, start_response)
         with self._lock:
+            self.requests[target.rsplit(".", 1)[-1] or str(environ.get("PATH_INFO"))] += 1
             if target.endswith(".TransactWriteItems") and self._conflict():
                 return self._transaction_conflict(environ, start_response)
             return list(self._app(environ, start_response))
 
     def _conflict(self) -> bool:
-        if self.conflict_rate and self._random.random() < self.conflict_rate:
+        if self._conflict_rate and self._random.random() < self._conflict_rate:
             self.conflicts_injected += 1
             return True
         return False
+
+    def _stats(self, start_response: StartResponse) -> list[bytes]:
+        body = json.dumps(
+            {"conflicts_injected": self.conflicts_injected, "requests": dict(self.requests)}
+        ).encode()
+        start_response("200 OK", [("Content-Type", "application/json")])
+        return [body]
 
     @staticmethod
     def _transaction_conflict(environ: Environ, start_response: StartResponse) -> list[bytes]:
@@ -76,31 +93,93 @@ class SerializedDynamoDB:
         return [body]
 
 
-class LocalAws:
-    """A moto server on 127.0.0.1 (a free port unless given) for one embedded stack."""
+def serve(port: int, conflict_rate: float, seed: int) -> None:
+    from moto.moto_server.werkzeug_app import (
+        DomainDispatcherApplication,
+        MotoRequestHandler,
+        create_backend_app,
+    )
+    from werkzeug.serving import make_server
 
-    def __init__(self, port: int = 0) -> None:
-        transactions.install()
-        self.dynamodb_gate = SerializedDynamoDB(DomainDispatcherApplication(create_backend_app))
-        self._server: BaseWSGIServer = make_server(
-            "127.0.0.1", port, self.dynamodb_gate, threaded=True, request_handler=QuietHandler
-        )
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+    from local_stack import moto_patches
+
+    class QuietHandler(MotoRequestHandler):
+        # Keep-alive: without it every AWS call opens a new TCP connection.
+        protocol_version = "HTTP/1.1"
+
+        def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+            return
+
+    moto_patches.install()
+    app = SerializedRequests(DomainDispatcherApplication(create_backend_app), conflict_rate, seed)
+    server = make_server("127.0.0.1", port, app, threaded=True, request_handler=QuietHandler)
+    server.serve_forever()
+
+
+class LocalAws:
+    """The moto server process for one embedded stack."""
+
+    def __init__(self, port: int = 0, conflict_rate: float = 0.0, seed: int = 7) -> None:
+        self.port = port or _free_port()
+        self._command = [
+            sys.executable,
+            "-m",
+            "local_stack.server",
+            "--port",
+            str(self.port),
+            "--conflict-rate",
+            str(conflict_rate),
+            "--seed",
+            str(seed),
+        ]
+        self._process: subprocess.Popen[bytes] | None = None
 
     @property
     def endpoint_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_port}"
+        return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> LocalAws:
-        self._thread.start()
-        return self
+    def start(self, timeout_seconds: float = 30) -> LocalAws:
+        self._process = subprocess.Popen(self._command)  # noqa: S603 - our own module
+        deadline = time.monotonic() + timeout_seconds
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise RuntimeError(f"the local AWS server exited with {self._process.returncode}")
+            try:
+                self.stats()
+                return self
+            except OSError:
+                time.sleep(0.1)
+        raise TimeoutError("the local AWS server did not start")
+
+    def stats(self) -> dict[str, Any]:
+        with urllib.request.urlopen(self.endpoint_url + STATS_PATH, timeout=2) as response:  # noqa: S310
+            stats: dict[str, Any] = json.load(response)
+        return stats
+
+    def moto_data(self) -> dict[str, Any]:
+        """moto's own dump of its non-DynamoDB models (SES messages among them)."""
+        with urllib.request.urlopen(
+            self.endpoint_url + "/moto-api/data.json", timeout=30
+        ) as response:  # noqa: S310
+            data: dict[str, Any] = json.load(response)
+        return data
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        transactions.uninstall()
+        if self._process is not None:
+            self._process.terminate()
+            self._process.wait(timeout=10)
 
 
-class QuietHandler(MotoRequestHandler):
-    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
-        return
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description="moto, serialized, for the umavez local stack")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--conflict-rate", type=float, default=0.0)
+    parser.add_argument("--seed", type=int, default=7)
+    arguments = parser.parse_args()
+    serve(arguments.port, arguments.conflict_rate, arguments.seed)

@@ -17,12 +17,14 @@ from typing import Any
 
 from functions.outbox.channels import Channel, ChannelError
 from functions.process.service import EffectProcessor
-from functions.shared.outbox import OutboxItem, OutboxStatus
+from functions.shared import tables
+from functions.shared.outbox import OutboxItem
 from local_stack.front import ApiFront
 from local_stack.mercadopago_fake import FakeMercadoPago
 from local_stack.pollers import Every, Poller, SqsToLambda, StreamToLambda
 from local_stack.resources import LocalResources, client, provision
 from local_stack.server import LocalAws
+from local_stack.sink import SinkRecorder, create_sink_table
 
 SWEEP_EVERY_SECONDS = 1.0
 
@@ -77,8 +79,12 @@ class EmbeddedStack:
         process_concurrency: int = 4,
         log_path: Path = Path(".local/lambda-logs.jsonl"),
         process_variant: type[EffectProcessor] | None = None,
+        front_port: int = 0,
+        aws_port: int = 0,
     ) -> None:
         self.faults = faults or Faults()
+        self._front_port = front_port
+        self._aws_port = aws_port
         self._concurrency = process_concurrency
         self._log_path = log_path
         self._variant = process_variant
@@ -90,15 +96,16 @@ class EmbeddedStack:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def __enter__(self) -> EmbeddedStack:
-        self.aws = LocalAws().start()
-        self.aws.dynamodb_gate.conflict_rate = self.faults.transaction_conflicts
+        self.aws = LocalAws(
+            self._aws_port, self.faults.transaction_conflicts, self.faults.seed
+        ).start()
         self.mercadopago = FakeMercadoPago().start()
         self.resources: LocalResources = provision(self.aws.endpoint_url)
         self._set_environment(
             {**self.resources.environment(), "MERCADOPAGO_API_URL": self.mercadopago.url}
         )
         handlers = self._load_handlers()
-        self.front = ApiFront(handlers["ingest"]).start()
+        self.front = ApiFront(handlers["ingest"], self._front_port).start()
         self.process_pollers = [
             SqsToLambda(
                 f"process-{n}",
@@ -119,7 +126,9 @@ class EmbeddedStack:
             self.resources.outbox_failures_url,
         )
         self.sweeper = Every("sweeper", SWEEP_EVERY_SECONDS, handlers["sweeper"], "umavez-sweeper")
-        self.pollers = [*self.process_pollers, self.stream_poller, self.sweeper]
+        create_sink_table(self.aws.endpoint_url)
+        self.sink = SinkRecorder(self.aws.endpoint_url, self.resources.sink_queue_url)
+        self.pollers = [*self.process_pollers, self.stream_poller, self.sweeper, self.sink]
         for poller in self.pollers:
             poller.start()
         return self
@@ -166,6 +175,8 @@ class EmbeddedStack:
         self._undo.append(log_file.close)
         for module in (ingest, process, outbox, sweeper_handler, reconcile):
             self._redirect_logs(module.logger, log_file)
+            # Metrics are disabled locally, and then accumulate unflushed: drop them on exit.
+            self._undo.append(module.metrics.clear_metrics)
         for cached in (
             ingest.webhook_ingest,
             process.effect_processor,
@@ -224,18 +235,16 @@ class EmbeddedStack:
     # -- waiting for quiet -------------------------------------------------------------------
 
     def unfinished_outbox_items(self) -> int:
-        dynamodb = client("dynamodb", self.aws.endpoint_url)
-        count = 0
-        for page in dynamodb.get_paginator("scan").paginate(
+        """Items still pending or sending: exactly those in the sparse `due` index."""
+        response = client("dynamodb", self.aws.endpoint_url).query(
             TableName=self.resources.tables.outbox,
-            ProjectionExpression="#s",
-            ExpressionAttributeNames={"#s": "status"},
-        ):
-            count += sum(
-                item["status"]["S"] in (OutboxStatus.PENDING.value, OutboxStatus.SENDING.value)
-                for item in page["Items"]
-            )
-        return count
+            IndexName=tables.OUTBOX_DUE_INDEX,
+            KeyConditionExpression="#b = :due",
+            ExpressionAttributeNames={"#b": tables.OUTBOX_DUE_BUCKET},
+            ExpressionAttributeValues={":due": {"S": tables.OUTBOX_DUE_VALUE}},
+            Select="COUNT",
+        )
+        return int(response["Count"])
 
     def queued_messages(self) -> int:
         attributes = client("sqs", self.aws.endpoint_url).get_queue_attributes(
@@ -250,13 +259,19 @@ class EmbeddedStack:
         quiet = 0
         while time.monotonic() < deadline:
             busy = any(p.busy for p in self.pollers if p is not self.sweeper)
-            if not busy and self.queued_messages() == 0 and self.unfinished_outbox_items() == 0:
+            quiet_now = (
+                not busy
+                and self.queued_messages() == 0
+                and self.unfinished_outbox_items() == 0
+                and self.sink.settled()
+            )
+            if quiet_now:
                 quiet += 1
                 if quiet >= 3:
                     return True
             else:
                 quiet = 0
-            time.sleep(0.2)
+            time.sleep(0.5)
         return False
 
 

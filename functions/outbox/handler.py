@@ -27,7 +27,6 @@ from functions.shared.observability import powertools
 from functions.shared.outbox import OutboxStatus
 
 logger, tracer, metrics = powertools("outbox")
-batch = BatchProcessor(event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False)
 
 
 @cache
@@ -70,6 +69,10 @@ def record_handler(record: DynamoDBRecord) -> SendResult | None:
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    # One processor per invocation, so concurrent invocations never share batch state.
+    batch = BatchProcessor(
+        event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False
+    )
     return dict(
         process_partial_response(
             event=event, record_handler=record_handler, processor=batch, context=context

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
@@ -34,8 +36,6 @@ from functions.shared.tables import TableNames
 
 logger, tracer, metrics = powertools("process")
 SECRET_CACHE_SECONDS = 300
-# A fully failed batch is reported item by item like any other, not raised.
-batch = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 
 @cache
@@ -58,13 +58,25 @@ def interpreters_from_env() -> Interpreters:
     return Interpreters.build(mercadopago_payments=api.payment)
 
 
-def handle_message(record: SQSRecord, processor: EffectProcessor) -> list[Processed]:
+@contextmanager
+def _record_keys(record: SQSRecord) -> Iterator[None]:
+    """Keys on every log line of this record. Per thread: the local stack runs several
+    invocations in one process; in Lambda there is one thread and this is the same."""
     event_id = record.message_attributes["event_id"]
-    with logger.append_context_keys(
-        message_id=record.message_id,
-        event_id=event_id.string_value if event_id else None,
-        receive_count=record.attributes.approximate_receive_count,
-    ):
+    keys = {
+        "message_id": record.message_id,
+        "event_id": event_id.string_value if event_id else None,
+        "receive_count": record.attributes.approximate_receive_count,
+    }
+    logger.thread_safe_append_keys(**keys)
+    try:
+        yield
+    finally:
+        logger.thread_safe_remove_keys(list(keys))
+
+
+def handle_message(record: SQSRecord, processor: EffectProcessor) -> list[Processed]:
+    with _record_keys(record):
         try:
             results = processor.process(_provider_of(record), record.body)
         except RetryableError:
@@ -110,6 +122,9 @@ def record_handler(record: SQSRecord) -> list[Processed]:
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    # One processor per invocation, so concurrent invocations never share batch state. A fully
+    # failed batch is reported item by item like any other, not raised.
+    batch = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
     return dict(
         process_partial_response(
             event=event, record_handler=record_handler, processor=batch, context=context

@@ -1,4 +1,10 @@
-"""Atomic TransactWriteItems for moto without copying whole tables.
+"""Two changes to moto, installed only in the local stack's server process.
+
+1. SQS: moto checks each received message's retention by computing *all* the queue's
+   attributes, approximate counts included, each a pass over every message: a receive costs
+   O(depth²). Reading the retention period directly gives the same answer in O(1).
+
+2. Atomic TransactWriteItems without copying whole tables.
 
 moto deep-copies every table a transaction touches so that it can roll back (NOTES.md): a
 transaction then costs time proportional to the table, hundreds of ms after a few thousand
@@ -24,8 +30,19 @@ from moto.dynamodb.exceptions import (
     TransactWriteSingleOpException,
 )
 from moto.dynamodb.models import DynamoDBBackend
+from moto.sqs.models import Message, SQSBackend
+from moto.core.utils import unix_time
 
-_ORIGINAL = DynamoDBBackend.transact_write_items
+_ORIGINAL_TRANSACTIONS = DynamoDBBackend.transact_write_items
+_ORIGINAL_RETENTION = SQSBackend.is_message_valid_based_on_retention_period
+
+
+def is_message_valid_based_on_retention_period(
+    self: SQSBackend, queue_name: str, message: Message
+) -> bool:
+    queue = self.get_queue(queue_name)
+    retain_until = int(queue.message_retention_period) + message.sent_timestamp / 1000  # type: ignore[attr-defined, operator]
+    return bool(retain_until > unix_time())
 
 
 def _key_of(backend: DynamoDBBackend, op_type: str, op: dict[str, Any]) -> dict[str, Any]:
@@ -107,9 +124,13 @@ def transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, A
 
 
 def install() -> None:
-    """Replace moto's transaction implementation in this process (the local stack's only)."""
+    """Patch moto in this process (the local stack's server only)."""
     DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+    SQSBackend.is_message_valid_based_on_retention_period = (  # type: ignore[method-assign]
+        is_message_valid_based_on_retention_period
+    )
 
 
 def uninstall() -> None:
-    DynamoDBBackend.transact_write_items = _ORIGINAL  # type: ignore[method-assign]
+    DynamoDBBackend.transact_write_items = _ORIGINAL_TRANSACTIONS  # type: ignore[method-assign]
+    SQSBackend.is_message_valid_based_on_retention_period = _ORIGINAL_RETENTION  # type: ignore[method-assign]

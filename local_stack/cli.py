@@ -1,0 +1,199 @@
+"""`umavez`: run the stack locally, drill it, look inside it, send it an event.
+
+umavez serve [--port 8750]            the embedded stack until Ctrl-C
+umavez firedrill [--orders N] [--no-faults]
+umavez show order ORDER_ID [--json] [--endpoint-url URL] [--ledger-table T --outbox-table T]
+umavez send EVENT_FILE [--provider stripe] [--url URL] [--secret S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from functions.shared.tables import DEFAULT_LEDGER_TABLE, DEFAULT_OUTBOX_TABLE, TableNames
+
+DEFAULT_PORT = 8750
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="umavez", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run the embedded stack until Ctrl-C")
+    serve.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help="webhook front port; AWS (moto) on port+1"
+    )
+
+    drill = commands.add_parser(
+        "firedrill", help="deliver like providers do and check every guarantee"
+    )
+    drill.add_argument(
+        "--orders", type=int, default=300, help="orders to simulate (about 3.5 deliveries each)"
+    )
+    drill.add_argument(
+        "--no-faults", action="store_true", help="no injected crashes, conflicts or sink failures"
+    )
+    drill.add_argument("--seed", type=int, default=42)
+
+    show = commands.add_parser("show", help="inspect the tables")
+    show_what = show.add_subparsers(dest="what", required=True)
+    order = show_what.add_parser("order", help="an order, its effects and its outbox items")
+    order.add_argument("order_id")
+    order.add_argument(
+        "--json", action="store_true", help="machine-readable output (fields in the README)"
+    )
+    order.add_argument(
+        "--endpoint-url",
+        default=f"http://127.0.0.1:{DEFAULT_PORT + 1}",
+        help="local stack (default) or 'aws' for the deployed tables",
+    )
+    order.add_argument("--ledger-table", default=DEFAULT_LEDGER_TABLE)
+    order.add_argument("--outbox-table", default=DEFAULT_OUTBOX_TABLE)
+
+    send = commands.add_parser("send", help="sign and post one event file, as the provider would")
+    send.add_argument("event_file", type=Path)
+    send.add_argument("--provider", default="stripe", choices=["stripe", "mercadopago", "asaas"])
+    send.add_argument(
+        "--url", default=None, help=f"default: http://127.0.0.1:{DEFAULT_PORT}/webhooks/PROVIDER"
+    )
+    send.add_argument("--secret", default=None, help="default: the local development secret")
+
+    args = parser.parse_args(argv)
+    if args.command == "serve":
+        return _serve(args.port)
+    if args.command == "firedrill":
+        from local_stack.firedrill import DrillOptions, run_embedded
+
+        return run_embedded(
+            DrillOptions(orders=args.orders, faults=not args.no_faults, seed=args.seed)
+        )
+    if args.command == "show":
+        return _show_order(args)
+    return _send(args)
+
+
+def _serve(port: int) -> int:
+    from local_stack.resources import DEVELOPMENT_SECRETS
+    from local_stack.stack import EmbeddedStack
+
+    with EmbeddedStack(front_port=port, aws_port=port + 1) as stack:
+        print("umavez local stack is up (Ctrl-C to stop)")
+        for provider, url in stack.webhook_urls.items():
+            print(f"  POST {url}    secret: {DEVELOPMENT_SECRETS[provider]}")
+        print(f"  AWS (moto) endpoint: {stack.aws.endpoint_url}")
+        print(f"  tables: {stack.resources.tables.ledger}, {stack.resources.tables.outbox}")
+        print("  try: umavez send tests/events/stripe/payment_intent.succeeded.json")
+        print("       umavez show order ord_1042")
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            print("stopping")
+    return 0
+
+
+def _show_order(args: argparse.Namespace) -> int:
+    import boto3
+
+    from local_stack.resources import client
+    from local_stack.sink import SINK_TABLE, sink_counts
+    from local_stack.state import order_view
+
+    local = args.endpoint_url != "aws"
+    dynamodb: Any = client("dynamodb", args.endpoint_url) if local else boto3.client("dynamodb")
+    view = order_view(dynamodb, TableNames(args.ledger_table, args.outbox_table), args.order_id)
+    sinks = sink_counts(args.endpoint_url) if local and _has_table(dynamodb, SINK_TABLE) else {}
+    report = {
+        "order_id": args.order_id,
+        "status": view.order.get("status"),
+        "currency": view.order.get("currency"),
+        "totals": {k: view.order.get(f"{k}_total", 0) for k in ("paid", "refunded", "disputed")},
+        "last_event_at": view.order.get("last_event_at"),
+        "last_event_id": view.order.get("last_event_id"),
+        "effects": [
+            {
+                k: e.get(k)
+                for k in (
+                    "effect_key",
+                    "transition",
+                    "outcome",
+                    "external_ref",
+                    "amount",
+                    "event_id",
+                    "event_type",
+                )
+            }
+            for e in sorted(
+                view.effects, key=lambda e: (e.get("ordering_token", 0), e["effect_key"])
+            )
+        ],
+        "outbox": [
+            {
+                "outbox_id": i["outbox_id"],
+                "transition": i["transition"],
+                "status": i["status"],
+                "attempts": i.get("attempts", 0),
+                "sink_deliveries": sinks.get(i["outbox_id"]) if local else None,
+            }
+            for i in view.outbox
+        ],
+    }
+    if not view.order and not view.effects:
+        print(f"no order {args.order_id!r}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+        return 0
+    totals = report["totals"]
+    print(
+        f"order {args.order_id}: {report['status']} ({report['currency']})  paid {totals['paid']}  refunded {totals['refunded']}  disputed {totals['disputed']}"
+    )
+    print(f"  last event {report['last_event_id']} (token {report['last_event_at']})")
+    print("  effects:")
+    for e in report["effects"]:
+        print(
+            f"    {e['outcome']:<9} {e['transition']:<15} {e['external_ref']:<32} {e['amount']:>8}  {e['event_type']} {e['event_id']}"
+        )
+    print("  outbox:")
+    for i in report["outbox"]:
+        print(
+            f"    {i['status']:<8} {i['transition']:<15} {i['outbox_id'][:24]}…  attempts {i['attempts']}  sinks {i['sink_deliveries']}"
+        )
+    return 0
+
+
+def _has_table(dynamodb: Any, name: str) -> bool:
+    return name in dynamodb.list_tables().get("TableNames", [])
+
+
+def _send(args: argparse.Namespace) -> int:
+    from local_stack.drill import DeliveryLog, Providers
+    from local_stack.resources import DEVELOPMENT_SECRETS
+    from local_stack.stories import Post
+
+    body = args.event_file.read_text()
+    secret = args.secret or DEVELOPMENT_SECRETS[args.provider]
+    base = args.url.rsplit("/webhooks/", 1)[0] if args.url else f"http://127.0.0.1:{DEFAULT_PORT}"
+    query = {}
+    if args.provider == "mercadopago":
+        query = {"data.id": str(json.loads(body)["data"]["id"]), "type": "payment"}
+    providers = Providers(base, {args.provider: secret}, DeliveryLog())
+    statuses = providers.deliver(Post(args.provider, body, query))
+    print(
+        f"{args.provider} {args.event_file.name}: HTTP {' -> '.join(str(s or 'timeout') for s in statuses)}"
+    )
+    return 0 if statuses[-1] == 200 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,173 @@
+"""`umavez firedrill`: the drill against the embedded stack (default) or a deployed one."""
+
+from __future__ import annotations
+
+import random
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from functions.process.service import EffectProcessor
+from functions.reconcile.service import Reconciler
+from functions.shared.tables import TableNames
+from local_stack.drill import (
+    Check,
+    DeliveryLog,
+    ProgressBar,
+    Providers,
+    check_state,
+    render,
+    run_stories,
+)
+from local_stack.resources import DEVELOPMENT_SECRETS, client
+from local_stack.sink import sink_counts
+from local_stack.stack import EmbeddedStack, Faults
+from local_stack.state import LedgerState
+from local_stack.stories import Post, Story, stories
+
+DEFAULT_ORDERS = 300
+RESEND_SHARE = 0.1
+
+
+@dataclass
+class DrillOptions:
+    orders: int = DEFAULT_ORDERS
+    faults: bool = True
+    seed: int = 42
+    process_variant: type[EffectProcessor] | None = None
+
+
+def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    started = time.monotonic()
+    faults = Faults.drill() if options.faults else Faults()
+    faults.seed = options.seed
+    with EmbeddedStack(faults=faults, process_variant=options.process_variant) as stack:
+        drill = stories(options.orders, int(time.time()))
+        for story in drill:
+            if story.mercadopago_payment:
+                stack.mercadopago.payments[str(story.mercadopago_payment["id"])] = (
+                    story.mercadopago_payment
+                )
+        log = DeliveryLog()
+        providers = Providers(stack.front.url, DEVELOPMENT_SECRETS, log)
+        stack.front.slow_seconds = providers.ingest_delay
+        err.write(f"  embedded stack up: {stack.front.url} (AWS on {stack.aws.endpoint_url})\n")
+        run_stories(drill, providers, ProgressBar(err))
+        drained = stack.drain()
+        dynamodb = client("dynamodb", stack.aws.endpoint_url)
+        names = stack.resources.tables
+
+        before_resend = _snapshot(dynamodb, names)
+        resent = _resend(drill, providers, options.seed)
+        drained = stack.drain() and drained
+        after_resend = _snapshot(dynamodb, names)
+
+        state = LedgerState.load(dynamodb, names)
+        checks = check_state(drill, state, log)
+        checks += _embedded_checks(stack, state, log, drained)
+        checks.append(
+            Check(
+                "resends long after change nothing",
+                before_resend == after_resend,
+                f"{resent} old events resent" if before_resend == after_resend else "state changed",
+            )
+        )
+        facts = _facts(options, drill, log, stack, state, time.monotonic() - started)
+    render(checks, facts, out)
+    return 0 if all(c.ok for c in checks) else 1
+
+
+def _embedded_checks(
+    stack: EmbeddedStack, state: LedgerState, log: DeliveryLog, drained: bool
+) -> list[Check]:
+    sinks = sink_counts(stack.aws.endpoint_url)
+    unsent = [i["outbox_id"][:16] for i in state.outbox if i["status"] != "sent"]
+    missing_sink = [
+        i["outbox_id"][:16]
+        for i in state.outbox
+        if sinks.get(i["outbox_id"], {}).get("eventbridge", 0) < 1
+        or (i.get("recipient") and sinks.get(i["outbox_id"], {}).get("email", 0) < 1)
+    ]
+    report = Reconciler(
+        client("dynamodb", stack.aws.endpoint_url), stack.resources.tables, time.time
+    ).run()
+    sqs = client("sqs", stack.aws.endpoint_url)
+    dead_letters = int(
+        sqs.get_queue_attributes(
+            QueueUrl=stack.resources.dead_letter_url, AttributeNames=["ApproximateNumberOfMessages"]
+        )["Attributes"]["ApproximateNumberOfMessages"]
+    )
+    seen = set().union(*(p.event_ids for p in stack.process_pollers))
+    unprocessed = sorted(log.accepted_event_ids - seen)
+    most = max((max(c.values(), default=0) for c in sinks.values()), default=0)
+    return [
+        Check(
+            "every notification sent and received by its sinks",
+            not unsent and not missing_sink,
+            f"{len(state.outbox)} keys, at most {most} deliveries of one key"
+            if not (unsent or missing_sink)
+            else f"unsent {unsent[:3]}, missing at a sink {missing_sink[:3]}",
+        ),
+        Check(
+            "books balance (reconciliation)",
+            not report.mismatches,
+            f"{report.orders_checked} orders, 0 mismatches"
+            if not report.mismatches
+            else "; ".join(f"{m.kind} {m.order_id}" for m in report.mismatches[:3]),
+        ),
+        Check(
+            "nothing lost: every accepted delivery processed, DLQ empty",
+            drained and not unprocessed and dead_letters == 0,
+            f"drained={drained}, unprocessed={len(unprocessed)}, dead letters={dead_letters}",
+        ),
+    ]
+
+
+def _resend(drill: Sequence[Story], providers: Providers, seed: int) -> int:
+    """A provider's dashboard "resend", weeks later: an old event, freshly signed."""
+    rng = random.Random(seed)  # noqa: S311 - sampling
+    sample = [
+        s.posts[0] for s in drill if s.posts[0].forgery is None and rng.random() < RESEND_SHARE
+    ]
+    for post in sample:
+        providers.deliver(Post(post.provider, post.body, post.query))
+    return len(sample)
+
+
+def _snapshot(dynamodb: Any, names: TableNames) -> list[Any]:
+    items = []
+    for table in (names.ledger, names.outbox):
+        for page in dynamodb.get_paginator("scan").paginate(TableName=table):
+            items += page["Items"]
+    return sorted(items, key=repr)
+
+
+def _facts(
+    options: DrillOptions,
+    drill: Sequence[Story],
+    log: DeliveryLog,
+    stack: EmbeddedStack,
+    state: LedgerState,
+    elapsed: float,
+) -> dict[str, Any]:
+    effects = [e for v in state.orders.values() for e in v.effects]
+    process: Counter[str] = sum((p.stats for p in stack.process_pollers), start=Counter())
+    return {
+        "orders (stories)": f"{len(drill)} across {len({s.kind for s in drill})} kinds",
+        "deliveries (HTTP attempts)": f"{log.attempts}: "
+        + ", ".join(f"{k or 'timeout'}x{v}" for k, v in sorted(log.by_status.items())),
+        "provider retries": log.retries,
+        "effects": f"{sum(e['outcome'] == 'applied' for e in effects)} applied, {sum(e['outcome'] == 'stale' for e in effects)} stale",
+        "faults injected": (
+            f"{stack.aws.stats()['conflicts_injected']} transaction conflicts, "
+            f"{process['crashed_before_delete']} crashes before SQS delete, "
+            f"channel failures {stack.faults.channel_failures:.0%}, crashes after send {stack.faults.crash_after_send:.0%}"
+            if options.faults
+            else "none"
+        ),
+        "process records (with redeliveries)": process["records"],
+        "elapsed": f"{elapsed:.1f} s",
+    }

@@ -1,0 +1,81 @@
+"""The ledger and outbox as they are: what the drill checks and `umavez show` prints."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from functions.shared import tables
+from functions.shared.dynamo import from_attributes
+from functions.shared.outbox import outbox_id_for
+
+
+@dataclass
+class OrderView:
+    order_id: str
+    order: dict[str, Any]
+    effects: list[dict[str, Any]] = field(default_factory=list)
+    outbox: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class LedgerState:
+    orders: dict[str, OrderView]
+    deliveries: list[dict[str, Any]]
+    outbox: list[dict[str, Any]]
+
+    @classmethod
+    def load(cls, dynamodb: Any, names: tables.TableNames) -> LedgerState:
+        orders: dict[str, OrderView] = {}
+        deliveries = []
+
+        def view(order_id: str) -> OrderView:
+            return orders.setdefault(order_id, OrderView(order_id, {}))
+
+        for item in _scan(dynamodb, names.ledger):
+            pk, sk = item[tables.PARTITION_KEY], item[tables.SORT_KEY]
+            if sk == tables.ORDER_SORT:
+                view(pk.removeprefix("ORDER#")).order = item
+            elif sk.startswith(tables.EFFECT_SORT_PREFIX):
+                view(pk.removeprefix("ORDER#")).effects.append(item)
+            elif sk == tables.DELIVERY_SORT:
+                deliveries.append(item)
+        outbox = list(_scan(dynamodb, names.outbox))
+        by_order: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for item in outbox:
+            by_order[item["order_id"]].append(item)
+        for order_id, items in by_order.items():
+            view(order_id).outbox = items
+        return cls(orders, deliveries, outbox)
+
+
+def order_view(dynamodb: Any, names: tables.TableNames, order_id: str) -> OrderView:
+    """One order, its effects (one Query) and its outbox items."""
+    view = OrderView(order_id, {})
+    pages = dynamodb.get_paginator("query").paginate(
+        TableName=names.ledger,
+        KeyConditionExpression="#pk = :pk",
+        ExpressionAttributeNames={"#pk": tables.PARTITION_KEY},
+        ExpressionAttributeValues={":pk": {"S": tables.order_pk(order_id)}},
+    )
+    for page in pages:
+        for item in map(from_attributes, page["Items"]):
+            if item[tables.SORT_KEY] == tables.ORDER_SORT:
+                view.order = item
+            else:
+                view.effects.append(item)
+    if view.effects:
+        keys = [{tables.OUTBOX_KEY: {"S": outbox_id_for(e["effect_key"])}} for e in view.effects]
+        for start in range(0, len(keys), 100):
+            response = dynamodb.batch_get_item(
+                RequestItems={names.outbox: {"Keys": keys[start : start + 100]}}
+            )
+            view.outbox += [from_attributes(i) for i in response["Responses"][names.outbox]]
+    return view
+
+
+def _scan(dynamodb: Any, table: str) -> Any:
+    for page in dynamodb.get_paginator("scan").paginate(TableName=table):
+        for item in page["Items"]:
+            yield from_attributes(item)
