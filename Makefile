@@ -38,7 +38,7 @@ synth: $(STAMP) $(NODE_STAMP)
 	npx --no-install cdk synth --quiet
 
 run: $(STAMP)
-	$(BIN)/python -m localstack.demo
+	$(BIN)/umavez firedrill
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/ingest_latency.py

@@ -12,8 +12,6 @@ import argparse
 import json
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -156,18 +154,21 @@ def _show_order(args: argparse.Namespace) -> int:
         return 0
     totals = report["totals"]
     print(
-        f"order {args.order_id}: {report['status']} ({report['currency']})  paid {totals['paid']}  refunded {totals['refunded']}  disputed {totals['disputed']}"
+        f"order {args.order_id}: {report['status']} ({report['currency']})  "
+        f"paid {totals['paid']}  refunded {totals['refunded']}  disputed {totals['disputed']}"
     )
     print(f"  last event {report['last_event_id']} (token {report['last_event_at']})")
     print("  effects:")
     for e in report["effects"]:
         print(
-            f"    {e['outcome']:<9} {e['transition']:<15} {e['external_ref']:<32} {e['amount']:>8}  {e['event_type']} {e['event_id']}"
+            f"    {e['outcome']:<9} {e['transition']:<15} {e['external_ref']:<32} "
+            f"{e['amount']:>8}  {e['event_type']} {e['event_id']}"
         )
     print("  outbox:")
     for i in report["outbox"]:
         print(
-            f"    {i['status']:<8} {i['transition']:<15} {i['outbox_id'][:24]}…  attempts {i['attempts']}  sinks {i['sink_deliveries']}"
+            f"    {i['status']:<8} {i['transition']:<15} {i['outbox_id'][:24]}...  "
+            f"attempts {i['attempts']}  sinks {i['sink_deliveries']}"
         )
     return 0
 
@@ -189,9 +190,8 @@ def _send(args: argparse.Namespace) -> int:
         query = {"data.id": str(json.loads(body)["data"]["id"]), "type": "payment"}
     providers = Providers(base, {args.provider: secret}, DeliveryLog())
     statuses = providers.deliver(Post(args.provider, body, query))
-    print(
-        f"{args.provider} {args.event_file.name}: HTTP {' -> '.join(str(s or 'timeout') for s in statuses)}"
-    )
+    answers = " -> ".join(str(status or "timeout") for status in statuses)
+    print(f"{args.provider} {args.event_file.name}: HTTP {answers}")
     return 0 if statuses[-1] == 200 else 1
 
 

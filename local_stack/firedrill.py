@@ -160,11 +160,14 @@ def _facts(
         "deliveries (HTTP attempts)": f"{log.attempts}: "
         + ", ".join(f"{k or 'timeout'}x{v}" for k, v in sorted(log.by_status.items())),
         "provider retries": log.retries,
-        "effects": f"{sum(e['outcome'] == 'applied' for e in effects)} applied, {sum(e['outcome'] == 'stale' for e in effects)} stale",
+        "effects": ", ".join(
+            f"{n} {outcome}" for outcome, n in Counter(e["outcome"] for e in effects).items()
+        ),
         "faults injected": (
             f"{stack.aws.stats()['conflicts_injected']} transaction conflicts, "
             f"{process['crashed_before_delete']} crashes before SQS delete, "
-            f"channel failures {stack.faults.channel_failures:.0%}, crashes after send {stack.faults.crash_after_send:.0%}"
+            f"{stack.faults.channel_failures:.0%} of sends failing, "
+            f"{stack.faults.crash_after_send:.0%} crashing after the send"
             if options.faults
             else "none"
         ),

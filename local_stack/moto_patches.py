@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from moto.core.utils import unix_time
 from moto.dynamodb.comparisons import get_filter_expression
 from moto.dynamodb.exceptions import (
     MultipleTransactionsException,
@@ -31,7 +32,6 @@ from moto.dynamodb.exceptions import (
 )
 from moto.dynamodb.models import DynamoDBBackend
 from moto.sqs.models import Message, SQSBackend
-from moto.core.utils import unix_time
 
 _ORIGINAL_TRANSACTIONS = DynamoDBBackend.transact_write_items
 _ORIGINAL_RETENTION = SQSBackend.is_message_valid_based_on_retention_period

@@ -146,23 +146,16 @@ class LocalAws:
                 raise RuntimeError(f"the local AWS server exited with {self._process.returncode}")
             try:
                 self.stats()
-                return self
             except OSError:
                 time.sleep(0.1)
+            else:
+                return self
         raise TimeoutError("the local AWS server did not start")
 
     def stats(self) -> dict[str, Any]:
         with urllib.request.urlopen(self.endpoint_url + STATS_PATH, timeout=2) as response:  # noqa: S310
             stats: dict[str, Any] = json.load(response)
         return stats
-
-    def moto_data(self) -> dict[str, Any]:
-        """moto's own dump of its non-DynamoDB models (SES messages among them)."""
-        with urllib.request.urlopen(
-            self.endpoint_url + "/moto-api/data.json", timeout=30
-        ) as response:  # noqa: S310
-            data: dict[str, Any] = json.load(response)
-        return data
 
     def stop(self) -> None:
         if self._process is not None:

@@ -8,11 +8,11 @@ from functools import cache
 from typing import Any
 
 import boto3
-from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.reconcile.service import Reconciler
-from functions.shared.observability import METRICS_NAMESPACE, powertools
+from functions.shared.observability import powertools
 from functions.shared.tables import TableNames
 
 logger, tracer, metrics = powertools("reconciliation")
@@ -47,13 +47,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     )
     metrics.add_metric(name="orders_checked", unit=MetricUnit.Count, value=report.orders_checked)
     for kind in MISMATCH_KINDS:
-        with single_metric(
-            name="reconciliation_mismatches",
-            unit=MetricUnit.Count,
-            value=by_kind[kind],
-            namespace=METRICS_NAMESPACE,
-        ) as metric:
-            metric.add_dimension(name="kind", value=kind)
+        metrics.add_metric(name=f"mismatches_{kind}", unit=MetricUnit.Count, value=by_kind[kind])
     logger.info(
         "reconciliation done", extra={"orders": report.orders_checked, "mismatches": dict(by_kind)}
     )

@@ -131,13 +131,8 @@ def test_handler_publishes_mismatch_metrics_by_kind_including_zero(
     result = handler.lambda_handler({}, FakeLambdaContext(function_name="umavez-reconciliation"))
     handler.reconciler.cache_clear()
 
-    blobs = [
-        json.loads(line)
-        for line in capsys.readouterr().out.splitlines()
-        if line.startswith("{") and "_aws" in line
-    ]
-    per_kind = {b["kind"]: b["reconciliation_mismatches"] for b in blobs if "kind" in b}
+    [emf] = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    per_kind = {kind: emf[f"mismatches_{kind}"] for kind in handler.MISMATCH_KINDS}
     assert per_kind == {kind: [0.0] for kind in handler.MISMATCH_KINDS}
-    [total] = [b for b in blobs if "kind" not in b]
-    assert total["reconciliation_mismatches"] == [0.0]
+    assert emf["reconciliation_mismatches"] == [0.0]
     assert result == {"orders_checked": 1, "mismatches": {}}

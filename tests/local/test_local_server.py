@@ -1,0 +1,138 @@
+"""The local stack's AWS is serializable and its fast transactions are atomic."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from local_stack.resources import client
+from local_stack.server import LocalAws
+
+TABLE = "local-ledger"
+STREAMED = "local-outbox"
+
+
+@pytest.fixture(scope="module")
+def aws() -> Iterator[LocalAws]:
+    server = LocalAws().start()
+    dynamodb = client("dynamodb", server.endpoint_url)
+    dynamodb.create_table(
+        TableName=TABLE,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    dynamodb.create_table(
+        TableName=STREAMED,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
+    )
+    yield server
+    server.stop()
+
+
+def reserve(key: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "Put": {
+                "TableName": TABLE,
+                "Item": {"pk": {"S": key}},
+                "ConditionExpression": "attribute_not_exists(pk)",
+            }
+        },
+        {
+            "Update": {
+                "TableName": TABLE,
+                "Key": {"pk": {"S": f"{key}-count"}},
+                "UpdateExpression": "ADD wins :one",
+                "ExpressionAttributeValues": {":one": {"N": "1"}},
+            }
+        },
+        {"Put": {"TableName": STREAMED, "Item": {"pk": {"S": key}}}},
+    ]
+
+
+def race(clients: list[Any], key: str) -> list[str]:
+    """Every client sends the same transaction at the same instant; returns each result."""
+    start, results = threading.Barrier(len(clients)), []
+
+    def send(dynamodb: Any) -> None:
+        start.wait()
+        try:
+            dynamodb.transact_write_items(TransactItems=reserve(key))
+            results.append("committed")
+        except ClientError as exc:
+            results.append(exc.response["Error"]["Code"])
+
+    threads = [threading.Thread(target=send, args=(c,)) for c in clients]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sorted(results)
+
+
+def test_eight_clients_racing_the_same_transaction_have_one_winner(aws: LocalAws) -> None:
+    # Given eight clients of the local server, each with its own connection
+    clients = [client("dynamodb", aws.endpoint_url) for _ in range(8)]
+
+    # When they send the same conditional transaction at once, round after round
+    rounds = [race(clients, f"race-{n}") for n in range(15)]
+
+    # Then each round had exactly one winner, and its increment is the only one
+    assert rounds == [["TransactionCanceledException"] * 7 + ["committed"]] * 15
+    counts = [
+        clients[0].get_item(TableName=TABLE, Key={"pk": {"S": f"race-{n}-count"}})["Item"]["wins"][
+            "N"
+        ]
+        for n in range(15)
+    ]
+    assert counts == ["1"] * 15
+
+
+def test_cancelled_transaction_writes_nothing_and_streams_nothing(aws: LocalAws) -> None:
+    # Given a reserved key, and the stream read to its end
+    dynamodb = client("dynamodb", aws.endpoint_url)
+    dynamodb.transact_write_items(TransactItems=reserve("taken"))
+    streams = client("dynamodbstreams", aws.endpoint_url)
+    arn = dynamodb.describe_table(TableName=STREAMED)["Table"]["LatestStreamArn"]
+    shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]["ShardId"]
+    iterator = streams.get_shard_iterator(
+        StreamArn=arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON"
+    )["ShardIterator"]
+    before = len(streams.get_records(ShardIterator=iterator)["Records"])
+
+    # When a transaction whose first condition fails is sent
+    with pytest.raises(ClientError) as cancelled:
+        dynamodb.transact_write_items(TransactItems=reserve("taken"))
+
+    # Then it is cancelled by position, and neither the table nor the stream changed
+    reasons = [r["Code"] for r in cancelled.value.response["CancellationReasons"]]
+    assert reasons == ["ConditionalCheckFailed", "None", "None"]
+    count = dynamodb.get_item(TableName=TABLE, Key={"pk": {"S": "taken-count"}})["Item"]["wins"][
+        "N"
+    ]
+    assert count == "1"
+    fresh = streams.get_shard_iterator(
+        StreamArn=arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON"
+    )["ShardIterator"]
+    assert len(streams.get_records(ShardIterator=fresh)["Records"]) == before
+
+
+def test_a_write_failing_midway_is_rolled_back(aws: LocalAws) -> None:
+    # Given a transaction whose second write is invalid (a number added to a string)
+    dynamodb = client("dynamodb", aws.endpoint_url)
+    dynamodb.put_item(TableName=TABLE, Item={"pk": {"S": "text"}, "wins": {"S": "not a number"}})
+    items = reserve("midway")
+    items[1]["Update"]["Key"] = {"pk": {"S": "text"}}
+
+    # When it is sent, Then it fails and its first write is undone
+    with pytest.raises(ClientError):
+        dynamodb.transact_write_items(TransactItems=items)
+    assert "Item" not in dynamodb.get_item(TableName=TABLE, Key={"pk": {"S": "midway"}})
