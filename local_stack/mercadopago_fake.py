@@ -1,4 +1,4 @@
-"""Mercado Pago's payments API on loopback, serving the payments the drill registers."""
+"""Mercado Pago's payments API on loopback: GET /v1/payments/{id} with a bearer token."""
 
 from __future__ import annotations
 
@@ -11,17 +11,22 @@ from local_stack.resources import MERCADOPAGO_DEVELOPMENT_TOKEN
 
 
 class FakeMercadoPago:
-    def __init__(self) -> None:
+    """Serves `payments`; `status_override` makes every answer that status (an outage, a 404)."""
+
+    def __init__(self, token: str = MERCADOPAGO_DEVELOPMENT_TOKEN) -> None:
         self.payments: dict[str, dict[str, Any]] = {}
-        payments = self.payments
+        self.status_override: int | None = None
+        fake = self
 
         class Request(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 payment_id = self.path.rsplit("/", 1)[-1]
-                if self.headers.get("Authorization") != f"Bearer {MERCADOPAGO_DEVELOPMENT_TOKEN}":
+                if self.headers.get("Authorization") != f"Bearer {token}":
                     self._answer(401, {"message": "invalid access token"})
-                elif payment_id in payments:
-                    self._answer(200, payments[payment_id])
+                elif fake.status_override:
+                    self._answer(fake.status_override, {"message": "injected"})
+                elif payment_id in fake.payments:
+                    self._answer(200, fake.payments[payment_id])
                 else:
                     self._answer(404, {"message": "Payment not found"})
 

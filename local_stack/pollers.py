@@ -207,19 +207,24 @@ class StreamToLambda(Poller):
         )
 
     def _record(self, record: dict[str, Any]) -> dict[str, Any]:
-        dynamodb = dict(record["dynamodb"])
-        created: Any = dynamodb.get("ApproximateCreationDateTime")
-        if created is not None and hasattr(created, "timestamp"):
-            dynamodb["ApproximateCreationDateTime"] = int(created.timestamp())
-        return {
-            "eventID": record["eventID"],
-            "eventName": record["eventName"],
-            "eventVersion": record.get("eventVersion", "1.1"),
-            "eventSource": "aws:dynamodb",
-            "awsRegion": "us-east-1",
-            "dynamodb": dynamodb,
-            "eventSourceARN": self._arn,
-        }
+        return lambda_stream_record(record, self._arn)
+
+
+def lambda_stream_record(record: dict[str, Any], stream_arn: str) -> dict[str, Any]:
+    """A DynamoDB Streams GetRecords record, shaped as Lambda delivers it to a function."""
+    dynamodb = dict(record["dynamodb"])
+    created: Any = dynamodb.get("ApproximateCreationDateTime")
+    if created is not None and hasattr(created, "timestamp"):
+        dynamodb["ApproximateCreationDateTime"] = int(created.timestamp())
+    return {
+        "eventID": record["eventID"],
+        "eventName": record["eventName"],
+        "eventVersion": record.get("eventVersion", "1.1"),
+        "eventSource": "aws:dynamodb",
+        "awsRegion": record.get("awsRegion", "us-east-1"),
+        "dynamodb": dynamodb,
+        "eventSourceARN": stream_arn,
+    }
 
 
 class Every(Poller):

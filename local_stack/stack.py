@@ -9,16 +9,14 @@ import os
 import random
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from functions.outbox.channels import Channel, ChannelError
+from functions.outbox.channels import Channel
 from functions.process.service import EffectProcessor
 from functions.shared import tables
-from functions.shared.outbox import OutboxItem
+from local_stack.faults import Chance, FaultyChannel
 from local_stack.front import ApiFront
 from local_stack.mercadopago_fake import FakeMercadoPago
 from local_stack.pollers import Every, Poller, SqsToLambda, StreamToLambda
@@ -42,34 +40,6 @@ class Faults:
     @classmethod
     def drill(cls) -> Faults:
         return cls(0.05, 0.05, 0.05, 0.03)
-
-
-class SimulatedCrashError(Exception):
-    """The sender process died here (injected)."""
-
-
-@dataclass
-class FaultyChannel:
-    inner: Channel
-    faults: Faults
-    rng: random.Random
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    def applies_to(self, item: OutboxItem) -> bool:
-        return self.inner.applies_to(item)
-
-    def send(self, item: OutboxItem) -> None:
-        with self.lock:
-            fail, crash = self.rng.random(), self.rng.random()
-        if fail < self.faults.channel_failures:
-            raise ChannelError(f"{self.inner.name} unavailable (injected)")
-        self.inner.send(item)
-        if crash < self.faults.crash_after_send:
-            raise SimulatedCrashError(f"crashed after {self.inner.name} send (injected)")
 
 
 class EmbeddedStack:
@@ -112,8 +82,8 @@ class EmbeddedStack:
                 self.aws.endpoint_url,
                 self.resources.queue_url,
                 handlers["process"],
-                crash_before_delete=functools.partial(
-                    self._chance, self.faults.crash_before_delete
+                crash_before_delete=Chance(
+                    self.faults.crash_before_delete, self._rng, self._rng_lock
                 ),
             )
             for n in range(self._concurrency)
@@ -221,16 +191,13 @@ class EmbeddedStack:
         self._undo.append(lambda: setattr(module, name, original))
 
     def _faulty_channels(self, build: Any) -> Any:
+        fails = Chance(self.faults.channel_failures, self._rng, self._rng_lock)
+        crashes = Chance(self.faults.crash_after_send, self._rng, self._rng_lock)
+
         def channels() -> list[Channel]:
-            with self._rng_lock:
-                seed = self._rng.random()
-            return [FaultyChannel(c, self.faults, random.Random(seed)) for c in build()]  # noqa: S311
+            return [FaultyChannel(channel, fails, crashes) for channel in build()]
 
         return channels
-
-    def _chance(self, share: float) -> bool:
-        with self._rng_lock:
-            return self._rng.random() < share
 
     # -- waiting for quiet -------------------------------------------------------------------
 
@@ -273,9 +240,3 @@ class EmbeddedStack:
                 quiet = 0
             time.sleep(0.5)
         return False
-
-
-@contextmanager
-def embedded(**kwargs: Any) -> Iterator[EmbeddedStack]:
-    with EmbeddedStack(**kwargs) as stack:
-        yield stack

@@ -1,5 +1,8 @@
 """What the fire drill delivers: per order, a story of real-shaped provider events and what the
-order must look like once everything has arrived, whatever the order and number of arrivals."""
+order must look like once everything has arrived, whatever the order and number of arrivals.
+
+The payloads are the real shapes in tests/events, built by the same factory the tests use.
+"""
 
 from __future__ import annotations
 
@@ -7,22 +10,16 @@ import copy
 import itertools
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
-# The same real-shaped payloads the tests use; the drill varies ids, amounts and times.
-EVENTS = Path(__file__).resolve().parent.parent / "tests" / "events"
-_ids = itertools.count(1)
+from tests.support import stripe_events as stripe
+from tests.support.stripe_events import EVENTS_DIR, unique
 
-
-def _template(path: str) -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads((EVENTS / path).read_text())
-    return loaded
-
-
-def uid(prefix: str) -> str:
-    return f"{prefix}_drill{uuid.uuid4().hex[:10]}{next(_ids)}"
+_numbers = itertools.count(1)
+BRAZIL = timezone(timedelta(hours=-3))
 
 
 @dataclass
@@ -44,7 +41,8 @@ class Expected:
     refunded: int = 0
     disputed: int = 0
     effects: set[tuple[str, str]] = field(default_factory=set)
-    stale: tuple[int, int] = (0, 0)  # at least, at most
+    # Which deliveries end up stale depends on the processing order; the outcome does not.
+    stale: tuple[int, int] = (0, 0)
 
 
 @dataclass
@@ -60,69 +58,16 @@ class Story:
         return [post for phase in self.phases for post in phase]
 
 
-def _stripe(template: str, created: int, fields: dict[str, Any]) -> str:
-    event = copy.deepcopy(_template(f"stripe/{template}.json"))
-    event["id"] = uid("evt")
-    event["created"] = created
-    event["data"]["object"].update(fields)
-    return json.dumps(event)
-
-
-def _payment(order: str, intent: str, charge: str, amount: int, at: int) -> str:
-    return _stripe(
-        "payment_intent.succeeded",
-        at,
-        {
-            "id": intent,
-            "amount": amount,
-            "amount_received": amount,
-            "metadata": {"order_id": order},
-            "latest_charge": charge,
-        },
-    )
-
-
-def _refund(
-    intent: str, charge: str, refund: str, amount: int, at: int, order: str | None = None
-) -> str:
-    return _stripe(
-        "refund.created",
-        at,
-        {
-            "id": refund,
-            "amount": amount,
-            "payment_intent": intent,
-            "charge": charge,
-            "metadata": {"order_id": order} if order else {},
-        },
-    )
+def _shape(path: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((EVENTS_DIR / path).read_text())
+    return copy.deepcopy(loaded)
 
 
 def stripe_retries(order: str, at: int) -> Story:
     """Provider retries: the same event four times at once, once more after a timeout, and the
     same payment announced by charge.succeeded and invoice_payment.paid."""
-    intent, charge = uid("pi"), uid("ch")
-    paid = _payment(order, intent, charge, 5000, at)
-    by_charge = _stripe(
-        "charge.succeeded",
-        at,
-        {
-            "id": charge,
-            "amount": 5000,
-            "amount_captured": 5000,
-            "metadata": {"order_id": order},
-            "payment_intent": intent,
-        },
-    )
-    by_invoice = _stripe(
-        "invoice_payment.paid",
-        at + 1,
-        {
-            "id": uid("inpay"),
-            "amount_paid": 5000,
-            "payment": {"type": "payment_intent", "payment_intent": intent},
-        },
-    )
+    intent, charge = unique("pi"), unique("ch")
+    paid = stripe.payment_intent_succeeded(order, intent, 5000, at, charge)
     return Story(
         "retries & three announcements",
         order,
@@ -130,8 +75,8 @@ def stripe_retries(order: str, at: int) -> Story:
             [Post("stripe", paid, copies=4)],
             [
                 Post("stripe", paid, slow=True),
-                Post("stripe", by_charge),
-                Post("stripe", by_invoice),
+                Post("stripe", stripe.charge_succeeded(order, intent, charge, 5000, at)),
+                Post("stripe", stripe.invoice_payment_paid(intent, 5000, at + 1)),
             ],
         ],
         Expected("paid", paid=5000, effects={("order.paid", intent)}),
@@ -140,16 +85,16 @@ def stripe_retries(order: str, at: int) -> Story:
 
 def stripe_refunds_first(order: str, at: int) -> Story:
     """Two partial refunds of one charge arrive before their payment (no order metadata)."""
-    intent, charge, first, second = uid("pi"), uid("ch"), uid("re"), uid("re")
+    intent, charge, first, second = unique("pi"), unique("ch"), unique("re"), unique("re")
     return Story(
         "partial refunds before payment",
         order,
         [
             [
-                Post("stripe", _refund(intent, charge, first, 2000, at + 60)),
-                Post("stripe", _refund(intent, charge, second, 3000, at + 60)),
+                Post("stripe", stripe.refund_created(intent, first, 2000, at + 60, charge)),
+                Post("stripe", stripe.refund_created(intent, second, 3000, at + 60, charge)),
             ],
-            [Post("stripe", _payment(order, intent, charge, 5000, at))],
+            [Post("stripe", stripe.payment_intent_succeeded(order, intent, 5000, at, charge))],
         ],
         Expected(
             "refunded",
@@ -160,16 +105,18 @@ def stripe_refunds_first(order: str, at: int) -> Story:
     )
 
 
-def stripe_stale_payment(order: str, at: int) -> Story:
-    """A refund (with the order in its metadata) before its older payment: status stays."""
-    intent, charge, refund = uid("pi"), uid("ch"), uid("re")
+def _refund_and_payment(kind: str, order: str, at: int, refund_after: int) -> Story:
+    intent, charge, refund = unique("pi"), unique("ch"), unique("re")
+    payment = Post("stripe", stripe.payment_intent_succeeded(order, intent, 5000, at, charge))
+    refunded = Post(
+        "stripe", stripe.refund_created(intent, refund, 5000, at + refund_after, charge, order)
+    )
+    # Same second: delivered at once. Otherwise the refund first, its older payment after.
+    phases = [[payment, refunded]] if refund_after == 0 else [[refunded], [payment]]
     return Story(
-        "refund then older payment",
+        kind,
         order,
-        [
-            [Post("stripe", _refund(intent, charge, refund, 5000, at + 60, order))],
-            [Post("stripe", _payment(order, intent, charge, 5000, at))],
-        ],
+        phases,
         Expected(
             "refunded",
             paid=5000,
@@ -178,55 +125,36 @@ def stripe_stale_payment(order: str, at: int) -> Story:
             stale=(0, 1),
         ),
     )
+
+
+def stripe_stale_payment(order: str, at: int) -> Story:
+    """A refund (with the order in its metadata) before its older payment: status stays."""
+    return _refund_and_payment("refund then older payment", order, at, refund_after=60)
 
 
 def stripe_same_second(order: str, at: int) -> Story:
     """Payment and refund stamped with the same second, delivered at the same instant."""
-    intent, charge, refund = uid("pi"), uid("ch"), uid("re")
-    return Story(
-        "same-second payment and refund",
-        order,
-        [
-            [
-                Post("stripe", _payment(order, intent, charge, 5000, at)),
-                Post("stripe", _refund(intent, charge, refund, 5000, at, order)),
-            ]
-        ],
-        Expected(
-            "refunded",
-            paid=5000,
-            refunded=5000,
-            effects={("order.paid", intent), ("order.refunded", refund)},
-            stale=(0, 1),
-        ),
-    )
+    return _refund_and_payment("same-second payment and refund", order, at, refund_after=0)
 
 
 def stripe_second_payment(order: str, at: int) -> Story:
-    """Paid, refunded, paid again with a new PaymentIntent; the first payment forged twice."""
-    first, second, charge, refund = uid("pi"), uid("pi"), uid("ch"), uid("re")
-    payment = _payment(order, first, charge, 5000, at)
+    """Paid, refunded, paid again with a new PaymentIntent; two forgeries on the side."""
+    first, second, charge, refund = unique("pi"), unique("pi"), unique("ch"), unique("re")
+    forged = stripe.payment_intent_succeeded(order, unique("pi"), 9999, at, charge)
     return Story(
         "second payment after refund",
         order,
         [
             [
-                Post("stripe", payment),
-                Post(
-                    "stripe", _payment(order, uid("pi"), charge, 9999, at), forgery="bad-signature"
-                ),
+                Post("stripe", stripe.payment_intent_succeeded(order, first, 5000, at, charge)),
+                Post("stripe", forged, forgery="bad-signature"),
             ],
-            [Post("stripe", _refund(first, charge, refund, 5000, at + 60))],
+            [Post("stripe", stripe.refund_created(first, refund, 5000, at + 60, charge))],
             [
-                Post("stripe", _payment(order, second, uid("ch"), 5000, at + 120)),
-                Post(
-                    "stripe",
-                    _payment(order, uid("pi"), charge, 7777, at),
-                    forgery="stale-timestamp",
-                ),
+                Post("stripe", stripe.payment_intent_succeeded(order, second, 5000, at + 120)),
+                Post("stripe", forged, forgery="stale-timestamp"),
             ],
         ],
-        # Which deliveries end up stale depends on the processing order; the outcome does not.
         Expected(
             "paid",
             paid=10000,
@@ -238,23 +166,13 @@ def stripe_second_payment(order: str, at: int) -> Story:
 
 
 def stripe_dispute(order: str, at: int) -> Story:
-    intent, charge, dispute = uid("pi"), uid("ch"), uid("du")
+    intent, dispute = unique("pi"), unique("du")
     return Story(
         "dispute",
         order,
         [
-            [Post("stripe", _payment(order, intent, charge, 5000, at))],
-            [
-                Post(
-                    "stripe",
-                    _stripe(
-                        "charge.dispute.created",
-                        at + 3600,
-                        {"id": dispute, "amount": 5000, "payment_intent": intent, "charge": charge},
-                    ),
-                    copies=2,
-                )
-            ],
+            [Post("stripe", stripe.payment_intent_succeeded(order, intent, 5000, at))],
+            [Post("stripe", stripe.dispute_created(intent, dispute, 5000, at + 3600), copies=2)],
         ],
         Expected(
             "disputed",
@@ -266,14 +184,14 @@ def stripe_dispute(order: str, at: int) -> Story:
 
 
 def asaas_payment_refunded(order: str, at: int) -> Story:
-    payment = uid("pay")
-    base = _template("asaas/PAYMENT_RECEIVED.json")
+    payment = unique("pay")
 
     def event(name: str, seconds: int) -> str:
-        event = copy.deepcopy(base)
-        event["id"] = f"evt_{uuid.uuid4().hex}&{next(_ids)}"
+        event = _shape("asaas/PAYMENT_RECEIVED.json")
+        event["id"] = f"evt_{uuid.uuid4().hex}&{next(_numbers)}"
         event["event"] = name
-        event["dateCreated"] = _brazil_time(at + seconds)
+        moment = datetime.fromtimestamp(at + seconds, tz=BRAZIL)
+        event["dateCreated"] = moment.strftime("%Y-%m-%d %H:%M:%S")
         event["payment"].update({"id": payment, "externalReference": order})
         return json.dumps(event)
 
@@ -298,66 +216,43 @@ def asaas_payment_refunded(order: str, at: int) -> Story:
 
 
 def mercadopago_refunded(order: str, at: int) -> Story:
-    payment_id = str(next(_ids) + 9_000_000_000)
-    payment = _template("mercadopago/payment.refunded.json")
-    payment.update(
-        {"id": int(payment_id), "external_reference": order, "metadata": {"order_id": order}}
-    )
-    refunds = []
-    for refund in payment["refunds"]:
-        refund = {**refund, "id": next(_ids) + 8_000_000_000, "payment_id": int(payment_id)}
-        refunds.append(refund)
-    payment["refunds"] = refunds
+    """Notified when created and when updated; the API shows it paid and refunded twice."""
+    payment_id = str(9_000_000_000 + next(_numbers))
+    payment = _shape("mercadopago/payment.refunded.json")
+    payment.update({"id": int(payment_id), "external_reference": order})
+    payment["metadata"] = {"order_id": order}
+    payment["refunds"] = [
+        {**refund, "id": 8_000_000_000 + next(_numbers), "payment_id": int(payment_id)}
+        for refund in payment["refunds"]
+    ]
+    query = {"data.id": payment_id, "type": "payment"}
 
     def notification(action: str) -> str:
-        note = copy.deepcopy(_template("mercadopago/payment.updated.json"))
-        note.update(
-            {"id": next(_ids) + 100_000_000_000, "action": action, "data": {"id": payment_id}}
-        )
+        note = _shape("mercadopago/payment.updated.json")
+        note.update({"id": 100_000_000_000 + next(_numbers), "action": action})
+        note["data"] = {"id": payment_id}
         return json.dumps(note)
 
+    refunds = {("order.refunded", f"refund:{r['id']}") for r in payment["refunds"]}
     return Story(
         "mercadopago paid then refunded twice",
         order,
         [
-            [
-                Post(
-                    "mercadopago",
-                    notification("payment.created"),
-                    {"data.id": payment_id, "type": "payment"},
-                    copies=2,
-                )
-            ],
-            [
-                Post(
-                    "mercadopago",
-                    notification("payment.updated"),
-                    {"data.id": payment_id, "type": "payment"},
-                )
-            ],
+            [Post("mercadopago", notification("payment.created"), query, copies=2)],
+            [Post("mercadopago", notification("payment.updated"), query)],
         ],
         Expected(
             "refunded",
             paid=5000,
             refunded=5000,
-            effects={
-                ("order.paid", payment_id),
-                *{("order.refunded", f"refund:{r['id']}") for r in refunds},
-            },
+            effects={("order.paid", payment_id), *refunds},
+            stale=(0, 1),
         ),
         mercadopago_payment=payment,
     )
 
 
-def _brazil_time(epoch: int) -> str:
-    from datetime import datetime, timedelta, timezone
-
-    return datetime.fromtimestamp(epoch, tz=timezone(timedelta(hours=-3))).strftime(
-        "%Y-%m-%d %H:%M:%S"
-    )
-
-
-KINDS = (
+KINDS: tuple[Callable[[str, int], Story], ...] = (
     stripe_retries,
     stripe_refunds_first,
     stripe_stale_payment,
@@ -369,12 +264,7 @@ KINDS = (
 )
 
 
-def stories(orders: int, now: int, providers: set[str] | None = None) -> list[Story]:
-    kinds = [k for k in KINDS if providers is None or _provider_of(k) in providers]
+def stories(orders: int, now: int) -> list[Story]:
+    """`orders` stories, every kind in turn, their events a day old."""
     day_ago = now - 86_400
-    return [kinds[n % len(kinds)](uid("ord"), day_ago + n) for n in range(orders)]
-
-
-def _provider_of(kind: Any) -> str:
-    name: str = kind.__name__
-    return name.split("_", 1)[0]
+    return [KINDS[n % len(KINDS)](unique("ord"), day_ago + n) for n in range(orders)]

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import aws_cdk as cdk
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_wafv2 as wafv2
 from constructs import Construct
 
 from functions.ingest.service import MAX_BODY_BYTES
+from infra.constructs.lambdas import retained_log_group
 
 STAGE = "live"
 
@@ -28,12 +27,7 @@ class WebhookApi(Construct):
         retain_logs: bool,
     ) -> None:
         super().__init__(scope, construct_id)
-        access_logs = logs.LogGroup(
-            self,
-            "AccessLogs",
-            retention=logs.RetentionDays.THREE_MONTHS,
-            removal_policy=cdk.RemovalPolicy.RETAIN if retain_logs else cdk.RemovalPolicy.DESTROY,
-        )
+        access_logs = retained_log_group(self, "AccessLogs", retain_logs)
         self.api = apigateway.RestApi(
             self,
             "Api",

@@ -76,6 +76,15 @@ class FunctionSpec:
     environment: Mapping[str, str] = field(default_factory=dict)
 
 
+def retained_log_group(scope: Construct, construct_id: str, retain: bool) -> logs.LogGroup:
+    return logs.LogGroup(
+        scope,
+        construct_id,
+        retention=logs.RetentionDays.THREE_MONTHS,
+        removal_policy=cdk.RemovalPolicy.RETAIN if retain else cdk.RemovalPolicy.DESTROY,
+    )
+
+
 class UmavezFunction(Construct):
     def __init__(
         self,
@@ -86,12 +95,7 @@ class UmavezFunction(Construct):
         retain_logs: bool,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.log_group = logs.LogGroup(
-            self,
-            "Logs",
-            retention=logs.RetentionDays.THREE_MONTHS,
-            removal_policy=cdk.RemovalPolicy.RETAIN if retain_logs else cdk.RemovalPolicy.DESTROY,
-        )
+        self.log_group = retained_log_group(self, "Logs", retain_logs)
         self.role = iam.Role(
             self,
             "Role",

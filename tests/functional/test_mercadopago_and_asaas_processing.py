@@ -4,10 +4,8 @@ is a real HTTP server on loopback."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 
@@ -20,6 +18,7 @@ from functions.process.service import EffectProcessor
 from functions.shared.domain import Outcome
 from functions.shared.errors import MalformedEventError
 from functions.shared.providers import Interpreters
+from local_stack.mercadopago_fake import FakeMercadoPago
 from tests.support.clock import FakeClock
 from tests.support.stripe_events import EVENTS_DIR
 from tests.support.world import World
@@ -28,44 +27,11 @@ NOTIFICATION = (EVENTS_DIR / "mercadopago" / "payment.updated.json").read_text()
 TOKEN = "APP_USR-test-token-not-real"
 
 
-class FakePaymentsApi(BaseHTTPRequestHandler):
-    """Serves GET /v1/payments/{id} from `payments`, checking the bearer token."""
-
-    payments: ClassVar[dict[str, Any]] = {}
-    status_override: ClassVar[int | None] = None
-
-    def do_GET(self) -> None:
-        payment_id = self.path.rsplit("/", 1)[-1]
-        if self.headers.get("Authorization") != f"Bearer {TOKEN}":
-            self._answer(401, {"message": "invalid token"})
-        elif self.status_override:
-            self._answer(self.status_override, {"message": "injected"})
-        elif payment_id in self.payments:
-            self._answer(200, self.payments[payment_id])
-        else:
-            self._answer(404, {"message": "Payment not found"})
-
-    def _answer(self, status: int, body: object) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return
-
-
 @pytest.fixture
-def payments_api() -> Iterator[tuple[str, type[FakePaymentsApi]]]:
-    handler = type("Api", (FakePaymentsApi,), {"payments": {}, "status_override": None})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", handler
-    server.shutdown()
-    server.server_close()
+def payments_api() -> Iterator[FakeMercadoPago]:
+    api = FakeMercadoPago(token=TOKEN).start()
+    yield api
+    api.stop()
 
 
 def payment(name: str) -> dict[str, Any]:
@@ -84,11 +50,11 @@ def processor_with(world: World, base_url: str, token: str = TOKEN) -> EffectPro
 
 
 def test_mercadopago_payment_then_its_refunds_balance_and_replay_as_duplicates(
-    world: World, payments_api: tuple[str, type[FakePaymentsApi]]
+    world: World, payments_api: FakeMercadoPago
 ) -> None:
     # Given Mercado Pago notifies the payment while it is approved
-    base_url, api = payments_api
-    processor = processor_with(world, base_url)
+    api = payments_api
+    processor = processor_with(world, payments_api.url)
     api.payments["1325896547"] = payment("payment")
     [paid] = processor.process("mercadopago", NOTIFICATION)
 
@@ -122,27 +88,26 @@ def test_mercadopago_payment_then_its_refunds_balance_and_replay_as_duplicates(
 )
 def test_mercadopago_api_unavailable_is_retried_and_writes_nothing(
     world: World,
-    payments_api: tuple[str, type[FakePaymentsApi]],
+    payments_api: FakeMercadoPago,
     status: int,
     error: type[Exception],
 ) -> None:
-    base_url, api = payments_api
+    api = payments_api
     api.status_override = status
     before = world.snapshot()
 
     with pytest.raises(error):
-        processor_with(world, base_url).process("mercadopago", NOTIFICATION)
+        processor_with(world, payments_api.url).process("mercadopago", NOTIFICATION)
 
     assert world.snapshot() == before
 
 
 def test_mercadopago_api_refusing_our_token_is_a_configuration_failure(
-    world: World, payments_api: tuple[str, type[FakePaymentsApi]]
+    world: World, payments_api: FakeMercadoPago
 ) -> None:
-    base_url, _ = payments_api
 
     with pytest.raises(ProviderApiRefusedError):
-        processor_with(world, base_url, token="wrong").process("mercadopago", NOTIFICATION)
+        processor_with(world, payments_api.url, token="wrong").process("mercadopago", NOTIFICATION)
 
 
 def test_mercadopago_api_unreachable_is_retried(world: World) -> None:

@@ -14,11 +14,11 @@ from functions.outbox.channels import Channel, EventBridgeChannel, SesEmailChann
 from functions.outbox.sender import OutboxSender, SendPolicy, SendResult
 from functions.outbox.sweeper import Sweeper
 from functions.shared.outbox import outbox_id_for
+from local_stack.faults import FaultyChannel, first
 from tests.conftest import TABLES
 from tests.support import stripe_events as stripe
 from tests.support.clients import SimulatedCrashError, crashing_after, crashing_before, serialized
 from tests.support.clock import FakeClock
-from tests.support.fakes import FlakyChannel
 from tests.support.lambda_events import FakeLambdaContext
 from tests.support.sinks import EMAIL_SENDER, Sinks
 from tests.support.streams import StreamReader, stream_event
@@ -155,7 +155,7 @@ def test_channel_failure_backs_off_and_a_later_attempt_sends_once(
 ) -> None:
     # Given EventBridge failing once
     _, outbox_id = paid_order(world)
-    failing = [FlakyChannel(real_channels(sinks)[0], failures=1), real_channels(sinks)[1]]
+    failing = [FaultyChannel(real_channels(sinks)[0], fails=first(1)), real_channels(sinks)[1]]
     monkeypatch.setattr(handler, "outbox_sender", lambda: sender(world, clock, failing))
     records = stream.new_records()
 
@@ -245,7 +245,7 @@ def test_item_that_keeps_failing_becomes_dead_and_is_counted(
 ) -> None:
     # Given a sink that never takes the notification
     _, outbox_id = paid_order(world)
-    broken = [FlakyChannel(real_channels(sinks)[0], failures=100)]
+    broken = [FaultyChannel(real_channels(sinks)[0], fails=lambda: True)]
 
     # When the stream tries, then the sweeper keeps re-driving it on schedule
     first = sender(world, clock, broken).deliver(outbox_id, only_if_due=False)

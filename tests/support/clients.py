@@ -14,6 +14,8 @@ from typing import Any, TypeVar, cast
 
 from botocore.exceptions import ClientError
 
+from local_stack.faults import SimulatedCrashError as _SimulatedCrashError
+
 Client = TypeVar("Client")
 Around = Callable[[str, Callable[[], Any]], Any]
 
@@ -22,8 +24,8 @@ _PASS_THROUGH = frozenset({"meta", "exceptions", "can_paginate", "get_paginator"
 STORE_LOCK = threading.Lock()
 
 
-class SimulatedCrashError(Exception):
-    """The Lambda died here: nothing after this point ran, the message was not deleted."""
+# The Lambda died here: nothing after this point ran (the same error the local stack injects).
+SimulatedCrashError = _SimulatedCrashError
 
 
 class _Intercepted:

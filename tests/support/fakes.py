@@ -5,9 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from functions.outbox.channels import Channel, ChannelError
-from functions.shared.outbox import OutboxItem
-
 
 @dataclass
 class RecordingQueue:
@@ -24,24 +21,3 @@ class StaticSecrets:
 
     def active_secrets(self, provider: str) -> tuple[str, ...]:
         return self.by_provider[provider]
-
-
-@dataclass
-class FlakyChannel:
-    """A real channel that fails its first `failures` sends, like a sink having a bad minute."""
-
-    inner: Channel
-    failures: int
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    def applies_to(self, item: OutboxItem) -> bool:
-        return self.inner.applies_to(item)
-
-    def send(self, item: OutboxItem) -> None:
-        if self.failures > 0:
-            self.failures -= 1
-            raise ChannelError(f"{self.inner.name} unavailable (injected)")
-        self.inner.send(item)

@@ -6,6 +6,8 @@ from typing import Any
 
 import boto3
 
+from local_stack.pollers import lambda_stream_record
+
 
 class StreamReader:
     """Reads every shard of a table's stream from where it last stopped."""
@@ -30,23 +32,8 @@ class StreamReader:
                 continue
             response = self._streams.get_records(ShardIterator=iterator)
             self._iterators[shard_id] = response.get("NextShardIterator")
-            records += [self._as_lambda_record(r) for r in response["Records"]]
+            records += [lambda_stream_record(dict(r), self._arn) for r in response["Records"]]
         return records
-
-    def _as_lambda_record(self, record: Any) -> dict[str, Any]:
-        dynamodb = dict(record["dynamodb"])
-        dynamodb["ApproximateCreationDateTime"] = int(
-            dynamodb["ApproximateCreationDateTime"].timestamp()
-        )
-        return {
-            "eventID": record["eventID"],
-            "eventName": record["eventName"],
-            "eventVersion": record["eventVersion"],
-            "eventSource": "aws:dynamodb",
-            "awsRegion": record["awsRegion"],
-            "dynamodb": dynamodb,
-            "eventSourceARN": self._arn,
-        }
 
 
 def stream_event(records: list[dict[str, Any]]) -> dict[str, Any]:
