@@ -4,17 +4,26 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
+RUNTIME_VENV := .venv-runtime
+RUNTIME_STAMP := $(RUNTIME_VENV)/.installed
 # jsii (under aws-cdk-lib) prints a large banner on Node 20; it is noise here.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: install run test lint typecheck unit synth bench clean
+.PHONY: install run test lint typecheck unit runtime synth bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	touch $(STAMP)
+
+# Only what the Lambdas get at run time: pyproject's [project.dependencies], nothing else.
+$(RUNTIME_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(RUNTIME_VENV)
+	$(RUNTIME_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+		$$($(PYTHON) -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml','rb'))['project']['dependencies']))")
+	touch $(RUNTIME_STAMP)
 
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
@@ -32,7 +41,10 @@ typecheck: $(STAMP)
 unit: $(STAMP) $(NODE_STAMP)
 	$(BIN)/pytest -q
 
-test: lint typecheck unit
+runtime: $(STAMP) $(RUNTIME_STAMP)
+	$(BIN)/python scripts/check_lambda_runtime.py $(RUNTIME_VENV)/bin/python
+
+test: lint typecheck runtime unit
 
 synth: $(STAMP) $(NODE_STAMP)
 	npx --no-install cdk synth --quiet
@@ -44,4 +56,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/ingest_latency.py
 
 clean:
-	rm -rf $(VENV) node_modules cdk.out .mypy_cache .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(RUNTIME_VENV) node_modules cdk.out .local .mypy_cache .pytest_cache .ruff_cache .hypothesis

@@ -7,6 +7,14 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+# Each Lambda: its handler and the packages its asset holds besides `functions/__init__.py`.
+LAMBDA_PACKAGES: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
+    "ingest": ("functions.ingest.handler.lambda_handler", ("shared", "ingest")),
+    "process": ("functions.process.handler.lambda_handler", ("shared", "process")),
+    "outbox": ("functions.outbox.handler.lambda_handler", ("shared", "outbox")),
+    "sweeper": ("functions.outbox.sweeper_handler.lambda_handler", ("shared", "outbox")),
+    "reconciliation": ("functions.reconcile.handler.lambda_handler", ("shared", "reconcile")),
+}
 MAX_RECEIVE_COUNT: Final = 5
 PROCESS_TIMEOUT_SECONDS: Final = 30
 PROCESS_BATCH_SIZE: Final = 10

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from tests.support import stripe_events as stripe
-from tests.support.stripe_events import EVENTS_DIR, unique
+from local_stack import stripe_events as stripe
+from local_stack.stripe_events import EVENTS_DIR, unique
 
 _numbers = itertools.count(1)
 BRAZIL = timezone(timedelta(hours=-3))

@@ -4,7 +4,6 @@ only `functions/shared` and its own package, copied without Docker."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +16,9 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-ROOT = Path(__file__).resolve().parents[2]
+from infra.assets import ROOT, copy_packages
+from infra.settings import LAMBDA_PACKAGES
+
 RUNTIME = lambda_.Runtime.PYTHON_3_13
 LAYER_RUNTIME = "python313"
 
@@ -30,16 +31,7 @@ class CopyPackages:
         self._packages = packages
 
     def try_bundle(self, output_dir: str, options: Any) -> bool:
-        target = Path(output_dir) / "functions"
-        target.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / "functions" / "__init__.py", target / "__init__.py")
-        for package in self._packages:
-            shutil.copytree(
-                ROOT / "functions" / package,
-                target / package,
-                ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
-                dirs_exist_ok=True,
-            )
+        copy_packages(Path(output_dir), self._packages)
         return True
 
 
@@ -67,13 +59,19 @@ def powertools_layer(scope: Construct, version: int) -> lambda_.ILayerVersion:
 
 @dataclass(frozen=True)
 class FunctionSpec:
-    name: str
-    handler: str
-    packages: tuple[str, ...]
+    name: str  # a key of infra.settings.LAMBDA_PACKAGES: it says the handler and the packages
     description: str
     memory_mb: int = 256
     timeout: cdk.Duration = field(default_factory=lambda: cdk.Duration.seconds(30))
     environment: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def handler(self) -> str:
+        return LAMBDA_PACKAGES[self.name][0]
+
+    @property
+    def packages(self) -> tuple[str, ...]:
+        return LAMBDA_PACKAGES[self.name][1]
 
 
 def retained_log_group(scope: Construct, construct_id: str, retain: bool) -> logs.LogGroup:

@@ -54,8 +54,6 @@ class Pipeline(Construct):
             "Ingest",
             FunctionSpec(
                 name="ingest",
-                handler="functions.ingest.handler.lambda_handler",
-                packages=("shared", "ingest"),
                 description="Verifies provider signatures and enqueues; answers fast",
                 memory_mb=512,  # more memory, more CPU: cold starts are part of the contract
                 timeout=cdk.Duration.seconds(5),
@@ -73,8 +71,6 @@ class Pipeline(Construct):
             "Process",
             FunctionSpec(
                 name="process",
-                handler="functions.process.handler.lambda_handler",
-                packages=("shared", "process"),
                 description="Applies each effect once: one DynamoDB transaction per effect",
                 timeout=PROCESS_TIMEOUT,
                 environment={
@@ -107,8 +103,6 @@ class Pipeline(Construct):
             "Outbox",
             FunctionSpec(
                 name="outbox",
-                handler="functions.outbox.handler.lambda_handler",
-                packages=("shared", "outbox"),
                 description="Sends each new outbox item once, keyed by its id",
                 environment=sender_env,
             ),
@@ -145,8 +139,6 @@ class Pipeline(Construct):
             "Sweeper",
             FunctionSpec(
                 name="sweeper",
-                handler="functions.outbox.sweeper_handler.lambda_handler",
-                packages=("shared", "outbox"),
                 description="Re-drives outbox items the stream did not finish",
                 timeout=cdk.Duration.minutes(2),
                 environment=sender_env,
@@ -169,8 +161,6 @@ class Pipeline(Construct):
             "Reconciliation",
             FunctionSpec(
                 name="reconciliation",
-                handler="functions.reconcile.handler.lambda_handler",
-                packages=("shared", "reconcile"),
                 description="Proves the books balance and nothing is stuck",
                 memory_mb=1024,
                 timeout=cdk.Duration.minutes(10),

@@ -12,7 +12,7 @@ import pytest
 
 from functions.shared.domain import Outcome
 from functions.shared.errors import WriteContendedError
-from tests.support import stripe_events as stripe
+from local_stack import stripe_events as stripe
 from tests.support.clients import (
     PauseAfterFirstRequest,
     SimulatedCrashError,

@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 from functions.ingest import handler
 from functions.ingest.service import VERIFIERS, WebhookIngest
+from local_stack.stripe_events import EVENTS_DIR, fixture_text
 from tests.support.fakes import RecordingQueue, StaticSecrets
 from tests.support.lambda_events import api_gateway_event
 from tests.support.signing import mercadopago_signature, stripe_signature
-from tests.support.stripe_events import EVENTS_DIR, fixture_text
 
 NOW = 1_764_460_800
 SECRETS = {

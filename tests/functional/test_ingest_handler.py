@@ -18,9 +18,9 @@ import pytest
 from moto import mock_aws
 
 from functions.ingest import handler
+from local_stack.stripe_events import EVENTS_DIR, fixture_text
 from tests.support.lambda_events import FakeLambdaContext, api_gateway_event
 from tests.support.signing import generated_secret, mercadopago_signature, stripe_signature
-from tests.support.stripe_events import EVENTS_DIR, fixture_text
 
 if TYPE_CHECKING:
     from mypy_boto3_secretsmanager import SecretsManagerClient

@@ -19,8 +19,8 @@ from functions.shared.domain import Outcome
 from functions.shared.errors import MalformedEventError
 from functions.shared.providers import Interpreters
 from local_stack.mercadopago_fake import FakeMercadoPago
+from local_stack.stripe_events import EVENTS_DIR
 from tests.support.clock import FakeClock
-from tests.support.stripe_events import EVENTS_DIR
 from tests.support.world import World
 
 NOTIFICATION = (EVENTS_DIR / "mercadopago" / "payment.updated.json").read_text()

@@ -14,9 +14,9 @@ from functions.outbox.channels import Channel, EventBridgeChannel, SesEmailChann
 from functions.outbox.sender import OutboxSender, SendPolicy, SendResult
 from functions.outbox.sweeper import Sweeper
 from functions.shared.outbox import outbox_id_for
+from local_stack import stripe_events as stripe
 from local_stack.faults import FaultyChannel, first
 from tests.conftest import TABLES
-from tests.support import stripe_events as stripe
 from tests.support.clients import SimulatedCrashError, crashing_after, crashing_before, serialized
 from tests.support.clock import FakeClock
 from tests.support.lambda_events import FakeLambdaContext

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.support import stripe_events as stripe
+from local_stack import stripe_events as stripe
 from tests.support.clients import RequestCounter
 from tests.support.world import World
 

@@ -13,15 +13,12 @@ from aws_cdk.assertions import Match
 from functions.shared import tables
 from infra.config import PROVIDERS
 from infra.constructs.pipeline import PROCESS_TIMEOUT
-from infra.settings import MAX_RECEIVE_COUNT
+from infra.settings import LAMBDA_PACKAGES, MAX_RECEIVE_COUNT
 from tests.infra.conftest import Synthesized
 
 FUNCTIONS = {
-    "Ingest": ("functions.ingest.handler.lambda_handler", "ingest"),
-    "Process": ("functions.process.handler.lambda_handler", "process"),
-    "Outbox": ("functions.outbox.handler.lambda_handler", "outbox"),
-    "Sweeper": ("functions.outbox.sweeper_handler.lambda_handler", "outbox"),
-    "Reconciliation": ("functions.reconcile.handler.lambda_handler", "reconcile"),
+    name.capitalize(): (handler, packages[-1])
+    for name, (handler, packages) in LAMBDA_PACKAGES.items()
 }
 
 

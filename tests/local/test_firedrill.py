@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import io
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -48,3 +51,17 @@ def test_drill_catches_a_broken_process_handler_and_exits_non_zero() -> None:
     assert "FAIL  no effect applied twice" in report, report
     assert "GUARANTEES VIOLATED" in report
     assert exit_code == 1
+
+
+def test_make_run_command_works_from_any_directory(tmp_path: Path) -> None:
+    # Given the console script's entry point, run the way `make run` runs it, elsewhere
+    command = [sys.executable, "-m", "local_stack.cli", "firedrill", "--orders", "8", "--no-faults"]
+
+    # When it runs outside the repository
+    result = subprocess.run(  # noqa: S603 - our own CLI
+        command, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False
+    )
+
+    # Then it finds everything it needs and reports success
+    assert "every guarantee held" in result.stdout, result.stdout + result.stderr[-2000:]
+    assert result.returncode == 0

@@ -10,7 +10,7 @@ from functions.shared.domain import Effect, Interpretation, Money, NoEffect, Tra
 from functions.shared.errors import MalformedEventError
 from functions.shared.providers import Interpreters
 from functions.shared.providers.stripe import STRIPE_EVENTS
-from tests.support.stripe_events import fixture_text
+from local_stack.stripe_events import fixture_text
 
 INTENT = "pi_3QpLqRJz8fEoYh0N1kWc2DxT"
 CHARGE = "ch_3QpLqRJz8fEoYh0N1Yt9sLq2"

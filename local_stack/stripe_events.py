@@ -1,4 +1,4 @@
-"""Real-shaped Stripe events for tests, built from the captured shapes in tests/events/stripe."""
+"""Real-shaped Stripe events for the tests and the fire drill, from the shapes in tests/events."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-EVENTS_DIR = Path(__file__).resolve().parent.parent / "events"
+EVENTS_DIR = Path(__file__).resolve().parent.parent / "tests" / "events"
 _sequence = itertools.count(1)
 
 

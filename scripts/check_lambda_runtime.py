@@ -1,0 +1,58 @@
+"""Import every Lambda handler the way Lambda will: from its own asset, with only the runtime
+dependencies (pyproject's [project.dependencies], which Powertools' layer and the runtime
+provide), tracing on. A dev-only import, or a package missing from an asset, fails here and
+not in production. Run with the runtime-only venv's Python by `make test`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from infra.assets import copy_packages  # noqa: E402
+from infra.settings import LAMBDA_PACKAGES  # noqa: E402
+
+ENVIRONMENT = {
+    "PATH": os.environ.get("PATH", ""),
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_ACCESS_KEY_ID": "runtime-check",
+    "AWS_SECRET_ACCESS_KEY": "runtime-check",
+    "POWERTOOLS_METRICS_NAMESPACE": "Umavez",
+}
+
+
+def main(runtime_python: str) -> int:
+    failures = 0
+    for name, (handler, packages) in LAMBDA_PACKAGES.items():
+        module, attribute = handler.rsplit(".", 1)
+        with tempfile.TemporaryDirectory() as asset:
+            copy_packages(Path(asset), packages)
+            code = (
+                f"import sys; sys.path.insert(0, {asset!r}); import {module} as m; "
+                f"assert callable(m.{attribute}); "
+                "assert not [n for n in sys.modules if n.split('.')[0] in "
+                "{'moto', 'pytest', 'infra', 'local_stack', 'tests', 'aws_cdk'}]"
+            )
+            result = subprocess.run(
+                [runtime_python, "-I", "-c", code],
+                env=ENVIRONMENT,
+                cwd=asset,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+        status = "ok" if result.returncode == 0 else "FAILED"
+        print(f"  {name:<15} {handler:<52} {status}")
+        if result.returncode:
+            failures += 1
+            print(result.stderr[-2000:])
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(os.path.abspath(sys.argv[1])))  # not resolve(): the venv is a symlink
