@@ -136,20 +136,16 @@ class SqsToLambda(Poller):
         }
 
 
-class StreamToLambda(Poller):
-    def __init__(
-        self, name: str, endpoint_url: str, table_name: str, handler: Handler, failures_url: str
-    ) -> None:
-        super().__init__(name)
-        dynamodb = client("dynamodb", endpoint_url)
-        self._streams = client("dynamodbstreams", endpoint_url)
-        self._sqs = client("sqs", endpoint_url)
-        self._arn = dynamodb.describe_table(TableName=table_name)["Table"]["LatestStreamArn"]
-        self._handler = handler
-        self._failures_url = failures_url
+class StreamRecords:
+    """Reads every shard of a stream from TRIM_HORIZON on, as the records Lambda delivers."""
+
+    def __init__(self, streams: Any, stream_arn: str, limit: int | None = None) -> None:
+        self._streams = streams
+        self._arn = stream_arn
+        self._limit = {"Limit": limit} if limit else {}
         self._iterators: dict[str, str | None] = {}
         self._shards: list[str] = []
-        self._shards_read_at = 0.0
+        self._shards_read_at = -1e9
 
     def _shard_ids(self) -> list[str]:
         if time.monotonic() - self._shards_read_at > 5:
@@ -158,8 +154,9 @@ class StreamToLambda(Poller):
             self._shards_read_at = time.monotonic()
         return self._shards
 
-    def poll_once(self) -> bool:
-        worked = False
+    def next_records(self) -> list[dict[str, Any]]:
+        """One GetRecords per shard, from where the last call stopped."""
+        records: list[dict[str, Any]] = []
         for shard_id in self._shard_ids():
             if shard_id not in self._iterators:
                 self._iterators[shard_id] = self._streams.get_shard_iterator(
@@ -168,19 +165,37 @@ class StreamToLambda(Poller):
             iterator = self._iterators[shard_id]
             if iterator is None:
                 continue
-            response = self._streams.get_records(ShardIterator=iterator, Limit=OUTBOX_BATCH_SIZE)
+            response = self._streams.get_records(ShardIterator=iterator, **self._limit)
             self._iterators[shard_id] = response.get("NextShardIterator")
-            records = [self._record(r) for r in response["Records"]]
-            batch = [r for r in records if matches_outbox_filter(r)]
-            self.stats["filtered_out"] += len(records) - len(batch)
-            if batch:
-                self.busy = True
-                try:
-                    self._invoke_with_retries(batch)
-                finally:
-                    self.busy = False
-            worked = worked or bool(records)
-        return worked
+            records += [lambda_stream_record(dict(r), self._arn) for r in response["Records"]]
+        return records
+
+
+class StreamToLambda(Poller):
+    def __init__(
+        self, name: str, endpoint_url: str, table_name: str, handler: Handler, failures_url: str
+    ) -> None:
+        super().__init__(name)
+        dynamodb = client("dynamodb", endpoint_url)
+        self._sqs = client("sqs", endpoint_url)
+        self._arn = dynamodb.describe_table(TableName=table_name)["Table"]["LatestStreamArn"]
+        self._records = StreamRecords(
+            client("dynamodbstreams", endpoint_url), self._arn, OUTBOX_BATCH_SIZE
+        )
+        self._handler = handler
+        self._failures_url = failures_url
+
+    def poll_once(self) -> bool:
+        records = self._records.next_records()
+        batch = [r for r in records if matches_outbox_filter(r)]
+        self.stats["filtered_out"] += len(records) - len(batch)
+        if batch:
+            self.busy = True
+            try:
+                self._invoke_with_retries(batch)
+            finally:
+                self.busy = False
+        return bool(records)
 
     def _invoke_with_retries(self, batch: list[dict[str, Any]]) -> None:
         for _attempt in range(1 + OUTBOX_RETRY_ATTEMPTS):
@@ -205,9 +220,6 @@ class StreamToLambda(Poller):
                 }
             ),
         )
-
-    def _record(self, record: dict[str, Any]) -> dict[str, Any]:
-        return lambda_stream_record(record, self._arn)
 
 
 def lambda_stream_record(record: dict[str, Any], stream_arn: str) -> dict[str, Any]:
