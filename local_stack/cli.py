@@ -42,6 +42,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--no-faults", action="store_true", help="no injected crashes, conflicts or sink failures"
     )
     drill.add_argument("--seed", type=int, default=42)
+    drill.add_argument("--url", help="a deployed stack's API URL (…/live): drill it instead")
+    drill.add_argument(
+        "--secret", action="append", default=[], help="PROVIDER=SECRET, per provider"
+    )
+    drill.add_argument("--ledger-table", default=DEFAULT_LEDGER_TABLE)
+    drill.add_argument("--outbox-table", default=DEFAULT_OUTBOX_TABLE)
+    drill.add_argument("--region", default=None)
 
     show = commands.add_parser("show", help="inspect the tables")
     show_what = show.add_subparsers(dest="what", required=True)
@@ -70,14 +77,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "serve":
         return _serve(args.port)
     if args.command == "firedrill":
-        from local_stack.firedrill import DrillOptions, run_embedded
-
-        return run_embedded(
-            DrillOptions(orders=args.orders, faults=not args.no_faults, seed=args.seed)
-        )
+        return _firedrill(args)
     if args.command == "show":
         return _show_order(args)
     return _send(args)
+
+
+def _firedrill(args: argparse.Namespace) -> int:
+    from local_stack.firedrill import DeployedTarget, DrillOptions, run_deployed, run_embedded
+
+    if not args.url:
+        options = DrillOptions(orders=args.orders, faults=not args.no_faults, seed=args.seed)
+        return run_embedded(options)
+    secrets = dict(pair.split("=", 1) for pair in args.secret)
+    if not secrets:
+        print("--url needs --secret PROVIDER=SECRET for stripe and/or asaas", file=sys.stderr)
+        return 2
+    target = DeployedTarget(
+        url=args.url,
+        secrets=secrets,
+        tables=TableNames(args.ledger_table, args.outbox_table),
+        region=args.region,
+    )
+    return run_deployed(DrillOptions(orders=args.orders, faults=False), target)
 
 
 def _serve(port: int) -> int:

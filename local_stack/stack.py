@@ -25,6 +25,7 @@ from local_stack.server import LocalAws
 from local_stack.sink import SinkRecorder, create_sink_table
 
 SWEEP_EVERY_SECONDS = 1.0
+RECONCILE_EVERY_SECONDS = 30.0
 
 
 @dataclass
@@ -96,9 +97,21 @@ class EmbeddedStack:
             self.resources.outbox_failures_url,
         )
         self.sweeper = Every("sweeper", SWEEP_EVERY_SECONDS, handlers["sweeper"], "umavez-sweeper")
+        self.reconciliation = Every(
+            "reconciliation",
+            RECONCILE_EVERY_SECONDS,
+            handlers["reconciliation"],
+            "umavez-reconciliation",
+        )
         create_sink_table(self.aws.endpoint_url)
         self.sink = SinkRecorder(self.aws.endpoint_url, self.resources.sink_queue_url)
-        self.pollers = [*self.process_pollers, self.stream_poller, self.sweeper, self.sink]
+        self.pollers = [
+            *self.process_pollers,
+            self.stream_poller,
+            self.sweeper,
+            self.reconciliation,
+            self.sink,
+        ]
         for poller in self.pollers:
             poller.start()
         return self
@@ -171,12 +184,12 @@ class EmbeddedStack:
                     )
                 ),
             )
-        self.reconciler = reconcile.reconciler
         return {
             "ingest": ingest.lambda_handler,
             "process": process.lambda_handler,
             "outbox": outbox.lambda_handler,
             "sweeper": sweeper_handler.lambda_handler,
+            "reconciliation": reconcile.lambda_handler,
         }
 
     def _redirect_logs(self, logger: Any, stream: Any) -> None:
@@ -225,7 +238,7 @@ class EmbeddedStack:
         deadline = time.monotonic() + timeout_seconds
         quiet = 0
         while time.monotonic() < deadline:
-            busy = any(p.busy for p in self.pollers if p is not self.sweeper)
+            busy = any(p.busy for p in [*self.process_pollers, self.stream_poller, self.sink])
             quiet_now = (
                 not busy
                 and self.queued_messages() == 0

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from local_stack.firedrill import DrillOptions, run_embedded
+from local_stack.firedrill import DeployedTarget, DrillOptions, run_deployed, run_embedded
+from local_stack.resources import DEVELOPMENT_SECRETS
+from local_stack.stack import EmbeddedStack
 from tests.support.broken_designs import EventIdKey
 
 
@@ -65,3 +67,24 @@ def test_make_run_command_works_from_any_directory(tmp_path: Path) -> None:
     # Then it finds everything it needs and reports success
     assert "every guarantee held" in result.stdout, result.stdout + result.stderr[-2000:]
     assert result.returncode == 0
+
+
+def test_drill_against_a_deployed_stack_checks_the_drills_own_orders() -> None:
+    # Given a running stack reached only through its URL and its tables, like a deployed one
+    with EmbeddedStack() as deployed:
+        target = DeployedTarget(
+            url=deployed.front.url,
+            secrets={p: DEVELOPMENT_SECRETS[p] for p in ("stripe", "asaas")},
+            tables=deployed.resources.tables,
+            timeout_seconds=60,
+        )
+        out, err = io.StringIO(), io.StringIO()
+
+        # When the drill runs against it
+        exit_code = run_deployed(DrillOptions(orders=14), target, out, err)
+
+    # Then the Stripe and Asaas stories pass every check it can make from outside
+    report = out.getvalue()
+    assert "FAIL" not in report, report
+    assert "books balance for the drill's orders" in report
+    assert exit_code == 0
