@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import boto3
@@ -22,7 +22,7 @@ DEVELOPMENT_SECRETS = {
 MERCADOPAGO_DEVELOPMENT_TOKEN = "APP_USR-local-development-only"
 EMAIL_SENDER = "loja@example.com"
 # Short on purpose: locally, a failed record is retried after seconds, not minutes.
-LOCAL_VISIBILITY_TIMEOUT_SECONDS = 2
+LOCAL_VISIBILITY_TIMEOUT_SECONDS = 3
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,6 @@ class LocalResources:
     bus_name: str
     secret_names: dict[str, str]
     mercadopago_token_secret: str
-    extra_env: dict[str, str] = field(default_factory=dict)
 
     def environment(self) -> dict[str, str]:
         """What the stack gives each Lambda, pointed at the local server."""
@@ -59,7 +58,6 @@ class LocalResources:
             "POWERTOOLS_TRACE_DISABLED": "true",
             "POWERTOOLS_METRICS_DISABLED": "true",
             "POWERTOOLS_METRICS_NAMESPACE": "Umavez",
-            **self.extra_env,
         }
 
 

@@ -66,10 +66,6 @@ class RequestCounter:
     def _count(self, model: Any, **_: Any) -> None:
         self.by_operation[model.name] += 1
 
-    @property
-    def total(self) -> int:
-        return sum(self.by_operation.values())
-
     def reset(self) -> None:
         self.by_operation.clear()
 
