@@ -10,8 +10,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+import boto3
+
 from functions.process.service import EffectProcessor
 from functions.reconcile.service import Reconciler
+from functions.shared import books
 from functions.shared.tables import TableNames
 from local_stack.drill import (
     Check,
@@ -102,8 +105,6 @@ def run_deployed(
     timeout, so the checks are repeated until they pass or `timeout_seconds` runs out. Only the
     drill's own orders are read; sinks and queues are the deployment's to watch.
     """
-    import boto3
-
     started = time.monotonic()
     providers_given = DEPLOYED_PROVIDERS & set(target.secrets)
     drill = [
@@ -126,17 +127,19 @@ def run_deployed(
     facts = {
         "target": target.url,
         "orders (stories)": f"{len(drill)} ({', '.join(sorted(providers_given))})",
-        "deliveries (HTTP attempts)": f"{log.attempts}: "
-        + ", ".join(f"{k or 'timeout'}x{v}" for k, v in sorted(log.by_status.items())),
+        "deliveries (HTTP attempts)": _deliveries(log),
         "elapsed": f"{time.monotonic() - started:.1f} s",
     }
     render(checks, facts, out)
     return 0 if all(c.ok for c in checks) else 1
 
 
-def _books_checks(views: dict[str, Any]) -> list[Check]:
-    from functions.shared import books
+def _deliveries(log: DeliveryLog) -> str:
+    answers = ", ".join(f"{k or 'timeout'}x{v}" for k, v in sorted(log.by_status.items()))
+    return f"{log.attempts}: {answers}"
 
+
+def _books_checks(views: dict[str, Any]) -> list[Check]:
     mismatches = [
         m
         for v in views.values()
@@ -231,8 +234,7 @@ def _facts(
     process: Counter[str] = sum((p.stats for p in stack.process_pollers), start=Counter())
     return {
         "orders (stories)": f"{len(drill)} across {len({s.kind for s in drill})} kinds",
-        "deliveries (HTTP attempts)": f"{log.attempts}: "
-        + ", ".join(f"{k or 'timeout'}x{v}" for k, v in sorted(log.by_status.items())),
+        "deliveries (HTTP attempts)": _deliveries(log),
         "provider retries": log.retries,
         "effects": ", ".join(
             f"{n} {outcome}" for outcome, n in Counter(e["outcome"] for e in effects).items()
