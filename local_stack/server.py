@@ -1,9 +1,9 @@
 """moto as a server on loopback, in its own process, made serializable like the real services.
 
-Every request holds one lock for its whole duration: bare moto interleaves concurrent
-transactions and lets duplicates through (NOTES.md), and its SQS loses messages under
-concurrent receives and deletes. Each request is short, so the stack stays fast; running in a
-process of its own, moto uses the second core while the functions use the first.
+Every request holds one lock for its whole duration: moto's backends take no locks of their
+own, and bare moto interleaves concurrent transactions and lets duplicates through (NOTES.md).
+Each request is short, so the stack stays fast; running in a process of its own, moto uses the
+second core while the functions use the first.
 Optional fault: cancel a share of TransactWriteItems with TransactionConflict, as real
 DynamoDB does under contention. `GET /umavez-local/stats` reports requests and faults.
 
