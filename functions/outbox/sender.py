@@ -12,19 +12,22 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from functions.outbox.channels import Channel, ChannelError
 from functions.shared import tables
-from functions.shared.dynamo import from_attributes, raise_unclassified, to_attributes
+from functions.shared.dynamo import (
+    from_attributes,
+    is_condition_failure,
+    raise_unclassified,
+    to_attributes,
+)
 from functions.shared.outbox import OutboxItem, OutboxStatus
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
-
-CONDITION_FAILED: Final = "ConditionalCheckFailedException"
 
 
 class SendResult(StrEnum):
@@ -134,7 +137,7 @@ class OutboxSender:
                 ),
             )
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == CONDITION_FAILED:
+            if is_condition_failure(exc):
                 return False
             raise_unclassified(exc, "UpdateItem")
         return True
@@ -173,7 +176,7 @@ class OutboxSender:
                 ReturnValues="ALL_NEW",
             )
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == CONDITION_FAILED:
+            if is_condition_failure(exc):
                 return None
             raise_unclassified(exc, "UpdateItem")
         return from_attributes(response["Attributes"])
@@ -218,6 +221,6 @@ class OutboxSender:
                 ExpressionAttributeValues=to_attributes({**values, ":token": token}),
             )
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == CONDITION_FAILED:
+            if is_condition_failure(exc):
                 raise LeaseLostError(outbox_id) from exc
             raise_unclassified(exc, "UpdateItem")

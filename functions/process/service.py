@@ -31,6 +31,7 @@ from functions.shared.dynamo import (
     Cancellation,
     cancellation_of,
     from_attributes,
+    is_condition_failure,
     raise_unclassified,
     to_attributes,
 )
@@ -362,7 +363,7 @@ class EffectProcessor:
                 ExpressionAttributeNames={"#pk": tables.PARTITION_KEY},
             )
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+            if not is_condition_failure(exc):
                 raise_unclassified(exc, "PutItem")
         return Processed(delivery, outcome, detail=reason)
 

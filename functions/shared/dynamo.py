@@ -89,6 +89,11 @@ def cancellation_of(exc: ClientError, operation: str) -> Cancellation:
     )
 
 
+def is_condition_failure(exc: ClientError) -> bool:
+    """A single-item write whose ConditionExpression did not hold."""
+    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+
 def raise_unclassified(exc: ClientError, operation: str) -> NoReturn:
     code = exc.response.get("Error", {}).get("Code", "")
     if code in CONTENDED_ERRORS:
