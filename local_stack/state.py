@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from functions.shared import tables
-from functions.shared.dynamo import from_attributes
+from functions.shared.dynamo import from_attributes, scan_items
 from functions.shared.outbox import outbox_id_for
 
 
@@ -33,7 +33,7 @@ class LedgerState:
         def view(order_id: str) -> OrderView:
             return orders.setdefault(order_id, OrderView(order_id, {}))
 
-        for item in _scan(dynamodb, names.ledger):
+        for item in scan_items(dynamodb, names.ledger):
             pk, sk = item[tables.PARTITION_KEY], item[tables.SORT_KEY]
             if sk == tables.ORDER_SORT:
                 view(pk.removeprefix("ORDER#")).order = item
@@ -41,7 +41,7 @@ class LedgerState:
                 view(pk.removeprefix("ORDER#")).effects.append(item)
             elif sk == tables.DELIVERY_SORT:
                 deliveries.append(item)
-        outbox = list(_scan(dynamodb, names.outbox))
+        outbox = list(scan_items(dynamodb, names.outbox))
         by_order: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for item in outbox:
             by_order[item["order_id"]].append(item)
@@ -73,9 +73,3 @@ def order_view(dynamodb: Any, names: tables.TableNames, order_id: str) -> OrderV
             )
             view.outbox += [from_attributes(i) for i in response["Responses"][names.outbox]]
     return view
-
-
-def _scan(dynamodb: Any, table: str) -> Any:
-    for page in dynamodb.get_paginator("scan").paginate(TableName=table):
-        for item in page["Items"]:
-            yield from_attributes(item)

@@ -9,13 +9,13 @@ Full scans, hourly: fine for the tables this stack is sized for; see README for 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from functions.shared import books, tables
-from functions.shared.dynamo import from_attributes
+from functions.shared.dynamo import scan_items
 from functions.shared.outbox import OutboxStatus
 
 if TYPE_CHECKING:
@@ -45,13 +45,13 @@ class Reconciler:
     def run(self) -> Report:
         orders: dict[str, dict[str, Any]] = {}
         effects: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for item in self._scan(self._tables.ledger):
+        for item in scan_items(self._db, self._tables.ledger):
             pk, sk = item[tables.PARTITION_KEY], item[tables.SORT_KEY]
             if sk == tables.ORDER_SORT:
                 orders[pk] = item
             elif sk.startswith(tables.EFFECT_SORT_PREFIX):
                 effects[pk].append(item)
-        outbox = list(self._scan(self._tables.outbox))
+        outbox = list(scan_items(self._db, self._tables.outbox))
 
         report = Report(orders_checked=len(orders), outbox_items_checked=len(outbox))
         for pk in orders.keys() | effects.keys():
@@ -87,8 +87,3 @@ class Reconciler:
                     )
                 )
         return stuck
-
-    def _scan(self, table: str) -> Iterator[dict[str, Any]]:
-        for page in self._db.get_paginator("scan").paginate(TableName=table):
-            for item in page["Items"]:
-                yield from_attributes(item)

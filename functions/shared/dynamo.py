@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final, NoReturn
@@ -51,6 +51,13 @@ def from_attributes(item: Mapping[str, Any]) -> dict[str, Any]:
     """DynamoDB's typed form to plain values (numbers come back as Decimal; ints are converted)."""
     plain = {name: _deserializer.deserialize(value) for name, value in item.items()}
     return {name: _plain_number(value) for name, value in plain.items()}
+
+
+def scan_items(dynamodb: Any, table: str) -> Iterator[dict[str, Any]]:
+    """Every item of `table`, page after page, as plain values."""
+    for page in dynamodb.get_paginator("scan").paginate(TableName=table):
+        for item in page["Items"]:
+            yield from_attributes(item)
 
 
 def _plain_number(value: Any) -> Any:

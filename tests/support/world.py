@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from functions.process.service import EffectProcessor, Processed
 from functions.shared import books, tables
-from functions.shared.dynamo import from_attributes
+from functions.shared.dynamo import from_attributes, scan_items
 from functions.shared.providers.stripe import PROVIDER as STRIPE
 
 if TYPE_CHECKING:
@@ -56,10 +56,7 @@ class World:
         return results
 
     def _scan(self, table: str) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = []
-        for page in self.dynamodb.get_paginator("scan").paginate(TableName=table):
-            items += [from_attributes(item) for item in page["Items"]]
-        return items
+        return list(scan_items(self.dynamodb, table))
 
     def order(self, order_id: str) -> dict[str, Any]:
         response = self.dynamodb.get_item(
