@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from functions.ingest.providers.mercadopago import manifest
-from functions.shared.domain import Outcome
+from functions.shared import books
+from functions.shared.domain import COUNTED_OUTCOMES, Outcome, financial_status
 from local_stack.stories import Post, Story
 
 PROVIDER_TIMEOUT_SECONDS = 3.0
@@ -181,45 +182,55 @@ class ProgressBar:
 def check_state(stories: Sequence[Story], state: Any, log: DeliveryLog) -> list[Check]:
     """Every guarantee of DESIGN.md section 2, judged from the tables."""
     checks: list[Check] = []
-    twice, lost, wrong_status, wrong_totals, stale_off, outbox_off = [], [], [], [], [], []
+    twice, lost, extra, wrong_status, wrong_totals, unbalanced = [], [], [], [], [], []
+    stale_off, outbox_off = [], []
     for story in stories:
         view = state.orders.get(story.order_id)
         effects = view.effects if view else []
-        seen = Counter((e["transition"], e["external_ref"]) for e in effects)
+        counted = [e for e in effects if e["outcome"] in COUNTED_OUTCOMES]
+        seen = Counter((e["transition"], e["external_ref"]) for e in counted)
         twice += [f"{story.order_id} {k}" for k, n in seen.items() if n > 1]
         lost += [f"{story.order_id} {k}" for k in story.expected.effects - set(seen)]
+        possible = story.expected.effects | story.expected.either_way
+        extra += [f"{story.order_id} {k}" for k in set(seen) - possible]
         order = view.order if view else {}
-        if order.get("status") != story.expected.status:
+        status = financial_status(order) if order else None
+        if status != story.expected.status:
             wrong_status.append(
-                f"{story.order_id} ({story.kind}): {order.get('status')} != {story.expected.status}"
+                f"{story.order_id} ({story.kind}): {status} != {story.expected.status}"
             )
-        totals = (
-            order.get("paid_total", 0),
-            order.get("refunded_total", 0),
-            order.get("disputed_total", 0),
-        )
-        want = (story.expected.paid, story.expected.refunded, story.expected.disputed)
-        if totals != want:
-            wrong_totals.append(f"{story.order_id} ({story.kind}): {totals} != {want}")
+        totals = {name: int(order.get(name, 0) or 0) for name in story.expected.totals}
+        if totals != story.expected.totals or order.get("currency") != story.expected.currency:
+            wrong_totals.append(
+                f"{story.order_id} ({story.kind}): {_nonzero(totals)} {order.get('currency')} "
+                f"!= {_nonzero(story.expected.totals)} {story.expected.currency}"
+            )
+        if order:
+            unbalanced += [
+                f"{m.order_id} {m.detail}" for m in books.unbalanced_totals(order, effects)
+            ]
         stale = sum(e["outcome"] == Outcome.STALE.value for e in effects)
         low, high = story.expected.stale
         if not low <= stale <= high:
             stale_off.append(f"{story.order_id} ({story.kind}): {stale} stale")
-        applied = {e["effect_key"] for e in effects if e["outcome"] == Outcome.APPLIED.value}
-        items = Counter(i["effect_key"] for i in (view.outbox if view else []))
-        outbox_off += [
-            f"{story.order_id} {k[:12]}: {items[k]} items" for k in applied if items[k] != 1
-        ]
-        outbox_off += [f"{story.order_id} {k[:12]}: not applied" for k in items if k not in applied]
+        outbox_off += _announcements_off(story.order_id, counted, view.outbox if view else [])
     checks += [
         Check("no effect applied twice", not twice, _summary(twice)),
         Check("no legitimate effect lost", not lost, _summary(lost)),
-        Check("final status follows the event history", not wrong_status, _summary(wrong_status)),
+        Check("nothing counted that did not happen", not extra, _summary(extra)),
         Check(
-            "totals count every payment and refund once", not wrong_totals, _summary(wrong_totals)
+            "financial status is what the history implies", not wrong_status, _summary(wrong_status)
         ),
+        Check(
+            "totals follow the history, in minor units", not wrong_totals, _summary(wrong_totals)
+        ),
+        Check("totals equal the signed sum of the entries", not unbalanced, _summary(unbalanced)),
         Check("stale events recorded, status kept", not stale_off, _summary(stale_off)),
-        Check("one outbox item per applied effect", not outbox_off, _summary(outbox_off)),
+        Check(
+            "every money movement announced once (late ones flagged)",
+            not outbox_off,
+            _summary(outbox_off),
+        ),
     ]
     forged_accepted = [eid for eid, statuses in log.forged if statuses[-1] != 401]
     recorded = {d["event_id"] for d in state.deliveries} | {
@@ -236,6 +247,26 @@ def check_state(stories: Sequence[Story], state: Any, log: DeliveryLog) -> list[
         )
     )
     return checks
+
+
+def _announcements_off(
+    order_id: str, counted: list[dict[str, Any]], outbox: list[dict[str, Any]]
+) -> list[str]:
+    """One outbox item per counted entry, flagged late exactly when the entry was stale."""
+    late = {e["effect_key"]: e["outcome"] == Outcome.STALE.value for e in counted}
+    items = Counter(i["effect_key"] for i in outbox)
+    problems = [f"{order_id} {k[:12]}: {items[k]} items" for k in late if items[k] != 1]
+    problems += [f"{order_id} {k[:12]}: not counted" for k in items if k not in late]
+    problems += [
+        f"{order_id} {i['effect_key'][:12]}: late={i.get('late')}"
+        for i in outbox
+        if i["effect_key"] in late and bool(i.get("late")) != late[i["effect_key"]]
+    ]
+    return problems
+
+
+def _nonzero(totals: dict[str, int]) -> dict[str, int]:
+    return {name.removesuffix("_total"): n for name, n in totals.items() if n}
 
 
 def _summary(problems: list[str]) -> str:

@@ -20,6 +20,7 @@ DEVELOPMENT_SECRETS = {
     "asaas": "asaas_local_development_only_not_a_token",
 }
 MERCADOPAGO_DEVELOPMENT_TOKEN = "APP_USR-local-development-only"
+STRIPE_DEVELOPMENT_API_KEY = "rk_test_local_development_only"
 EMAIL_SENDER = "loja@example.com"
 # Short on purpose: locally, a failed record is retried after seconds, not minutes.
 LOCAL_VISIBILITY_TIMEOUT_SECONDS = 3
@@ -36,6 +37,7 @@ class LocalResources:
     bus_name: str
     secret_names: dict[str, str]
     mercadopago_token_secret: str
+    stripe_api_key_secret: str
 
     def environment(self) -> dict[str, str]:
         """What the stack gives each Lambda, pointed at the local server."""
@@ -50,6 +52,7 @@ class LocalResources:
             "WEBHOOK_QUEUE_URL": self.queue_url,
             "PROVIDER_SECRETS": json.dumps(self.secret_names),
             "MERCADOPAGO_ACCESS_TOKEN_SECRET": self.mercadopago_token_secret,
+            "STRIPE_API_KEY_SECRET": self.stripe_api_key_secret,
             "EVENT_BUS_NAME": self.bus_name,
             "EMAIL_SENDER": EMAIL_SENDER,
             "OUTBOX_LEASE_SECONDS": "2",
@@ -110,6 +113,8 @@ def provision(endpoint_url: str, names: TableNames | None = None) -> LocalResour
         secret_names[provider] = name
     token_secret = "umavez/local/mercadopago/access-token"
     secrets.create_secret(Name=token_secret, SecretString=MERCADOPAGO_DEVELOPMENT_TOKEN)
+    stripe_key_secret = "umavez/local/stripe/api-key"
+    secrets.create_secret(Name=stripe_key_secret, SecretString=STRIPE_DEVELOPMENT_API_KEY)
     return LocalResources(
         endpoint_url=endpoint_url,
         tables=names,
@@ -120,6 +125,7 @@ def provision(endpoint_url: str, names: TableNames | None = None) -> LocalResour
         bus_name=bus_name,
         secret_names=secret_names,
         mercadopago_token_secret=token_secret,
+        stripe_api_key_secret=stripe_key_secret,
     )
 
 

@@ -1,5 +1,5 @@
 """The embedded stack: moto server, resources, the real handlers behind Lambda-like pollers,
-an API front on loopback, a fake Mercado Pago API, and switchable faults."""
+an API front on loopback, fake Mercado Pago and Stripe APIs, and switchable faults."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from functions.process.service import EffectProcessor
 from functions.shared import tables
 from local_stack.faults import Chance, FaultyChannel
 from local_stack.front import ApiFront
-from local_stack.mercadopago_fake import FakeMercadoPago
 from local_stack.pollers import Every, Poller, SqsToLambda, StreamToLambda
+from local_stack.provider_apis import FakeProviderApis
 from local_stack.resources import LocalResources, client, provision
 from local_stack.server import LocalAws
 from local_stack.sink import SinkRecorder, create_sink_table
@@ -70,10 +70,14 @@ class EmbeddedStack:
         self.aws = LocalAws(
             self._aws_port, self.faults.transaction_conflicts, self.faults.seed
         ).start()
-        self.mercadopago = FakeMercadoPago().start()
+        self.provider_apis = FakeProviderApis().start()
         self.resources: LocalResources = provision(self.aws.endpoint_url)
         self._set_environment(
-            {**self.resources.environment(), "MERCADOPAGO_API_URL": self.mercadopago.url}
+            {
+                **self.resources.environment(),
+                "MERCADOPAGO_API_URL": self.provider_apis.url,
+                "STRIPE_API_URL": self.provider_apis.url,
+            }
         )
         handlers = self._load_handlers()
         self.front = ApiFront(handlers["ingest"], self._front_port).start()
@@ -122,7 +126,7 @@ class EmbeddedStack:
         for poller in self.pollers:
             poller.join(timeout=5)
         self.front.stop()
-        self.mercadopago.stop()
+        self.provider_apis.stop()
         self.aws.stop()
         for undo in reversed(self._undo):
             undo()

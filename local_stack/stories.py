@@ -10,7 +10,7 @@ import copy
 import itertools
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -36,13 +36,34 @@ class Post:
 
 @dataclass
 class Expected:
+    """What the order must say once everything arrived: its financial status (written by hand
+    per story, not computed), every total, and the entries that count."""
+
     status: str
     paid: int = 0
     refunded: int = 0
     disputed: int = 0
+    dispute_won: int = 0
+    dispute_lost: int = 0
+    inquiry: int = 0
     effects: set[tuple[str, str]] = field(default_factory=set)
+    # Entries that count or not depending on the processing order (a refund's failure
+    # processed before its success voids both); the totals are the same either way.
+    either_way: set[tuple[str, str]] = field(default_factory=set)
     # Which deliveries end up stale depends on the processing order; the outcome does not.
     stale: tuple[int, int] = (0, 0)
+    currency: str = "brl"
+
+    @property
+    def totals(self) -> dict[str, int]:
+        return {
+            "paid_total": self.paid,
+            "refunded_total": self.refunded,
+            "disputed_total": self.disputed,
+            "dispute_won_total": self.dispute_won,
+            "dispute_lost_total": self.dispute_lost,
+            "inquiry_total": self.inquiry,
+        }
 
 
 @dataclass
@@ -156,7 +177,7 @@ def stripe_second_payment(order: str, at: int) -> Story:
             ],
         ],
         Expected(
-            "paid",
+            "partially_refunded",
             paid=10000,
             refunded=5000,
             effects={("order.paid", first), ("order.paid", second), ("order.refunded", refund)},
@@ -252,6 +273,193 @@ def mercadopago_refunded(order: str, at: int) -> Story:
     )
 
 
+def stripe_refund_reversed(order: str, at: int) -> Story:
+    """A partial refund succeeds, then fails: its money is back, the order is paid again."""
+    intent, charge, refund = unique("pi"), unique("ch"), unique("re")
+    return Story(
+        "refund reversed",
+        order,
+        [
+            [Post("stripe", stripe.payment_intent_succeeded(order, intent, 5000, at, charge))],
+            [Post("stripe", stripe.refund_created(intent, refund, 2000, at + 60, charge))],
+            [
+                Post(
+                    "stripe",
+                    stripe.refund_failed(intent, refund, 2000, at + 3600, charge),
+                    copies=2,
+                )
+            ],
+        ],
+        Expected(
+            "paid",
+            paid=5000,
+            effects={("order.paid", intent)},
+            either_way={("order.refunded", refund), ("order.refund_reversed", refund)},
+        ),
+    )
+
+
+def stripe_refund_failed_first(order: str, at: int) -> Story:
+    """A refund's failure arrives before its success: it never counts, both ways voided."""
+    intent, charge, refund = unique("pi"), unique("ch"), unique("re")
+    return Story(
+        "refund failure before its success",
+        order,
+        [
+            [Post("stripe", stripe.payment_intent_succeeded(order, intent, 5000, at, charge))],
+            [Post("stripe", stripe.refund_failed(intent, refund, 2000, at + 3600, charge))],
+            [Post("stripe", stripe.refund_created(intent, refund, 2000, at + 60, charge))],
+        ],
+        Expected(
+            "paid",
+            paid=5000,
+            effects={("order.paid", intent)},
+            either_way={("order.refunded", refund), ("order.refund_reversed", refund)},
+        ),
+    )
+
+
+def stripe_partial_refunds_out_of_order(order: str, at: int) -> Story:
+    """Two partial refunds, the later one first: the earlier is late, counted and announced."""
+    intent, charge, first, second = unique("pi"), unique("ch"), unique("re"), unique("re")
+    return Story(
+        "partial refunds out of order",
+        order,
+        [
+            [Post("stripe", stripe.payment_intent_succeeded(order, intent, 10000, at, charge))],
+            [Post("stripe", stripe.refund_created(intent, second, 2000, at + 120, charge))],
+            [Post("stripe", stripe.refund_created(intent, first, 1000, at + 60, charge))],
+        ],
+        Expected(
+            "partially_refunded",
+            paid=10000,
+            refunded=3000,
+            effects={("order.paid", intent), ("order.refunded", first), ("order.refunded", second)},
+            stale=(0, 1),  # delivered in that order; processed in almost surely the same
+        ),
+    )
+
+
+def _dispute_story(
+    kind: str, order: str, at: int, verdicts: list[str], expected: Expected
+) -> Story:
+    intent, dispute = unique("pi"), unique("du")
+    opened = at + 3600
+    opening = "charge.dispute.created.inquiry" if kind == "inquiry" else "charge.dispute.created"
+    expected.effects |= {("order.paid", intent)}
+    expected.effects |= {(transition, dispute) for transition in _dispute_transitions(kind)}
+    return Story(
+        kind,
+        order,
+        [
+            [Post("stripe", stripe.payment_intent_succeeded(order, intent, 5000, at))],
+            [Post("stripe", stripe.dispute_event(opening, intent, dispute, 5000, opened, opened))],
+            [
+                Post(
+                    "stripe",
+                    stripe.dispute_event(v, intent, dispute, 5000, opened + 86_400, opened),
+                )
+                for v in verdicts
+            ],
+        ],
+        expected,
+    )
+
+
+def _dispute_transitions(kind: str) -> tuple[str, ...]:
+    return {
+        "dispute won": ("order.disputed", "order.dispute_won"),
+        "dispute lost": ("order.disputed", "order.dispute_lost"),
+        "inquiry": ("order.inquiry_opened", "order.inquiry_closed"),
+    }[kind]
+
+
+def stripe_dispute_won(order: str, at: int) -> Story:
+    """Funds withdrawn, then the dispute won: closed and funds_reinstated are one verdict."""
+    verdicts = ["charge.dispute.closed.won", "charge.dispute.funds_reinstated"]
+    return _dispute_story(
+        "dispute won", order, at, verdicts, Expected("dispute_won", paid=5000, dispute_won=5000)
+    )
+
+
+def stripe_dispute_lost(order: str, at: int) -> Story:
+    verdicts = ["charge.dispute.closed.lost"]
+    return _dispute_story(
+        "dispute lost", order, at, verdicts, Expected("dispute_lost", paid=5000, dispute_lost=5000)
+    )
+
+
+def stripe_inquiry(order: str, at: int) -> Story:
+    """An inquiry moves no money; closed, the order is simply paid."""
+    verdicts = ["charge.dispute.closed.warning_closed"]
+    return _dispute_story("inquiry", order, at, verdicts, Expected("paid", paid=5000))
+
+
+def stripe_zero_decimal(order: str, at: int) -> Story:
+    """JPY has no minor unit: 1234 is ¥1,234, refunded in part."""
+    intent, charge, refund = unique("pi"), unique("ch"), unique("re")
+    paid = stripe.payment_intent_succeeded(order, intent, 1234, at, charge, currency="jpy")
+    refunded = json.loads(stripe.refund_created(intent, refund, 234, at + 60, charge))
+    refunded["data"]["object"]["currency"] = "jpy"
+    return Story(
+        "zero-decimal currency (JPY)",
+        order,
+        [[Post("stripe", paid)], [Post("stripe", json.dumps(refunded))]],
+        Expected(
+            "partially_refunded",
+            paid=1234,
+            refunded=234,
+            effects={("order.paid", intent), ("order.refunded", refund)},
+            currency="jpy",
+        ),
+    )
+
+
+def asaas_partial_refunds(order: str, at: int) -> Story:
+    """Asaas lists every refund so far: the same list twice, then grown by one."""
+    payment = unique("pay")
+
+    def event(name: str, seconds: int, refunds: Sequence[tuple[int, float]]) -> str:
+        event = _shape("asaas/PAYMENT_PARTIALLY_REFUNDED.json")
+        event["id"] = f"evt_{uuid.uuid4().hex}&{next(_numbers)}"
+        event["event"] = name
+        event["dateCreated"] = _brazil(at + seconds)
+        event["payment"].update({"id": payment, "externalReference": order, "value": 100})
+        template = event["payment"]["refunds"][0]
+        event["payment"]["refunds"] = [
+            {**template, "dateCreated": _brazil(at + offset), "value": value, "status": "DONE"}
+            for offset, value in refunds
+        ]
+        return json.dumps(event)
+
+    first = [(60, 20)]
+    both = [(60, 20), (120, 30.5)]
+    return Story(
+        "asaas partial refunds resent and grown",
+        order,
+        [
+            [Post("asaas", event("PAYMENT_RECEIVED", 0, []))],
+            [Post("asaas", event("PAYMENT_PARTIALLY_REFUNDED", 61, first), copies=2)],
+            [Post("asaas", event("PAYMENT_PARTIALLY_REFUNDED", 121, both))],
+        ],
+        Expected(
+            "partially_refunded",
+            paid=10000,
+            refunded=5050,
+            effects={
+                ("order.paid", payment),
+                ("order.refunded", f"{payment}:refund:{_brazil(at + 60)}:2000#1"),
+                ("order.refunded", f"{payment}:refund:{_brazil(at + 120)}:3050#1"),
+            },
+            stale=(0, 1),
+        ),
+    )
+
+
+def _brazil(epoch: int) -> str:
+    return datetime.fromtimestamp(epoch, tz=BRAZIL).strftime("%Y-%m-%d %H:%M:%S")
+
+
 KINDS: tuple[Callable[[str, int], Story], ...] = (
     stripe_retries,
     stripe_refunds_first,
@@ -261,6 +469,14 @@ KINDS: tuple[Callable[[str, int], Story], ...] = (
     stripe_dispute,
     asaas_payment_refunded,
     mercadopago_refunded,
+    stripe_refund_reversed,
+    stripe_refund_failed_first,
+    stripe_partial_refunds_out_of_order,
+    stripe_dispute_won,
+    stripe_dispute_lost,
+    stripe_inquiry,
+    stripe_zero_decimal,
+    asaas_partial_refunds,
 )
 
 

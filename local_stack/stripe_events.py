@@ -36,7 +36,12 @@ def _event(template: str, created: int, fields: dict[str, Any]) -> str:
 
 
 def payment_intent_succeeded(
-    order_id: str | None, intent: str, amount: int, created: int, charge: str | None = None
+    order_id: str | None,
+    intent: str,
+    amount: int,
+    created: int,
+    charge: str | None = None,
+    currency: str = "brl",
 ) -> str:
     metadata = {"order_id": order_id} if order_id else {}
     return _event(
@@ -46,6 +51,7 @@ def payment_intent_succeeded(
             "id": intent,
             "amount": amount,
             "amount_received": amount,
+            "currency": currency,
             "metadata": metadata,
             "latest_charge": charge,
         },
@@ -87,12 +93,30 @@ def refund_created(
     charge: str | None = None,
     order_id: str | None = None,
 ) -> str:
+    return refund_event("refund.created", intent, refund, amount, created, charge, order_id)
+
+
+def refund_failed(intent: str, refund: str, amount: int, created: int, charge: str) -> str:
+    """A refund that failed (after succeeding, or before): its money is back with the merchant."""
+    return refund_event("refund.failed", intent, refund, amount, created, charge)
+
+
+def refund_event(
+    template: str,
+    intent: str,
+    refund: str,
+    amount: int,
+    created: int,
+    charge: str | None = None,
+    order_id: str | None = None,
+) -> str:
     return _event(
-        "refund.created",
+        template,
         created,
         {
             "id": refund,
             "amount": amount,
+            "created": created,
             "payment_intent": intent,
             "charge": charge,
             "metadata": {"order_id": order_id} if order_id else {},
@@ -101,10 +125,18 @@ def refund_created(
 
 
 def dispute_created(intent: str, dispute: str, amount: int, created: int) -> str:
+    return dispute_event("charge.dispute.created", intent, dispute, amount, created, created)
+
+
+def dispute_event(
+    template: str, intent: str, dispute: str, amount: int, created: int, opened: int
+) -> str:
+    """A dispute event from the fixture `template` (its status is the template's): created,
+    inquiry, funds_withdrawn, closed.won/lost/warning_closed, funds_reinstated."""
     return _event(
-        "charge.dispute.created",
+        template,
         created,
-        {"id": dispute, "amount": amount, "payment_intent": intent},
+        {"id": dispute, "amount": amount, "payment_intent": intent, "created": opened},
     )
 
 

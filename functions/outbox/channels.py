@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Final, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from functions.outbox.templates import render
+from functions.outbox.templates import emails_customer, render
 from functions.shared.errors import RetryableError
 from functions.shared.outbox import OutboxItem
 
@@ -44,7 +44,7 @@ class SesEmailChannel:
         self._sender = sender
 
     def applies_to(self, item: OutboxItem) -> bool:
-        return bool(item.recipient)
+        return bool(item.recipient) and emails_customer(item)
 
     def send(self, item: OutboxItem) -> None:
         message = render(item)
@@ -83,7 +83,11 @@ class EventBridgeChannel:
             "currency": item.currency,
             "provider": item.provider,
             "external_ref": item.external_ref,
+            "payment": item.payment,
             "effect_key": item.effect_key,
+            "financial_status": item.financial_status,
+            "late": item.late,
+            "provider_time": item.provider_time,
         }
         try:
             response = self._client.put_events(

@@ -18,12 +18,14 @@ from botocore.exceptions import ClientError
 
 from functions.outbox.channels import Channel, ChannelError
 from functions.shared import tables
+from functions.shared.domain import financial_status
 from functions.shared.dynamo import (
     from_attributes,
     is_condition_failure,
     raise_unclassified,
     to_attributes,
 )
+from functions.shared.errors import UmavezError
 from functions.shared.outbox import OutboxItem, OutboxStatus
 
 if TYPE_CHECKING:
@@ -71,12 +73,14 @@ class OutboxSender:
         channels: Sequence[Channel],
         clock: Callable[[], float],
         policy: SendPolicy | None = None,
+        ledger_table: str | None = None,
     ) -> None:
         self._db = dynamodb
         self._table = table_name
         self._channels = channels
         self._clock = clock
         self._policy = policy or SendPolicy()
+        self._ledger = ledger_table
 
     def deliver(self, outbox_id: str, *, only_if_due: bool) -> Sent:
         """Claim, send through each channel not yet done, mark sent; on failure back off.
@@ -90,6 +94,11 @@ class OutboxSender:
             return Sent(outbox_id, SendResult.SKIPPED)
         item = OutboxItem.model_validate(claimed)
         try:
+            try:
+                item = self._as_of_now(item)
+            except UmavezError as exc:
+                # Nothing was sent: back off like a sink failure, never leave it `sending`.
+                return self._back_off(item.outbox_id, token, item.attempts, f"order read: {exc}")
             return self._send_claimed(item, token, set(claimed.get("channels_sent", set())))
         except LeaseLostError:
             # Another sender holds the item now and finishes it, with the same key.
@@ -110,6 +119,32 @@ class OutboxSender:
             {":sent": OutboxStatus.SENT.value, ":now": int(self._clock())},
         )
         return Sent(item.outbox_id, SendResult.SENT, item.attempts)
+
+    def _as_of_now(self, item: OutboxItem) -> OutboxItem:
+        """The order's financial status as of sending, and the recipient learned at payment
+        time for items (refunds, disputes) whose own provider object names none."""
+        if self._ledger is None:
+            return item
+        try:
+            response = self._db.get_item(
+                TableName=self._ledger,
+                Key=to_attributes(
+                    {
+                        tables.PARTITION_KEY: tables.order_pk(item.order_id),
+                        tables.SORT_KEY: tables.ORDER_SORT,
+                    }
+                ),
+                ConsistentRead=True,
+            )
+        except ClientError as exc:
+            raise_unclassified(exc, "GetItem")
+        order = from_attributes(response.get("Item", {}))
+        return item.model_copy(
+            update={
+                "financial_status": financial_status(order).value,
+                "recipient": item.recipient or order.get("recipient"),
+            }
+        )
 
     def bury_if_exhausted(self, outbox_id: str) -> bool:
         """An item out of attempts (e.g. a crash during its last one) becomes dead, visibly."""

@@ -45,10 +45,12 @@ def sweep_grace_seconds() -> int:
 
 
 def sender_from_env() -> OutboxSender:
+    names = TableNames.from_env()
     return OutboxSender(
         boto3.client("dynamodb"),
-        TableNames.from_env().outbox,
+        names.outbox,
         channels_from_env(),
         time.time,
         policy_from_env(),
+        ledger_table=names.ledger,
     )

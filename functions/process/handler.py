@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
 from typing import Any
@@ -28,6 +28,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from functions.process.mercadopago_api import BASE_URL as MERCADOPAGO_BASE_URL
 from functions.process.mercadopago_api import MercadoPagoApi
 from functions.process.service import EffectProcessor, Processed
+from functions.process.stripe_api import BASE_URL as STRIPE_BASE_URL
+from functions.process.stripe_api import StripeApi
 from functions.shared.domain import Outcome
 from functions.shared.errors import MalformedEventError, RetryableError
 from functions.shared.observability import powertools
@@ -46,16 +48,29 @@ def effect_processor() -> EffectProcessor:
 
 
 def interpreters_from_env() -> Interpreters:
-    """Mercado Pago is enabled when the stack names the secret holding its access token."""
-    token_secret = os.environ.get("MERCADOPAGO_ACCESS_TOKEN_SECRET")
-    if not token_secret:
+    """Mercado Pago is enabled when the stack names the secret holding its access token;
+    Stripe's refunds API when it names the secret holding a read-only Stripe key."""
+    mercadopago_secret = os.environ.get("MERCADOPAGO_ACCESS_TOKEN_SECRET")
+    stripe_secret = os.environ.get("STRIPE_API_KEY_SECRET")
+    if not (mercadopago_secret or stripe_secret):
         return Interpreters.build()
     secrets = SecretsProvider(boto3_client=boto3.client("secretsmanager"))
-    api = MercadoPagoApi(
-        lambda: str(secrets.get(token_secret, max_age=SECRET_CACHE_SECONDS)),
-        base_url=os.environ.get("MERCADOPAGO_API_URL", MERCADOPAGO_BASE_URL),
-    )
-    return Interpreters.build(mercadopago_payments=api.payment)
+
+    def secret(name: str) -> Callable[[], str]:
+        return lambda: str(secrets.get(name, max_age=SECRET_CACHE_SECONDS))
+
+    payments = None
+    if mercadopago_secret:
+        payments = MercadoPagoApi(
+            secret(mercadopago_secret),
+            base_url=os.environ.get("MERCADOPAGO_API_URL", MERCADOPAGO_BASE_URL),
+        ).payment
+    refunds = None
+    if stripe_secret:
+        refunds = StripeApi(
+            secret(stripe_secret), base_url=os.environ.get("STRIPE_API_URL", STRIPE_BASE_URL)
+        ).refunds_of_charge
+    return Interpreters.build(mercadopago_payments=payments, stripe_refunds=refunds)
 
 
 @contextmanager
@@ -89,7 +104,11 @@ def handle_message(record: SQSRecord, processor: EffectProcessor) -> list[Proces
             raise
         for processed in results:
             _count(processed.outcome)
-            logger.info(
+            if processed.amount_disagrees:
+                # Two event types named one payment with different amounts: the first counted.
+                metrics.add_metric(name="amount_disagreements", unit=MetricUnit.Count, value=1)
+            log = logger.warning if processed.amount_disagrees else logger.info
+            log(
                 processed.detail or processed.outcome.value,
                 extra={
                     "event_id": processed.delivery.event_id,

@@ -55,6 +55,8 @@ if TYPE_CHECKING:
 # Positions in every transaction this module sends; cancellation reasons come back by position.
 KEY_POSITION: Final = 0
 ORDER_POSITION: Final = 1
+OUTBOX_POSITION: Final = 2
+REVERSED_POSITION: Final = 3
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,7 @@ class Processed:
     order_id: str | None = None
     effect_key: str | None = None
     detail: str = ""
+    amount_disagrees: bool = False
 
 
 class EffectProcessor:
@@ -153,32 +156,59 @@ class EffectProcessor:
 
     def _after_cancellation(self, routed: RoutedEffect, cancellation: Cancellation) -> Processed:
         if cancellation.failed_condition(KEY_POSITION):
-            return self._processed(routed, Outcome.DUPLICATE, "effect key already reserved")
+            return self._duplicate(routed, cancellation, "effect key already reserved")
         if cancellation.contended:
             raise WriteContendedError(f"transaction cancelled: {cancellation.codes}")
+        if cancellation.failed_condition(REVERSED_POSITION):
+            return self._void(routed)
         if cancellation.failed_condition(ORDER_POSITION):
             self._refuse_other_currency(routed, cancellation)
             return self._record_stale(routed)
         raise UnexpectedWriteError(f"transaction cancelled: {cancellation.codes}")
 
+    def _duplicate(
+        self, routed: RoutedEffect, cancellation: Cancellation, detail: str
+    ) -> Processed:
+        """A duplicate; if it names another amount than the entry that counted, say so."""
+        first = cancellation.old_item(KEY_POSITION) or {}
+        counted = first.get("amount")
+        if counted is not None and int(counted) != routed.effect.amount.minor:
+            return self._processed(
+                routed,
+                Outcome.DUPLICATE,
+                f"{detail}; amounts disagree: {routed.effect.delivery.event_type} says "
+                f"{routed.effect.amount.minor}, {first.get('event_type')} "
+                f"{first.get('event_id')} counted {counted}",
+                amount_disagrees=True,
+            )
+        return self._processed(routed, Outcome.DUPLICATE, detail)
+
     def _applied_items(self, routed: RoutedEffect) -> list[TransactWriteItemTypeDef]:
         return [
             self._reserve_key(routed, Outcome.APPLIED),
             {"Update": self._order_update(routed)},
-            self._outbox_put(routed),
+            self._outbox_put(routed, late=False),
+            *self._reversed_check(routed),
             *self._ref_puts(routed),
         ]
 
-    def _reserve_key(self, routed: RoutedEffect, outcome: Outcome) -> TransactWriteItemTypeDef:
+    def _reserve_key(
+        self, routed: RoutedEffect, outcome: Outcome, *, key: str | None = None
+    ) -> TransactWriteItemTypeDef:
         effect = routed.effect
+        transition = effect.transition
+        if key is not None and key != routed.key:
+            reverses = TRANSITION_RULES[effect.transition].reverses
+            transition = reverses if reverses is not None else transition
         item = {
             tables.PARTITION_KEY: tables.order_pk(routed.order_id),
-            tables.SORT_KEY: tables.effect_sk(routed.key),
-            "effect_key": routed.key,
+            tables.SORT_KEY: tables.effect_sk(key or routed.key),
+            "effect_key": key or routed.key,
             "order_id": routed.order_id,
             "outcome": outcome.value,
-            "transition": effect.transition.value,
+            "transition": transition.value,
             "external_ref": effect.external_ref,
+            "payment": effect.payment,
             "amount": effect.amount.minor,
             "currency": effect.amount.currency,
             "ordering_token": ordering_token(effect),
@@ -190,53 +220,77 @@ class EffectProcessor:
                 "Item": to_attributes(item),
                 "ConditionExpression": "attribute_not_exists(#pk)",
                 "ExpressionAttributeNames": {"#pk": tables.PARTITION_KEY},
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
         }
 
     def _order_update(self, routed: RoutedEffect) -> UpdateTypeDef:
-        """Move status and last_event_at only if this event is not older; add its amount."""
+        """Move the lifecycle only if this event is not older; post the entry to the totals.
+
+        Within one second, events of *different* payments are not ordered against each other:
+        a second payment stamped with the same second as the refund of the first is applied.
+        """
         effect = routed.effect
         rule = TRANSITION_RULES[effect.transition]
+        sets = {
+            "lifecycle_status": ":status",
+            "last_event_at": ":token",
+            "last_event_second": ":second",
+            "last_event_id": ":event_id",
+            "last_transition": ":transition",
+            "currency": "if_not_exists(#currency, :currency)",
+            "order_id": ":order_id",
+            "updated_at": ":now",
+        }
+        values: dict[str, object] = {
+            ":status": rule.lifecycle_status,
+            ":token": ordering_token(effect),
+            ":second": effect.delivery.created,
+            ":event_id": effect.delivery.event_id,
+            ":transition": effect.transition.value,
+            ":currency": effect.amount.currency,
+            ":order_id": routed.order_id,
+        }
+        guard = "attribute_not_exists(#last_event_at) OR #last_event_at <= :token"
+        if effect.payment:
+            sets["last_payment"] = ":payment"
+            values[":payment"] = effect.payment
+            guard += " OR (#last_event_second = :second AND #last_payment <> :payment)"
+        update = self._order_postings(routed, sets, values)
+        update["ConditionExpression"] = (
+            f"({guard}) AND (attribute_not_exists(#currency) OR #currency = :currency)"
+        )
+        update["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+        return update
+
+    def _order_postings(
+        self, routed: RoutedEffect, sets: dict[str, str], values: dict[str, object]
+    ) -> UpdateTypeDef:
+        """The Update shared by applied and stale entries: totals, count, recipient, time."""
+        effect = routed.effect
+        sets = {**sets, "updated_at": ":now"}
+        values = {**values, ":now": self._now(), ":one": 1}
+        if effect.recipient:
+            # Learned at payment time, kept for the refund and dispute notifications.
+            sets["recipient"] = "if_not_exists(#recipient, :recipient)"
+            values[":recipient"] = effect.recipient
+        adds = {"effect_count": ":one"}
+        for n, (total, sign) in enumerate(TRANSITION_RULES[effect.transition].postings):
+            adds[total.value] = f":amount{n}"
+            values[f":amount{n}"] = sign * effect.amount.minor
+        expression = "SET " + ", ".join(f"#{k} = {v}" for k, v in sets.items())
+        expression += " ADD " + ", ".join(f"#{k} {v}" for k, v in adds.items())
+        names = [*sets, *adds, "last_event_at", "last_event_second", "last_payment", "pk"]
+        used = {name for name in names if f"#{name}" in expression}
         return {
             "TableName": self._tables.ledger,
             "Key": self._order_key(routed.order_id),
-            "UpdateExpression": (
-                "SET #status = :status, #last = :token, #last_event = :event_id, "
-                "#last_transition = :transition, #currency = if_not_exists(#currency, :currency), "
-                "#order_id = :order_id, #updated = :now ADD #total :amount, #effects :one"
-            ),
-            "ConditionExpression": (
-                "(attribute_not_exists(#last) OR #last <= :token) "
-                "AND (attribute_not_exists(#currency) OR #currency = :currency)"
-            ),
-            "ExpressionAttributeNames": {
-                "#status": "status",
-                "#last": "last_event_at",
-                "#last_event": "last_event_id",
-                "#last_transition": "last_transition",
-                "#currency": "currency",
-                "#order_id": "order_id",
-                "#updated": "updated_at",
-                "#total": rule.total_attribute,
-                "#effects": "effect_count",
-            },
-            "ExpressionAttributeValues": to_attributes(
-                {
-                    ":status": rule.status,
-                    ":token": ordering_token(effect),
-                    ":event_id": effect.delivery.event_id,
-                    ":transition": effect.transition.value,
-                    ":currency": effect.amount.currency,
-                    ":order_id": routed.order_id,
-                    ":now": self._now(),
-                    ":amount": effect.amount.minor,
-                    ":one": 1,
-                }
-            ),
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            "UpdateExpression": expression,
+            "ExpressionAttributeNames": {f"#{name}": name for name in used},
+            "ExpressionAttributeValues": to_attributes(values),
         }
 
-    def _outbox_put(self, routed: RoutedEffect) -> TransactWriteItemTypeDef:
+    def _outbox_put(self, routed: RoutedEffect, *, late: bool) -> TransactWriteItemTypeDef:
         effect = routed.effect
         item = {
             tables.OUTBOX_KEY: outbox_id_for(routed.key),
@@ -248,7 +302,10 @@ class EffectProcessor:
             "recipient": effect.recipient,
             "provider": effect.delivery.provider,
             "external_ref": effect.external_ref,
+            "payment": effect.payment,
             "event_id": effect.delivery.event_id,
+            "provider_time": effect.delivery.created,
+            "late": late,
             "status": OutboxStatus.PENDING.value,
             "attempts": 0,
             "created_at": self._now(),
@@ -263,6 +320,34 @@ class EffectProcessor:
                 "ExpressionAttributeNames": {"#id": tables.OUTBOX_KEY},
             }
         }
+
+    def _reversed_check(self, routed: RoutedEffect) -> list[TransactWriteItemTypeDef]:
+        """A reversal counts only if the entry it reverses counted (a refund that never
+        succeeded never counts, so neither does its failure)."""
+        reversed_key = routed.reversed_key
+        if reversed_key is None:
+            return []
+        return [
+            {
+                "ConditionCheck": {
+                    "TableName": self._tables.ledger,
+                    "Key": to_attributes(
+                        {
+                            tables.PARTITION_KEY: tables.order_pk(routed.order_id),
+                            tables.SORT_KEY: tables.effect_sk(reversed_key),
+                        }
+                    ),
+                    "ConditionExpression": "attribute_exists(#pk) AND #outcome IN (:a, :s)",
+                    "ExpressionAttributeNames": {
+                        "#pk": tables.PARTITION_KEY,
+                        "#outcome": "outcome",
+                    },
+                    "ExpressionAttributeValues": to_attributes(
+                        {":a": Outcome.APPLIED.value, ":s": Outcome.STALE.value}
+                    ),
+                }
+            }
+        ]
 
     def _ref_puts(self, routed: RoutedEffect) -> list[TransactWriteItemTypeDef]:
         provider = routed.effect.delivery.provider
@@ -283,41 +368,29 @@ class EffectProcessor:
             for ref in routed.effect.registers
         ]
 
-    # -- stale: status guarded, money still counted -----------------------------------------
+    # -- stale: status guarded, money still counted and announced ---------------------------
 
     def _record_stale(self, routed: RoutedEffect) -> Processed:
-        """Record the key as stale and count the amount; status and outbox stay untouched.
+        """Record the key as stale, post the entry and announce it flagged late; the lifecycle
+        status stays untouched.
 
         Sums commute, so a payment that arrives after its own refund still adds to paid_total
-        and the books balance; only the status change is discarded.
+        and the books balance; downstream books (EventBridge consumers) must balance too, so
+        the movement is announced once, marked late with its provider time.
         """
         effect = routed.effect
-        rule = TRANSITION_RULES[effect.transition]
+        update = self._order_postings(routed, {}, {":currency": effect.amount.currency})
+        update["ConditionExpression"] = "attribute_exists(#pk) AND #currency = :currency"
+        update["ExpressionAttributeNames"] = {
+            **update["ExpressionAttributeNames"],
+            "#pk": tables.PARTITION_KEY,
+            "#currency": "currency",
+        }
         items: list[TransactWriteItemTypeDef] = [
             self._reserve_key(routed, Outcome.STALE),
-            {
-                "Update": {
-                    "TableName": self._tables.ledger,
-                    "Key": self._order_key(routed.order_id),
-                    "UpdateExpression": "SET #updated = :now ADD #total :amount, #effects :one",
-                    "ConditionExpression": "attribute_exists(#pk) AND #currency = :currency",
-                    "ExpressionAttributeNames": {
-                        "#pk": tables.PARTITION_KEY,
-                        "#currency": "currency",
-                        "#updated": "updated_at",
-                        "#total": rule.total_attribute,
-                        "#effects": "effect_count",
-                    },
-                    "ExpressionAttributeValues": to_attributes(
-                        {
-                            ":now": self._now(),
-                            ":amount": effect.amount.minor,
-                            ":one": 1,
-                            ":currency": effect.amount.currency,
-                        }
-                    ),
-                }
-            },
+            {"Update": update},
+            self._outbox_put(routed, late=True),
+            *self._reversed_check(routed),
             self._delivery_put(
                 effect.delivery,
                 Outcome.STALE,
@@ -332,15 +405,55 @@ class EffectProcessor:
         except ClientError as exc:
             cancellation = cancellation_of(exc, "TransactWriteItems")
             if cancellation.failed_condition(KEY_POSITION):
-                return self._processed(routed, Outcome.DUPLICATE, "stale effect already recorded")
+                return self._duplicate(routed, cancellation, "stale effect already recorded")
             if cancellation.contended:
                 raise WriteContendedError(
                     f"stale transaction cancelled: {cancellation.codes}"
                 ) from exc
+            if cancellation.failed_condition(REVERSED_POSITION):
+                return self._void(routed)
             raise UnexpectedWriteError(
                 f"stale transaction cancelled: {cancellation.codes}"
             ) from exc
         return self._processed(routed, Outcome.STALE, "status change discarded, amount counted")
+
+    # -- voided: a reversal of an entry that never counted ---------------------------------
+
+    def _void(self, routed: RoutedEffect) -> Processed:
+        """Reserve both keys as voided: the reversed entry (e.g. a refund whose "succeeded"
+        event has not arrived, or never will) can then never count, nor can this reversal.
+        Money that left and came back nets to zero either way; what never left never counts.
+        """
+        reversed_key = routed.reversed_key
+        assert reversed_key is not None  # only reversals reach here
+        if routed.effect.only_if_open:
+            # Nothing to record: the delivery's other entries say what it did.
+            return self._processed(routed, Outcome.IGNORED, "nothing open to settle")
+        reason = "reverses an entry that never counted: both keys voided"
+        items: list[TransactWriteItemTypeDef] = [
+            self._reserve_key(routed, Outcome.VOIDED, key=reversed_key),
+            self._reserve_key(routed, Outcome.VOIDED),
+            self._delivery_put(
+                routed.effect.delivery,
+                Outcome.VOIDED,
+                reason,
+                order_id=routed.order_id,
+                effect_key=routed.key,
+            ),
+        ]
+        try:
+            self._db.transact_write_items(TransactItems=items)
+        except ClientError as exc:
+            cancellation = cancellation_of(exc, "TransactWriteItems")
+            if cancellation.failed_condition(1):
+                return self._processed(routed, Outcome.DUPLICATE, "reversal already recorded")
+            if cancellation.failed_condition(0):
+                # The reversed entry was counted meanwhile: the reversal now applies normally.
+                raise WriteContendedError("reversed entry recorded concurrently") from exc
+            if cancellation.contended:
+                raise WriteContendedError(f"void cancelled: {cancellation.codes}") from exc
+            raise UnexpectedWriteError(f"void cancelled: {cancellation.codes}") from exc
+        return self._processed(routed, Outcome.VOIDED, reason)
 
     def _refuse_other_currency(self, routed: RoutedEffect, cancellation: Cancellation) -> None:
         order = cancellation.old_item(ORDER_POSITION) or {}
@@ -406,5 +519,9 @@ class EffectProcessor:
         return datetime.fromtimestamp(self._clock(), tz=UTC).isoformat(timespec="milliseconds")
 
     @staticmethod
-    def _processed(routed: RoutedEffect, outcome: Outcome, detail: str = "") -> Processed:
-        return Processed(routed.effect.delivery, outcome, routed.order_id, routed.key, detail)
+    def _processed(
+        routed: RoutedEffect, outcome: Outcome, detail: str = "", *, amount_disagrees: bool = False
+    ) -> Processed:
+        return Processed(
+            routed.effect.delivery, outcome, routed.order_id, routed.key, detail, amount_disagrees
+        )

@@ -10,9 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from functions.shared.domain import TRANSITION_RULES, Outcome
-
-COUNTED_OUTCOMES = frozenset({Outcome.APPLIED.value, Outcome.STALE.value})
+from functions.shared.domain import COUNTED_OUTCOMES, TRANSITION_RULES, Total, Transition
 
 
 @dataclass(frozen=True)
@@ -22,25 +20,32 @@ class Mismatch:
     detail: str
 
 
+def signed_sums(effects: Iterable[Mapping[str, Any]]) -> Counter[Total]:
+    """Each total as the signed sum of the counted (applied or stale) entries."""
+    sums: Counter[Total] = Counter({total: 0 for total in Total})
+    for effect in effects:
+        if effect["outcome"] in COUNTED_OUTCOMES:
+            rule = TRANSITION_RULES[Transition(effect["transition"])]
+            for total, sign in rule.postings:
+                sums[total] += sign * int(effect["amount"])
+    return sums
+
+
 def unbalanced_totals(
     order: Mapping[str, Any], effects: Iterable[Mapping[str, Any]]
 ) -> list[Mismatch]:
-    """Per transition, the amounts of applied and stale effects must equal the order's total."""
-    sums: Counter[str] = Counter()
-    for effect in effects:
-        if effect["outcome"] in COUNTED_OUTCOMES:
-            sums[effect["transition"]] += int(effect["amount"])
+    """Every total of the order equals the signed sum of its counted entries."""
+    sums = signed_sums(effects)
     order_id = str(order.get("order_id", "?"))
     mismatches = []
-    for transition, rule in TRANSITION_RULES.items():
-        recorded = int(order.get(rule.total_attribute, 0))
-        expected = sums[transition.value]
-        if recorded != expected:
+    for total in Total:
+        recorded = int(order.get(total.value, 0) or 0)
+        if recorded != sums[total]:
             mismatches.append(
                 Mismatch(
                     "unbalanced_total",
                     order_id,
-                    f"{rule.total_attribute}={recorded}, {transition.value} effects sum {expected}",
+                    f"{total.value}={recorded}, its entries sum {sums[total]}",
                 )
             )
     return mismatches
@@ -49,13 +54,14 @@ def unbalanced_totals(
 def unmatched_outbox(
     effects: Iterable[Mapping[str, Any]], outbox_items: Iterable[Mapping[str, Any]]
 ) -> list[Mismatch]:
-    """Every applied effect has exactly one outbox item, and every item has its applied effect."""
-    applied = {e["effect_key"]: e for e in effects if e["outcome"] == Outcome.APPLIED.value}
+    """Every counted entry (applied or stale: late ones are announced too) has exactly one
+    outbox item, and every item has its counted entry."""
+    counted = {e["effect_key"]: e for e in effects if e["outcome"] in COUNTED_OUTCOMES}
     items = list(outbox_items)
     per_key = Counter(item["effect_key"] for item in items)
     mismatches = [
         Mismatch("missing_outbox_item", str(effect["order_id"]), f"effect {key} has no outbox item")
-        for key, effect in applied.items()
+        for key, effect in counted.items()
         if per_key[key] == 0
     ]
     mismatches += [
@@ -63,9 +69,9 @@ def unmatched_outbox(
             "unexpected_outbox_item",
             str(item["order_id"]),
             f"{per_key[item['effect_key']]} outbox item(s) for effect {item['effect_key']}, "
-            f"which is {'applied' if item['effect_key'] in applied else 'not applied'}",
+            f"which is {'counted' if item['effect_key'] in counted else 'not counted'}",
         )
         for item in items
-        if per_key[item["effect_key"]] > 1 or item["effect_key"] not in applied
+        if per_key[item["effect_key"]] > 1 or item["effect_key"] not in counted
     ]
     return mismatches

@@ -1,51 +1,144 @@
-"""The domain: transitions, deliveries, effects and the key that makes an effect happen once."""
+"""The domain: transitions as signed ledger entries, deliveries, effects and the effect key.
+
+Every money movement a provider reports is an entry with its own key: counted once, with a sign,
+into one or more of the order's totals. The status a reader sees is `financial_status`, a pure
+function of those totals; the lifecycle status kept on the order (the last transition in provider
+time, guarded by the ordering token) only protects the lifecycle from regressing.
+"""
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Final
+from typing import Any, Final
 
 
 class Transition(StrEnum):
     PAID = "order.paid"
+    PAYMENT_REVERSED = "order.payment_reversed"
     REFUNDED = "order.refunded"
+    REFUND_REVERSED = "order.refund_reversed"
+    INQUIRY_OPENED = "order.inquiry_opened"
+    INQUIRY_CLOSED = "order.inquiry_closed"
     DISPUTED = "order.disputed"
+    DISPUTE_WON = "order.dispute_won"
+    DISPUTE_LOST = "order.dispute_lost"
+
+
+class Total(StrEnum):
+    """The order's running totals, in minor units of the order's currency."""
+
+    PAID = "paid_total"
+    REFUNDED = "refunded_total"
+    DISPUTED = "disputed_total"  # withdrawn by disputes still open
+    DISPUTE_WON = "dispute_won_total"  # reinstated after a won dispute
+    DISPUTE_LOST = "dispute_lost_total"  # charged back for good
+    INQUIRY = "inquiry_total"  # questioned by open inquiries: visible, not moved
 
 
 @dataclass(frozen=True)
 class TransitionRule:
-    status: str
-    total_attribute: str
+    lifecycle_status: str
+    postings: tuple[tuple[Total, int], ...]  # (total, sign): the entry's effect on the totals
     same_second_rank: int
+    # Settles or reverses that entry of the same object: counts only if that entry counted.
+    reverses: Transition | None = None
 
 
-# Same-second tie rule: Stripe's `created` is whole seconds, so two events of one order can
-# carry the same timestamp. Within one second the transition later in an order's life wins:
-# a refund cannot precede its payment, and a dispute outranks both because it needs a human.
-# Equal tokens mean the same transition, hence the same status, so they may both apply.
+# Same-second tie rule: Stripe's `created` is whole seconds, so two events of one payment can
+# carry the same timestamp. Within one second the transition later in a payment's life wins: a
+# refund cannot precede its payment, nor a reversal its refund, nor a verdict its dispute.
 TRANSITION_RULES: Final[dict[Transition, TransitionRule]] = {
-    Transition.PAID: TransitionRule("paid", "paid_total", 1),
-    Transition.REFUNDED: TransitionRule("refunded", "refunded_total", 2),
-    Transition.DISPUTED: TransitionRule("disputed", "disputed_total", 3),
+    Transition.PAID: TransitionRule("paid", ((Total.PAID, 1),), 1),
+    Transition.PAYMENT_REVERSED: TransitionRule(
+        "payment_reversed", ((Total.PAID, -1),), 2, reverses=Transition.PAID
+    ),
+    Transition.REFUNDED: TransitionRule("refunded", ((Total.REFUNDED, 1),), 3),
+    Transition.REFUND_REVERSED: TransitionRule(
+        "refund_reversed", ((Total.REFUNDED, -1),), 4, reverses=Transition.REFUNDED
+    ),
+    Transition.INQUIRY_OPENED: TransitionRule("inquiry", ((Total.INQUIRY, 1),), 5),
+    Transition.DISPUTED: TransitionRule("disputed", ((Total.DISPUTED, 1),), 6),
+    Transition.INQUIRY_CLOSED: TransitionRule(
+        "inquiry_closed", ((Total.INQUIRY, -1),), 7, reverses=Transition.INQUIRY_OPENED
+    ),
+    Transition.DISPUTE_WON: TransitionRule(
+        "dispute_won",
+        ((Total.DISPUTED, -1), (Total.DISPUTE_WON, 1)),
+        8,
+        reverses=Transition.DISPUTED,
+    ),
+    Transition.DISPUTE_LOST: TransitionRule(
+        "dispute_lost",
+        ((Total.DISPUTED, -1), (Total.DISPUTE_LOST, 1)),
+        8,
+        reverses=Transition.DISPUTED,
+    ),
 }
 TIE_SLOTS: Final = 10
+
+
+class FinancialStatus(StrEnum):
+    """What the totals say, first matching rule wins (see `financial_status`)."""
+
+    UNPAID = "unpaid"
+    DISPUTED = "disputed"
+    DISPUTE_LOST = "dispute_lost"
+    REFUNDED = "refunded"
+    PARTIALLY_REFUNDED = "partially_refunded"
+    DISPUTE_WON = "dispute_won"
+    INQUIRY = "inquiry"
+    PAID = "paid"
+
+
+def totals_of(order: Mapping[str, Any]) -> dict[Total, int]:
+    return {total: int(order.get(total.value, 0) or 0) for total in Total}
+
+
+def financial_status(order: Mapping[str, Any]) -> FinancialStatus:
+    """The one reading of an order's totals that every reader (CLI, e-mail, EventBridge) shows.
+
+    Money held by an open dispute dominates; then money lost to one; then refunds against what
+    was paid (a partial refund is not "refunded"); then a won dispute or an open inquiry.
+    """
+    totals = totals_of(order)
+    paid, refunded = totals[Total.PAID], totals[Total.REFUNDED]
+    if totals[Total.DISPUTED] > 0:
+        return FinancialStatus.DISPUTED
+    if totals[Total.DISPUTE_LOST] > 0:
+        return FinancialStatus.DISPUTE_LOST
+    if refunded > 0:
+        return FinancialStatus.REFUNDED if refunded >= paid else FinancialStatus.PARTIALLY_REFUNDED
+    if paid <= 0:
+        return FinancialStatus.UNPAID
+    if totals[Total.DISPUTE_WON] > 0:
+        return FinancialStatus.DISPUTE_WON
+    if totals[Total.INQUIRY] > 0:
+        return FinancialStatus.INQUIRY
+    return FinancialStatus.PAID
 
 
 class Outcome(StrEnum):
     APPLIED = "applied"
     DUPLICATE = "duplicate"
     STALE = "stale"
+    # A reversal of an entry that never counted (a refund that failed before it succeeded, or
+    # whose success arrives later): both keys are reserved so that neither ever counts.
+    VOIDED = "voided"
     IGNORED = "ignored"
     UNROUTABLE = "unroutable"
     RETRIED = "retried"
     FAILED = "failed"
 
 
+COUNTED_OUTCOMES: Final = frozenset({Outcome.APPLIED.value, Outcome.STALE.value})
+
+
 @dataclass(frozen=True)
 class Money:
-    """Integer minor units (5000 = BRL 50.00) with a lower-case ISO currency code."""
+    """Integer minor units (5000 = BRL 50.00, 1234 = JPY 1234) with a lower-case ISO code."""
 
     minor: int
     currency: str
@@ -63,10 +156,11 @@ class Delivery:
 
 @dataclass(frozen=True)
 class Effect:
-    """A real-world change announced by a delivery.
+    """A money movement announced by a delivery.
 
-    `external_ref` names the provider object that *is* the change (the payment, the refund,
-    the dispute), identified the same way whichever event type announces it.
+    `external_ref` names the provider object that *is* the movement (the payment, the refund,
+    the dispute), identified the same way whichever event type announces it. `payment` names the
+    payment it belongs to (the ordering guard orders the events of one payment).
     `order_id` comes from the object's own metadata; when absent, `order_lookup` lists the
     provider objects (e.g. the refunded payment) whose known order this effect belongs to.
     `registers` lists the provider objects that later effects may look their order up by.
@@ -80,6 +174,11 @@ class Effect:
     order_lookup: tuple[str, ...] = ()
     registers: tuple[str, ...] = ()
     recipient: str | None = None
+    payment: str | None = None
+    # For a settling entry read from a provider's *current* state (Mercado Pago re-reads the
+    # payment): when the entry it settles never counted there is nothing to settle, so it is
+    # ignored rather than voided.
+    only_if_open: bool = False
 
 
 @dataclass(frozen=True)
@@ -101,18 +200,27 @@ class RoutedEffect:
     order_id: str
     key: str
 
+    @property
+    def reversed_key(self) -> str | None:
+        """The key of the entry this one reverses (same object, same order), if any."""
+        reverses = TRANSITION_RULES[self.effect.transition].reverses
+        if reverses is None:
+            return None
+        effect = self.effect
+        return key_of(reverses, self.order_id, effect.delivery.provider, effect.external_ref)
 
-def effect_key(effect: Effect, order_id: str) -> str:
+
+def key_of(transition: Transition, order_id: str, provider: str, external_ref: str) -> str:
     """Hash of (transition, order, external reference): the same effect, whoever announces it."""
-    parts = (
-        effect.transition.value,
-        order_id,
-        f"{effect.delivery.provider}:{effect.external_ref}",
-    )
+    parts = (transition.value, order_id, f"{provider}:{external_ref}")
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
 
 
+def effect_key(effect: Effect, order_id: str) -> str:
+    return key_of(effect.transition, order_id, effect.delivery.provider, effect.external_ref)
+
+
 def ordering_token(effect: Effect) -> int:
-    """Monotonic per order: provider time in seconds, then the same-second rank."""
+    """Monotonic per payment: provider time in seconds, then the same-second rank."""
     rank = TRANSITION_RULES[effect.transition].same_second_rank
     return effect.delivery.created * TIE_SLOTS + rank

@@ -34,9 +34,16 @@ class OutboxItem(BaseModel):
     external_ref: str
     event_id: str
     recipient: str | None = None
+    payment: str | None = None
+    # Provider time of the movement, and whether it arrived after a newer event of its order
+    # (a stale entry: counted and announced, its status change discarded).
+    provider_time: int | None = None
+    late: bool = False
     status: OutboxStatus
     attempts: int = 0
     created_at: str
+    # Filled at send time from the order (the transaction that wrote the item reads nothing).
+    financial_status: str | None = None
 
     @property
     def idempotency_key(self) -> str:

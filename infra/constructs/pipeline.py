@@ -76,6 +76,7 @@ class Pipeline(Construct):
                 environment={
                     **tables_env,
                     "MERCADOPAGO_ACCESS_TOKEN_SECRET": self.secrets.mercadopago_access_token_name,
+                    "STRIPE_API_KEY_SECRET": self.secrets.stripe_api_key_name,
                 },
             ),
         )
@@ -83,6 +84,7 @@ class Pipeline(Construct):
         allow(self.process, self.storage.ledger, "PutItem", "UpdateItem", "BatchGetItem")
         allow(self.process, self.storage.outbox, "PutItem")
         self.secrets.mercadopago_access_token.grant_read(self.process)
+        self.secrets.stripe_api_key.grant_read(self.process)
         self.process.add_event_source(
             sources.SqsEventSource(
                 self.queues.queue,
@@ -146,6 +148,9 @@ class Pipeline(Construct):
         )
         allow(self.outbox, self.storage.outbox, "UpdateItem")
         allow(self.sweeper, self.storage.outbox, "UpdateItem")
+        # The order's financial status and recipient as of sending.
+        allow(self.outbox, self.storage.ledger, "GetItem")
+        allow(self.sweeper, self.storage.ledger, "GetItem")
         allow(self.sweeper, self.storage.outbox, "Query", index=tables.OUTBOX_DUE_INDEX)
         for sender in (self.outbox, self.sweeper):
             self.bus.grant_put_events_to(sender)

@@ -29,6 +29,7 @@ class ProviderSecrets(Construct):
         # Plain names, not the secrets' name tokens: those are parsed back out of the ARN.
         self.names_by_provider = {p: f"umavez/{stage}/{p}/webhook" for p in providers}
         self.mercadopago_access_token_name = f"umavez/{stage}/mercadopago/access-token"
+        self.stripe_api_key_name = f"umavez/{stage}/stripe/api-key"
         for provider in providers:
             secret = secretsmanager.Secret(
                 self,
@@ -44,6 +45,16 @@ class ProviderSecrets(Construct):
             "MercadopagoAccessToken",
             secret_name=self.mercadopago_access_token_name,
             description="Mercado Pago access token, to read payments named by notifications",
+            secret_string_value=cdk.SecretValue.unsafe_plain_text("set-me"),
+            removal_policy=policy,
+        )
+        # Read-only (restricted key, Refunds: read): needed by endpoints pinned to a Stripe
+        # API version before 2024-10-28.acacia, whose charge.refunded names no refund.
+        self.stripe_api_key = secretsmanager.Secret(
+            self,
+            "StripeApiKey",
+            secret_name=self.stripe_api_key_name,
+            description="Stripe restricted API key (Refunds: read), to list a charge's refunds",
             secret_string_value=cdk.SecretValue.unsafe_plain_text("set-me"),
             removal_policy=policy,
         )

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from functions.shared.domain import Outcome
+from functions.shared.domain import Outcome, financial_status
 from functions.shared.errors import WriteContendedError
 from local_stack import stripe_events as stripe
 from tests.support.clients import (
@@ -113,11 +113,13 @@ def test_refund_then_older_payment_keeps_the_order_refunded_and_counts_both(worl
     # When the older payment arrives
     late = world.deliver(stripe.payment_intent_succeeded(order, intent, AMOUNT, T0))
 
-    # Then the status stays refunded, but the money of both counts once each
+    # Then the lifecycle stays refunded, the money of both counts once each, and the late
+    # payment is announced too, flagged late
     state = world.order(order)
-    assert state["status"] == "refunded"
+    assert (state["lifecycle_status"], financial_status(state)) == ("refunded", "refunded")
     assert (state["paid_total"], state["refunded_total"]) == (AMOUNT, AMOUNT)
-    assert [item["transition"] for item in world.outbox(order)] == ["order.refunded"]
+    announced = sorted((item["transition"], item["late"]) for item in world.outbox(order))
+    assert announced == [("order.paid", True), ("order.refunded", False)]
     assert world.mismatches(order) == []
     assert late.outcome is Outcome.STALE
     assert [d["outcome"] for d in world.deliveries() if d.get("order_id") == order] == ["stale"]
@@ -152,9 +154,10 @@ def test_second_payment_of_the_same_order_after_a_refund_is_applied(world: World
         stripe.payment_intent_succeeded(order, stripe.unique("pi"), AMOUNT, T0 + 120)
     )
 
-    # Then it is a new effect: the order is paid again and both payments count
+    # Then it is a new effect: the order is paid again and both payments count; of what was
+    # paid, part went back
     state = world.order(order)
-    assert state["status"] == "paid"
+    assert (state["lifecycle_status"], financial_status(state)) == ("paid", "partially_refunded")
     assert (state["paid_total"], state["refunded_total"]) == (2 * AMOUNT, AMOUNT)
     assert world.mismatches(order) == []
     assert again.outcome is Outcome.APPLIED

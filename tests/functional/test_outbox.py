@@ -82,6 +82,7 @@ def outbox_item(world: World, outbox_id: str) -> dict[str, Any]:
 @pytest.fixture
 def deployed_sender(world: World, sinks: Sinks, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("OUTBOX_TABLE", TABLES.outbox)
+    monkeypatch.setenv("LEDGER_TABLE", TABLES.ledger)
     monkeypatch.setenv("EVENT_BUS_NAME", sinks.bus_name)
     monkeypatch.setenv("EMAIL_SENDER", EMAIL_SENDER)
     handler.outbox_sender.cache_clear()

@@ -118,6 +118,7 @@ EXPECTED_ACTIONS = {
     },
     "Outbox": {
         "dynamodb:UpdateItem",
+        "dynamodb:GetItem",  # the order's financial status and recipient as of sending
         "dynamodb:DescribeStream",
         "dynamodb:GetRecords",
         "dynamodb:GetShardIterator",
@@ -128,7 +129,13 @@ EXPECTED_ACTIONS = {
         "sqs:GetQueueAttributes",
         "sqs:GetQueueUrl",
     },
-    "Sweeper": {"dynamodb:Query", "dynamodb:UpdateItem", "events:PutEvents", "ses:SendEmail"},
+    "Sweeper": {
+        "dynamodb:Query",
+        "dynamodb:UpdateItem",
+        "dynamodb:GetItem",
+        "events:PutEvents",
+        "ses:SendEmail",
+    },
     "Reconciliation": {"dynamodb:Scan"},
 }
 EVERY_FUNCTION = {
@@ -292,7 +299,8 @@ def test_each_provider_has_a_secret_and_ingest_knows_its_name(prod: Synthesized)
     )
 
     assert configured == {p: f"umavez/prod/{p}/webhook" for p in PROVIDERS}
-    assert set(configured.values()) | {"umavez/prod/mercadopago/access-token"} == names
+    api_credentials = {"umavez/prod/mercadopago/access-token", "umavez/prod/stripe/api-key"}
+    assert set(configured.values()) | api_credentials == names
 
 
 def test_sweeper_and_reconciliation_run_on_schedules(prod: Synthesized) -> None:

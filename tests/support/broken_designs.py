@@ -71,7 +71,7 @@ class OutboxOutsideTransaction(EffectProcessor):
     def _apply(self, routed: RoutedEffect) -> Processed:
         processed = super()._apply(routed)
         if processed.outcome is Outcome.APPLIED:
-            self._db.put_item(**self._outbox_put(routed)["Put"])
+            self._db.put_item(**self._outbox_put(routed, late=False)["Put"])
         return processed
 
 

@@ -58,7 +58,8 @@ def test_outbox_check_finds_missing_and_extra_items() -> None:
     ]
     outbox = [
         {"effect_key": "k1", "order_id": "o1"},
-        {"effect_key": "k3", "order_id": "o1"},
+        {"effect_key": "k3", "order_id": "o1"},  # late entries are announced too
+        {"effect_key": "k4", "order_id": "o1"},
     ]
 
     kinds = sorted(m.kind for m in books.unmatched_outbox(effects, outbox))

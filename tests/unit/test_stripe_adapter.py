@@ -103,7 +103,7 @@ def test_dispute_is_its_own_effect() -> None:
     ("fixture", "reason_mentions"),
     [
         ("invoice.paid", "basil"),
-        ("charge.refunded", "cumulative"),
+        ("charge.refunded", "refund.created"),
         ("customer.created", "no mapped effect"),
     ],
 )

@@ -27,10 +27,15 @@ class Interpreters:
         return interpreter(raw_body)
 
     @classmethod
-    def build(cls, mercadopago_payments: mercadopago.PaymentSource | None = None) -> Interpreters:
-        """Stripe and Asaas read the payload alone; Mercado Pago needs its payments API."""
+    def build(
+        cls,
+        mercadopago_payments: mercadopago.PaymentSource | None = None,
+        stripe_refunds: stripe.RefundSource | None = None,
+    ) -> Interpreters:
+        """Asaas reads the payload alone; Mercado Pago needs its payments API; Stripe reads a
+        charge's refunds from its API when a legacy charge.refunded names none."""
         by_provider: dict[str, Interpreter] = {
-            stripe.PROVIDER: stripe.interpret,
+            stripe.PROVIDER: stripe.Interpreter(stripe_refunds),
             asaas.PROVIDER: asaas.interpret,
         }
         if mercadopago_payments is not None:

@@ -1,14 +1,18 @@
 """Mercado Pago: the notification is thin and carries no status, so the payment is fetched.
 
-One payment can hold several effects, each named by its own object:
+One payment can hold several entries, each named by its own object:
 - the payment itself (`order.paid`, external ref = payment id) once `date_approved` is set
   and its status says the money came in;
-- each approved entry of `refunds` (`order.refunded`, external ref = the refund id): two
-  partial refunds are two effects;
-- a chargeback or mediation (`order.disputed`, one per payment).
-A notification re-read later yields the same effects with the same keys, so reprocessing any
-notification of a payment is safe. Amounts are decimal reais; the order is
-`external_reference` (or `metadata.order_id`).
+- each *approved* entry of `refunds` (`order.refunded`, external ref = the refund id): two
+  partial refunds are two entries; a rejected or in-process refund moved no money;
+- a chargeback or mediation (`order.disputed`, one per payment, `{id}:dispute`): a mediation
+  holds the funds; a chargeback is open while `status_detail` is `in_process`, lost when
+  `settled` (the money is gone), won when `reimbursed` (Mercado Pago covered it);
+- a payment back to `approved`/`refunded` after a mediation releases the hold
+  (`order.dispute_won`, counted only if a dispute is open: the payment read is its current state).
+A notification re-read later yields the same entries with the same keys, so reprocessing any
+notification of a payment is safe. Amounts are decimals in major units of `currency_id`
+(CLP 5000 is 5,000 pesos); the order is `external_reference` (or `metadata.order_id`).
 """
 
 from __future__ import annotations
@@ -21,11 +25,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from functions.shared.domain import Delivery, Effect, Interpretation, Money, NoEffect, Transition
 from functions.shared.errors import MalformedEventError
-from functions.shared.providers._amounts import minor_units
+from functions.shared.money import to_minor
 
 PROVIDER: Final = "mercadopago"
 MONEY_RECEIVED: Final = frozenset({"approved", "refunded", "charged_back", "in_mediation"})
 DISPUTED: Final = frozenset({"charged_back", "in_mediation"})
+HOLD_RELEASED: Final = frozenset({"approved", "refunded"})
+REFUND_MOVED_MONEY: Final = "approved"
+CHARGEBACK_VERDICTS: Final[Mapping[str, Transition]] = {
+    "settled": Transition.DISPUTE_LOST,
+    "reimbursed": Transition.DISPUTE_WON,
+}
 
 PaymentSource = Callable[[str], Mapping[str, Any]]
 
@@ -61,6 +71,7 @@ class Payer(_MercadoPagoModel):
 class Payment(_MercadoPagoModel):
     id: str | int
     status: str
+    status_detail: str | None = None
     currency_id: str = Field(min_length=3, max_length=3)
     transaction_amount: float | int | str
     date_approved: str | None = None
@@ -110,14 +121,18 @@ class Interpreter:
         currency = payment.currency_id.lower()
         email = payment.payer.email if payment.payer else None
 
-        def effect(transition: Transition, ref: str, amount: object, at: str) -> Effect:
+        def effect(
+            transition: Transition, ref: str, amount: object, at: str, *, only_if_open: bool = False
+        ) -> Effect:
             return Effect(
                 delivery=Delivery(PROVIDER, received.event_id, received.event_type, _epoch(at)),
                 transition=transition,
                 external_ref=ref,
-                amount=Money(minor_units(amount), currency),
+                amount=Money(to_minor(amount, currency), currency),
                 order_id=str(order_id) if order_id else None,
                 recipient=email,
+                payment=str(payment.id),
+                only_if_open=only_if_open,
             )
 
         effects: list[Interpretation] = []
@@ -133,15 +148,15 @@ class Interpreter:
         effects += [
             effect(Transition.REFUNDED, f"refund:{r.id}", r.amount, r.date_created)
             for r in payment.refunds
-            if r.status in (None, "approved")
+            if r.status == REFUND_MOVED_MONEY
         ]
+        dispute = f"{payment.id}:dispute"
+        amount, at = payment.transaction_amount, payment.date_last_updated
         if payment.status in DISPUTED:
-            effects.append(
-                effect(
-                    Transition.DISPUTED,
-                    f"{payment.id}:dispute",
-                    payment.transaction_amount,
-                    payment.date_last_updated,
-                )
-            )
+            effects.append(effect(Transition.DISPUTED, dispute, amount, at))
+            verdict = CHARGEBACK_VERDICTS.get(payment.status_detail or "")
+            if payment.status == "charged_back" and verdict is not None:
+                effects.append(effect(verdict, dispute, amount, at))
+        elif payment.status in HOLD_RELEASED:
+            effects.append(effect(Transition.DISPUTE_WON, dispute, amount, at, only_if_open=True))
         return effects

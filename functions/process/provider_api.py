@@ -1,0 +1,40 @@
+"""Reading a provider's REST API with a bearer token: one place for its errors.
+
+A provider that does not answer usefully now is retried (the record goes back to SQS, never
+dropped); one that refuses our credentials is a configuration problem (DLQ, alarmed).
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from typing import Any
+
+from functions.shared.errors import RetryableError, UmavezError
+
+
+class ProviderApiUnavailableError(RetryableError):
+    """Their API did not answer usefully now; the record is retried later."""
+
+
+class ProviderApiRefusedError(UmavezError):
+    """Their API refused our credentials: a configuration problem, sent to the DLQ."""
+
+
+def get_json(url: str, token: str, timeout_seconds: float, what: str) -> Mapping[str, Any]:
+    request = urllib.request.Request(  # noqa: S310 - https base URL from configuration
+        url, headers={"Authorization": f"Bearer {token}", "Accept": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_seconds) as response:  # noqa: S310
+            body: Mapping[str, Any] = json.load(response)
+    except urllib.error.HTTPError as exc:
+        if exc.code in (401, 403):
+            raise ProviderApiRefusedError(f"{what} refused us: {exc.code}") from exc
+        # 404 included: a notification can precede the object's visibility. Never drop it.
+        raise ProviderApiUnavailableError(f"{what} answered {exc.code}") from exc
+    except (urllib.error.URLError, TimeoutError, ValueError) as exc:
+        raise ProviderApiUnavailableError(f"{what} unreachable: {exc}") from exc
+    return body
