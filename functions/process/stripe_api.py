@@ -30,10 +30,12 @@ class StripeApi:
         api_key: Callable[[], str],
         base_url: str = BASE_URL,
         timeout_seconds: float = 5.0,
+        page_size: int = PAGE_SIZE,
     ) -> None:
         self._api_key = api_key
         self._base_url = base_url.rstrip("/")
         self._timeout = timeout_seconds
+        self._page_size = page_size
 
     def refunds_of_charge(self, charge_id: str) -> Sequence[Mapping[str, Any]]:
         """Every refund of the charge, page after page (`starting_after`)."""
@@ -46,7 +48,7 @@ class StripeApi:
                 "(restricted, Refunds: read) in the stripe/api-key secret"
             )
         refunds: list[Mapping[str, Any]] = []
-        query: dict[str, str | int] = {"charge": charge_id, "limit": PAGE_SIZE}
+        query: dict[str, str | int] = {"charge": charge_id, "limit": self._page_size}
         for _ in range(MAX_PAGES):
             url = f"{self._base_url}/v1/refunds?{urllib.parse.urlencode(query)}"
             page = get_json(url, key, self._timeout, "Stripe refunds API")

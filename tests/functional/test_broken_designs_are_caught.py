@@ -10,12 +10,15 @@ import pytest
 
 from tests.conftest import TABLES
 from tests.functional import test_guarantees as guarantees
+from tests.functional import test_ledger as ledger
 from tests.support.broken_designs import (
     BROKEN_DESIGNS,
     CheckThenInsert,
     EventIdKey,
     NoOrderingGuard,
     OutboxOutsideTransaction,
+    ReversalWithoutCheck,
+    StaleNotAnnounced,
 )
 from tests.support.clients import serialized
 from tests.support.clock import FakeClock
@@ -38,6 +41,14 @@ CAUGHT_BY: list[tuple[type[EffectProcessor], GuaranteeTest]] = [
     (
         OutboxOutsideTransaction,
         guarantees.test_crash_after_commit_before_the_queue_delete_redelivers_as_duplicate,
+    ),
+    (
+        StaleNotAnnounced,
+        ledger.test_earlier_partial_refund_arriving_last_is_counted_and_announced_late,
+    ),
+    (
+        ReversalWithoutCheck,
+        ledger.test_refund_that_never_succeeded_never_counts_even_if_its_success_arrives_late,
     ),
 ]
 

@@ -136,3 +136,37 @@ def test_handler_publishes_mismatch_metrics_by_kind_including_zero(
     assert per_kind == {kind: [0.0] for kind in handler.MISMATCH_KINDS}
     assert emf["reconciliation_mismatches"] == [0.0]
     assert result == {"orders_checked": 1, "mismatches": {}}
+
+
+def test_late_entry_without_its_announcement_and_a_reversal_off_the_books_are_found(
+    world: World, clock: FakeClock, dynamodb: DynamoDBClient
+) -> None:
+    # Given an order whose late payment lost its outbox item, and one whose refunded total
+    # ignores the refund's reversal
+    late, reversed_off = stripe.unique("ord"), stripe.unique("ord")
+    intent = stripe.unique("pi")
+    world.deliver(stripe.refund_created(intent, stripe.unique("re"), 100, T0 + 60, order_id=late))
+    stale = world.deliver(stripe.payment_intent_succeeded(late, intent, 5000, T0))
+    assert stale.effect_key
+    dynamodb.delete_item(
+        TableName=TABLES.outbox, Key={"outbox_id": {"S": outbox_id_for(stale.effect_key)}}
+    )
+    intent, charge, refund = stripe.unique("pi"), stripe.unique("ch"), stripe.unique("re")
+    world.deliver(stripe.payment_intent_succeeded(reversed_off, intent, 5000, T0, charge))
+    world.deliver(stripe.refund_created(intent, refund, 2000, T0 + 60, charge))
+    world.deliver(stripe.refund_failed(intent, refund, 2000, T0 + 120, charge))
+    dynamodb.update_item(
+        TableName=TABLES.ledger,
+        Key={"pk": {"S": tables.order_pk(reversed_off)}, "sk": {"S": tables.ORDER_SORT}},
+        UpdateExpression="ADD refunded_total :back",
+        ExpressionAttributeValues={":back": {"N": "2000"}},
+    )
+    send_everything(world, clock)
+
+    # When reconciliation runs
+    report = Reconciler(world.dynamodb, TABLES, clock).run()
+
+    # Then both are reported
+    assert sorted((m.kind, m.order_id) for m in report.mismatches) == sorted(
+        [("missing_outbox_item", late), ("unbalanced_total", reversed_off)]
+    )

@@ -9,15 +9,13 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING
 
-from functions.process.service import KEY_POSITION, EffectProcessor, Processed
+from functions.process.service import KEY_POSITION, OUTBOX_POSITION, EffectProcessor, Processed
 from functions.shared import tables
 from functions.shared.domain import Effect, Outcome, RoutedEffect
+from functions.shared.dynamo import to_attributes
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef, UpdateTypeDef
-
-
-OUTBOX_POSITION = 2
 
 
 class CheckThenInsert(EffectProcessor):
@@ -75,4 +73,29 @@ class OutboxOutsideTransaction(EffectProcessor):
         return processed
 
 
-BROKEN_DESIGNS = (CheckThenInsert, EventIdKey, NoOrderingGuard, OutboxOutsideTransaction)
+class StaleNotAnnounced(EffectProcessor):
+    """Counts a late movement but tells nobody: downstream books miss money that moved."""
+
+    def _outbox_put(self, routed: RoutedEffect, *, late: bool) -> TransactWriteItemTypeDef:
+        if not late:
+            return super()._outbox_put(routed, late=late)
+        # Something harmless in its place, so the transaction keeps its positions.
+        item = {tables.PARTITION_KEY: f"UNANNOUNCED#{routed.key}", tables.SORT_KEY: "-"}
+        return {"Put": {"TableName": self._tables.ledger, "Item": to_attributes(item)}}
+
+
+class ReversalWithoutCheck(EffectProcessor):
+    """Takes a failed refund's amount back whether or not the refund ever counted."""
+
+    def _reversed_check(self, routed: RoutedEffect) -> list[TransactWriteItemTypeDef]:
+        return []
+
+
+BROKEN_DESIGNS = (
+    CheckThenInsert,
+    EventIdKey,
+    NoOrderingGuard,
+    OutboxOutsideTransaction,
+    StaleNotAnnounced,
+    ReversalWithoutCheck,
+)

@@ -38,17 +38,30 @@ class Sinks:
         )
         boto3.client("sesv2").create_email_identity(EmailIdentity=EMAIL_SENDER)
         self._events_seen: Counter[str] = Counter()
+        self.details: dict[str, dict[str, object]] = {}
 
     def events_by_key(self) -> Counter[str]:
         while messages := self._sqs.receive_message(
             QueueUrl=self._queue_url, MaxNumberOfMessages=10
         ).get("Messages", []):
             for message in messages:
-                self._events_seen[json.loads(message["Body"])["detail"]["idempotency_key"]] += 1
+                detail = json.loads(message["Body"])["detail"]
+                self._events_seen[detail["idempotency_key"]] += 1
+                self.details[detail["idempotency_key"]] = detail
                 self._sqs.delete_message(
                     QueueUrl=self._queue_url, ReceiptHandle=message["ReceiptHandle"]
                 )
         return Counter(self._events_seen)
+
+    @staticmethod
+    def emails() -> dict[str, tuple[list[str], str]]:
+        """Outbox key -> (to addresses, body) of the e-mails SES took."""
+        sent = ses_backends[MOTO_ACCOUNT_ID]["us-east-1"].sent_messages
+        return {
+            key: (list(message.destinations["ToAddresses"]), message.body)
+            for message in sent
+            for key in REFERENCE.findall(message.body)
+        }
 
     @staticmethod
     def emails_by_key() -> Counter[str]:

@@ -32,6 +32,10 @@ class World:
         [processed] = self.processor(client).process(STRIPE, body)
         return processed
 
+    def deliver_all(self, body: str, provider: str = STRIPE) -> list[Processed]:
+        """One delivery that may announce several entries (a dispute's opening and verdict)."""
+        return list(self.processor().process(provider, body))
+
     def deliver_in_parallel(self, body: str, copies: int) -> list[Processed]:
         """`copies` deliveries of one body released at the same instant, one thread each."""
         processor = self.processor()

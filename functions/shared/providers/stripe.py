@@ -345,7 +345,8 @@ class Interpreter:
                 replace(delivery, created=refund.created or delivery.created),
                 order_id=_order_of(charge.metadata),
             )
-            for refund in refunds
+            # Stripe lists newest first; applied oldest first, so none is needlessly late.
+            for refund in sorted(refunds, key=lambda refund: refund.created or 0)
         ) or (NoEffect(delivery, "charge.refunded lists no refund"),)
 
 

@@ -1,0 +1,153 @@
+"""What each notification says and who gets it: the order's financial status as of sending,
+the recipient learned at payment time, the late-movement e-mail policy, every currency."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import boto3
+import pytest
+
+from functions.outbox.channels import Channel, EventBridgeChannel, SesEmailChannel
+from functions.outbox.sender import OutboxSender, SendPolicy, SendResult
+from functions.shared.outbox import OutboxItem, outbox_id_for
+from local_stack import stripe_events as stripe
+from tests.conftest import TABLES
+from tests.support.clock import FakeClock
+from tests.support.sinks import EMAIL_SENDER, Sinks
+from tests.support.world import World
+
+T0 = 1_764_460_800
+CUSTOMER = "cliente@example.com"  # the receipt_email of the fixture's PaymentIntent
+POLICY = SendPolicy(lease_seconds=60, max_attempts=3, backoff_base_seconds=30)
+
+
+@pytest.fixture
+def sinks(world: World) -> Sinks:
+    return Sinks()
+
+
+def channels(sinks: Sinks) -> list[Channel]:
+    return [
+        EventBridgeChannel(boto3.client("events"), sinks.bus_name),
+        SesEmailChannel(boto3.client("sesv2"), EMAIL_SENDER),
+    ]
+
+
+def send_all(world: World, clock: FakeClock, via: Sequence[Channel]) -> None:
+    sender = OutboxSender(
+        world.dynamodb, TABLES.outbox, via, clock, POLICY, ledger_table=TABLES.ledger
+    )
+    for item in world.outbox():
+        assert sender.deliver(item["outbox_id"], only_if_due=False).result is SendResult.SENT
+
+
+def payment_with_receipt(
+    order: str, intent: str, amount: int, at: int, currency: str = "brl"
+) -> str:
+    body = stripe.payment_intent_succeeded(order, intent, amount, at, currency=currency)
+    assert CUSTOMER in body
+    return body
+
+
+def key_of(world: World, order: str, transition: str) -> str:
+    [effect] = [e for e in world.effects(order) if e["transition"] == transition]
+    return outbox_id_for(effect["effect_key"])
+
+
+def test_refund_reaches_the_customer_learned_at_payment_with_the_status_as_of_sending(
+    world: World, sinks: Sinks, clock: FakeClock
+) -> None:
+    # Given a payment that named its customer, then a partial refund that names nobody
+    order, intent = stripe.unique("ord"), stripe.unique("pi")
+    world.deliver(payment_with_receipt(order, intent, 10000, T0))
+    world.deliver(stripe.refund_created(intent, stripe.unique("re"), 2500, T0 + 60))
+
+    # When the outbox sends both
+    send_all(world, clock, channels(sinks))
+
+    # Then the refund e-mail reached the customer, and every sink says what the order is now
+    refund_key = key_of(world, order, "order.refunded")
+    sinks.events_by_key()
+    to, body = sinks.emails()[refund_key]
+    assert to == [CUSTOMER]
+    assert "BRL 25.00" in body
+    assert "Order status: partially refunded" in body
+    assert sinks.details[refund_key]["financial_status"] == "partially_refunded"
+    assert sinks.details[refund_key]["late"] is False
+
+
+def test_late_payment_is_announced_but_not_emailed_and_a_late_refund_is_both(
+    world: World, sinks: Sinks, clock: FakeClock
+) -> None:
+    # Given a refund delivered before its older payment (both carry the order)
+    order, intent, charge = stripe.unique("ord"), stripe.unique("pi"), stripe.unique("ch")
+    world.deliver(
+        stripe.refund_created(intent, stripe.unique("re"), 5000, T0 + 60, charge, order_id=order)
+    )
+    world.deliver(payment_with_receipt(order, intent, 5000, T0))
+    # and a second refund of an earlier second, which arrives last
+    world.deliver(
+        stripe.refund_created(intent, stripe.unique("re"), 1, T0 + 30, charge, order_id=order)
+    )
+
+    # When everything is sent
+    send_all(world, clock, channels(sinks))
+
+    # Then EventBridge heard of all three, the late ones flagged; the late payment e-mailed
+    # nobody (it would contradict "refund issued"), the late refund reached the customer
+    events = sinks.events_by_key()
+    late = {key for key, detail in sinks.details.items() if detail["late"]}
+    payment_key = key_of(world, order, "order.paid")
+    assert len(events) == 3
+    assert payment_key in late
+    assert len(late) == 2
+    emailed = set(sinks.emails())
+    assert payment_key not in emailed
+    assert late - {payment_key} <= emailed
+
+
+def test_zero_decimal_amounts_are_written_as_they_are(
+    world: World, sinks: Sinks, clock: FakeClock
+) -> None:
+    order = stripe.unique("ord")
+    world.deliver(payment_with_receipt(order, stripe.unique("pi"), 1234, T0, currency="jpy"))
+
+    send_all(world, clock, channels(sinks))
+
+    [(to, body)] = sinks.emails().values()
+    assert to == [CUSTOMER]
+    assert "JPY 1234" in body
+
+
+def test_sender_whose_lease_ran_out_cannot_change_the_item_afterwards(
+    world: World, sinks: Sinks, clock: FakeClock
+) -> None:
+    # Given a sender so slow in its send that its lease runs out and another takes over
+    order = stripe.unique("ord")
+    world.deliver(payment_with_receipt(order, stripe.unique("pi"), 5000, T0))
+    [item] = world.outbox(order)
+    fast = OutboxSender(world.dynamodb, TABLES.outbox, channels(sinks), clock, POLICY)
+    taken_over: list[SendResult] = []
+
+    class SlowChannel:
+        name = "slow"
+
+        def applies_to(self, item: OutboxItem) -> bool:
+            return True
+
+        def send(self, item: OutboxItem) -> None:
+            clock.advance(POLICY.lease_seconds + 1)
+            taken_over.append(fast.deliver(item.outbox_id, only_if_due=True).result)
+
+    slow = OutboxSender(world.dynamodb, TABLES.outbox, [SlowChannel()], clock, POLICY)
+
+    # When the slow sender comes back from its send
+    result = slow.deliver(item["outbox_id"], only_if_due=False)
+
+    # Then it changed nothing: the item is as the second sender left it, sent once by it
+    [after] = world.outbox(order)
+    assert (result.result, taken_over) == (SendResult.SKIPPED, [SendResult.SENT])
+    assert (after["status"], after["attempts"]) == ("sent", 2)
+    assert "slow" not in after.get("channels_sent", set())
+    assert sinks.events_by_key() == {item["outbox_id"]: 1}

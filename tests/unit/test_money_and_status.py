@@ -1,0 +1,93 @@
+"""Money in each currency's minor units, and the financial status read from the totals."""
+
+from __future__ import annotations
+
+import pytest
+
+from functions.shared.domain import FinancialStatus, financial_status
+from functions.shared.errors import MalformedEventError
+from functions.shared.money import exponent, render, to_minor
+
+
+@pytest.mark.parametrize(
+    ("currency", "places"),
+    [("JPY", 0), ("clp", 0), ("krw", 0), ("brl", 2), ("usd", 2), ("kwd", 3), ("BHD", 3)],
+)
+def test_each_currency_has_its_iso_exponent(currency: str, places: int) -> None:
+    assert exponent(currency) == places
+
+
+@pytest.mark.parametrize(
+    ("value", "currency", "minor"),
+    [
+        (19.99, "brl", 1999),
+        (0.29, "brl", 29),
+        ("0.1", "brl", 10),
+        (50, "brl", 5000),
+        (5000, "clp", 5000),
+        (1.5, "kwd", 1500),
+        (1234, "jpy", 1234),
+    ],
+)
+def test_decimals_convert_to_exact_minor_units(value: object, currency: str, minor: int) -> None:
+    assert to_minor(value, currency) == minor
+
+
+@pytest.mark.parametrize(
+    ("value", "currency"),
+    [(10.005, "brl"), (10.5, "clp"), (1.2345, "kwd"), ("abc", "brl"), (-1, "brl")],
+)
+def test_an_amount_money_cannot_hold_is_malformed_never_rounded(
+    value: object, currency: str
+) -> None:
+    with pytest.raises(MalformedEventError):
+        to_minor(value, currency)
+
+
+@pytest.mark.parametrize(
+    ("minor", "currency", "text"),
+    [
+        (1234, "jpy", "JPY 1234"),
+        (5000, "brl", "BRL 50.00"),
+        (7, "brl", "BRL 0.07"),
+        (1500, "kwd", "KWD 1.500"),
+        (-2000, "brl", "BRL -20.00"),
+    ],
+)
+def test_amounts_render_with_their_currency_exponent(minor: int, currency: str, text: str) -> None:
+    assert render(minor, currency) == text
+
+
+@pytest.mark.parametrize(
+    ("totals", "status"),
+    [
+        ({}, FinancialStatus.UNPAID),
+        ({"paid_total": 5000}, FinancialStatus.PAID),
+        ({"paid_total": 5000, "refunded_total": 500}, FinancialStatus.PARTIALLY_REFUNDED),
+        ({"paid_total": 5000, "refunded_total": 5000}, FinancialStatus.REFUNDED),
+        ({"paid_total": 5000, "refunded_total": 0}, FinancialStatus.PAID),  # refund reversed
+        ({"paid_total": 5000, "disputed_total": 5000}, FinancialStatus.DISPUTED),
+        (
+            {"paid_total": 5000, "disputed_total": 0, "dispute_won_total": 5000},
+            FinancialStatus.DISPUTE_WON,
+        ),
+        (
+            {"paid_total": 5000, "disputed_total": 0, "dispute_lost_total": 5000},
+            FinancialStatus.DISPUTE_LOST,
+        ),
+        ({"paid_total": 5000, "inquiry_total": 5000}, FinancialStatus.INQUIRY),
+        ({"paid_total": 10000, "refunded_total": 5000}, FinancialStatus.PARTIALLY_REFUNDED),
+    ],
+)
+def test_financial_status_is_what_the_totals_say(
+    totals: dict[str, int], status: FinancialStatus
+) -> None:
+    assert financial_status({"order_id": "o1", **totals}) is status
+
+
+def test_a_ten_percent_refund_is_not_a_refunded_order() -> None:
+    assert financial_status({"paid_total": 10000, "refunded_total": 1000}) != "refunded"
+
+
+def test_an_inquiry_is_not_disputed_money() -> None:
+    assert financial_status({"paid_total": 5000, "inquiry_total": 5000}) != "disputed"
