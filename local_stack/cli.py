@@ -125,6 +125,8 @@ def _serve(port: int) -> int:
 def _show_order(args: argparse.Namespace) -> int:
     import boto3
 
+    from functions.shared.domain import financial_status, totals_of
+    from functions.shared.money import render as render_money
     from local_stack.resources import client
     from local_stack.sink import SINK_TABLE, sink_counts
     from local_stack.state import order_view
@@ -133,11 +135,14 @@ def _show_order(args: argparse.Namespace) -> int:
     dynamodb: Any = client("dynamodb", args.endpoint_url) if local else boto3.client("dynamodb")
     view = order_view(dynamodb, TableNames(args.ledger_table, args.outbox_table), args.order_id)
     sinks = sink_counts(args.endpoint_url) if local and _has_table(dynamodb, SINK_TABLE) else {}
+    currency = str(view.order.get("currency", ""))
     report = {
         "order_id": args.order_id,
-        "status": view.order.get("status"),
-        "currency": view.order.get("currency"),
-        "totals": {k: view.order.get(f"{k}_total", 0) for k in ("paid", "refunded", "disputed")},
+        "status": financial_status(view.order).value,
+        "lifecycle_status": view.order.get("lifecycle_status"),
+        "currency": currency,
+        "recipient": view.order.get("recipient"),
+        "totals": {t.value.removesuffix("_total"): n for t, n in totals_of(view.order).items()},
         "last_event_at": view.order.get("last_event_at"),
         "last_event_id": view.order.get("last_event_id"),
         "effects": [
@@ -148,6 +153,7 @@ def _show_order(args: argparse.Namespace) -> int:
                     "transition",
                     "outcome",
                     "external_ref",
+                    "payment",
                     "amount",
                     "event_id",
                     "event_type",
@@ -162,6 +168,7 @@ def _show_order(args: argparse.Namespace) -> int:
                 "outbox_id": i["outbox_id"],
                 "transition": i["transition"],
                 "status": i["status"],
+                "late": bool(i.get("late")),
                 "attempts": i.get("attempts", 0),
                 "sink_deliveries": sinks.get(i["outbox_id"]) if local else None,
             }
@@ -174,23 +181,25 @@ def _show_order(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=2, default=str))
         return 0
-    totals = report["totals"]
-    print(
-        f"order {args.order_id}: {report['status']} ({report['currency']})  "
-        f"paid {totals['paid']}  refunded {totals['refunded']}  disputed {totals['disputed']}"
+    totals = ", ".join(
+        f"{name} {render_money(amount, currency)}"
+        for name, amount in report["totals"].items()
+        if amount
     )
+    print(f"order {args.order_id}: {report['status']}  ({totals or 'nothing counted'})")
+    print(f"  lifecycle {report['lifecycle_status']}, customer {report['recipient']}")
     print(f"  last event {report['last_event_id']} (token {report['last_event_at']})")
     print("  effects:")
     for e in report["effects"]:
         print(
-            f"    {e['outcome']:<9} {e['transition']:<15} {e['external_ref']:<32} "
-            f"{e['amount']:>8}  {e['event_type']} {e['event_id']}"
+            f"    {e['outcome']:<9} {e['transition']:<22} {e['external_ref']:<32} "
+            f"{render_money(int(e['amount']), currency):>14}  {e['event_type']} {e['event_id']}"
         )
     print("  outbox:")
     for i in report["outbox"]:
         print(
-            f"    {i['status']:<8} {i['transition']:<15} {i['outbox_id'][:24]}...  "
-            f"attempts {i['attempts']}  sinks {i['sink_deliveries']}"
+            f"    {i['status']:<8} {i['transition']:<22} {i['outbox_id'][:24]}...  "
+            f"{'late  ' if i['late'] else ''}attempts {i['attempts']}  sinks {i['sink_deliveries']}"
         )
     return 0
 

@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 import urllib.request
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -45,16 +45,23 @@ class SerializedRequests:
         self._random = random.Random(seed)  # noqa: S311 - fault injection, not security
         self.conflicts_injected = 0
         self.requests: Counter[str] = Counter()
+        # Time spent inside the lock per operation: where a local run's time goes.
+        self.seconds: dict[str, float] = defaultdict(float)
 
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         if environ.get("PATH_INFO") == STATS_PATH:
             return self._stats(start_response)
         target = str(environ.get("HTTP_X_AMZ_TARGET", ""))
+        operation = target.rsplit(".", 1)[-1] or str(environ.get("PATH_INFO"))
         with self._lock:
-            self.requests[target.rsplit(".", 1)[-1] or str(environ.get("PATH_INFO"))] += 1
-            if target.endswith(".TransactWriteItems") and self._conflict():
-                return self._transaction_conflict(environ, start_response)
-            return list(self._app(environ, start_response))
+            started = time.perf_counter()
+            self.requests[operation] += 1
+            try:
+                if target.endswith(".TransactWriteItems") and self._conflict():
+                    return self._transaction_conflict(environ, start_response)
+                return list(self._app(environ, start_response))
+            finally:
+                self.seconds[operation] += time.perf_counter() - started
 
     def _conflict(self) -> bool:
         if self._conflict_rate and self._random.random() < self._conflict_rate:
@@ -64,7 +71,11 @@ class SerializedRequests:
 
     def _stats(self, start_response: StartResponse) -> list[bytes]:
         body = json.dumps(
-            {"conflicts_injected": self.conflicts_injected, "requests": dict(self.requests)}
+            {
+                "conflicts_injected": self.conflicts_injected,
+                "requests": dict(self.requests),
+                "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
+            }
         ).encode()
         start_response("200 OK", [("Content-Type", "application/json")])
         return [body]

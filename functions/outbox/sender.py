@@ -105,18 +105,27 @@ class OutboxSender:
             return Sent(outbox_id, SendResult.SKIPPED, item.attempts, "lease lost")
 
     def _send_claimed(self, item: OutboxItem, token: str, done: set[str]) -> Sent:
+        """Channels taken are recorded with the item's next state, not one write each: a crash
+        in between resends them with the same key (at-least-once), and a failure records the
+        ones that took it so the retry skips them."""
+        sent_now: set[str] = set()
         try:
             for channel in self._channels:
                 if channel.name not in done and channel.applies_to(item):
                     channel.send(item)
-                    self._record_channel_sent(item.outbox_id, token, channel.name)
+                    sent_now.add(channel.name)
         except ChannelError as exc:
-            return self._back_off(item.outbox_id, token, item.attempts, str(exc))
+            return self._back_off(item.outbox_id, token, item.attempts, str(exc), sent_now)
         self._update(
             item.outbox_id,
             token,
-            "SET #status = :sent, sent_at = :now REMOVE #bucket, claim_token",
-            {":sent": OutboxStatus.SENT.value, ":now": int(self._clock())},
+            "SET #status = :sent, sent_at = :now REMOVE #bucket, claim_token"
+            + (" ADD channels_sent :channels" if sent_now else ""),
+            {
+                ":sent": OutboxStatus.SENT.value,
+                ":now": int(self._clock()),
+                ":channels": sent_now or None,
+            },
         )
         return Sent(item.outbox_id, SendResult.SENT, item.attempts)
 
@@ -216,24 +225,31 @@ class OutboxSender:
             raise_unclassified(exc, "UpdateItem")
         return from_attributes(response["Attributes"])
 
-    def _record_channel_sent(self, outbox_id: str, token: str, channel: str) -> None:
-        self._update(outbox_id, token, "ADD channels_sent :channel", {":channel": {channel}})
-
-    def _back_off(self, outbox_id: str, token: str, attempts: int, error: str) -> Sent:
+    def _back_off(
+        self,
+        outbox_id: str,
+        token: str,
+        attempts: int,
+        error: str,
+        sent_now: set[str] | None = None,
+    ) -> Sent:
+        record = " ADD channels_sent :channels" if sent_now else ""
+        values: dict[str, object] = {":error": error[:500], ":channels": sent_now or None}
         if attempts >= self._policy.max_attempts:
             self._update(
                 outbox_id,
                 token,
-                "SET #status = :dead, last_error = :error REMOVE #bucket, claim_token",
-                {":dead": OutboxStatus.DEAD.value, ":error": error[:500]},
+                "SET #status = :dead, last_error = :error REMOVE #bucket, claim_token" + record,
+                {**values, ":dead": OutboxStatus.DEAD.value},
             )
             return Sent(outbox_id, SendResult.DEAD, attempts, error)
         retry_at = int(self._clock()) + self._policy.backoff(attempts)
         self._update(
             outbox_id,
             token,
-            "SET #status = :pending, #due = :retry_at, last_error = :error REMOVE claim_token",
-            {":pending": OutboxStatus.PENDING.value, ":retry_at": retry_at, ":error": error[:500]},
+            "SET #status = :pending, #due = :retry_at, last_error = :error REMOVE claim_token"
+            + record,
+            {**values, ":pending": OutboxStatus.PENDING.value, ":retry_at": retry_at},
         )
         return Sent(outbox_id, SendResult.RETRY_LATER, attempts, error)
 

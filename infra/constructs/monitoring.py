@@ -98,6 +98,11 @@ class Monitoring(Construct):
             threshold=100,
         )
         self._alarm(
+            "AmountDisagreements",
+            "Two event types named one payment or refund with different amounts",
+            app_metric("process", "amount_disagreements"),
+        )
+        self._alarm(
             "StaleSurge",
             "Many events arrive out of order",
             app_metric("process", "stale"),

@@ -331,6 +331,7 @@ def test_alarms_cover_what_the_runbook_lists_and_notify_sns(prod: Synthesized) -
         "ProcessFailed",
         "DuplicateSurge",
         "StaleSurge",
+        "AmountDisagreements",
         "SignatureFailures",
         "IngestUnavailable",
         "Api5xx",

@@ -1,0 +1,80 @@
+"""On the embedded stack: a legacy charge.refunded read through the fake Stripe refunds API, and
+`umavez show order --json` telling what the books say."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from local_stack import stripe_events as stripe
+from local_stack.cli import main
+from local_stack.drill import DeliveryLog, Providers
+from local_stack.resources import DEVELOPMENT_SECRETS
+from local_stack.stack import EmbeddedStack
+from local_stack.stories import Post
+
+T0 = 1_764_460_800
+
+
+def legacy_charge_refunded(order: str, intent: str, charge: str) -> str:
+    event = json.loads(stripe.fixture_text("charge.refunded.2023-10-16"))
+    event["id"] = stripe.unique("evt")
+    event["created"] = T0 + 120
+    event["data"]["object"].update(
+        {"id": charge, "payment_intent": intent, "metadata": {"order_id": order}}
+    )
+    return json.dumps(event)
+
+
+def test_show_order_after_a_refund_read_from_stripes_api(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    order, intent, charge, refund = (stripe.unique(p) for p in ("ord", "pi", "ch", "re"))
+    with EmbeddedStack() as stack:
+        # Given a paid order whose endpoint is pinned to 2023-10-16, and Stripe knowing a refund
+        listed = json.loads(stripe.fixture_text("api.refunds.list"))["data"][0]
+        stack.provider_apis.refunds[charge] = [
+            {**listed, "id": refund, "amount": 1500, "charge": charge, "payment_intent": intent}
+        ]
+        providers = Providers(stack.front.url, DEVELOPMENT_SECRETS, DeliveryLog())
+        paid = stripe.payment_intent_succeeded(order, intent, 5000, T0, charge)
+        assert providers.deliver(Post("stripe", paid)) == [200]
+        assert stack.drain()
+
+        # When charge.refunded (naming no refund) arrives, and the order is shown
+        assert providers.deliver(Post("stripe", legacy_charge_refunded(order, intent, charge))) == [
+            200
+        ]
+        assert stack.drain()
+        names = stack.resources.tables
+        capsys.readouterr()
+        code = main(
+            [
+                "show",
+                "order",
+                order,
+                "--json",
+                "--endpoint-url",
+                stack.aws.endpoint_url,
+                "--ledger-table",
+                names.ledger,
+                "--outbox-table",
+                names.outbox,
+            ]
+        )
+
+    # Then the refund counted once, keyed by its re_ id, and the order reads partially refunded
+    shown = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert (shown["status"], shown["totals"]["paid"], shown["totals"]["refunded"]) == (
+        "partially_refunded",
+        5000,
+        1500,
+    )
+    assert [(e["transition"], e["external_ref"]) for e in shown["effects"]][-1] == (
+        "order.refunded",
+        refund,
+    )
+    assert {i["status"] for i in shown["outbox"]} == {"sent"}
+    assert any(path.startswith("/v1/refunds?charge=") for path in stack.provider_apis.requests)
