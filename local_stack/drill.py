@@ -183,8 +183,13 @@ def check_state(stories: Sequence[Story], state: Any, log: DeliveryLog) -> list[
     """Every guarantee of DESIGN.md section 2, judged from the tables."""
     checks: list[Check] = []
     twice, lost, extra, wrong_status, wrong_totals, unbalanced = [], [], [], [], [], []
-    stale_off, outbox_off = [], []
+    stale_off, outbox_off, credited_twice = [], [], []
+    conflicts = {d.get("order_id") for d in state.deliveries if d.get("outcome") == "conflict"}
     for story in stories:
+        if other := story.conflicting_order:
+            other_view = state.orders.get(other)
+            if other not in conflicts or (other_view and other_view.effects):
+                credited_twice.append(f"{story.order_id} / {other}")
         view = state.orders.get(story.order_id)
         effects = view.effects if view else []
         counted = [e for e in effects if e["outcome"] in COUNTED_OUTCOMES]
@@ -230,6 +235,11 @@ def check_state(stories: Sequence[Story], state: Any, log: DeliveryLog) -> list[
             "every money movement announced once (late ones flagged)",
             not outbox_off,
             _summary(outbox_off),
+        ),
+        Check(
+            "one payment, one order: a second claim is a recorded conflict",
+            not credited_twice,
+            _summary(credited_twice),
         ),
     ]
     forged_accepted = [eid for eid, statuses in log.forged if statuses[-1] != 401]

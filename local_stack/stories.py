@@ -73,6 +73,8 @@ class Story:
     phases: list[list[Post]]
     expected: Expected
     mercadopago_payment: dict[str, Any] | None = None
+    # Another order that an event names for this story's payment: it must never be credited.
+    conflicting_order: str | None = None
 
     @property
     def posts(self) -> list[Post]:
@@ -207,13 +209,18 @@ def stripe_dispute(order: str, at: int) -> Story:
 def asaas_payment_refunded(order: str, at: int) -> Story:
     payment = unique("pay")
 
+    refund_at = _brazil(at + 58)
+
     def event(name: str, seconds: int) -> str:
-        event = _shape("asaas/PAYMENT_RECEIVED.json")
+        event = _shape(
+            f"asaas/{'PAYMENT_REFUNDED' if name == 'PAYMENT_REFUNDED' else 'PAYMENT_RECEIVED'}.json"
+        )
         event["id"] = f"evt_{uuid.uuid4().hex}&{next(_numbers)}"
         event["event"] = name
-        moment = datetime.fromtimestamp(at + seconds, tz=BRAZIL)
-        event["dateCreated"] = moment.strftime("%Y-%m-%d %H:%M:%S")
+        event["dateCreated"] = _brazil(at + seconds)
         event["payment"].update({"id": payment, "externalReference": order})
+        if name == "PAYMENT_REFUNDED":
+            event["payment"]["refunds"][0].update({"dateCreated": refund_at, "value": 50})
         return json.dumps(event)
 
     return Story(
@@ -230,7 +237,10 @@ def asaas_payment_refunded(order: str, at: int) -> Story:
             "refunded",
             paid=5000,
             refunded=5000,
-            effects={("order.paid", payment), ("order.refunded", f"{payment}:refund")},
+            effects={
+                ("order.paid", payment),
+                ("order.refunded", f"{payment}:refund:{refund_at}:5000#1"),
+            },
             stale=(0, 1),
         ),
     )
@@ -456,6 +466,98 @@ def asaas_partial_refunds(order: str, at: int) -> Story:
     )
 
 
+def stripe_checkout_card(order: str, at: int) -> Story:
+    """Checkout: the order is on the session; the PaymentIntent, without it, may come first."""
+    intent, session = unique("pi"), unique("cs")
+    return Story(
+        "checkout (card)",
+        order,
+        [
+            [
+                Post("stripe", stripe.payment_intent_succeeded(None, intent, 5000, at)),
+                Post(
+                    "stripe",
+                    stripe.checkout_session(
+                        "checkout.session.completed.card", order, intent, session, at
+                    ),
+                ),
+            ]
+        ],
+        Expected("paid", paid=5000, effects={("order.paid", intent)}),
+    )
+
+
+def stripe_checkout_boleto(order: str, at: int) -> Story:
+    """Checkout with boleto: completed unpaid (bound), paid later; another session fails."""
+    intent, session = unique("pi"), unique("cs")
+    return Story(
+        "checkout (boleto, paid later)",
+        order,
+        [
+            [
+                Post(
+                    "stripe",
+                    stripe.checkout_session(
+                        "checkout.session.completed.boleto", order, intent, session, at
+                    ),
+                ),
+                Post(
+                    "stripe",
+                    stripe.checkout_session(
+                        "checkout.session.async_payment_failed",
+                        order,
+                        unique("pi"),
+                        unique("cs"),
+                        at,
+                    ),
+                ),
+            ],
+            [
+                Post(
+                    "stripe",
+                    stripe.checkout_session(
+                        "checkout.session.async_payment_succeeded", order, intent, session, at + 600
+                    ),
+                ),
+                Post("stripe", stripe.payment_intent_succeeded(None, intent, 5000, at + 600)),
+            ],
+        ],
+        Expected("paid", paid=5000, effects={("order.paid", intent)}),
+    )
+
+
+def stripe_subscription_invoice(order: str, at: int) -> Story:
+    """A basil subscription invoice carries the order; its payment events do not."""
+    intent, invoice, subscription = unique("pi"), unique("in"), unique("sub")
+    return Story(
+        "subscription invoice",
+        order,
+        [
+            [
+                Post("stripe", stripe.subscription_invoice_paid(order, invoice, subscription, at)),
+                Post("stripe", stripe.subscription_invoice_payment_paid(invoice, intent, 5000, at)),
+                Post("stripe", stripe.payment_intent_succeeded(None, intent, 5000, at)),
+            ]
+        ],
+        Expected("paid", paid=5000, effects={("order.paid", intent)}),
+    )
+
+
+def stripe_conflicting_metadata(order: str, at: int) -> Story:
+    """The PaymentIntent's order changed after its charge copied the old one: one credit."""
+    intent, charge, other = unique("pi"), unique("ch"), unique("ord")
+    return Story(
+        "one payment named for two orders",
+        order,
+        [
+            [Post("stripe", stripe.payment_intent_succeeded(order, intent, 5000, at, charge))],
+            [Post("stripe", stripe.charge_succeeded(other, intent, charge, 5000, at))],
+        ],
+        Expected("paid", paid=5000, effects={("order.paid", intent)}),
+        conflicting_order=other,
+    )
+
+
 def _brazil(epoch: int) -> str:
     return datetime.fromtimestamp(epoch, tz=BRAZIL).strftime("%Y-%m-%d %H:%M:%S")
 
@@ -477,6 +579,10 @@ KINDS: tuple[Callable[[str, int], Story], ...] = (
     stripe_inquiry,
     stripe_zero_decimal,
     asaas_partial_refunds,
+    stripe_checkout_card,
+    stripe_checkout_boleto,
+    stripe_subscription_invoice,
+    stripe_conflicting_metadata,
 )
 
 

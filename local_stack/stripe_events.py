@@ -145,3 +145,45 @@ def with_new_event_id(body: str) -> str:
     event = json.loads(body)
     event["id"] = unique("evt")
     return json.dumps(event)
+
+
+def checkout_session(
+    template: str, order_id: str, intent: str | None, session: str, created: int, amount: int = 5000
+) -> str:
+    """A checkout.session.* event (completed.card / completed.boleto / async_payment_succeeded /
+    async_payment_failed / expired): the order on the session, not on its PaymentIntent."""
+    return _event(
+        template,
+        created,
+        {
+            "id": session,
+            "client_reference_id": order_id,
+            "metadata": {"order_id": order_id},
+            "payment_intent": intent,
+            "amount_total": amount,
+        },
+    )
+
+
+def subscription_invoice_paid(order_id: str, invoice: str, subscription: str, created: int) -> str:
+    """A basil invoice.paid: no payment on it, the order in the subscription's details."""
+    event = json.loads(
+        _event("invoice.paid.basil.subscription", created, {"id": invoice, "metadata": {}})
+    )
+    event["data"]["object"]["parent"]["subscription_details"].update(
+        {"metadata": {"order_id": order_id}, "subscription": subscription}
+    )
+    return json.dumps(event)
+
+
+def subscription_invoice_payment_paid(invoice: str, intent: str, amount: int, created: int) -> str:
+    return _event(
+        "invoice_payment.paid.subscription",
+        created,
+        {
+            "id": unique("inpay"),
+            "invoice": invoice,
+            "amount_paid": amount,
+            "payment": {"type": "payment_intent", "payment_intent": intent},
+        },
+    )

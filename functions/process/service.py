@@ -18,6 +18,7 @@ from botocore.exceptions import ClientError
 from functions.shared import tables
 from functions.shared.domain import (
     TRANSITION_RULES,
+    Binding,
     Delivery,
     Effect,
     Interpretation,
@@ -95,6 +96,8 @@ class EffectProcessor:
             return self._record_no_change(
                 interpretation.delivery, Outcome.IGNORED, interpretation.reason
             )
+        if isinstance(interpretation, Binding):
+            return self._bind(interpretation)
         order_id = self._route(interpretation)
         if order_id is None:
             return self._record_no_change(
@@ -159,7 +162,9 @@ class EffectProcessor:
             return self._duplicate(routed, cancellation, "effect key already reserved")
         if cancellation.contended:
             raise WriteContendedError(f"transaction cancelled: {cancellation.codes}")
-        if cancellation.failed_condition(REVERSED_POSITION):
+        if conflict := self._binding_conflict(routed, cancellation):
+            return conflict
+        if routed.reversed_key is not None and cancellation.failed_condition(REVERSED_POSITION):
             return self._void(routed)
         if cancellation.failed_condition(ORDER_POSITION):
             self._refuse_other_currency(routed, cancellation)
@@ -169,8 +174,11 @@ class EffectProcessor:
     def _duplicate(
         self, routed: RoutedEffect, cancellation: Cancellation, detail: str
     ) -> Processed:
-        """A duplicate; if it names another amount than the entry that counted, say so."""
+        """A duplicate; if it names another amount than the entry that counted, say so; if it
+        names the customer the counted one did not, the order learns it."""
         first = cancellation.old_item(KEY_POSITION) or {}
+        if not first.get("named_recipient"):
+            self._learn_recipient(routed)
         counted = first.get("amount")
         if counted is not None and int(counted) != routed.effect.amount.minor:
             return self._processed(
@@ -183,13 +191,31 @@ class EffectProcessor:
             )
         return self._processed(routed, Outcome.DUPLICATE, detail)
 
+    def _learn_recipient(self, routed: RoutedEffect) -> None:
+        """payment_intent.succeeded often names no e-mail and its charge.succeeded does: the
+        address reaches the order even when the event that carries it is a duplicate."""
+        if not routed.effect.recipient:
+            return
+        try:
+            self._db.update_item(
+                TableName=self._tables.ledger,
+                Key=self._order_key(routed.order_id),
+                UpdateExpression="SET #recipient = if_not_exists(#recipient, :recipient)",
+                ConditionExpression="attribute_exists(#pk) AND attribute_not_exists(#recipient)",
+                ExpressionAttributeNames={"#pk": tables.PARTITION_KEY, "#recipient": "recipient"},
+                ExpressionAttributeValues=to_attributes({":recipient": routed.effect.recipient}),
+            )
+        except ClientError as exc:
+            if not is_condition_failure(exc):
+                raise_unclassified(exc, "UpdateItem")
+
     def _applied_items(self, routed: RoutedEffect) -> list[TransactWriteItemTypeDef]:
         return [
             self._reserve_key(routed, Outcome.APPLIED),
             {"Update": self._order_update(routed)},
             self._outbox_put(routed, late=False),
             *self._reversed_check(routed),
-            *self._ref_puts(routed),
+            *self._binding_puts(routed),
         ]
 
     def _reserve_key(
@@ -212,6 +238,9 @@ class EffectProcessor:
             "amount": effect.amount.minor,
             "currency": effect.amount.currency,
             "ordering_token": ordering_token(effect),
+            # Whether the counted event named the customer: a duplicate that does teaches the
+            # order its address (no second request otherwise).
+            "named_recipient": bool(effect.recipient),
             **self._audit(effect.delivery),
         }
         return {
@@ -349,8 +378,28 @@ class EffectProcessor:
             }
         ]
 
-    def _ref_puts(self, routed: RoutedEffect) -> list[TransactWriteItemTypeDef]:
-        provider = routed.effect.delivery.provider
+    # -- bindings: which order a provider object belongs to, first writer wins -------------
+
+    @staticmethod
+    def _bound_objects(routed: RoutedEffect) -> tuple[str, ...]:
+        """The objects this entry binds: a payment's own ids, and the payment of an entry that
+        names its order itself (a refund whose metadata names an order must agree)."""
+        effect = routed.effect
+        objects = effect.registers
+        if effect.order_id and effect.payment:
+            objects = (*objects, effect.payment)
+        return tuple(dict.fromkeys(objects))
+
+    def _binding_puts(self, routed: RoutedEffect) -> list[TransactWriteItemTypeDef]:
+        return self._bindings(
+            routed.effect.delivery.provider, routed.order_id, self._bound_objects(routed)
+        )
+
+    def _bindings(
+        self, provider: str, order_id: str, objects: tuple[str, ...]
+    ) -> list[TransactWriteItemTypeDef]:
+        """Conditional Puts: an object already bound to another order cancels the transaction,
+        so one payment can never be credited to two orders, whichever event names it first."""
         return [
             {
                 "Put": {
@@ -360,13 +409,71 @@ class EffectProcessor:
                             tables.PARTITION_KEY: tables.ref_pk(provider, ref),
                             tables.SORT_KEY: tables.REF_SORT,
                             "ref": ref,
-                            "order_id": routed.order_id,
+                            "order_id": order_id,
                         }
                     ),
+                    "ConditionExpression": "attribute_not_exists(#pk) OR #order = :order",
+                    "ExpressionAttributeNames": {"#pk": tables.PARTITION_KEY, "#order": "order_id"},
+                    "ExpressionAttributeValues": to_attributes({":order": order_id}),
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                 }
             }
-            for ref in routed.effect.registers
+            for ref in objects
         ]
+
+    def _binding_conflict(
+        self, routed: RoutedEffect, cancellation: Cancellation
+    ) -> Processed | None:
+        first = REVERSED_POSITION + (1 if routed.reversed_key is not None else 0)
+        objects = self._bound_objects(routed)
+        for position, ref in enumerate(objects, start=first):
+            if cancellation.failed_condition(position):
+                bound = (cancellation.old_item(position) or {}).get("order_id")
+                return self._record_conflict(
+                    routed.effect.delivery, ref, str(bound), routed.order_id, routed.key
+                )
+        return None
+
+    def _record_conflict(
+        self,
+        delivery: Delivery,
+        ref: str,
+        bound_order: str,
+        named_order: str,
+        effect_key: str | None = None,
+    ) -> Processed:
+        """Not applied: recorded with both orders, counted and alarmed for a person to settle."""
+        reason = (
+            f"{delivery.provider} {ref} is bound to order {bound_order}; "
+            f"this event names order {named_order}: not applied"
+        )
+        put = self._delivery_put(
+            delivery, Outcome.CONFLICT, reason, order_id=named_order, effect_key=effect_key
+        )["Put"]
+        item = {**put["Item"], **to_attributes({"bound_order_id": bound_order, "object": ref})}
+        try:
+            self._db.put_item(TableName=put["TableName"], Item=item)
+        except ClientError as exc:
+            raise_unclassified(exc, "PutItem")
+        return Processed(delivery, Outcome.CONFLICT, named_order, effect_key, reason)
+
+    def _bind(self, binding: Binding) -> Processed:
+        """A delivery that moves no money but binds objects to its order, with its audit."""
+        delivery = binding.delivery
+        bindings = self._bindings(delivery.provider, binding.order_id, binding.objects)
+        audit = self._delivery_put(delivery, Outcome.BOUND, binding.reason, binding.order_id)
+        try:
+            self._db.transact_write_items(TransactItems=[*bindings, audit])
+        except ClientError as exc:
+            cancellation = cancellation_of(exc, "TransactWriteItems")
+            if cancellation.contended:
+                raise WriteContendedError(f"binding cancelled: {cancellation.codes}") from exc
+            for position, ref in enumerate(binding.objects):
+                if cancellation.failed_condition(position):
+                    bound = (cancellation.old_item(position) or {}).get("order_id")
+                    return self._record_conflict(delivery, ref, str(bound), binding.order_id)
+            raise UnexpectedWriteError(f"binding cancelled: {cancellation.codes}") from exc
+        return Processed(delivery, Outcome.BOUND, binding.order_id, detail=binding.reason)
 
     # -- stale: status guarded, money still counted and announced ---------------------------
 
@@ -391,6 +498,7 @@ class EffectProcessor:
             {"Update": update},
             self._outbox_put(routed, late=True),
             *self._reversed_check(routed),
+            *self._binding_puts(routed),
             self._delivery_put(
                 effect.delivery,
                 Outcome.STALE,
@@ -398,7 +506,6 @@ class EffectProcessor:
                 order_id=routed.order_id,
                 effect_key=routed.key,
             ),
-            *self._ref_puts(routed),
         ]
         try:
             self._db.transact_write_items(TransactItems=items)
@@ -410,7 +517,9 @@ class EffectProcessor:
                 raise WriteContendedError(
                     f"stale transaction cancelled: {cancellation.codes}"
                 ) from exc
-            if cancellation.failed_condition(REVERSED_POSITION):
+            if conflict := self._binding_conflict(routed, cancellation):
+                return conflict
+            if routed.reversed_key is not None and cancellation.failed_condition(REVERSED_POSITION):
                 return self._void(routed)
             raise UnexpectedWriteError(
                 f"stale transaction cancelled: {cancellation.codes}"

@@ -60,10 +60,11 @@ TRANSITION_RULES: Final[dict[Transition, TransitionRule]] = {
         "refund_reversed", ((Total.REFUNDED, -1),), 4, reverses=Transition.REFUNDED
     ),
     Transition.INQUIRY_OPENED: TransitionRule("inquiry", ((Total.INQUIRY, 1),), 5),
-    Transition.DISPUTED: TransitionRule("disputed", ((Total.DISPUTED, 1),), 6),
     Transition.INQUIRY_CLOSED: TransitionRule(
-        "inquiry_closed", ((Total.INQUIRY, -1),), 7, reverses=Transition.INQUIRY_OPENED
+        "inquiry_closed", ((Total.INQUIRY, -1),), 6, reverses=Transition.INQUIRY_OPENED
     ),
+    # An inquiry escalating closes, then its dispute opens, in one second: the dispute last.
+    Transition.DISPUTED: TransitionRule("disputed", ((Total.DISPUTED, 1),), 7),
     Transition.DISPUTE_WON: TransitionRule(
         "dispute_won",
         ((Total.DISPUTED, -1), (Total.DISPUTE_WON, 1)),
@@ -78,6 +79,13 @@ TRANSITION_RULES: Final[dict[Transition, TransitionRule]] = {
     ),
 }
 TIE_SLOTS: Final = 10
+# A dispute has one verdict: won and lost share one key slot, so whichever counts first is the
+# verdict and the other is a duplicate (a funds_reinstated after a lost dispute never adds).
+VERDICT_KEY: Final = "order.dispute_verdict"
+KEY_SLOT: Final[dict[Transition, str]] = {
+    Transition.DISPUTE_WON: VERDICT_KEY,
+    Transition.DISPUTE_LOST: VERDICT_KEY,
+}
 
 
 class FinancialStatus(StrEnum):
@@ -127,6 +135,11 @@ class Outcome(StrEnum):
     # A reversal of an entry that never counted (a refund that failed before it succeeded, or
     # whose success arrives later): both keys are reserved so that neither ever counts.
     VOIDED = "voided"
+    # A delivery that moved no money but told which order provider objects belong to (a
+    # Checkout Session paid later by boleto, a subscription invoice).
+    BOUND = "bound"
+    # An event naming a payment for another order than the one it is bound to: not applied.
+    CONFLICT = "conflict"
     IGNORED = "ignored"
     UNROUTABLE = "unroutable"
     RETRIED = "retried"
@@ -189,7 +202,17 @@ class NoEffect:
     reason: str
 
 
-Interpretation = Effect | NoEffect
+@dataclass(frozen=True)
+class Binding:
+    """A delivery that moves no money but says which order provider objects belong to."""
+
+    delivery: Delivery
+    order_id: str
+    objects: tuple[str, ...]
+    reason: str
+
+
+Interpretation = Effect | NoEffect | Binding
 
 
 @dataclass(frozen=True)
@@ -212,7 +235,7 @@ class RoutedEffect:
 
 def key_of(transition: Transition, order_id: str, provider: str, external_ref: str) -> str:
     """Hash of (transition, order, external reference): the same effect, whoever announces it."""
-    parts = (transition.value, order_id, f"{provider}:{external_ref}")
+    parts = (KEY_SLOT.get(transition, transition.value), order_id, f"{provider}:{external_ref}")
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
 
 

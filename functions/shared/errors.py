@@ -27,6 +27,14 @@ class WriteContendedError(RetryableError):
     """DynamoDB cancelled the transaction for conflict or throttling; nothing was written."""
 
 
+class BindingConflictError(UmavezError):
+    """A provider object is bound to another order than the one this delivery names."""
+
+    def __init__(self, detail: str, bound_order: str | None) -> None:
+        super().__init__(detail)
+        self.bound_order = bound_order
+
+
 class CurrencyMismatchError(UmavezError):
     """An effect in a currency other than its order's: the totals would stop meaning money."""
 

@@ -98,6 +98,11 @@ class Monitoring(Construct):
             threshold=100,
         )
         self._alarm(
+            "PaymentConflicts",
+            "An event named a payment for another order than the one it is bound to",
+            app_metric("process", "conflict"),
+        )
+        self._alarm(
             "AmountDisagreements",
             "Two event types named one payment or refund with different amounts",
             app_metric("process", "amount_disagreements"),

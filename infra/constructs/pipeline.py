@@ -81,7 +81,15 @@ class Pipeline(Construct):
             ),
         )
         # TransactWriteItems is authorized item by item as PutItem / UpdateItem.
-        allow(self.process, self.storage.ledger, "PutItem", "UpdateItem", "BatchGetItem")
+        # ConditionCheckItem: a reversal's transaction checks the entry it reverses.
+        allow(
+            self.process,
+            self.storage.ledger,
+            "PutItem",
+            "UpdateItem",
+            "BatchGetItem",
+            "ConditionCheckItem",
+        )
         allow(self.process, self.storage.outbox, "PutItem")
         self.secrets.mercadopago_access_token.grant_read(self.process)
         self.secrets.stripe_api_key.grant_read(self.process)

@@ -9,12 +9,14 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.conftest import TABLES
+from tests.functional import test_bindings as bindings
 from tests.functional import test_guarantees as guarantees
 from tests.functional import test_ledger as ledger
 from tests.support.broken_designs import (
     BROKEN_DESIGNS,
     CheckThenInsert,
     EventIdKey,
+    LastBindingWins,
     NoOrderingGuard,
     OutboxOutsideTransaction,
     ReversalWithoutCheck,
@@ -46,6 +48,7 @@ CAUGHT_BY: list[tuple[type[EffectProcessor], GuaranteeTest]] = [
         StaleNotAnnounced,
         ledger.test_earlier_partial_refund_arriving_last_is_counted_and_announced_late,
     ),
+    (LastBindingWins, bindings.test_one_payment_named_for_two_orders_in_parallel_is_credited_once),
     (
         ReversalWithoutCheck,
         ledger.test_refund_that_never_succeeded_never_counts_even_if_its_success_arrives_late,

@@ -517,3 +517,36 @@ def test_request_cost_of_an_applied_refund_is_one_lookup_and_one_transaction(
     world.deliver(stripe.refund_created(intent, stripe.unique("re"), 1000, T0 + 60, charge))
 
     assert dict(counter.by_operation) == {"BatchGetItem": 1, "TransactWriteItems": 1}
+
+
+def test_a_dispute_has_one_verdict_whatever_events_follow(world: World) -> None:
+    # Given a dispute lost, then a funds_reinstated of that dispute (e.g. a partial refund)
+    order, intent, _ = paid(world)
+    case = stripe.unique("du")
+    world.deliver(dispute("charge.dispute.created", intent, case, T0 + 3600))
+    world.deliver_all(dispute("charge.dispute.closed.lost", intent, case, T0 + 90_000))
+
+    after = world.deliver_all(dispute("charge.dispute.funds_reinstated", intent, case, T0 + 90_100))
+
+    # Then the first verdict stands: nothing is reinstated on top of a lost dispute
+    state = world.order(order)
+    assert [p.outcome for p in after] == [Outcome.DUPLICATE, Outcome.DUPLICATE]
+    assert (state.get("dispute_lost_total", 0), state.get("dispute_won_total", 0)) == (AMOUNT, 0)
+    assert state.get("disputed_total", 0) == 0
+    assert world.mismatches(order) == []
+
+
+def test_inquiry_escalating_opens_the_dispute_on_time(world: World) -> None:
+    order, intent, _ = paid(world)
+    case = stripe.unique("du")
+    world.deliver(dispute("charge.dispute.created.inquiry", intent, case, T0 + 3600))
+    escalated = json.loads(dispute("charge.dispute.created", intent, case, T0 + 7200))
+    escalated["type"] = "charge.dispute.updated"
+    escalated["data"]["previous_attributes"] = {"status": "warning_under_review"}
+
+    results = world.deliver_all(json.dumps(escalated))
+
+    state = world.order(order)
+    assert [p.outcome for p in results] == [Outcome.DUPLICATE, Outcome.APPLIED, Outcome.APPLIED]
+    assert (state["lifecycle_status"], financial_status(state)) == ("disputed", "disputed")
+    assert announced(world, order).count(("order.disputed", False)) == 1

@@ -151,3 +151,26 @@ def test_sender_whose_lease_ran_out_cannot_change_the_item_afterwards(
     assert (after["status"], after["attempts"]) == ("sent", 2)
     assert "slow" not in after.get("channels_sent", set())
     assert sinks.events_by_key() == {item["outbox_id"]: 1}
+
+
+def test_customer_named_only_by_the_duplicate_charge_event_is_still_learned(
+    world: World, sinks: Sinks, clock: FakeClock
+) -> None:
+    # Given payment_intent.succeeded naming no e-mail, then its charge.succeeded naming one
+    order, intent, charge = stripe.unique("ord"), stripe.unique("pi"), stripe.unique("ch")
+    silent = stripe.payment_intent_succeeded(order, intent, 5000, T0, charge).replace(
+        f'"receipt_email": "{CUSTOMER}"', '"receipt_email": null'
+    )
+    assert CUSTOMER not in silent
+    world.deliver(silent)
+    duplicate = world.deliver(stripe.charge_succeeded(order, intent, charge, 5000, T0))
+
+    # When a refund is announced
+    world.deliver(stripe.refund_created(intent, stripe.unique("re"), 1000, T0 + 60, charge))
+    send_all(world, clock, channels(sinks))
+
+    # Then the refund e-mail reaches the address the charge named
+    refund_key = key_of(world, order, "order.refunded")
+    assert duplicate.outcome.value == "duplicate"
+    assert world.order(order)["recipient"] == CUSTOMER
+    assert sinks.emails()[refund_key][0] == [CUSTOMER]

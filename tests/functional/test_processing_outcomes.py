@@ -15,6 +15,7 @@ from functions.shared.errors import (
     UnknownProviderError,
 )
 from local_stack import stripe_events as stripe
+from local_stack.stripe_events import EVENTS_DIR
 from tests.support.world import World
 
 T0 = 1_764_460_800
@@ -37,12 +38,25 @@ def test_event_without_a_mapped_effect_is_recorded_as_ignored_once(world: World)
     assert outcomes == [Outcome.IGNORED, Outcome.IGNORED]
 
 
-def test_payment_without_order_metadata_is_recorded_as_unroutable(world: World) -> None:
-    # Given a PaymentIntent created without our order metadata
-    body = stripe.payment_intent_succeeded(None, stripe.unique("pi"), AMOUNT, T0)
+def test_payment_without_order_metadata_waits_for_what_binds_it(world: World) -> None:
+    # Given a PaymentIntent created without our order metadata (as Checkout creates them)
+    intent = stripe.unique("pi")
+    body = stripe.payment_intent_succeeded(None, intent, AMOUNT, T0)
+    before = world.snapshot()
+
+    # When it is delivered, Then it is retried later and nothing is written
+    with pytest.raises(OrderNotYetKnownError):
+        world.deliver(body)
+    assert world.snapshot() == before
+
+
+def test_object_naming_no_order_and_no_payment_is_recorded_as_unroutable(world: World) -> None:
+    # Given an Asaas payment created without externalReference
+    event = json.loads((EVENTS_DIR / "asaas" / "PAYMENT_RECEIVED.json").read_text())
+    event["payment"]["externalReference"] = None
 
     # When it is delivered
-    processed = world.deliver(body)
+    [processed] = world.deliver_all(json.dumps(event), "asaas")
 
     # Then it is recorded as unroutable and nothing else is written
     assert [d["outcome"] for d in world.deliveries()] == ["unroutable"]

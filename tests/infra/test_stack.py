@@ -108,6 +108,7 @@ EXPECTED_ACTIONS = {
         "dynamodb:PutItem",
         "dynamodb:UpdateItem",
         "dynamodb:BatchGetItem",
+        "dynamodb:ConditionCheckItem",  # a reversal checks the entry it reverses
         "secretsmanager:GetSecretValue",
         "secretsmanager:DescribeSecret",
         "sqs:ReceiveMessage",
@@ -332,6 +333,7 @@ def test_alarms_cover_what_the_runbook_lists_and_notify_sns(prod: Synthesized) -
         "DuplicateSurge",
         "StaleSurge",
         "AmountDisagreements",
+        "PaymentConflicts",
         "SignatureFailures",
         "IngestUnavailable",
         "Api5xx",

@@ -84,6 +84,24 @@ class StaleNotAnnounced(EffectProcessor):
         return {"Put": {"TableName": self._tables.ledger, "Item": to_attributes(item)}}
 
 
+class LastBindingWins(EffectProcessor):
+    """Binds a payment to whichever order the latest event names: one payment, two credits."""
+
+    def _bindings(
+        self, provider: str, order_id: str, objects: tuple[str, ...]
+    ) -> list[TransactWriteItemTypeDef]:
+        puts = super()._bindings(provider, order_id, objects)
+        for put in puts:
+            for field in (
+                "ConditionExpression",
+                "ExpressionAttributeNames",
+                "ExpressionAttributeValues",
+                "ReturnValuesOnConditionCheckFailure",
+            ):
+                put["Put"].pop(field)  # type: ignore[misc]
+        return puts
+
+
 class ReversalWithoutCheck(EffectProcessor):
     """Takes a failed refund's amount back whether or not the refund ever counted."""
 
@@ -98,4 +116,5 @@ BROKEN_DESIGNS = (
     OutboxOutsideTransaction,
     StaleNotAnnounced,
     ReversalWithoutCheck,
+    LastBindingWins,
 )

@@ -137,3 +137,11 @@ def test_mercadopago_other_topics_are_ignored_without_calling_the_api() -> None:
     )
 
     assert isinstance(reading, NoEffect)
+
+
+def test_asaas_refund_event_listing_no_refund_is_malformed_never_guessed() -> None:
+    event = json.loads(asaas_event("PAYMENT_REFUNDED"))
+    event["payment"]["refunds"] = None
+
+    with pytest.raises(MalformedEventError, match="lists no refund"):
+        read("asaas", json.dumps(event))

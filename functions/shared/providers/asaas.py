@@ -8,8 +8,8 @@ Map (one place; anything else is ignored):
 - PAYMENT_REFUNDED and PAYMENT_PARTIALLY_REFUNDED carry `payment.refunds[]`, every refund so
   far. Refunds have no id, so each DONE refund is keyed by what identifies it within the
   payment: its `dateCreated` and `value` (and its rank among identical ones): the same list
-  delivered again, or grown by one, adds only the new refunds. A full refund whose payload
-  lists none is one refund of the whole value.
+  delivered again, or grown by one, adds only the new refunds. A refund event that lists none
+  is malformed (DLQ): guessing its amount could count a refund twice.
 - PAYMENT_CHARGEBACK_REQUESTED and PAYMENT_CHARGEBACK_DISPUTE (the merchant contests) are one
   open dispute (`{id}:chargeback`, funds withdrawn); PAYMENT_AWAITING_CHARGEBACK_REVERSAL means
   the merchant won (the funds come back); a chargeback whose `chargeback.status` says
@@ -105,9 +105,10 @@ def _cash_undone(payment: AsaasPayment, delivery: Delivery) -> tuple[Interpretat
 
 def _refunds(payment: AsaasPayment, delivery: Delivery) -> tuple[Interpretation, ...]:
     if not payment.refunds:
-        if delivery.event_type == "PAYMENT_REFUNDED":
-            return (_entry(payment, delivery, Transition.REFUNDED, f"{payment.id}:refund"),)
-        return (NoEffect(delivery, "partial refund event lists no refund"),)
+        # Never guess an amount: a full refund after partial ones would count twice.
+        raise MalformedEventError(
+            f"{delivery.event_type} {delivery.event_id} lists no refund in payment.refunds"
+        )
     seen: Counter[tuple[str, str]] = Counter()
     entries: list[Interpretation] = []
     for refund in payment.refunds:

@@ -5,9 +5,9 @@ One payment can hold several entries, each named by its own object:
   and its status says the money came in;
 - each *approved* entry of `refunds` (`order.refunded`, external ref = the refund id): two
   partial refunds are two entries; a rejected or in-process refund moved no money;
-- a chargeback or mediation (`order.disputed`, one per payment, `{id}:dispute`): a mediation
-  holds the funds; a chargeback is open while `status_detail` is `in_process`, lost when
-  `settled` (the money is gone), won when `reimbursed` (Mercado Pago covered it);
+- a mediation (`order.disputed`, `{id}:mediation`: the funds held) and a chargeback
+  (`{id}:chargeback`), open while `status_detail` is `in_process`, lost when `settled` (the
+  money is gone), won when `reimbursed` (Mercado Pago covered it);
 - a payment back to `approved`/`refunded` after a mediation releases the hold
   (`order.dispute_won`, counted only if a dispute is open: the payment read is its current state).
 A notification re-read later yields the same entries with the same keys, so reprocessing any
@@ -150,13 +150,16 @@ class Interpreter:
             for r in payment.refunds
             if r.status == REFUND_MOVED_MONEY
         ]
-        dispute = f"{payment.id}:dispute"
+        # A mediation (a claim: funds held) and a chargeback are two disputes of one payment.
+        mediation, chargeback = f"{payment.id}:mediation", f"{payment.id}:chargeback"
         amount, at = payment.transaction_amount, payment.date_last_updated
-        if payment.status in DISPUTED:
-            effects.append(effect(Transition.DISPUTED, dispute, amount, at))
+        if payment.status == "in_mediation":
+            effects.append(effect(Transition.DISPUTED, mediation, amount, at))
+        elif payment.status == "charged_back":
+            effects.append(effect(Transition.DISPUTED, chargeback, amount, at))
             verdict = CHARGEBACK_VERDICTS.get(payment.status_detail or "")
-            if payment.status == "charged_back" and verdict is not None:
-                effects.append(effect(verdict, dispute, amount, at))
+            if verdict is not None:
+                effects.append(effect(verdict, chargeback, amount, at))
         elif payment.status in HOLD_RELEASED:
-            effects.append(effect(Transition.DISPUTE_WON, dispute, amount, at, only_if_open=True))
+            effects.append(effect(Transition.DISPUTE_WON, mediation, amount, at, only_if_open=True))
         return effects

@@ -13,7 +13,15 @@ from typing import Annotated, Any, Final
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from functions.shared.domain import Delivery, Effect, Interpretation, Money, NoEffect, Transition
+from functions.shared.domain import (
+    Binding,
+    Delivery,
+    Effect,
+    Interpretation,
+    Money,
+    NoEffect,
+    Transition,
+)
 from functions.shared.errors import MalformedEventError, UmavezError
 
 PROVIDER: Final = "stripe"
@@ -130,6 +138,15 @@ class Dispute(_StripeModel):
     payment_intent: str | None = None
 
 
+class SubscriptionDetails(_StripeModel):
+    metadata: Metadata = Field(default_factory=dict)
+    subscription: str | None = None
+
+
+class InvoiceParent(_StripeModel):
+    subscription_details: SubscriptionDetails | None = None
+
+
 class LegacyInvoice(_StripeModel):
     """An invoice as API versions up to 2024 (acacia) shape it: it names its PaymentIntent."""
 
@@ -140,6 +157,54 @@ class LegacyInvoice(_StripeModel):
     payment_intent: str | None = None
     charge: str | None = None
     customer_email: str | None = None
+    subscription: str | None = None
+    subscription_details: SubscriptionDetails | None = None
+
+    @property
+    def order_id(self) -> str | None:
+        details = self.subscription_details
+        return _order_of(self.metadata) or (_order_of(details.metadata) if details else None)
+
+
+class BasilInvoice(_StripeModel):
+    """An invoice from API 2025-03-31 (basil) on: no payment on it; the order is on the invoice
+    or, for a subscription, in `parent.subscription_details.metadata`."""
+
+    id: str = Field(pattern=r"^in_\w+$")
+    metadata: Metadata = Field(default_factory=dict)
+    parent: InvoiceParent | None = None
+
+    @property
+    def subscription(self) -> SubscriptionDetails | None:
+        return self.parent.subscription_details if self.parent else None
+
+    @property
+    def order_id(self) -> str | None:
+        details = self.subscription
+        return _order_of(self.metadata) or (_order_of(details.metadata) if details else None)
+
+
+class CustomerDetails(_StripeModel):
+    email: str | None = None
+
+
+class CheckoutSession(_StripeModel):
+    """The order of a Checkout payment lives here, not on its PaymentIntent."""
+
+    id: str = Field(pattern=r"^cs_\w+$")
+    client_reference_id: str | None = None
+    metadata: Metadata = Field(default_factory=dict)
+    payment_intent: str | None = None
+    invoice: str | None = None
+    subscription: str | None = None
+    payment_status: str | None = None
+    amount_total: int | None = Field(default=None, ge=0)
+    currency: str | None = None
+    customer_details: CustomerDetails | None = None
+
+    @property
+    def order_id(self) -> str | None:
+        return self.client_reference_id or _order_of(self.metadata)
 
 
 class InvoicePaymentTarget(_StripeModel):
@@ -187,6 +252,8 @@ def _from_payment_intent(event: StripeEvent, delivery: Delivery) -> Readings:
             external_ref=intent.id,
             amount=Money(intent.amount_received, intent.currency),
             order_id=_order_of(intent.metadata),
+            # Without metadata (Checkout, invoices) its order is what bound it.
+            order_lookup=(intent.id,),
             registers=_payment_refs(intent.id, intent.latest_charge),
             recipient=intent.receipt_email,
             payment=intent.id,
@@ -208,7 +275,7 @@ def _from_charge(event: StripeEvent, delivery: Delivery) -> Readings:
             external_ref=charge.payment,
             amount=Money(charge.captured_amount, charge.currency),
             order_id=_order_of(charge.metadata),
-            order_lookup=_payment_refs(charge.payment_intent),
+            order_lookup=_payment_refs(charge.payment_intent, charge.id),
             registers=_payment_refs(charge.payment_intent, charge.id),
             recipient=email,
             payment=charge.payment,
@@ -216,15 +283,9 @@ def _from_charge(event: StripeEvent, delivery: Delivery) -> Readings:
     )
 
 
-def _from_legacy_invoice(event: StripeEvent, delivery: Delivery) -> Readings:
+def _from_invoice(event: StripeEvent, delivery: Delivery) -> Readings:
     if "payment_intent" not in event.data.object:
-        return (
-            NoEffect(
-                delivery,
-                "invoice shaped by API 2025-03-31 (basil) or later names no payment; "
-                "the payment is applied from its payment_intent/invoice_payment event",
-            ),
-        )
+        return (_basil_invoice_binding(BasilInvoice.model_validate(event.data.object), delivery),)
     invoice = LegacyInvoice.model_validate(event.data.object)
     if invoice.payment_intent is None:
         return (NoEffect(delivery, "invoice paid without a PaymentIntent (out of band or zero)"),)
@@ -234,12 +295,29 @@ def _from_legacy_invoice(event: StripeEvent, delivery: Delivery) -> Readings:
             transition=Transition.PAID,
             external_ref=invoice.payment_intent,
             amount=Money(invoice.amount_paid, invoice.currency),
-            order_id=_order_of(invoice.metadata),
-            order_lookup=_payment_refs(invoice.payment_intent),
-            registers=_payment_refs(invoice.payment_intent, invoice.charge),
+            order_id=invoice.order_id,
+            order_lookup=_payment_refs(invoice.payment_intent, invoice.id, invoice.subscription),
+            registers=_payment_refs(invoice.payment_intent, invoice.charge, invoice.id),
             recipient=invoice.customer_email,
             payment=invoice.payment_intent,
         ),
+    )
+
+
+def _basil_invoice_binding(invoice: BasilInvoice, delivery: Delivery) -> Interpretation:
+    """Basil invoices name no payment: the payment is applied from invoice_payment.paid, which
+    finds its order through the invoice bound here."""
+    details = invoice.subscription
+    if invoice.order_id is None:
+        return NoEffect(
+            delivery, "invoice (API 2025-03-31 basil or later) names no payment and no order"
+        )
+    return Binding(
+        delivery,
+        invoice.order_id,
+        _payment_refs(invoice.id, details.subscription if details else None),
+        f"invoice {invoice.id} bound to order {invoice.order_id}; its payment is applied from "
+        "invoice_payment.paid",
     )
 
 
@@ -254,8 +332,56 @@ def _from_invoice_payment(event: StripeEvent, delivery: Delivery) -> Readings:
             transition=Transition.PAID,
             external_ref=payment,
             amount=Money(link.amount_paid, link.currency),
-            order_lookup=_payment_refs(payment),
+            order_lookup=_payment_refs(payment, link.invoice),
+            registers=_payment_refs(payment),
             payment=payment,
+        ),
+    )
+
+
+# -- Checkout: the session knows the order ---------------------------------------------------
+
+
+def _from_checkout_session(event: StripeEvent, delivery: Delivery) -> Readings:
+    """completed / async_payment_succeeded / async_payment_failed / expired.
+
+    The session binds its PaymentIntent (or invoice, subscription) to the order from
+    `client_reference_id` or `metadata.order_id`. Paid, it is the payment itself, keyed like
+    the PaymentIntent's own events; unpaid (boleto, Pix) it only binds, and the payment comes
+    with async_payment_succeeded (or the PaymentIntent's events, which now find the order).
+    """
+    session = CheckoutSession.model_validate(event.data.object)
+    if event.type == "checkout.session.expired":
+        return (NoEffect(delivery, f"checkout session {session.id} expired unpaid"),)
+    order_id = session.order_id
+    if order_id is None:
+        return (NoEffect(delivery, f"checkout session {session.id} names no order"),)
+    objects = _payment_refs(
+        session.payment_intent, session.invoice, session.subscription, session.id
+    )
+    if event.type == "checkout.session.async_payment_failed":
+        return (Binding(delivery, order_id, objects, f"{session.id}: the delayed payment failed"),)
+    paid = session.payment_status == "paid" and session.payment_intent is not None
+    if not paid or session.amount_total is None or session.currency is None:
+        return (
+            Binding(
+                delivery,
+                order_id,
+                objects,
+                f"{session.id} {session.payment_status}: bound, paid when its payment succeeds",
+            ),
+        )
+    assert session.payment_intent is not None
+    return (
+        Effect(
+            delivery=delivery,
+            transition=Transition.PAID,
+            external_ref=session.payment_intent,
+            amount=Money(session.amount_total, session.currency),
+            order_id=order_id,
+            registers=objects,
+            recipient=session.customer_details.email if session.customer_details else None,
+            payment=session.payment_intent,
         ),
     )
 
@@ -424,8 +550,11 @@ def _from_dispute_closed(event: StripeEvent, delivery: Delivery) -> Readings:
 # name the provider object that *is* the movement; otherwise it is recorded as ignored:
 # - payment_intent.succeeded, charge.succeeded/captured, invoice_payment.paid and legacy
 #   invoice.paid/payment_succeeded all name the PaymentIntent: one payment, one entry.
-# - basil-shaped invoice.paid/payment_succeeded name no payment at all, so they are ignored
-#   (a second credit for the same payment would otherwise be possible).
+# - basil-shaped invoice.paid/payment_succeeded name no payment at all: they only bind the
+#   invoice (and its subscription) to the order they carry (a second credit for the same
+#   payment would otherwise be possible); invoice_payment.paid then finds it.
+# - checkout.session.* bind the session's PaymentIntent to the order; paid, they are the
+#   payment itself (same key as the PaymentIntent's events).
 # - refund.created/updated/failed and charge.refund.updated name the refund: two partial
 #   refunds are two entries; a failed or canceled refund is its reversal. charge.refunded
 #   (see Interpreter) names the refunds when embedded, or makes us read them from the API.
@@ -435,8 +564,12 @@ STRIPE_EVENTS: Final[Mapping[str, EventRule]] = {
     "charge.succeeded": EventRule(_from_charge),
     "charge.captured": EventRule(_from_charge),
     "invoice_payment.paid": EventRule(_from_invoice_payment),
-    "invoice.paid": EventRule(_from_legacy_invoice),
-    "invoice.payment_succeeded": EventRule(_from_legacy_invoice),
+    "invoice.paid": EventRule(_from_invoice),
+    "invoice.payment_succeeded": EventRule(_from_invoice),
+    "checkout.session.completed": EventRule(_from_checkout_session),
+    "checkout.session.async_payment_succeeded": EventRule(_from_checkout_session),
+    "checkout.session.async_payment_failed": EventRule(_from_checkout_session),
+    "checkout.session.expired": EventRule(_from_checkout_session),
     "refund.created": EventRule(_from_refund),
     "refund.updated": EventRule(_from_refund),
     "refund.failed": EventRule(_from_refund),

@@ -1,0 +1,178 @@
+"""Which order a payment belongs to, the way real integrations say it: Checkout Sessions and
+subscription invoices bind their payments; first writer wins; a conflict is recorded, never a
+second credit."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from functions.shared.domain import Outcome, financial_status
+from functions.shared.errors import OrderNotYetKnownError
+from local_stack import stripe_events as stripe
+from tests.support.world import World
+
+T0 = 1_764_460_800
+AMOUNT = 5000
+CARD = "checkout.session.completed.card"
+
+
+def ids() -> tuple[str, str, str]:
+    return stripe.unique("ord"), stripe.unique("pi"), stripe.unique("cs")
+
+
+def test_checkout_paid_is_the_payment_and_its_intent_events_find_the_order(world: World) -> None:
+    # Given a card Checkout Session completed and paid; the order is on the session only
+    order, intent, session = ids()
+    completed = stripe.checkout_session(
+        "checkout.session.completed.card", order, intent, session, T0
+    )
+
+    # When the session, then its PaymentIntent (no order metadata) arrive
+    paid = world.deliver(completed)
+    by_intent = world.deliver(stripe.payment_intent_succeeded(None, intent, AMOUNT, T0))
+
+    # Then one payment, on the session's order, announced once
+    state = world.order(order)
+    assert (paid.outcome, by_intent.outcome) == (Outcome.APPLIED, Outcome.DUPLICATE)
+    assert (state["paid_total"], financial_status(state)) == (AMOUNT, "paid")
+    assert len(world.outbox(order)) == 1
+    assert world.mismatches(order) == []
+
+
+def test_payment_intent_before_its_checkout_session_is_applied_once_the_session_arrives(
+    world: World,
+) -> None:
+    order, intent, session = ids()
+    early = stripe.payment_intent_succeeded(None, intent, AMOUNT, T0)
+    with pytest.raises(OrderNotYetKnownError):
+        world.deliver(early)
+
+    world.deliver(stripe.checkout_session(CARD, order, intent, session, T0))
+    redelivered = world.deliver(early)
+
+    assert redelivered.outcome is Outcome.DUPLICATE
+    assert world.order(order)["paid_total"] == AMOUNT
+
+
+def test_boleto_checkout_binds_unpaid_then_pays_when_the_payment_succeeds(world: World) -> None:
+    # Given a boleto Checkout completed unpaid
+    order, intent, session = ids()
+    unpaid = world.deliver(
+        stripe.checkout_session("checkout.session.completed.boleto", order, intent, session, T0)
+    )
+    assert unpaid.outcome is Outcome.BOUND
+    assert world.order(order) == {}
+
+    # When the boleto is paid days later: the session says so, and so does the PaymentIntent
+    succeeded = stripe.checkout_session(
+        "checkout.session.async_payment_succeeded", order, intent, session, T0 + 172_800
+    )
+    paid = world.deliver(succeeded)
+    by_intent = world.deliver(stripe.payment_intent_succeeded(None, intent, AMOUNT, T0 + 172_800))
+
+    # Then the order is paid once
+    state = world.order(order)
+    assert (paid.outcome, by_intent.outcome) == (Outcome.APPLIED, Outcome.DUPLICATE)
+    assert (state["paid_total"], financial_status(state)) == (AMOUNT, "paid")
+
+
+def test_failed_or_expired_checkout_is_recorded_and_never_paid(world: World) -> None:
+    order, intent, session = ids()
+    failed = world.deliver(
+        stripe.checkout_session(
+            "checkout.session.async_payment_failed", order, intent, session, T0 + 172_800
+        )
+    )
+    expired = world.deliver(
+        stripe.checkout_session("checkout.session.expired", order, None, stripe.unique("cs"), T0)
+    )
+
+    assert (failed.outcome, expired.outcome) == (Outcome.BOUND, Outcome.IGNORED)
+    assert world.order(order) == {}
+    assert {d["outcome"] for d in world.deliveries()} == {"bound", "ignored"}
+
+
+def test_subscription_invoice_binds_its_payment_to_the_order_on_the_invoice(world: World) -> None:
+    # Given a basil subscription invoice whose order sits in parent.subscription_details
+    order, intent = stripe.unique("ord"), stripe.unique("pi")
+    invoice, subscription = stripe.unique("in"), stripe.unique("sub")
+    bound = world.deliver(stripe.subscription_invoice_paid(order, invoice, subscription, T0))
+
+    # When its invoice_payment.paid and its PaymentIntent (no metadata) arrive
+    paid = world.deliver(stripe.subscription_invoice_payment_paid(invoice, intent, AMOUNT, T0))
+    by_intent = world.deliver(stripe.payment_intent_succeeded(None, intent, AMOUNT, T0))
+
+    # Then the invoice's order is paid once
+    assert (bound.outcome, paid.outcome, by_intent.outcome) == (
+        Outcome.BOUND,
+        Outcome.APPLIED,
+        Outcome.DUPLICATE,
+    )
+    assert world.order(order)["paid_total"] == AMOUNT
+
+
+@pytest.mark.parametrize("first", ["intent", "charge"])
+def test_one_payment_named_for_two_orders_credits_the_first_and_records_the_conflict(
+    world: World, first: str
+) -> None:
+    # Given a PaymentIntent whose metadata changed after its charge copied it
+    bound_order, other_order = stripe.unique("ord"), stripe.unique("ord")
+    intent, charge = stripe.unique("pi"), stripe.unique("ch")
+    events = {
+        "intent": stripe.payment_intent_succeeded(bound_order, intent, AMOUNT, T0, charge),
+        "charge": stripe.charge_succeeded(other_order, intent, charge, AMOUNT, T0),
+    }
+    if first == "charge":
+        events = {
+            "charge": stripe.charge_succeeded(bound_order, intent, charge, AMOUNT, T0),
+            "intent": stripe.payment_intent_succeeded(other_order, intent, AMOUNT, T0, charge),
+        }
+
+    # When both announce the payment, in either order
+    applied = world.deliver(events[first])
+    conflict = world.deliver(events["charge" if first == "intent" else "intent"])
+
+    # Then it is credited once, on the order that bound it; the other is a recorded conflict
+    assert (applied.outcome, conflict.outcome) == (Outcome.APPLIED, Outcome.CONFLICT)
+    assert world.order(bound_order)["paid_total"] == AMOUNT
+    assert world.order(other_order) == {}
+    assert world.outbox(other_order) == []
+    [record] = [d for d in world.deliveries() if d["outcome"] == "conflict"]
+    assert (record["order_id"], record["bound_order_id"]) == (other_order, bound_order)
+
+
+def test_one_payment_named_for_two_orders_in_parallel_is_credited_once(world: World) -> None:
+    orders = [stripe.unique("ord") for _ in range(4)]
+    intent = stripe.unique("pi")
+    processor = world.processor()
+    start = threading.Barrier(len(orders))
+    outcomes: list[Outcome] = []
+
+    def deliver(order: str) -> None:
+        body = stripe.payment_intent_succeeded(order, intent, AMOUNT, T0)
+        start.wait()
+        outcomes.extend(p.outcome for p in processor.process("stripe", body))
+
+    threads = [threading.Thread(target=deliver, args=(order,)) for order in orders]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert sorted(outcomes) == sorted([Outcome.APPLIED] + [Outcome.CONFLICT] * 3)
+    assert sum(world.order(order).get("paid_total", 0) for order in orders) == AMOUNT
+
+
+def test_checkout_naming_another_order_for_a_bound_payment_is_a_conflict(world: World) -> None:
+    order, intent, session = ids()
+    world.deliver(stripe.payment_intent_succeeded(order, intent, AMOUNT, T0))
+
+    other = stripe.unique("ord")
+    late = world.deliver(
+        stripe.checkout_session("checkout.session.completed.boleto", other, intent, session, T0)
+    )
+
+    assert late.outcome is Outcome.CONFLICT
+    assert world.order(other) == {}
