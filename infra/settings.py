@@ -11,6 +11,7 @@ from typing import Any, Final
 LAMBDA_PACKAGES: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
     "ingest": ("functions.ingest.handler.lambda_handler", ("shared", "ingest")),
     "process": ("functions.process.handler.lambda_handler", ("shared", "process")),
+    "waiting": ("functions.process.waiting_handler.lambda_handler", ("shared", "process")),
     "outbox": ("functions.outbox.handler.lambda_handler", ("shared", "outbox")),
     "sweeper": ("functions.outbox.sweeper_handler.lambda_handler", ("shared", "outbox")),
     "reconciliation": ("functions.reconcile.handler.lambda_handler", ("shared", "reconcile")),

@@ -3,6 +3,8 @@
 umavez serve [--port 8750]            the embedded stack until Ctrl-C
 umavez firedrill [--orders N] [--no-faults]
 umavez show order ORDER_ID [--json] [--endpoint-url URL] [--ledger-table T --outbox-table T]
+umavez show waiting|unmatched [--json] [--endpoint-url URL] [--ledger-table T]
+umavez attach PROVIDER OBJECT ORDER_ID [--endpoint-url URL --ledger-table T --queue-url URL]
 umavez send EVENT_FILE [--provider stripe] [--url URL] [--secret S]
 """
 
@@ -65,6 +67,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     order.add_argument("--ledger-table", default=DEFAULT_LEDGER_TABLE)
     order.add_argument("--outbox-table", default=DEFAULT_OUTBOX_TABLE)
 
+    for what, description in (
+        ("waiting", "deliveries waiting for the order their payment belongs to"),
+        ("unmatched", "money nobody could route: waited past the providers' retries"),
+    ):
+        parked = show_what.add_parser(what, help=description)
+        parked.add_argument("--json", action="store_true", help="machine-readable output")
+        parked.add_argument(
+            "--endpoint-url",
+            default=f"http://127.0.0.1:{DEFAULT_PORT + 1}",
+            help="local stack (default) or 'aws' for the deployed tables",
+        )
+        parked.add_argument("--ledger-table", default=DEFAULT_LEDGER_TABLE)
+
+    attach = commands.add_parser(
+        "attach", help="bind a waiting or unmatched payment to its order; it is then applied"
+    )
+    attach.add_argument("provider", choices=["stripe", "mercadopago", "asaas"])
+    attach.add_argument("object", help="the provider object: pi_..., a payment id, pay_...")
+    attach.add_argument("order_id")
+    attach.add_argument(
+        "--endpoint-url",
+        default=f"http://127.0.0.1:{DEFAULT_PORT + 1}",
+        help="local stack (default) or 'aws' for the deployed stack",
+    )
+    attach.add_argument("--ledger-table", default=DEFAULT_LEDGER_TABLE)
+    attach.add_argument(
+        "--queue-url", default=None, help="the webhook queue (default: the local stack's)"
+    )
+
     send = commands.add_parser("send", help="sign and post one event file, as the provider would")
     send.add_argument("event_file", type=Path)
     send.add_argument("--provider", default="stripe", choices=["stripe", "mercadopago", "asaas"])
@@ -79,8 +110,65 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "firedrill":
         return _firedrill(args)
     if args.command == "show":
-        return _show_order(args)
+        return _show_order(args) if args.what == "order" else _show_parked(args)
+    if args.command == "attach":
+        return _attach(args)
     return _send(args)
+
+
+def _waiting_room(endpoint_url: str, ledger_table: str, queue_url: str | None) -> Any:
+    import boto3
+
+    from functions.process.waiting import Waiting
+    from local_stack.resources import WEBHOOK_QUEUE_NAME, client
+
+    local = endpoint_url != "aws"
+    dynamodb: Any = client("dynamodb", endpoint_url) if local else boto3.client("dynamodb")
+    sqs: Any = client("sqs", endpoint_url) if local else boto3.client("sqs")
+    if queue_url is None and local:
+        queue_url = sqs.get_queue_url(QueueName=WEBHOOK_QUEUE_NAME)["QueueUrl"]
+    return Waiting(
+        dynamodb, sqs, TableNames(ledger_table, DEFAULT_OUTBOX_TABLE), queue_url or "", time.time
+    )
+
+
+def _show_parked(args: argparse.Namespace) -> int:
+    from functions.process.waiting import describe
+
+    room = _waiting_room(args.endpoint_url, args.ledger_table, "")
+    items = list(room.waiting() if args.what == "waiting" else room.unmatched())
+    now = time.time()
+    described = [describe(item, now) for item in items]
+    if args.json:
+        print(json.dumps(described, indent=2, default=str))
+        return 0
+    print(f"{len(described)} {args.what}")
+    for d in described:
+        print(
+            f"  {d['provider']:<11} {d['event_type']:<28} {d['object'] or '-':<30} "
+            f"{d['amount']} {d['currency']}  waits for {', '.join(d['waits_for'])}  "
+            f"({d['waiting_seconds']} s)"
+        )
+    return 0
+
+
+def _attach(args: argparse.Namespace) -> int:
+    from functions.shared.errors import BindingConflictError
+
+    if args.endpoint_url == "aws" and not args.queue_url:
+        print("--endpoint-url aws needs --queue-url (the stack's WebhookQueueUrl)", file=sys.stderr)
+        return 2
+    room = _waiting_room(args.endpoint_url, args.ledger_table, args.queue_url)
+    try:
+        redriven = room.attach(args.provider, args.object, args.order_id)
+    except BindingConflictError as exc:
+        print(f"refused: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"{args.provider} {args.object} bound to {args.order_id}; {redriven} deliveries re-driven "
+        "(each applies once; see `umavez show order`)"
+    )
+    return 0
 
 
 def _firedrill(args: argparse.Namespace) -> int:

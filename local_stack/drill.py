@@ -141,7 +141,7 @@ def run_stories(
     stories: Sequence[Story],
     providers: Providers,
     progress: Callable[[int, int], None],
-    workers: int = 4,
+    workers: int = 8,
 ) -> None:
     total = sum(post.copies for story in stories for post in story.posts)
     done = 0
@@ -156,6 +156,7 @@ def run_stories(
     def run(story: Story) -> None:
         with ThreadPoolExecutor(max_workers=8) as phase_pool:
             for phase in story.phases:
+                time.sleep(max((post.after_seconds for post in phase), default=0))
                 copies = [post for post in phase for _ in range(post.copies)]
                 list(phase_pool.map(providers.deliver, copies))
                 tick(len(copies))

@@ -14,6 +14,7 @@ import boto3
 
 from functions.outbox.templates import emails_customer
 from functions.process.service import EffectProcessor
+from functions.process.waiting import Waiting
 from functions.reconcile.service import Reconciler
 from functions.shared import books
 from functions.shared.outbox import OutboxItem
@@ -65,6 +66,8 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
         drained = stack.drain()
         dynamodb = client("dynamodb", stack.aws.endpoint_url)
         names = stack.resources.tables
+        unmatched = _attach_unmatched(stack, drill)
+        drained = stack.drain() and drained
 
         before_resend = _snapshot(dynamodb, names)
         resent = _resend(drill, providers, options.seed)
@@ -74,6 +77,7 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
         state = LedgerState.load(dynamodb, names)
         checks = check_state(drill, state, log)
         checks += _embedded_checks(stack, state, log, drained)
+        checks.append(unmatched)
         checks.append(
             Check(
                 "resends long after change nothing",
@@ -203,6 +207,30 @@ def _embedded_checks(
             f"drained={drained}, unprocessed={len(unprocessed)}, dead letters={dead_letters}",
         ),
     ]
+
+
+def _attach_unmatched(stack: EmbeddedStack, drill: Sequence[Story]) -> Check:
+    """Every payment nobody could route is listed as unmatched; an operator attaches it to its
+    order (twice: the second changes nothing), as `umavez attach` does."""
+    room = Waiting(
+        client("dynamodb", stack.aws.endpoint_url),
+        client("sqs", stack.aws.endpoint_url),
+        stack.resources.tables,
+        stack.resources.queue_url,
+        time.time,
+    )
+    listed = {item.get("external_ref") for item in room.unmatched()}
+    expected = [s for s in drill if s.unmatched_object]
+    missing = [s.unmatched_object for s in expected if s.unmatched_object not in listed]
+    for story in expected:
+        assert story.unmatched_object is not None
+        for _ in range(2):
+            room.attach("stripe", story.unmatched_object, story.order_id)
+    return Check(
+        "every unmatched payment listed, then attached once",
+        not missing,
+        f"{len(expected)} unmatched, attached" if not missing else f"not listed: {missing[:3]}",
+    )
 
 
 def _emailed(item: dict[str, Any]) -> bool:

@@ -19,6 +19,7 @@ DEVELOPMENT_SECRETS = {
     "mercadopago": "mp_local_development_only_not_a_secret",
     "asaas": "asaas_local_development_only_not_a_token",
 }
+WEBHOOK_QUEUE_NAME = "umavez-webhooks"
 MERCADOPAGO_DEVELOPMENT_TOKEN = "APP_USR-local-development-only"
 STRIPE_DEVELOPMENT_API_KEY = "rk_test_local_development_only"
 EMAIL_SENDER = "loja@example.com"
@@ -56,6 +57,10 @@ class LocalResources:
             "EVENT_BUS_NAME": self.bus_name,
             "EMAIL_SENDER": EMAIL_SENDER,
             "OUTBOX_LEASE_SECONDS": "2",
+            # Waiting, in seconds instead of days: parked after 2 receives (3 s visibility),
+            # unmatched after 20 s without a binding.
+            "PARK_AFTER_RECEIVES": "2",
+            "WAIT_LIMIT_SECONDS": "20",
             "OUTBOX_BACKOFF_BASE_SECONDS": "1",
             "SWEEP_GRACE_SECONDS": "1",
             "POWERTOOLS_TRACE_DISABLED": "true",
@@ -83,7 +88,7 @@ def provision(endpoint_url: str, names: TableNames | None = None) -> LocalResour
     dead_letter_url = sqs.create_queue(QueueName="umavez-dead-letters")["QueueUrl"]
     dead_letter_arn = _arn(sqs, dead_letter_url)
     queue_url = sqs.create_queue(
-        QueueName="umavez-webhooks",
+        QueueName=WEBHOOK_QUEUE_NAME,
         Attributes={
             "VisibilityTimeout": str(LOCAL_VISIBILITY_TIMEOUT_SECONDS),
             "RedrivePolicy": json.dumps(

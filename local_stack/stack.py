@@ -25,6 +25,7 @@ from local_stack.server import LocalAws
 from local_stack.sink import SinkRecorder, create_sink_table
 
 SWEEP_EVERY_SECONDS = 1.0
+WAITING_EVERY_SECONDS = 2.0
 RECONCILE_EVERY_SECONDS = 120.0  # it scans both tables: the local server is one lock
 
 
@@ -107,6 +108,9 @@ class EmbeddedStack:
             handlers["reconciliation"],
             "umavez-reconciliation",
         )
+        self.waiting = Every(
+            "waiting", WAITING_EVERY_SECONDS, handlers["waiting"], "umavez-waiting"
+        )
         create_sink_table(self.aws.endpoint_url)
         self.sink = SinkRecorder(self.aws.endpoint_url, self.resources.sink_queue_url)
         self.pollers = [
@@ -114,6 +118,7 @@ class EmbeddedStack:
             self.stream_poller,
             self.sweeper,
             self.reconciliation,
+            self.waiting,
             self.sink,
         ]
         for poller in self.pollers:
@@ -155,12 +160,13 @@ class EmbeddedStack:
         from functions.outbox import handler as outbox
         from functions.outbox import sweeper_handler, wiring
         from functions.process import handler as process
+        from functions.process import waiting_handler
         from functions.reconcile import handler as reconcile
 
         self._log_path.parent.mkdir(parents=True, exist_ok=True)
         log_file = self._log_path.open("a")
         self._undo.append(log_file.close)
-        for module in (ingest, process, outbox, sweeper_handler, reconcile):
+        for module in (ingest, process, outbox, sweeper_handler, reconcile, waiting_handler):
             self._redirect_logs(module.logger, log_file)
             # Metrics are disabled locally, and then accumulate unflushed: drop them on exit.
             self._undo.append(module.metrics.clear_metrics)
@@ -170,6 +176,8 @@ class EmbeddedStack:
             outbox.outbox_sender,
             sweeper_handler.sweeper,
             reconcile.reconciler,
+            process.waiting_room,
+            waiting_handler.waiting_room,
         ):
             cached.cache_clear()
             self._undo.append(cached.cache_clear)
@@ -194,6 +202,7 @@ class EmbeddedStack:
             "outbox": outbox.lambda_handler,
             "sweeper": sweeper_handler.lambda_handler,
             "reconciliation": reconcile.lambda_handler,
+            "waiting": waiting_handler.lambda_handler,
         }
 
     def _redirect_logs(self, logger: Any, stream: Any) -> None:
@@ -230,6 +239,17 @@ class EmbeddedStack:
         )
         return int(response["Count"])
 
+    def waiting_deliveries(self) -> int:
+        """Deliveries parked until their order is bound (until unmatched, locally in seconds)."""
+        response = client("dynamodb", self.aws.endpoint_url).query(
+            TableName=self.resources.tables.ledger,
+            KeyConditionExpression="#pk = :waiting",
+            ExpressionAttributeNames={"#pk": tables.PARTITION_KEY},
+            ExpressionAttributeValues={":waiting": {"S": tables.WAITING_PK}},
+            Select="COUNT",
+        )
+        return int(response["Count"])
+
     def queued_messages(self) -> int:
         attributes = client("sqs", self.aws.endpoint_url).get_queue_attributes(
             QueueUrl=self.resources.queue_url,
@@ -248,7 +268,9 @@ class EmbeddedStack:
         quiet, least_in_flight = 0, None
         while time.monotonic() < min(deadline, started + cap_seconds):
             busy = any(p.busy for p in [*self.process_pollers, self.stream_poller, self.sink])
-            in_flight = self.queued_messages() + self.unfinished_outbox_items()
+            in_flight = (
+                self.queued_messages() + self.unfinished_outbox_items() + self.waiting_deliveries()
+            )
             if least_in_flight is None or in_flight < least_in_flight:
                 least_in_flight, deadline = in_flight, time.monotonic() + stall_seconds
             quiet_now = not busy and in_flight == 0 and self.sink.settled()

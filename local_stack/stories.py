@@ -32,6 +32,7 @@ class Post:
     copies: int = 1  # sent this many times at the same instant
     slow: bool = False  # ingest answers after the provider's timeout: the provider retries
     forgery: str | None = None  # "bad-signature" or "stale-timestamp": must be refused
+    after_seconds: float = 0  # the provider sends it this long after the phase before
 
 
 @dataclass
@@ -75,6 +76,8 @@ class Story:
     mercadopago_payment: dict[str, Any] | None = None
     # Another order that an event names for this story's payment: it must never be credited.
     conflicting_order: str | None = None
+    # A payment no event binds to any order: it must end unmatched, listed, and be attached.
+    unmatched_object: str | None = None
 
     @property
     def posts(self) -> list[Post]:
@@ -558,6 +561,42 @@ def stripe_conflicting_metadata(order: str, at: int) -> Story:
     )
 
 
+# Longer than the local SQS retry budget (5 receives x 3 s): only waiting saves the refund.
+LATE_PAYMENT_SECONDS = 18.0
+
+
+def stripe_payment_after_the_retry_budget(order: str, at: int) -> Story:
+    """A refund (no order on it) whose payment arrives after SQS would have dead-lettered it."""
+    intent, charge, refund = unique("pi"), unique("ch"), unique("re")
+    late = stripe.payment_intent_succeeded(order, intent, 5000, at, charge)
+    return Story(
+        "payment long after its refund",
+        order,
+        [
+            [Post("stripe", stripe.refund_created(intent, refund, 1000, at + 60, charge))],
+            [Post("stripe", late, after_seconds=LATE_PAYMENT_SECONDS)],
+        ],
+        Expected(
+            "partially_refunded",
+            paid=5000,
+            refunded=1000,
+            effects={("order.paid", intent), ("order.refunded", refund)},
+        ),
+    )
+
+
+def stripe_unmatched_payment(order: str, at: int) -> Story:
+    """A payment no event ever binds: unmatched, listed, then attached to `order` by hand."""
+    intent = unique("pi")
+    return Story(
+        "unmatched payment, attached",
+        order,
+        [[Post("stripe", stripe.payment_intent_succeeded(None, intent, 5000, at))]],
+        Expected("paid", paid=5000, effects={("order.paid", intent)}),
+        unmatched_object=intent,
+    )
+
+
 def _brazil(epoch: int) -> str:
     return datetime.fromtimestamp(epoch, tz=BRAZIL).strftime("%Y-%m-%d %H:%M:%S")
 
@@ -583,6 +622,8 @@ KINDS: tuple[Callable[[str, int], Story], ...] = (
     stripe_checkout_boleto,
     stripe_subscription_invoice,
     stripe_conflicting_metadata,
+    stripe_payment_after_the_retry_budget,
+    stripe_unmatched_payment,
 )
 
 

@@ -30,8 +30,9 @@ from functions.process.mercadopago_api import MercadoPagoApi
 from functions.process.service import EffectProcessor, Processed
 from functions.process.stripe_api import BASE_URL as STRIPE_BASE_URL
 from functions.process.stripe_api import StripeApi
+from functions.process.waiting import PARK_AFTER_RECEIVES, Message, Waiting
 from functions.shared.domain import Outcome
-from functions.shared.errors import MalformedEventError, RetryableError
+from functions.shared.errors import MalformedEventError, OrderNotYetKnownError, RetryableError
 from functions.shared.observability import powertools
 from functions.shared.providers import Interpreters
 from functions.shared.tables import TableNames
@@ -90,10 +91,24 @@ def _record_keys(record: SQSRecord) -> Iterator[None]:
         logger.thread_safe_remove_keys(list(keys))
 
 
-def handle_message(record: SQSRecord, processor: EffectProcessor) -> list[Processed]:
+def handle_message(
+    record: SQSRecord, processor: EffectProcessor, waiting: Waiting | None = None
+) -> list[Processed]:
     with _record_keys(record):
         try:
             results = processor.process(_provider_of(record), record.body)
+        except OrderNotYetKnownError as exc:
+            if waiting is None or _receives(record) < park_after_receives():
+                _count(Outcome.RETRIED)
+                logger.info("order not bound yet; SQS redelivers", extra={"reason": str(exc)})
+                raise
+            # Waiting is not failing: kept until its binding exists, never dead-lettered.
+            waiting.park(_message_of(record), exc)
+            _count(Outcome.WAITING)
+            logger.warning(
+                "waiting for its order", extra={"outcome": Outcome.WAITING, "reason": str(exc)}
+            )
+            return []
         except RetryableError:
             _count(Outcome.RETRIED)
             logger.warning("will retry", extra={"outcome": Outcome.RETRIED}, exc_info=True)
@@ -121,6 +136,26 @@ def handle_message(record: SQSRecord, processor: EffectProcessor) -> list[Proces
         return results
 
 
+def _receives(record: SQSRecord) -> int:
+    return int(record.attributes.approximate_receive_count or 1)
+
+
+def park_after_receives() -> int:
+    return int(os.environ.get("PARK_AFTER_RECEIVES", PARK_AFTER_RECEIVES))
+
+
+def _message_of(record: SQSRecord) -> Message:
+    attributes = record.message_attributes
+
+    def text(name: str) -> str:
+        value = attributes[name]
+        return value.string_value if value and value.string_value else ""
+
+    return Message(
+        _provider_of(record), record.body, text("event_id") or record.message_id, text("event_type")
+    )
+
+
 def _provider_of(record: SQSRecord) -> str:
     provider = record.message_attributes["provider"]
     if provider is None or not provider.string_value:
@@ -132,9 +167,20 @@ def _count(outcome: Outcome) -> None:
     metrics.add_metric(name=outcome.value, unit=MetricUnit.Count, value=1)
 
 
+@cache
+def waiting_room() -> Waiting:
+    return Waiting(
+        boto3.client("dynamodb"),
+        boto3.client("sqs"),
+        TableNames.from_env(),
+        os.environ.get("WEBHOOK_QUEUE_URL", ""),
+        time.time,
+    )
+
+
 @tracer.capture_method
 def record_handler(record: SQSRecord) -> list[Processed]:
-    return handle_message(record, effect_processor())
+    return handle_message(record, effect_processor(), waiting_room())
 
 
 @logger.inject_lambda_context

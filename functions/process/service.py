@@ -140,8 +140,15 @@ class EffectProcessor:
             if ref in found:
                 return str(found[ref])
         raise OrderNotYetKnownError(
-            f"{effect.delivery.event_type} {effect.delivery.event_id}: payment "
-            f"{', '.join(effect.order_lookup)} not recorded yet; retrying later"
+            f"{effect.delivery.event_type} {effect.delivery.event_id}: no order bound to "
+            f"{', '.join(effect.order_lookup)} yet; waiting for it",
+            effect.order_lookup,
+            {
+                "transition": effect.transition.value,
+                "external_ref": effect.external_ref,
+                "amount": effect.amount.minor,
+                "currency": effect.amount.currency,
+            },
         )
 
     def _routed(self, effect: Effect, order_id: str) -> RoutedEffect:

@@ -22,6 +22,7 @@ MISMATCH_KINDS = (
     "unexpected_outbox_item",
     "stuck_outbox_item",
     "dead_outbox_item",
+    "unmatched_payment",
 )
 
 

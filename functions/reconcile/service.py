@@ -45,9 +45,12 @@ class Reconciler:
     def run(self) -> Report:
         orders: dict[str, dict[str, Any]] = {}
         effects: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        unmatched: list[dict[str, Any]] = []
         for item in scan_items(self._db, self._tables.ledger):
             pk, sk = item[tables.PARTITION_KEY], item[tables.SORT_KEY]
-            if sk == tables.ORDER_SORT:
+            if pk == tables.UNMATCHED_PK:
+                unmatched.append(item)
+            elif sk == tables.ORDER_SORT:
                 orders[pk] = item
             elif sk.startswith(tables.EFFECT_SORT_PREFIX):
                 effects[pk].append(item)
@@ -60,6 +63,16 @@ class Reconciler:
         all_effects = [effect for group in effects.values() for effect in group]
         report.mismatches += books.unmatched_outbox(all_effects, outbox)
         report.mismatches += self._stuck(outbox)
+        report.mismatches += [
+            books.Mismatch(
+                "unmatched_payment",
+                "?",
+                f"{item.get('provider')} {item.get('external_ref')} "
+                f"{item.get('amount')} {item.get('currency')}: no order; "
+                f"`umavez attach {item.get('provider')} OBJECT ORDER_ID`",
+            )
+            for item in unmatched
+        ]
         return report
 
     def _stuck(self, outbox: list[dict[str, Any]]) -> list[books.Mismatch]:

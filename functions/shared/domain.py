@@ -140,6 +140,8 @@ class Outcome(StrEnum):
     BOUND = "bound"
     # An event naming a payment for another order than the one it is bound to: not applied.
     CONFLICT = "conflict"
+    # No order bound to the entry's objects yet: parked until its binding is written.
+    WAITING = "waiting"
     IGNORED = "ignored"
     UNROUTABLE = "unroutable"
     RETRIED = "retried"

@@ -20,7 +20,18 @@ class UnknownProviderError(MalformedEventError):
 
 
 class OrderNotYetKnownError(RetryableError):
-    """The effect belongs to a payment we have not recorded yet; never guess, wait for it."""
+    """The effect belongs to an object no order is bound to yet; never guess, wait for it.
+
+    `objects` are the provider objects a binding would name; `summary` what the entry is
+    (transition, object, amount), kept with the delivery while it waits.
+    """
+
+    def __init__(
+        self, detail: str, objects: tuple[str, ...] = (), summary: dict[str, object] | None = None
+    ) -> None:
+        super().__init__(detail)
+        self.objects = objects
+        self.summary = summary or {}
 
 
 class WriteContendedError(RetryableError):

@@ -7,6 +7,8 @@ happened to it are one Query away:
     ORDER#{order_id}       / EFFECT#{key}      one reserved effect key (outcome applied or stale)
     REF#{provider}#{id}    / REF               which order a provider object (payment) belongs to
     DELIVERY#{provider}#{event_id} / DELIVERY  audit of a delivery that changed nothing
+    WAITING                / {provider}#{event_id}   a delivery waiting for its order's binding
+    UNMATCHED              / {provider}#{event_id}   one that waited longer than a provider retries
 
 The outbox is its own table because its stream feeds the sender and nothing else.
 """
@@ -53,6 +55,16 @@ def ref_pk(provider: str, object_id: str) -> str:
 
 def delivery_pk(provider: str, event_id: str) -> str:
     return f"DELIVERY#{provider}#{event_id}"
+
+
+# Waiting and unmatched deliveries each live in one partition: a Query lists them all. They are
+# few (a race between a provider's events, or money nobody can route), never the traffic.
+WAITING_PK: Final = "WAITING"
+UNMATCHED_PK: Final = "UNMATCHED"
+
+
+def parked_sk(provider: str, event_id: str) -> str:
+    return f"{provider}#{event_id}"
 
 
 @dataclass(frozen=True)

@@ -18,16 +18,30 @@ from infra.constructs.api import WebhookApi
 from infra.constructs.pipeline import Pipeline
 
 FIVE_MINUTES = cdk.Duration.minutes(5)
-PROCESS_OUTCOMES = ("applied", "duplicate", "stale", "ignored", "unroutable", "retried", "failed")
+PROCESS_OUTCOMES = (
+    "applied",
+    "duplicate",
+    "stale",
+    "voided",
+    "bound",
+    "conflict",
+    "waiting",
+    "ignored",
+    "unroutable",
+    "retried",
+    "failed",
+)
 
 
-def app_metric(service: str, name: str, period: cdk.Duration = FIVE_MINUTES) -> cloudwatch.Metric:
+def app_metric(
+    service: str, name: str, period: cdk.Duration = FIVE_MINUTES, statistic: str = "Sum"
+) -> cloudwatch.Metric:
     """A metric the functions publish through Powertools (EMF, dimension `service`)."""
     return cloudwatch.Metric(
         namespace=METRICS_NAMESPACE,
         metric_name=name,
         dimensions_map={"service": service},
-        statistic="Sum",
+        statistic=statistic,
         period=period,
     )
 
@@ -96,6 +110,16 @@ class Monitoring(Construct):
             "Providers are retrying a lot: is ingest slower than their timeout?",
             app_metric("process", "duplicate"),
             threshold=100,
+        )
+        self._alarm(
+            "WaitingOverAnHour",
+            "A delivery has waited over an hour for the order its payment belongs to",
+            app_metric("waiting", "waiting_over_an_hour", statistic="Maximum"),
+        )
+        self._alarm(
+            "UnmatchedPayments",
+            "Money nobody could route after 3 days: attach it to its order",
+            app_metric("waiting", "unmatched_open", statistic="Maximum"),
         )
         self._alarm(
             "PaymentConflicts",
@@ -178,6 +202,7 @@ class Monitoring(Construct):
             ("Outbox", p.outbox),
             ("Sweeper", p.sweeper),
             ("Reconciliation", p.reconciliation),
+            ("Waiting", p.waiting),
         ]
 
     def _dashboard(self, p: Pipeline, api: WebhookApi) -> cloudwatch.Dashboard:

@@ -25,6 +25,8 @@ from infra.constructs.storage import Storage
 PROCESS_TIMEOUT = cdk.Duration.seconds(settings.PROCESS_TIMEOUT_SECONDS)
 SWEEP_EVERY = cdk.Duration.minutes(5)
 RECONCILE_EVERY = cdk.Duration.hours(1)
+# A delivery waiting for its binding is applied within this long of the binding arriving.
+WAITING_EVERY = cdk.Duration.minutes(5)
 
 
 class Pipeline(Construct):
@@ -93,6 +95,26 @@ class Pipeline(Construct):
         allow(self.process, self.storage.outbox, "PutItem")
         self.secrets.mercadopago_access_token.grant_read(self.process)
         self.secrets.stripe_api_key.grant_read(self.process)
+        self.waiting = function(
+            "Waiting",
+            FunctionSpec(
+                name="waiting",
+                description="Re-drives deliveries whose order is now bound; unmatched after 3 days",
+                timeout=cdk.Duration.minutes(2),
+                environment={**tables_env, "WEBHOOK_QUEUE_URL": self.queues.queue.queue_url},
+            ),
+        )
+        # Parked and unmatched deliveries live in two partitions of the ledger.
+        allow(
+            self.waiting,
+            self.storage.ledger,
+            "Query",
+            "BatchGetItem",
+            "PutItem",
+            "DeleteItem",
+            "UpdateItem",
+        )
+        self.queues.queue.grant_send_messages(self.waiting)
         self.process.add_event_source(
             sources.SqsEventSource(
                 self.queues.queue,
@@ -186,6 +208,7 @@ class Pipeline(Construct):
         for construct_id, target, every in (
             ("SweepSchedule", self.sweeper, SWEEP_EVERY),
             ("ReconcileSchedule", self.reconciliation, RECONCILE_EVERY),
+            ("WaitingSchedule", self.waiting, WAITING_EVERY),
         ):
             events.Rule(
                 self,

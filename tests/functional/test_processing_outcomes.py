@@ -15,7 +15,6 @@ from functions.shared.errors import (
     UnknownProviderError,
 )
 from local_stack import stripe_events as stripe
-from local_stack.stripe_events import EVENTS_DIR
 from tests.support.world import World
 
 T0 = 1_764_460_800
@@ -51,12 +50,12 @@ def test_payment_without_order_metadata_waits_for_what_binds_it(world: World) ->
 
 
 def test_object_naming_no_order_and_no_payment_is_recorded_as_unroutable(world: World) -> None:
-    # Given an Asaas payment created without externalReference
-    event = json.loads((EVENTS_DIR / "asaas" / "PAYMENT_RECEIVED.json").read_text())
-    event["payment"]["externalReference"] = None
+    # Given a refund that names neither an order nor any payment or charge
+    event = json.loads(stripe.refund_created("pi_x", stripe.unique("re"), AMOUNT, T0))
+    event["data"]["object"].update({"payment_intent": None, "charge": None})
 
     # When it is delivered
-    [processed] = world.deliver_all(json.dumps(event), "asaas")
+    processed = world.deliver(json.dumps(event))
 
     # Then it is recorded as unroutable and nothing else is written
     assert [d["outcome"] for d in world.deliveries()] == ["unroutable"]

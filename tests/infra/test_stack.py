@@ -138,6 +138,16 @@ EXPECTED_ACTIONS = {
         "ses:SendEmail",
     },
     "Reconciliation": {"dynamodb:Scan"},
+    "Waiting": {
+        "dynamodb:Query",
+        "dynamodb:BatchGetItem",
+        "dynamodb:PutItem",
+        "dynamodb:DeleteItem",
+        "dynamodb:UpdateItem",
+        "sqs:SendMessage",
+        "sqs:GetQueueAttributes",
+        "sqs:GetQueueUrl",
+    },
 }
 EVERY_FUNCTION = {
     "logs:CreateLogStream",
@@ -307,13 +317,17 @@ def test_each_provider_has_a_secret_and_ingest_knows_its_name(prod: Synthesized)
 def test_sweeper_and_reconciliation_run_on_schedules(prod: Synthesized) -> None:
     rules = prod.resources("AWS::Events::Rule")
     schedules = {
-        r["Properties"]["ScheduleExpression"]: r["Properties"]["Targets"][0]["Arn"]["Fn::GetAtt"][0]
+        (
+            r["Properties"]["ScheduleExpression"],
+            r["Properties"]["Targets"][0]["Arn"]["Fn::GetAtt"][0],
+        )
         for r in rules.values()
     }
 
     assert schedules == {
-        "rate(5 minutes)": logical_id(prod, "AWS::Lambda::Function", "Sweeper"),
-        "rate(1 hour)": logical_id(prod, "AWS::Lambda::Function", "Reconciliation"),
+        ("rate(5 minutes)", logical_id(prod, "AWS::Lambda::Function", "Sweeper")),
+        ("rate(1 hour)", logical_id(prod, "AWS::Lambda::Function", "Reconciliation")),
+        ("rate(5 minutes)", logical_id(prod, "AWS::Lambda::Function", "Waiting")),
     }
 
 
@@ -334,6 +348,8 @@ def test_alarms_cover_what_the_runbook_lists_and_notify_sns(prod: Synthesized) -
         "StaleSurge",
         "AmountDisagreements",
         "PaymentConflicts",
+        "WaitingOverAnHour",
+        "UnmatchedPayments",
         "SignatureFailures",
         "IngestUnavailable",
         "Api5xx",

@@ -14,6 +14,7 @@ from aws_cdk import aws_iam as iam
 from cdk_nag import AwsSolutionsChecks
 
 from infra.config import StackConfig
+from infra.settings import LAMBDA_PACKAGES
 from infra.stack import UmavezStack
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,7 +42,7 @@ def test_cdk_cli_synthesizes_through_cdk_json_and_app_py(tmp_path: Path) -> None
     assert result.returncode == 0, result.stderr[-3000:]
     template = json.loads((tmp_path / "Umavez-prod.template.json").read_text())
     kinds = [r["Type"] for r in template["Resources"].values()]
-    assert kinds.count("AWS::Lambda::Function") == 5
+    assert kinds.count("AWS::Lambda::Function") == len(LAMBDA_PACKAGES)
 
 
 def test_a_new_wildcard_permission_fails_synth(tmp_path: Path) -> None:

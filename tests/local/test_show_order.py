@@ -4,9 +4,18 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
+# Imported here, not first inside a stack under capsys: a Powertools Logger keeps the stdout it
+# was created with, and capsys closes its capture file after the test.
+import functions.ingest.handler
+import functions.outbox.handler
+import functions.outbox.sweeper_handler
+import functions.process.handler
+import functions.process.waiting_handler
+import functions.reconcile.handler  # noqa: F401
 from local_stack import stripe_events as stripe
 from local_stack.cli import main
 from local_stack.drill import DeliveryLog, Providers
@@ -78,3 +87,35 @@ def test_show_order_after_a_refund_read_from_stripes_api(
     )
     assert {i["status"] for i in shown["outbox"]} == {"sent"}
     assert any(path.startswith("/v1/refunds?charge=") for path in stack.provider_apis.requests)
+
+
+def test_show_waiting_then_attach_applies_the_payment_once(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    order, intent = stripe.unique("ord"), stripe.unique("pi")
+    with EmbeddedStack() as stack:
+        endpoint = ["--endpoint-url", stack.aws.endpoint_url]
+        ledger = ["--ledger-table", stack.resources.tables.ledger]
+        # Given a PaymentIntent that names no order, parked after its first receives
+        providers = Providers(stack.front.url, DEVELOPMENT_SECRETS, DeliveryLog())
+        providers.deliver(Post("stripe", stripe.payment_intent_succeeded(None, intent, 5000, T0)))
+        waiting: list[dict[str, object]] = []
+        for _ in range(60):
+            capsys.readouterr()
+            main(["show", "waiting", "--json", *endpoint, *ledger])
+            waiting = json.loads(capsys.readouterr().out)
+            if waiting:
+                break
+            time.sleep(0.5)
+
+        # When an operator attaches it to its order, twice
+        codes = [main(["attach", "stripe", intent, order, *endpoint, *ledger]) for _ in range(2)]
+        assert stack.drain()
+        capsys.readouterr()
+        main(["show", "order", order, "--json", *endpoint, *ledger])
+        shown = json.loads(capsys.readouterr().out)
+
+    # Then it was listed with what it waits for, and is paid once
+    assert [w["waits_for"] for w in waiting] == [[intent]]
+    assert codes == [0, 0]
+    assert (shown["status"], shown["totals"]["paid"], len(shown["outbox"])) == ("paid", 5000, 1)

@@ -90,6 +90,8 @@ def _entry(
         external_ref=ref,
         amount=Money(to_minor(payment.value if value is None else value, CURRENCY), CURRENCY),
         order_id=payment.externalReference or None,
+        # Without externalReference it waits for an operator to attach the payment.
+        order_lookup=(payment.id,),
         payment=payment.id,
     )
 

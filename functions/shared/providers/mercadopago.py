@@ -130,6 +130,7 @@ class Interpreter:
                 external_ref=ref,
                 amount=Money(to_minor(amount, currency), currency),
                 order_id=str(order_id) if order_id else None,
+                order_lookup=(str(payment.id),),
                 recipient=email,
                 payment=str(payment.id),
                 only_if_open=only_if_open,

@@ -1,0 +1,261 @@
+"""Waiting is not failing: a delivery whose order is not bound yet waits in the ledger, is
+re-driven through the queue as soon as its binding exists, and after as long as a provider
+itself retries (3 days) becomes *unmatched*: kept with its raw event, listed, alarmed, and
+attachable to an order by an operator command.
+
+Short races (a PaymentIntent a few milliseconds before its Checkout Session) are absorbed by
+SQS's own redelivery; a delivery still waiting after `park_after_receives` is parked here and
+acknowledged, so it never reaches the DLQ merely for waiting.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Final
+
+from botocore.exceptions import ClientError
+
+from functions.shared import tables
+from functions.shared.dynamo import (
+    cancellation_of,
+    from_attributes,
+    is_condition_failure,
+    raise_unclassified,
+    to_attributes,
+)
+from functions.shared.errors import BindingConflictError, OrderNotYetKnownError
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_sqs import SQSClient
+
+WAIT_LIMIT_SECONDS: Final = 3 * 86_400  # Stripe retries a live delivery for up to 3 days
+PARK_AFTER_RECEIVES: Final = 3
+WAITING_ALARM_SECONDS: Final = 3600
+
+
+@dataclass(frozen=True)
+class Message:
+    """A queue message in the ingest -> process contract: the raw body and its provider."""
+
+    provider: str
+    body: str
+    event_id: str
+    event_type: str
+
+
+class Waiting:
+    def __init__(
+        self,
+        dynamodb: DynamoDBClient,
+        sqs: SQSClient,
+        table_names: tables.TableNames,
+        queue_url: str,
+        clock: Callable[[], float],
+        wait_limit_seconds: int = WAIT_LIMIT_SECONDS,
+    ) -> None:
+        self._db = dynamodb
+        self._sqs = sqs
+        self._tables = table_names
+        self._queue_url = queue_url
+        self._clock = clock
+        self._limit = wait_limit_seconds
+
+    # -- parking ---------------------------------------------------------------------------
+
+    def park(self, message: Message, waiting: OrderNotYetKnownError) -> None:
+        """Keep the delivery until its binding exists; the first park's time is kept."""
+        now = int(self._clock())
+        item = {
+            tables.PARTITION_KEY: tables.WAITING_PK,
+            tables.SORT_KEY: tables.parked_sk(message.provider, message.event_id),
+            "provider": message.provider,
+            "event_id": message.event_id,
+            "event_type": message.event_type,
+            "body": message.body,
+            "objects": list(waiting.objects),
+            "waiting_since": now,
+            "reason": str(waiting),
+            **waiting.summary,
+        }
+        try:
+            self._db.put_item(
+                TableName=self._tables.ledger,
+                Item=to_attributes(item),
+                ConditionExpression="attribute_not_exists(#pk)",
+                ExpressionAttributeNames={"#pk": tables.PARTITION_KEY},
+            )
+        except ClientError as exc:
+            if not is_condition_failure(exc):  # parked already: it keeps its first time
+                raise_unclassified(exc, "PutItem")
+
+    def waiting(self) -> Iterator[dict[str, Any]]:
+        return self._partition(tables.WAITING_PK)
+
+    def unmatched(self) -> Iterator[dict[str, Any]]:
+        return self._partition(tables.UNMATCHED_PK)
+
+    # -- the scheduled re-drive --------------------------------------------------------------
+
+    def redrive(self) -> Counter[str]:
+        """Each waiting delivery: re-enqueued once its binding exists, unmatched once it waited
+        longer than the limit; counted (`redriven`, `unmatched`, `still_waiting`,
+        `waiting_over_an_hour`)."""
+        counts: Counter[str] = Counter(
+            {"redriven": 0, "unmatched": 0, "still_waiting": 0, "waiting_over_an_hour": 0}
+        )
+        now = int(self._clock())
+        for item in list(self.waiting()):
+            if self._bound(item["provider"], item.get("objects", [])):
+                self._enqueue_and_forget(item, tables.WAITING_PK)
+                counts["redriven"] += 1
+            elif now - int(item["waiting_since"]) >= self._limit:
+                self._move_to_unmatched(item, now)
+                counts["unmatched"] += 1
+            else:
+                counts["still_waiting"] += 1
+                if now - int(item["waiting_since"]) >= WAITING_ALARM_SECONDS:
+                    counts["waiting_over_an_hour"] += 1
+        return counts
+
+    # -- the operator's command --------------------------------------------------------------
+
+    def attach(self, provider: str, object_id: str, order_id: str) -> int:
+        """Bind `object_id` to `order_id` (first writer wins) and re-drive every delivery that
+        waits for it or went unmatched: they apply through the same transaction, exactly once.
+        Attaching again changes nothing. Returns how many deliveries were re-driven."""
+        try:
+            self._db.transact_write_items(
+                TransactItems=[
+                    {
+                        "Put": {
+                            "TableName": self._tables.ledger,
+                            "Item": to_attributes(
+                                {
+                                    tables.PARTITION_KEY: tables.ref_pk(provider, object_id),
+                                    tables.SORT_KEY: tables.REF_SORT,
+                                    "ref": object_id,
+                                    "order_id": order_id,
+                                    "attached_at": int(self._clock()),
+                                }
+                            ),
+                            "ConditionExpression": "attribute_not_exists(#pk) OR #order = :order",
+                            "ExpressionAttributeNames": {
+                                "#pk": tables.PARTITION_KEY,
+                                "#order": "order_id",
+                            },
+                            "ExpressionAttributeValues": to_attributes({":order": order_id}),
+                            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                        }
+                    }
+                ]
+            )
+        except ClientError as exc:
+            cancellation = cancellation_of(exc, "TransactWriteItems")
+            bound = (cancellation.old_item(0) or {}).get("order_id")
+            raise BindingConflictError(
+                f"{provider} {object_id} is already bound to order {bound}", str(bound)
+            ) from exc
+        redriven = 0
+        for partition in (tables.WAITING_PK, tables.UNMATCHED_PK):
+            for item in list(self._partition(partition)):
+                if item["provider"] == provider and object_id in item.get("objects", []):
+                    self._enqueue_and_forget(item, partition)
+                    redriven += 1
+        return redriven
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    def _partition(self, partition: str) -> Iterator[dict[str, Any]]:
+        pages = self._db.get_paginator("query").paginate(
+            TableName=self._tables.ledger,
+            KeyConditionExpression="#pk = :pk",
+            ExpressionAttributeNames={"#pk": tables.PARTITION_KEY},
+            ExpressionAttributeValues={":pk": {"S": partition}},
+            ConsistentRead=True,
+        )
+        for page in pages:
+            yield from map(from_attributes, page["Items"])
+
+    def _bound(self, provider: str, objects: list[str]) -> bool:
+        if not objects:
+            return False
+        keys = [
+            to_attributes(
+                {
+                    tables.PARTITION_KEY: tables.ref_pk(provider, ref),
+                    tables.SORT_KEY: tables.REF_SORT,
+                }
+            )
+            for ref in objects
+        ]
+        try:
+            response = self._db.batch_get_item(
+                RequestItems={self._tables.ledger: {"Keys": keys, "ConsistentRead": True}}
+            )
+        except ClientError as exc:
+            raise_unclassified(exc, "BatchGetItem")
+        return bool(response["Responses"].get(self._tables.ledger))
+
+    def _enqueue_and_forget(self, item: dict[str, Any], partition: str) -> None:
+        """Send first, then delete: a crash in between sends it again, which is a duplicate."""
+        self._sqs.send_message(
+            QueueUrl=self._queue_url,
+            MessageBody=str(item["body"]),
+            MessageAttributes={
+                "provider": {"DataType": "String", "StringValue": str(item["provider"])},
+                "event_id": {"DataType": "String", "StringValue": str(item["event_id"])},
+                "event_type": {"DataType": "String", "StringValue": str(item["event_type"])},
+                "redriven": {"DataType": "String", "StringValue": partition.lower()},
+            },
+        )
+        self._db.delete_item(
+            TableName=self._tables.ledger,
+            Key=to_attributes(
+                {tables.PARTITION_KEY: partition, tables.SORT_KEY: item[tables.SORT_KEY]}
+            ),
+        )
+
+    def _move_to_unmatched(self, item: dict[str, Any], now: int) -> None:
+        unmatched = {
+            **item,
+            tables.PARTITION_KEY: tables.UNMATCHED_PK,
+            "unmatched_at": datetime.fromtimestamp(now, tz=UTC).isoformat(timespec="seconds"),
+        }
+        self._db.transact_write_items(
+            TransactItems=[
+                {"Put": {"TableName": self._tables.ledger, "Item": to_attributes(unmatched)}},
+                {
+                    "Delete": {
+                        "TableName": self._tables.ledger,
+                        "Key": to_attributes(
+                            {
+                                tables.PARTITION_KEY: tables.WAITING_PK,
+                                tables.SORT_KEY: item[tables.SORT_KEY],
+                            }
+                        ),
+                    }
+                },
+            ]
+        )
+
+
+def describe(item: dict[str, Any], now: float) -> dict[str, Any]:
+    """One waiting or unmatched delivery, for the CLI and logs (the raw body left out)."""
+    return {
+        "provider": item.get("provider"),
+        "event_id": item.get("event_id"),
+        "event_type": item.get("event_type"),
+        "waits_for": item.get("objects", []),
+        "transition": item.get("transition"),
+        "object": item.get("external_ref"),
+        "amount": item.get("amount"),
+        "currency": item.get("currency"),
+        "waiting_seconds": int(now - int(item.get("waiting_since", now))),
+        "unmatched_at": item.get("unmatched_at"),
+        "raw_event": json.loads(str(item.get("body", "{}"))) if item.get("body") else None,
+    }

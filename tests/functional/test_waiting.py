@@ -1,0 +1,155 @@
+"""Waiting is not failing: a delivery whose order is not bound yet is parked, re-driven once its
+binding exists, kept as unmatched after the providers' retry window, and attachable by an
+operator exactly once. Time is the injected clock; SQS and DynamoDB are moto."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import boto3
+import pytest
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+from functions.process.handler import handle_message
+from functions.process.waiting import PARK_AFTER_RECEIVES, WAIT_LIMIT_SECONDS, Waiting
+from functions.reconcile.service import Reconciler
+from functions.shared.domain import Outcome
+from functions.shared.errors import BindingConflictError, OrderNotYetKnownError
+from local_stack import stripe_events as stripe
+from tests.conftest import TABLES
+from tests.support.clock import FakeClock
+from tests.support.lambda_events import sqs_record
+from tests.support.world import World
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+T0 = 1_764_460_800
+AMOUNT = 5000
+
+
+@pytest.fixture
+def queue(world: World) -> tuple[SQSClient, str]:
+    sqs: SQSClient = boto3.client("sqs")
+    return sqs, sqs.create_queue(QueueName="umavez-test-webhooks")["QueueUrl"]
+
+
+@pytest.fixture
+def room(world: World, queue: tuple[SQSClient, str], clock: FakeClock) -> Waiting:
+    sqs, url = queue
+    return Waiting(world.dynamodb, sqs, TABLES, url, clock)
+
+
+def record(body: str, receives: int) -> SQSRecord:
+    event_id = json.loads(body)["id"]
+    return SQSRecord(
+        sqs_record(body, {"provider": "stripe", "event_id": event_id, "event_type": "x"}, receives)
+    )
+
+
+def process_queue(world: World, queue: tuple[SQSClient, str]) -> list[Outcome]:
+    """What the process Lambda does with what was re-driven onto the queue."""
+    sqs, url = queue
+    outcomes = []
+    while messages := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
+        for message in messages:
+            outcomes += [p.outcome for p in world.processor().process("stripe", message["Body"])]
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    return outcomes
+
+
+def refund_before_its_payment() -> tuple[str, str, str]:
+    order, intent = stripe.unique("ord"), stripe.unique("pi")
+    return order, intent, stripe.refund_created(intent, stripe.unique("re"), 1000, T0 + 60)
+
+
+def test_short_race_is_left_to_sqs_and_a_longer_wait_is_parked_not_dead_lettered(
+    world: World, room: Waiting
+) -> None:
+    _, intent, refund = refund_before_its_payment()
+
+    # When its first receives find no binding, SQS redelivers (the record fails)
+    with pytest.raises(OrderNotYetKnownError):
+        handle_message(record(refund, 1), world.processor(), room)
+
+    # When it is still waiting on a later receive, it is parked and the record succeeds
+    results = handle_message(record(refund, PARK_AFTER_RECEIVES), world.processor(), room)
+
+    [parked] = list(room.waiting())
+    assert results == []
+    assert (parked["objects"][0], parked["amount"]) == (intent, 1000)
+
+
+def test_parked_delivery_is_applied_once_its_payment_arrives_days_later(
+    world: World, room: Waiting, queue: tuple[SQSClient, str], clock: FakeClock
+) -> None:
+    # Given a refund parked long before its payment
+    order, intent, refund = refund_before_its_payment()
+    handle_message(record(refund, PARK_AFTER_RECEIVES), world.processor(), room)
+    clock.advance(2 * 86_400)
+    assert room.redrive()["still_waiting"] == 1
+
+    # When the payment arrives (it binds the PaymentIntent) and the re-drive runs
+    world.deliver(stripe.payment_intent_succeeded(order, intent, AMOUNT, T0))
+    counts = room.redrive()
+    outcomes = process_queue(world, queue)
+
+    # Then the refund is applied once, and nothing waits
+    assert (counts["redriven"], outcomes) == (1, [Outcome.APPLIED])
+    assert world.order(order)["refunded_total"] == 1000
+    assert list(room.waiting()) == []
+    assert world.mismatches(order) == []
+
+
+def test_waiting_past_the_providers_retry_window_is_unmatched_listed_and_reconciled(
+    world: World, room: Waiting, clock: FakeClock
+) -> None:
+    # Given a payment that names no order, parked
+    intent = stripe.unique("pi")
+    payment = stripe.payment_intent_succeeded(None, intent, AMOUNT, T0)
+    handle_message(record(payment, PARK_AFTER_RECEIVES), world.processor(), room)
+    clock.advance(3600 + 1)
+    over_an_hour = room.redrive()["waiting_over_an_hour"]
+
+    # When three days pass with no binding
+    clock.advance(WAIT_LIMIT_SECONDS)
+    counts = room.redrive()
+
+    # Then it is unmatched: kept with its raw event and amount, and the books check reports it
+    [unmatched] = list(room.unmatched())
+    assert (over_an_hour, counts["unmatched"]) == (1, 1)
+    assert (unmatched["external_ref"], unmatched["amount"], unmatched["body"]) == (
+        intent,
+        AMOUNT,
+        payment,
+    )
+    kinds = [m.kind for m in Reconciler(world.dynamodb, TABLES, clock).run().mismatches]
+    assert kinds == ["unmatched_payment"]
+
+
+def test_attaching_an_unmatched_payment_applies_it_exactly_once(
+    world: World, room: Waiting, queue: tuple[SQSClient, str], clock: FakeClock
+) -> None:
+    # Given an unmatched payment
+    intent, order = stripe.unique("pi"), stripe.unique("ord")
+    payment = stripe.payment_intent_succeeded(None, intent, AMOUNT, T0)
+    handle_message(record(payment, PARK_AFTER_RECEIVES), world.processor(), room)
+    clock.advance(WAIT_LIMIT_SECONDS + 1)
+    room.redrive()
+
+    # When an operator attaches it to its order, twice
+    first = room.attach("stripe", intent, order)
+    outcomes = process_queue(world, queue)
+    second = room.attach("stripe", intent, order)
+    outcomes += process_queue(world, queue)
+
+    # Then it is applied once, announced once, and no longer unmatched
+    assert (first, second, outcomes) == (1, 0, [Outcome.APPLIED])
+    assert world.order(order)["paid_total"] == AMOUNT
+    assert len(world.outbox(order)) == 1
+    assert list(room.unmatched()) == []
+
+    # And attaching it to another order is refused
+    with pytest.raises(BindingConflictError, match=order):
+        room.attach("stripe", intent, stripe.unique("ord"))
