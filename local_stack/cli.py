@@ -95,6 +95,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     attach.add_argument(
         "--queue-url", default=None, help="the webhook queue (default: the local stack's)"
     )
+    attach.add_argument(
+        "--force", action="store_true", help="bind even if no delivery waits for the object"
+    )
 
     send = commands.add_parser("send", help="sign and post one event file, as the provider would")
     send.add_argument("event_file", type=Path)
@@ -153,15 +156,22 @@ def _show_parked(args: argparse.Namespace) -> int:
 
 
 def _attach(args: argparse.Namespace) -> int:
+    from functions.process.waiting import NothingWaitsError
     from functions.shared.errors import BindingConflictError
 
-    if args.endpoint_url == "aws" and not args.queue_url:
-        print("--endpoint-url aws needs --queue-url (the stack's WebhookQueueUrl)", file=sys.stderr)
+    if args.endpoint_url == "aws" and (
+        not args.queue_url or args.ledger_table == DEFAULT_LEDGER_TABLE
+    ):
+        print(
+            "--endpoint-url aws needs --queue-url and --ledger-table "
+            "(the stack's outputs WebhookQueueUrl and LedgerTable)",
+            file=sys.stderr,
+        )
         return 2
     room = _waiting_room(args.endpoint_url, args.ledger_table, args.queue_url)
     try:
-        redriven = room.attach(args.provider, args.object, args.order_id)
-    except BindingConflictError as exc:
+        redriven = room.attach(args.provider, args.object, args.order_id, force=args.force)
+    except (BindingConflictError, NothingWaitsError) as exc:
         print(f"refused: {exc}", file=sys.stderr)
         return 1
     print(

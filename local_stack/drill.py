@@ -187,11 +187,17 @@ def check_state(stories: Sequence[Story], state: Any, log: DeliveryLog) -> list[
     stale_off, outbox_off, credited_twice = [], [], []
     conflicts = {d.get("order_id") for d in state.deliveries if d.get("outcome") == "conflict"}
     for story in stories:
+        order_id = story.order_id
         if other := story.conflicting_order:
-            other_view = state.orders.get(other)
-            if other not in conflicts or (other_view and other_view.effects):
-                credited_twice.append(f"{story.order_id} / {other}")
-        view = state.orders.get(story.order_id)
+            # Processing is asynchronous: whichever order's event was processed first is bound.
+            if other in conflicts and order_id not in conflicts:
+                pass
+            elif order_id in conflicts and other not in conflicts:
+                order_id, other = other, order_id
+            won = state.orders.get(other)
+            if other not in conflicts or (won and won.effects):
+                credited_twice.append(f"{story.order_id} / {story.conflicting_order}")
+        view = state.orders.get(order_id)
         effects = view.effects if view else []
         counted = [e for e in effects if e["outcome"] in COUNTED_OUTCOMES]
         seen = Counter((e["transition"], e["external_ref"]) for e in counted)

@@ -58,9 +58,9 @@ class LocalResources:
             "EMAIL_SENDER": EMAIL_SENDER,
             "OUTBOX_LEASE_SECONDS": "2",
             # Waiting, in seconds instead of days: parked after 2 receives (3 s visibility),
-            # unmatched after 20 s without a binding.
+            # unmatched after 45 s without a binding (the drill's late payment comes after 18 s).
             "PARK_AFTER_RECEIVES": "2",
-            "WAIT_LIMIT_SECONDS": "20",
+            "WAIT_LIMIT_SECONDS": "45",
             "OUTBOX_BACKOFF_BASE_SECONDS": "1",
             "SWEEP_GRACE_SECONDS": "1",
             "POWERTOOLS_TRACE_DISABLED": "true",

@@ -9,7 +9,7 @@ the outbox item, all or nothing. The cancellation reasons, by position, say what
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
 
@@ -114,15 +114,26 @@ class EffectProcessor:
             return effect.order_id
         if not effect.order_lookup:
             return None
-        provider = effect.delivery.provider
+        summary: dict[str, object] = {
+            "transition": effect.transition.value,
+            "external_ref": effect.external_ref,
+            "amount": effect.amount.minor,
+            "currency": effect.amount.currency,
+        }
+        return self._bound_order(effect.delivery, effect.order_lookup, summary)
+
+    def _bound_order(
+        self, delivery: Delivery, objects: tuple[str, ...], summary: dict[str, object]
+    ) -> str:
+        """The order the first bound object belongs to (a consistent read), or wait for it."""
         keys = [
             to_attributes(
                 {
-                    tables.PARTITION_KEY: tables.ref_pk(provider, ref),
+                    tables.PARTITION_KEY: tables.ref_pk(delivery.provider, ref),
                     tables.SORT_KEY: tables.REF_SORT,
                 }
             )
-            for ref in effect.order_lookup
+            for ref in objects
         ]
         try:
             response = self._db.batch_get_item(
@@ -136,19 +147,14 @@ class EffectProcessor:
             item["ref"]: item["order_id"]
             for item in map(from_attributes, response["Responses"].get(self._tables.ledger, []))
         }
-        for ref in effect.order_lookup:
+        for ref in objects:
             if ref in found:
                 return str(found[ref])
         raise OrderNotYetKnownError(
-            f"{effect.delivery.event_type} {effect.delivery.event_id}: no order bound to "
-            f"{', '.join(effect.order_lookup)} yet; waiting for it",
-            effect.order_lookup,
-            {
-                "transition": effect.transition.value,
-                "external_ref": effect.external_ref,
-                "amount": effect.amount.minor,
-                "currency": effect.amount.currency,
-            },
+            f"{delivery.event_type} {delivery.event_id}: no order bound to "
+            f"{', '.join(objects)} yet; waiting for it",
+            objects,
+            summary,
         )
 
     def _routed(self, effect: Effect, order_id: str) -> RoutedEffect:
@@ -459,28 +465,48 @@ class EffectProcessor:
         )["Put"]
         item = {**put["Item"], **to_attributes({"bound_order_id": bound_order, "object": ref})}
         try:
-            self._db.put_item(TableName=put["TableName"], Item=item)
+            # The same delivery again (a resend) finds its record: nothing changes.
+            self._db.put_item(
+                TableName=put["TableName"],
+                Item=item,
+                ConditionExpression="attribute_not_exists(#pk)",
+                ExpressionAttributeNames={"#pk": tables.PARTITION_KEY},
+            )
         except ClientError as exc:
-            raise_unclassified(exc, "PutItem")
+            if not is_condition_failure(exc):
+                raise_unclassified(exc, "PutItem")
         return Processed(delivery, Outcome.CONFLICT, named_order, effect_key, reason)
 
     def _bind(self, binding: Binding) -> Processed:
-        """A delivery that moves no money but binds objects to its order, with its audit."""
+        """A delivery that moves no money but binds objects to its order, with its audit. An
+        order it does not name itself comes from what it is bound through (a subscription's
+        renewal invoice through its subscription)."""
         delivery = binding.delivery
-        bindings = self._bindings(delivery.provider, binding.order_id, binding.objects)
-        audit = self._delivery_put(delivery, Outcome.BOUND, binding.reason, binding.order_id)
+        order_id = binding.order_id or self._bound_order(
+            delivery, binding.order_lookup, {"transition": "binding"}
+        )
+        binding = replace(binding, order_id=order_id)
+        bindings = self._bindings(delivery.provider, order_id, binding.objects)
+        audit = self._delivery_put(delivery, Outcome.BOUND, binding.reason, order_id)
+        audit["Put"]["ConditionExpression"] = "attribute_not_exists(#pk)"
+        audit["Put"]["ExpressionAttributeNames"] = {"#pk": tables.PARTITION_KEY}
         try:
             self._db.transact_write_items(TransactItems=[*bindings, audit])
         except ClientError as exc:
             cancellation = cancellation_of(exc, "TransactWriteItems")
             if cancellation.contended:
                 raise WriteContendedError(f"binding cancelled: {cancellation.codes}") from exc
+            if cancellation.codes and all(
+                code is None for code in cancellation.codes[: len(bindings)]
+            ):
+                # Only the audit exists: this delivery bound these objects already.
+                return Processed(delivery, Outcome.BOUND, order_id, detail=binding.reason)
             for position, ref in enumerate(binding.objects):
                 if cancellation.failed_condition(position):
                     bound = (cancellation.old_item(position) or {}).get("order_id")
-                    return self._record_conflict(delivery, ref, str(bound), binding.order_id)
+                    return self._record_conflict(delivery, ref, str(bound), order_id)
             raise UnexpectedWriteError(f"binding cancelled: {cancellation.codes}") from exc
-        return Processed(delivery, Outcome.BOUND, binding.order_id, detail=binding.reason)
+        return Processed(delivery, Outcome.BOUND, order_id, detail=binding.reason)
 
     # -- stale: status guarded, money still counted and announced ---------------------------
 

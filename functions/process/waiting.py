@@ -27,7 +27,13 @@ from functions.shared.dynamo import (
     raise_unclassified,
     to_attributes,
 )
-from functions.shared.errors import BindingConflictError, OrderNotYetKnownError
+from functions.shared.errors import (
+    BindingConflictError,
+    OrderNotYetKnownError,
+    UmavezError,
+    UnexpectedWriteError,
+    WriteContendedError,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -35,7 +41,12 @@ if TYPE_CHECKING:
 
 WAIT_LIMIT_SECONDS: Final = 3 * 86_400  # Stripe retries a live delivery for up to 3 days
 PARK_AFTER_RECEIVES: Final = 3
+ATTACH_ATTEMPTS: Final = 3  # a transaction conflict is retried: the command is idempotent
 WAITING_ALARM_SECONDS: Final = 3600
+
+
+class NothingWaitsError(UmavezError):
+    """`attach` named an object no delivery waits for: refused, a binding is for good."""
 
 
 @dataclass(frozen=True)
@@ -110,12 +121,13 @@ class Waiting:
         )
         now = int(self._clock())
         for item in list(self.waiting()):
-            if self._bound(item["provider"], item.get("objects", [])):
+            bound = self._bound(item["provider"], item.get("objects", []))
+            if bound:
                 self._enqueue_and_forget(item, tables.WAITING_PK)
                 counts["redriven"] += 1
-            elif now - int(item["waiting_since"]) >= self._limit:
-                self._move_to_unmatched(item, now)
-                counts["unmatched"] += 1
+            elif bound is False and now - int(item["waiting_since"]) >= self._limit:
+                if self._move_to_unmatched(item, now):
+                    counts["unmatched"] += 1
             else:
                 counts["still_waiting"] += 1
                 if now - int(item["waiting_since"]) >= WAITING_ALARM_SECONDS:
@@ -124,10 +136,34 @@ class Waiting:
 
     # -- the operator's command --------------------------------------------------------------
 
-    def attach(self, provider: str, object_id: str, order_id: str) -> int:
+    def attach(self, provider: str, object_id: str, order_id: str, *, force: bool = False) -> int:
         """Bind `object_id` to `order_id` (first writer wins) and re-drive every delivery that
         waits for it or went unmatched: they apply through the same transaction, exactly once.
-        Attaching again changes nothing. Returns how many deliveries were re-driven."""
+        Attaching again changes nothing. A binding is for good, so an object nothing waits for
+        (a typo, a refund id) is refused unless `force`. Returns how many were re-driven."""
+        parked = [
+            (partition, item)
+            for partition in (tables.WAITING_PK, tables.UNMATCHED_PK)
+            for item in self._partition(partition)
+            if item["provider"] == provider and object_id in item.get("objects", [])
+        ]
+        if not parked and not force and not self._bound(provider, [object_id]):
+            raise NothingWaitsError(
+                f"nothing waits for {provider} {object_id}: check the object "
+                "(`umavez show unmatched` lists what each delivery waits for)"
+            )
+        for attempt in range(ATTACH_ATTEMPTS):
+            try:
+                self._bind(provider, object_id, order_id)
+                break
+            except WriteContendedError:
+                if attempt == ATTACH_ATTEMPTS - 1:
+                    raise
+        for partition, item in parked:
+            self._enqueue_and_forget(item, partition)
+        return len(parked)
+
+    def _bind(self, provider: str, object_id: str, order_id: str) -> None:
         try:
             self._db.transact_write_items(
                 TransactItems=[
@@ -156,17 +192,12 @@ class Waiting:
             )
         except ClientError as exc:
             cancellation = cancellation_of(exc, "TransactWriteItems")
+            if cancellation.contended:
+                raise WriteContendedError(f"attach contended: {cancellation.codes}") from exc
             bound = (cancellation.old_item(0) or {}).get("order_id")
             raise BindingConflictError(
                 f"{provider} {object_id} is already bound to order {bound}", str(bound)
             ) from exc
-        redriven = 0
-        for partition in (tables.WAITING_PK, tables.UNMATCHED_PK):
-            for item in list(self._partition(partition)):
-                if item["provider"] == provider and object_id in item.get("objects", []):
-                    self._enqueue_and_forget(item, partition)
-                    redriven += 1
-        return redriven
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -181,7 +212,8 @@ class Waiting:
         for page in pages:
             yield from map(from_attributes, page["Items"])
 
-    def _bound(self, provider: str, objects: list[str]) -> bool:
+    def _bound(self, provider: str, objects: list[str]) -> bool | None:
+        """Whether any object is bound; None when DynamoDB could not say (throttled)."""
         if not objects:
             return False
         keys = [
@@ -199,7 +231,9 @@ class Waiting:
             )
         except ClientError as exc:
             raise_unclassified(exc, "BatchGetItem")
-        return bool(response["Responses"].get(self._tables.ledger))
+        if response["Responses"].get(self._tables.ledger):
+            return True
+        return None if response.get("UnprocessedKeys") else False
 
     def _enqueue_and_forget(self, item: dict[str, Any], partition: str) -> None:
         """Send first, then delete: a crash in between sends it again, which is a duplicate."""
@@ -220,28 +254,38 @@ class Waiting:
             ),
         )
 
-    def _move_to_unmatched(self, item: dict[str, Any], now: int) -> None:
+    def _move_to_unmatched(self, item: dict[str, Any], now: int) -> bool:
+        """Only if it still waits: an attach or a re-drive in between wins."""
         unmatched = {
             **item,
             tables.PARTITION_KEY: tables.UNMATCHED_PK,
             "unmatched_at": datetime.fromtimestamp(now, tz=UTC).isoformat(timespec="seconds"),
         }
-        self._db.transact_write_items(
-            TransactItems=[
-                {"Put": {"TableName": self._tables.ledger, "Item": to_attributes(unmatched)}},
-                {
-                    "Delete": {
-                        "TableName": self._tables.ledger,
-                        "Key": to_attributes(
-                            {
-                                tables.PARTITION_KEY: tables.WAITING_PK,
-                                tables.SORT_KEY: item[tables.SORT_KEY],
-                            }
-                        ),
-                    }
-                },
-            ]
-        )
+        try:
+            self._db.transact_write_items(
+                TransactItems=[
+                    {"Put": {"TableName": self._tables.ledger, "Item": to_attributes(unmatched)}},
+                    {
+                        "Delete": {
+                            "TableName": self._tables.ledger,
+                            "Key": to_attributes(
+                                {
+                                    tables.PARTITION_KEY: tables.WAITING_PK,
+                                    tables.SORT_KEY: item[tables.SORT_KEY],
+                                }
+                            ),
+                            "ConditionExpression": "attribute_exists(#pk)",
+                            "ExpressionAttributeNames": {"#pk": tables.PARTITION_KEY},
+                        }
+                    },
+                ]
+            )
+        except ClientError as exc:
+            cancellation = cancellation_of(exc, "TransactWriteItems")
+            if cancellation.failed_condition(1) or cancellation.contended:
+                return False
+            raise UnexpectedWriteError(f"unmatched move: {cancellation.codes}") from exc
+        return True
 
 
 def describe(item: dict[str, Any], now: float) -> dict[str, Any]:

@@ -69,7 +69,8 @@ class Reconciler:
                 "?",
                 f"{item.get('provider')} {item.get('external_ref')} "
                 f"{item.get('amount')} {item.get('currency')}: no order; "
-                f"`umavez attach {item.get('provider')} OBJECT ORDER_ID`",
+                f"`umavez attach {item.get('provider')} {(item.get('objects') or ['?'])[0]} "
+                "ORDER_ID`",
             )
             for item in unmatched
         ]

@@ -209,9 +209,10 @@ class Binding:
     """A delivery that moves no money but says which order provider objects belong to."""
 
     delivery: Delivery
-    order_id: str
+    order_id: str | None
     objects: tuple[str, ...]
     reason: str
+    order_lookup: tuple[str, ...] = ()  # when it names no order: what it is bound through
 
 
 Interpretation = Effect | NoEffect | Binding

@@ -176,3 +176,56 @@ def test_checkout_naming_another_order_for_a_bound_payment_is_a_conflict(world: 
 
     assert late.outcome is Outcome.CONFLICT
     assert world.order(other) == {}
+
+
+def test_subscription_renewal_naming_no_order_is_paid_on_the_subscriptions_order(
+    world: World,
+) -> None:
+    # Given a subscription whose first invoice carried the order
+    order, subscription = stripe.unique("ord"), stripe.unique("sub")
+    first, renewal = stripe.unique("in"), stripe.unique("in")
+    world.deliver(stripe.subscription_invoice_paid(order, first, subscription, T0))
+    world.deliver(stripe.subscription_invoice_payment_paid(first, stripe.unique("pi"), AMOUNT, T0))
+
+    # When a renewal invoice names no order (Checkout's client_reference_id is not copied)
+    month = T0 + 2_592_000
+    renewal_paid = stripe.subscription_invoice_paid(order, renewal, subscription, month)
+    renewal_paid = renewal_paid.replace(f'"order_id": "{order}"', '"plan": "monthly"')
+    bound = world.deliver(renewal_paid)
+    paid = world.deliver(
+        stripe.subscription_invoice_payment_paid(
+            renewal, stripe.unique("pi"), AMOUNT, T0 + 2_592_000
+        )
+    )
+
+    # Then the renewal is bound through the subscription and paid on the same order
+    assert (bound.outcome, bound.order_id, paid.outcome) == (Outcome.BOUND, order, Outcome.APPLIED)
+    assert world.order(order)["paid_total"] == 2 * AMOUNT
+
+
+def test_checkout_prefers_the_order_in_metadata_over_a_cart_reference(world: World) -> None:
+    order, intent, session = ids()
+    body = stripe.checkout_session(CARD, order, intent, session, T0).replace(
+        f'"client_reference_id": "{order}"', '"client_reference_id": "cart_77"'
+    )
+
+    paid = world.deliver(body)
+
+    assert (paid.outcome, paid.order_id) == (Outcome.APPLIED, order)
+
+
+def test_binding_and_conflict_deliveries_resent_change_nothing(world: World) -> None:
+    order, intent, session = ids()
+    unpaid = stripe.checkout_session(
+        "checkout.session.completed.boleto", order, intent, session, T0
+    )
+    other = stripe.checkout_session(
+        "checkout.session.completed.boleto", stripe.unique("ord"), intent, stripe.unique("cs"), T0
+    )
+    first = (world.deliver(unpaid).outcome, world.deliver(other).outcome)
+    before = world.snapshot()
+
+    again = (world.deliver(unpaid).outcome, world.deliver(other).outcome)
+
+    assert first == again == (Outcome.BOUND, Outcome.CONFLICT)
+    assert world.snapshot() == before

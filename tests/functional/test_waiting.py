@@ -12,12 +12,18 @@ import pytest
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from functions.process.handler import handle_message
-from functions.process.waiting import PARK_AFTER_RECEIVES, WAIT_LIMIT_SECONDS, Waiting
+from functions.process.waiting import (
+    PARK_AFTER_RECEIVES,
+    WAIT_LIMIT_SECONDS,
+    NothingWaitsError,
+    Waiting,
+)
 from functions.reconcile.service import Reconciler
 from functions.shared.domain import Outcome
 from functions.shared.errors import BindingConflictError, OrderNotYetKnownError
 from local_stack import stripe_events as stripe
 from tests.conftest import TABLES
+from tests.support.clients import conflicting_once
 from tests.support.clock import FakeClock
 from tests.support.lambda_events import sqs_record
 from tests.support.world import World
@@ -153,3 +159,23 @@ def test_attaching_an_unmatched_payment_applies_it_exactly_once(
     # And attaching it to another order is refused
     with pytest.raises(BindingConflictError, match=order):
         room.attach("stripe", intent, stripe.unique("ord"))
+
+
+def test_attach_refuses_an_object_nothing_waits_for(world: World, room: Waiting) -> None:
+    with pytest.raises(NothingWaitsError, match="pi_typo"):
+        room.attach("stripe", "pi_typo", stripe.unique("ord"))
+
+    assert room.attach("stripe", "pi_typo", stripe.unique("ord"), force=True) == 0
+
+
+def test_attach_contended_by_a_transaction_conflict_is_retried(
+    world: World, queue: tuple[SQSClient, str], clock: FakeClock
+) -> None:
+    intent, order = stripe.unique("pi"), stripe.unique("ord")
+    sqs, url = queue
+    room = Waiting(conflicting_once(world.dynamodb), sqs, TABLES, url, clock)
+    payment = stripe.payment_intent_succeeded(None, intent, AMOUNT, T0)
+    handle_message(record(payment, PARK_AFTER_RECEIVES), world.processor(), room)
+
+    assert room.attach("stripe", intent, order) == 1
+    assert process_queue(world, queue) == [Outcome.APPLIED]

@@ -204,7 +204,9 @@ class CheckoutSession(_StripeModel):
 
     @property
     def order_id(self) -> str | None:
-        return self.client_reference_id or _order_of(self.metadata)
+        # metadata.order_id is the convention every other object follows here (and what a
+        # PaymentIntent would carry); client_reference_id, often a cart id, comes second.
+        return _order_of(self.metadata) or self.client_reference_id
 
 
 class InvoicePaymentTarget(_StripeModel):
@@ -308,16 +310,33 @@ def _basil_invoice_binding(invoice: BasilInvoice, delivery: Delivery) -> Interpr
     """Basil invoices name no payment: the payment is applied from invoice_payment.paid, which
     finds its order through the invoice bound here."""
     details = invoice.subscription
-    if invoice.order_id is None:
-        return NoEffect(
-            delivery, "invoice (API 2025-03-31 basil or later) names no payment and no order"
+    subscription = details.subscription if details else None
+    if _order_of(invoice.metadata):
+        # The order of this invoice only: the subscription may bill other orders.
+        return Binding(
+            delivery,
+            invoice.order_id,
+            (invoice.id,),
+            f"invoice {invoice.id} bound to order {invoice.order_id}",
         )
-    return Binding(
-        delivery,
-        invoice.order_id,
-        _payment_refs(invoice.id, details.subscription if details else None),
-        f"invoice {invoice.id} bound to order {invoice.order_id}; its payment is applied from "
-        "invoice_payment.paid",
+    if invoice.order_id is not None:
+        return Binding(
+            delivery,
+            invoice.order_id,
+            _payment_refs(invoice.id, subscription),
+            f"invoice {invoice.id} and its subscription bound to order {invoice.order_id}",
+        )
+    if subscription is not None:
+        # A renewal: Stripe does not copy a Checkout's client_reference_id to the subscription.
+        return Binding(
+            delivery,
+            None,
+            (invoice.id,),
+            f"renewal invoice {invoice.id} bound through subscription {subscription}",
+            order_lookup=(subscription,),
+        )
+    return NoEffect(
+        delivery, "invoice (API 2025-03-31 basil or later) names no payment and no order"
     )
 
 
