@@ -30,7 +30,7 @@ from functions.process.mercadopago_api import MercadoPagoApi
 from functions.process.service import EffectProcessor, Processed
 from functions.process.stripe_api import BASE_URL as STRIPE_BASE_URL
 from functions.process.stripe_api import StripeApi
-from functions.process.waiting import PARK_AFTER_RECEIVES, Message, Waiting
+from functions.process.waiting import PARK_AFTER_RECEIVES, Message, Waiting, waiting_from_env
 from functions.shared.domain import Outcome
 from functions.shared.errors import MalformedEventError, OrderNotYetKnownError, RetryableError
 from functions.shared.observability import powertools
@@ -169,13 +169,7 @@ def _count(outcome: Outcome) -> None:
 
 @cache
 def waiting_room() -> Waiting:
-    return Waiting(
-        boto3.client("dynamodb"),
-        boto3.client("sqs"),
-        TableNames.from_env(),
-        os.environ.get("WEBHOOK_QUEUE_URL", ""),
-        time.time,
-    )
+    return waiting_from_env()
 
 
 @tracer.capture_method

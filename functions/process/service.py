@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Final
 from botocore.exceptions import ClientError
 
 from functions.shared import tables
+from functions.shared.bindings import bound_orders
 from functions.shared.domain import (
     TRANSITION_RULES,
     Binding,
@@ -31,7 +32,6 @@ from functions.shared.domain import (
 from functions.shared.dynamo import (
     Cancellation,
     cancellation_of,
-    from_attributes,
     is_condition_failure,
     raise_unclassified,
     to_attributes,
@@ -126,27 +126,9 @@ class EffectProcessor:
         self, delivery: Delivery, objects: tuple[str, ...], summary: dict[str, object]
     ) -> str:
         """The order the first bound object belongs to (a consistent read), or wait for it."""
-        keys = [
-            to_attributes(
-                {
-                    tables.PARTITION_KEY: tables.ref_pk(delivery.provider, ref),
-                    tables.SORT_KEY: tables.REF_SORT,
-                }
-            )
-            for ref in objects
-        ]
-        try:
-            response = self._db.batch_get_item(
-                RequestItems={self._tables.ledger: {"Keys": keys, "ConsistentRead": True}}
-            )
-        except ClientError as exc:
-            raise_unclassified(exc, "BatchGetItem")
-        if response.get("UnprocessedKeys"):
+        found, unread = bound_orders(self._db, self._tables.ledger, delivery.provider, objects)
+        if unread:
             raise WriteContendedError("BatchGetItem left keys unprocessed")
-        found = {
-            item["ref"]: item["order_id"]
-            for item in map(from_attributes, response["Responses"].get(self._tables.ledger, []))
-        }
         for ref in objects:
             if ref in found:
                 return str(found[ref])
@@ -170,19 +152,24 @@ class EffectProcessor:
             return self._after_cancellation(routed, cancellation)
         return self._processed(routed, Outcome.APPLIED)
 
-    def _after_cancellation(self, routed: RoutedEffect, cancellation: Cancellation) -> Processed:
+    def _after_cancellation(
+        self, routed: RoutedEffect, cancellation: Cancellation, *, stale: bool = False
+    ) -> Processed:
+        """By position: the key (duplicate), contention (retry), a binding (conflict), the
+        reversed entry (void), the order's guard (stale, on the first transaction only)."""
+        kind = "stale transaction" if stale else "transaction"
         if cancellation.failed_condition(KEY_POSITION):
-            return self._duplicate(routed, cancellation, "effect key already reserved")
+            return self._duplicate(routed, cancellation, f"{kind}: effect key already reserved")
         if cancellation.contended:
-            raise WriteContendedError(f"transaction cancelled: {cancellation.codes}")
+            raise WriteContendedError(f"{kind} cancelled: {cancellation.codes}")
         if conflict := self._binding_conflict(routed, cancellation):
             return conflict
         if routed.reversed_key is not None and cancellation.failed_condition(REVERSED_POSITION):
             return self._void(routed)
-        if cancellation.failed_condition(ORDER_POSITION):
+        if not stale and cancellation.failed_condition(ORDER_POSITION):
             self._refuse_other_currency(routed, cancellation)
             return self._record_stale(routed)
-        raise UnexpectedWriteError(f"transaction cancelled: {cancellation.codes}")
+        raise UnexpectedWriteError(f"{kind} cancelled: {cancellation.codes}")
 
     def _duplicate(
         self, routed: RoutedEffect, cancellation: Cancellation, detail: str
@@ -532,31 +519,15 @@ class EffectProcessor:
             self._outbox_put(routed, late=True),
             *self._reversed_check(routed),
             *self._binding_puts(routed),
-            self._delivery_put(
-                effect.delivery,
-                Outcome.STALE,
-                "older than the order's last event: status kept, amount counted",
-                order_id=routed.order_id,
-                effect_key=routed.key,
+            self._entry_audit(
+                routed, Outcome.STALE, "older than the order's last event: status kept, counted"
             ),
         ]
         try:
             self._db.transact_write_items(TransactItems=items)
         except ClientError as exc:
             cancellation = cancellation_of(exc, "TransactWriteItems")
-            if cancellation.failed_condition(KEY_POSITION):
-                return self._duplicate(routed, cancellation, "stale effect already recorded")
-            if cancellation.contended:
-                raise WriteContendedError(
-                    f"stale transaction cancelled: {cancellation.codes}"
-                ) from exc
-            if conflict := self._binding_conflict(routed, cancellation):
-                return conflict
-            if routed.reversed_key is not None and cancellation.failed_condition(REVERSED_POSITION):
-                return self._void(routed)
-            raise UnexpectedWriteError(
-                f"stale transaction cancelled: {cancellation.codes}"
-            ) from exc
+            return self._after_cancellation(routed, cancellation, stale=True)
         return self._processed(routed, Outcome.STALE, "status change discarded, amount counted")
 
     # -- voided: a reversal of an entry that never counted ---------------------------------
@@ -575,13 +546,7 @@ class EffectProcessor:
         items: list[TransactWriteItemTypeDef] = [
             self._reserve_key(routed, Outcome.VOIDED, key=reversed_key),
             self._reserve_key(routed, Outcome.VOIDED),
-            self._delivery_put(
-                routed.effect.delivery,
-                Outcome.VOIDED,
-                reason,
-                order_id=routed.order_id,
-                effect_key=routed.key,
-            ),
+            self._entry_audit(routed, Outcome.VOIDED, reason),
         ]
         try:
             self._db.transact_write_items(TransactItems=items)
@@ -621,6 +586,14 @@ class EffectProcessor:
             if not is_condition_failure(exc):
                 raise_unclassified(exc, "PutItem")
         return Processed(delivery, outcome, detail=reason)
+
+    def _entry_audit(
+        self, routed: RoutedEffect, outcome: Outcome, reason: str
+    ) -> TransactWriteItemTypeDef:
+        """The delivery's audit record, naming the entry it concerns."""
+        return self._delivery_put(
+            routed.effect.delivery, outcome, reason, order_id=routed.order_id, effect_key=routed.key
+        )
 
     def _delivery_put(
         self,

@@ -11,15 +11,19 @@ acknowledged, so it never reaches the DLQ merely for waiting.
 from __future__ import annotations
 
 import json
+import os
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
+import boto3
 from botocore.exceptions import ClientError
 
 from functions.shared import tables
+from functions.shared.bindings import bound_orders
 from functions.shared.dynamo import (
     cancellation_of,
     from_attributes,
@@ -214,26 +218,10 @@ class Waiting:
 
     def _bound(self, provider: str, objects: list[str]) -> bool | None:
         """Whether any object is bound; None when DynamoDB could not say (throttled)."""
-        if not objects:
-            return False
-        keys = [
-            to_attributes(
-                {
-                    tables.PARTITION_KEY: tables.ref_pk(provider, ref),
-                    tables.SORT_KEY: tables.REF_SORT,
-                }
-            )
-            for ref in objects
-        ]
-        try:
-            response = self._db.batch_get_item(
-                RequestItems={self._tables.ledger: {"Keys": keys, "ConsistentRead": True}}
-            )
-        except ClientError as exc:
-            raise_unclassified(exc, "BatchGetItem")
-        if response["Responses"].get(self._tables.ledger):
+        found, unread = bound_orders(self._db, self._tables.ledger, provider, objects)
+        if found:
             return True
-        return None if response.get("UnprocessedKeys") else False
+        return None if unread else False
 
     def _enqueue_and_forget(self, item: dict[str, Any], partition: str) -> None:
         """Send first, then delete: a crash in between sends it again, which is a duplicate."""
@@ -286,6 +274,18 @@ class Waiting:
                 return False
             raise UnexpectedWriteError(f"unmatched move: {cancellation.codes}") from exc
         return True
+
+
+def waiting_from_env() -> Waiting:
+    """The waiting room as the Lambdas build it from the stack's environment."""
+    return Waiting(
+        boto3.client("dynamodb"),
+        boto3.client("sqs"),
+        tables.TableNames.from_env(),
+        os.environ.get("WEBHOOK_QUEUE_URL", ""),
+        time.time,
+        int(os.environ.get("WAIT_LIMIT_SECONDS", WAIT_LIMIT_SECONDS)),
+    )
 
 
 def describe(item: dict[str, Any], now: float) -> dict[str, Any]:

@@ -3,32 +3,21 @@ limit. Publishes what waits, so an alarm fires when anything waits longer than a
 
 from __future__ import annotations
 
-import os
-import time
 from functools import cache
 from typing import Any
 
-import boto3
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from functions.process.waiting import WAIT_LIMIT_SECONDS, Waiting
+from functions.process.waiting import Waiting, waiting_from_env
 from functions.shared.observability import powertools
-from functions.shared.tables import TableNames
 
 logger, tracer, metrics = powertools("waiting")
 
 
 @cache
 def waiting_room() -> Waiting:
-    return Waiting(
-        boto3.client("dynamodb"),
-        boto3.client("sqs"),
-        TableNames.from_env(),
-        os.environ["WEBHOOK_QUEUE_URL"],
-        time.time,
-        int(os.environ.get("WAIT_LIMIT_SECONDS", WAIT_LIMIT_SECONDS)),
-    )
+    return waiting_from_env()
 
 
 @logger.inject_lambda_context

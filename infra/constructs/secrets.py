@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 
@@ -40,21 +41,22 @@ class ProviderSecrets(Construct):
                 removal_policy=policy,
             )
             self.webhook[provider] = secret
-        self.mercadopago_access_token = secretsmanager.Secret(
+        # Credentials process reads providers' APIs with, set by an operator after deploy.
+        api_credential = functools.partial(
+            secretsmanager.Secret,
             self,
-            "MercadopagoAccessToken",
-            secret_name=self.mercadopago_access_token_name,
-            description="Mercado Pago access token, to read payments named by notifications",
             secret_string_value=cdk.SecretValue.unsafe_plain_text("set-me"),
             removal_policy=policy,
         )
+        self.mercadopago_access_token = api_credential(
+            "MercadopagoAccessToken",
+            secret_name=self.mercadopago_access_token_name,
+            description="Mercado Pago access token, to read payments named by notifications",
+        )
         # Read-only (restricted key, Refunds: read): needed by endpoints pinned to a Stripe
         # API version before 2024-10-28.acacia, whose charge.refunded names no refund.
-        self.stripe_api_key = secretsmanager.Secret(
-            self,
+        self.stripe_api_key = api_credential(
             "StripeApiKey",
             secret_name=self.stripe_api_key_name,
             description="Stripe restricted API key (Refunds: read), to list a charge's refunds",
-            secret_string_value=cdk.SecretValue.unsafe_plain_text("set-me"),
-            removal_policy=policy,
         )
