@@ -54,6 +54,7 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
     with EmbeddedStack(faults=faults, process_variant=options.process_variant) as stack:
         drill = stories(options.orders, int(time.time()))
         for story in drill:
+            stack.provider_apis.refunds.update(story.stripe_refunds)
             if story.mercadopago_payment:
                 stack.provider_apis.payments[str(story.mercadopago_payment["id"])] = (
                     story.mercadopago_payment
@@ -117,6 +118,9 @@ def run_deployed(
         s
         for s in stories(options.orders, int(time.time()))
         if {p.provider for p in s.posts} <= providers_given
+        # Stories that need the embedded fakes of the providers' APIs, or its waiting seconds.
+        and not s.stripe_refunds
+        and not s.unmatched_object
     ]
     log = DeliveryLog()
     err.write(f"  delivering {len(drill)} stories to {target.url}\n")

@@ -74,6 +74,8 @@ class Story:
     phases: list[list[Post]]
     expected: Expected
     mercadopago_payment: dict[str, Any] | None = None
+    # A charge's refunds as Stripe's refunds API lists them (for a legacy charge.refunded).
+    stripe_refunds: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     # Another order that an event names for this story's payment: it must never be credited.
     conflicting_order: str | None = None
     # A payment no event binds to any order: it must end unmatched, listed, and be attached.
@@ -283,6 +285,110 @@ def mercadopago_refunded(order: str, at: int) -> Story:
             stale=(0, 1),
         ),
         mercadopago_payment=payment,
+    )
+
+
+def mercadopago_chargeback_lost(order: str, at: int) -> Story:
+    """Read when approved, then after a chargeback settled against the seller."""
+    payment_id = str(9_000_000_000 + next(_numbers))
+    payment = _shape("mercadopago/payment.charged_back_settled.json")
+    payment.update({"id": int(payment_id), "external_reference": order, "metadata": {}})
+    query = {"data.id": payment_id, "type": "payment"}
+    note = _shape("mercadopago/payment.updated.json")
+    note.update({"id": 100_000_000_000 + next(_numbers), "data": {"id": payment_id}})
+    return Story(
+        "mercadopago chargeback lost",
+        order,
+        [[Post("mercadopago", json.dumps(note), query, copies=2)]],
+        Expected(
+            "dispute_lost",
+            paid=5000,
+            dispute_lost=5000,
+            effects={
+                ("order.paid", payment_id),
+                ("order.disputed", f"{payment_id}:chargeback"),
+                ("order.dispute_lost", f"{payment_id}:chargeback"),
+            },
+        ),
+        mercadopago_payment=payment,
+    )
+
+
+def asaas_chargeback_won(order: str, at: int) -> Story:
+    """Received, chargeback requested, contested, won (awaiting the acquirer's reversal)."""
+    payment = unique("pay")
+
+    def event(name: str, seconds: int) -> str:
+        event = _shape(f"asaas/{name}.json")
+        event["id"] = f"evt_{uuid.uuid4().hex}&{next(_numbers)}"
+        event["dateCreated"] = _brazil(at + seconds)
+        event["payment"].update({"id": payment, "externalReference": order, "value": 50})
+        return json.dumps(event)
+
+    return Story(
+        "asaas chargeback won",
+        order,
+        [
+            [Post("asaas", event("PAYMENT_RECEIVED", 0))],
+            [Post("asaas", event("PAYMENT_CHARGEBACK_REQUESTED", 3600))],
+            [Post("asaas", event("PAYMENT_CHARGEBACK_DISPUTE", 7200))],
+            [Post("asaas", event("PAYMENT_AWAITING_CHARGEBACK_REVERSAL", 86_400))],
+        ],
+        Expected(
+            "dispute_won",
+            paid=5000,
+            dispute_won=5000,
+            effects={
+                ("order.paid", payment),
+                ("order.disputed", f"{payment}:chargeback"),
+                ("order.dispute_won", f"{payment}:chargeback"),
+            },
+            stale=(0, 3),
+        ),
+    )
+
+
+def stripe_legacy_charge_refunded(order: str, at: int) -> Story:
+    """An endpoint pinned to 2023-10-16: a card refund arrives only as charge.refunded, which
+    names no refund; its refunds are read from Stripe's API (and a refund.created of the same
+    refund from another endpoint is the same entry)."""
+    intent, charge, refund = unique("pi"), unique("ch"), unique("re")
+    event = json.loads(stripe.fixture_text("charge.refunded.2023-10-16"))
+    event["id"] = unique("evt")
+    event["created"] = at + 120
+    event["data"]["object"].update(
+        {"id": charge, "payment_intent": intent, "metadata": {"order_id": order}}
+    )
+    listed = json.loads(stripe.fixture_text("api.refunds.list"))["data"][0]
+    return Story(
+        "legacy charge.refunded, refunds read from the API",
+        order,
+        [
+            [Post("stripe", stripe.payment_intent_succeeded(order, intent, 5000, at, charge))],
+            [
+                Post("stripe", json.dumps(event)),
+                Post("stripe", stripe.refund_created(intent, refund, 1500, at + 60, charge)),
+            ],
+        ],
+        Expected(
+            "partially_refunded",
+            paid=5000,
+            refunded=1500,
+            effects={("order.paid", intent), ("order.refunded", refund)},
+            stale=(0, 1),
+        ),
+        stripe_refunds={
+            charge: [
+                {
+                    **listed,
+                    "id": refund,
+                    "amount": 1500,
+                    "created": at + 60,
+                    "charge": charge,
+                    "payment_intent": intent,
+                }
+            ]
+        },
     )
 
 
@@ -624,6 +730,9 @@ KINDS: tuple[Callable[[str, int], Story], ...] = (
     stripe_conflicting_metadata,
     stripe_payment_after_the_retry_budget,
     stripe_unmatched_payment,
+    stripe_legacy_charge_refunded,
+    mercadopago_chargeback_lost,
+    asaas_chargeback_won,
 )
 
 
