@@ -58,9 +58,10 @@ class LocalResources:
             "EMAIL_SENDER": EMAIL_SENDER,
             "OUTBOX_LEASE_SECONDS": "2",
             # Waiting, in seconds instead of days: parked after 2 receives (3 s visibility),
-            # unmatched after 45 s without a binding (the drill's late payment comes after 18 s).
+            # unmatched after 120 s without a binding (the drill's late payment comes after 18 s,
+            # and a loaded local server can take a minute more to process it).
             "PARK_AFTER_RECEIVES": "2",
-            "WAIT_LIMIT_SECONDS": "45",
+            "WAIT_LIMIT_SECONDS": "120",
             "OUTBOX_BACKOFF_BASE_SECONDS": "1",
             "SWEEP_GRACE_SECONDS": "1",
             "POWERTOOLS_TRACE_DISABLED": "true",

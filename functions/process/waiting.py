@@ -118,8 +118,8 @@ class Waiting:
 
     def redrive(self) -> Counter[str]:
         """Each waiting delivery: re-enqueued once its binding exists, unmatched once it waited
-        longer than the limit; counted (`redriven`, `unmatched`, `still_waiting`,
-        `waiting_over_an_hour`)."""
+        longer than the limit (and re-enqueued if its binding appears later); counted
+        (`redriven`, `unmatched`, `still_waiting`, `waiting_over_an_hour`)."""
         counts: Counter[str] = Counter(
             {"redriven": 0, "unmatched": 0, "still_waiting": 0, "waiting_over_an_hour": 0}
         )
@@ -136,6 +136,12 @@ class Waiting:
                 counts["still_waiting"] += 1
                 if now - int(item["waiting_since"]) >= WAITING_ALARM_SECONDS:
                     counts["waiting_over_an_hour"] += 1
+        # Unmatched money whose binding arrived after all (an event resent weeks later) is
+        # re-driven too: nothing routable stays unmatched.
+        for item in list(self.unmatched()):
+            if self._bound(item["provider"], item.get("objects", [])):
+                self._enqueue_and_forget(item, tables.UNMATCHED_PK)
+                counts["redriven"] += 1
         return counts
 
     # -- the operator's command --------------------------------------------------------------

@@ -179,3 +179,23 @@ def test_attach_contended_by_a_transaction_conflict_is_retried(
 
     assert room.attach("stripe", intent, order) == 1
     assert process_queue(world, queue) == [Outcome.APPLIED]
+
+
+def test_unmatched_delivery_whose_binding_arrives_after_all_is_applied(
+    world: World, room: Waiting, queue: tuple[SQSClient, str], clock: FakeClock
+) -> None:
+    # Given a refund unmatched after waiting 3 days for its payment
+    order, intent, refund = refund_before_its_payment()
+    handle_message(record(refund, PARK_AFTER_RECEIVES), world.processor(), room)
+    clock.advance(WAIT_LIMIT_SECONDS + 1)
+    room.redrive()
+    assert len(list(room.unmatched())) == 1
+
+    # When the payment is resent from the dashboard weeks later and the re-drive runs
+    world.deliver(stripe.payment_intent_succeeded(order, intent, AMOUNT, T0))
+    counts = room.redrive()
+
+    # Then the refund is applied once and nothing stays unmatched
+    assert (counts["redriven"], process_queue(world, queue)) == (1, [Outcome.APPLIED])
+    assert world.order(order)["refunded_total"] == 1000
+    assert list(room.unmatched()) == []
