@@ -138,6 +138,9 @@ def _waiting_room(endpoint_url: str, ledger_table: str, queue_url: str | None) -
 def _show_parked(args: argparse.Namespace) -> int:
     from functions.process.waiting import describe
 
+    if args.endpoint_url == "aws" and args.ledger_table == DEFAULT_LEDGER_TABLE:
+        print("--endpoint-url aws needs --ledger-table (the stack's output LedgerTable)")
+        return 2
     room = _waiting_room(args.endpoint_url, args.ledger_table, "")
     items = list(room.waiting() if args.what == "waiting" else room.unmatched())
     now = time.time()

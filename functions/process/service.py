@@ -473,10 +473,16 @@ class EffectProcessor:
             delivery, binding.order_lookup, {"transition": "binding"}
         )
         binding = replace(binding, order_id=order_id)
+        return self._write_binding(binding, order_id, first_time=True)
+
+    def _write_binding(self, binding: Binding, order_id: str, *, first_time: bool) -> Processed:
+        delivery = binding.delivery
         bindings = self._bindings(delivery.provider, order_id, binding.objects)
         audit = self._delivery_put(delivery, Outcome.BOUND, binding.reason, order_id)
-        audit["Put"]["ConditionExpression"] = "attribute_not_exists(#pk)"
-        audit["Put"]["ExpressionAttributeNames"] = {"#pk": tables.PARTITION_KEY}
+        if first_time:
+            audit["Put"]["ConditionExpression"] = "attribute_not_exists(#pk)"
+            audit["Put"]["ExpressionAttributeNames"] = {"#pk": tables.PARTITION_KEY}
+            audit["Put"]["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
         try:
             self._db.transact_write_items(TransactItems=[*bindings, audit])
         except ClientError as exc:
@@ -486,8 +492,12 @@ class EffectProcessor:
             if cancellation.codes and all(
                 code is None for code in cancellation.codes[: len(bindings)]
             ):
-                # Only the audit exists: this delivery bound these objects already.
-                return Processed(delivery, Outcome.BOUND, order_id, detail=binding.reason)
+                old = cancellation.old_item(len(bindings)) or {}
+                if old.get("outcome") == Outcome.BOUND.value:
+                    # This delivery bound these objects already: a resend changes nothing.
+                    return Processed(delivery, Outcome.BOUND, order_id, detail=binding.reason)
+                # Recorded otherwise before (e.g. ignored by an older version): bind now.
+                return self._write_binding(binding, order_id, first_time=False)
             for position, ref in enumerate(binding.objects):
                 if cancellation.failed_condition(position):
                     bound = (cancellation.old_item(position) or {}).get("order_id")

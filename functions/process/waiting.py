@@ -121,28 +121,43 @@ class Waiting:
         longer than the limit (and re-enqueued if its binding appears later); counted
         (`redriven`, `unmatched`, `still_waiting`, `waiting_over_an_hour`)."""
         counts: Counter[str] = Counter(
-            {"redriven": 0, "unmatched": 0, "still_waiting": 0, "waiting_over_an_hour": 0}
+            {
+                "redriven": 0,
+                "unmatched": 0,
+                "still_waiting": 0,
+                "waiting_over_an_hour": 0,
+                "redrive_failures": 0,
+            }
         )
         now = int(self._clock())
         for item in list(self.waiting()):
-            bound = self._bound(item["provider"], item.get("objects", []))
-            if bound:
-                self._enqueue_and_forget(item, tables.WAITING_PK)
-                counts["redriven"] += 1
-            elif bound is False and now - int(item["waiting_since"]) >= self._limit:
-                if self._move_to_unmatched(item, now):
-                    counts["unmatched"] += 1
-            else:
-                counts["still_waiting"] += 1
-                if now - int(item["waiting_since"]) >= WAITING_ALARM_SECONDS:
-                    counts["waiting_over_an_hour"] += 1
+            try:
+                result = self._check_waiting(item, now)
+            except (ClientError, UmavezError):
+                # One item the database or the queue refused must not stop the others.
+                result = "redrive_failures"
+            counts[result] += 1
+            if result != "redriven" and now - int(item["waiting_since"]) >= WAITING_ALARM_SECONDS:
+                counts["waiting_over_an_hour"] += 1
         # Unmatched money whose binding arrived after all (an event resent weeks later) is
         # re-driven too: nothing routable stays unmatched.
         for item in list(self.unmatched()):
-            if self._bound(item["provider"], item.get("objects", [])):
-                self._enqueue_and_forget(item, tables.UNMATCHED_PK)
-                counts["redriven"] += 1
+            try:
+                if self._bound(item["provider"], item.get("objects", [])):
+                    self._enqueue_and_forget(item, tables.UNMATCHED_PK)
+                    counts["redriven"] += 1
+            except (ClientError, UmavezError):
+                counts["redrive_failures"] += 1
         return counts
+
+    def _check_waiting(self, item: dict[str, Any], now: int) -> str:
+        bound = self._bound(item["provider"], item.get("objects", []))
+        if bound:
+            self._enqueue_and_forget(item, tables.WAITING_PK)
+            return "redriven"
+        if bound is False and now - int(item["waiting_since"]) >= self._limit:
+            return "unmatched" if self._move_to_unmatched(item, now) else "still_waiting"
+        return "still_waiting"
 
     # -- the operator's command --------------------------------------------------------------
 

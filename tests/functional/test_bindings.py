@@ -4,6 +4,7 @@ second credit."""
 
 from __future__ import annotations
 
+import json
 import threading
 
 import pytest
@@ -229,3 +230,27 @@ def test_binding_and_conflict_deliveries_resent_change_nothing(world: World) -> 
 
     assert first == again == (Outcome.BOUND, Outcome.CONFLICT)
     assert world.snapshot() == before
+
+
+def test_binding_resent_after_an_older_version_ignored_it_binds_now(world: World) -> None:
+    # Given a basil invoice.paid that an older version recorded as ignored
+    order, invoice, subscription = stripe.unique("ord"), stripe.unique("in"), stripe.unique("sub")
+    body = stripe.subscription_invoice_paid(order, invoice, subscription, T0)
+    world.dynamodb.put_item(
+        TableName=world.tables.ledger,
+        Item={
+            "pk": {"S": f"DELIVERY#stripe#{json.loads(body)['id']}"},
+            "sk": {"S": "DELIVERY"},
+            "outcome": {"S": "ignored"},
+        },
+    )
+
+    # When it is resent from the dashboard, and its payment arrives
+    bound = world.deliver(body)
+    paid = world.deliver(
+        stripe.subscription_invoice_payment_paid(invoice, stripe.unique("pi"), AMOUNT, T0)
+    )
+
+    # Then the invoice is bound now and its payment applied
+    assert (bound.outcome, paid.outcome) == (Outcome.BOUND, Outcome.APPLIED)
+    assert world.order(order)["paid_total"] == AMOUNT
