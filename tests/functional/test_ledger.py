@@ -16,6 +16,7 @@ from functions.shared.providers import Interpreters
 from local_stack import stripe_events as stripe
 from local_stack.provider_apis import FakeProviderApis
 from local_stack.stripe_events import EVENTS_DIR
+from tests.functional.test_mercadopago_and_asaas_processing import NOTIFICATION, processor_with
 from tests.support.clients import RequestCounter
 from tests.support.clock import FakeClock
 from tests.support.world import World
@@ -421,23 +422,12 @@ def test_asaas_cash_receipt_undone_reverses_it(world: World) -> None:
 
 
 def mercadopago_processor(world: World, apis: FakeProviderApis) -> EffectProcessor:
-    from functions.process.mercadopago_api import MercadoPagoApi
-
-    api = MercadoPagoApi(lambda: MP_TOKEN, base_url=apis.url, timeout_seconds=2)
-    return EffectProcessor(
-        world.dynamodb,
-        world.tables,
-        FakeClock(),
-        Interpreters.build(mercadopago_payments=api.payment),
-    )
+    return processor_with(world, apis.url, MP_TOKEN)
 
 
 def mercadopago(name: str) -> dict[str, Any]:
     loaded: dict[str, Any] = json.loads((EVENTS_DIR / "mercadopago" / f"{name}.json").read_text())
     return {**loaded, "id": 1325896547, "external_reference": "ord_1042"}
-
-
-NOTIFICATION = (EVENTS_DIR / "mercadopago" / "payment.updated.json").read_text()
 
 
 def test_mercadopago_counts_only_approved_refunds(
