@@ -228,16 +228,21 @@ class EmbeddedStack:
     # -- waiting for quiet -------------------------------------------------------------------
 
     def unfinished_outbox_items(self) -> int:
-        """Items still pending or sending: exactly those in the sparse `due` index."""
-        response = client("dynamodb", self.aws.endpoint_url).query(
-            TableName=self.resources.tables.outbox,
-            IndexName=tables.OUTBOX_DUE_INDEX,
-            KeyConditionExpression="#b = :due",
-            ExpressionAttributeNames={"#b": tables.OUTBOX_DUE_BUCKET},
-            ExpressionAttributeValues={":due": {"S": tables.OUTBOX_DUE_VALUE}},
-            Select="COUNT",
+        """Items still pending or sending: exactly those in the due index's shards."""
+        dynamodb = client("dynamodb", self.aws.endpoint_url)
+        return sum(
+            int(
+                dynamodb.query(
+                    TableName=self.resources.tables.outbox,
+                    IndexName=tables.OUTBOX_DUE_INDEX,
+                    KeyConditionExpression="#b = :due",
+                    ExpressionAttributeNames={"#b": tables.OUTBOX_DUE_BUCKET},
+                    ExpressionAttributeValues={":due": {"S": bucket}},
+                    Select="COUNT",
+                )["Count"]
+            )
+            for bucket in tables.due_buckets()
         )
-        return int(response["Count"])
 
     def waiting_deliveries(self) -> int:
         """Deliveries parked until their order is bound (until unmatched, locally in seconds)."""

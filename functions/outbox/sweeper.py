@@ -43,22 +43,24 @@ class Sweeper:
         return results
 
     def _due_items(self) -> Iterator[str]:
-        """Oldest first; the grace leaves fresh items to the stream."""
+        """Every shard of the due index, each oldest first; the grace leaves fresh items to
+        the stream. At most max_items per shard in one sweep."""
         paginator = self._db.get_paginator("query")
-        pages = paginator.paginate(
-            TableName=self._table,
-            IndexName=tables.OUTBOX_DUE_INDEX,
-            KeyConditionExpression="#bucket = :due AND #at <= :cutoff",
-            ExpressionAttributeNames={
-                "#bucket": tables.OUTBOX_DUE_BUCKET,
-                "#at": tables.OUTBOX_DUE_AT,
-            },
-            ExpressionAttributeValues={
-                ":due": {"S": tables.OUTBOX_DUE_VALUE},
-                ":cutoff": {"N": str(int(self._clock()) - self._grace)},
-            },
-            PaginationConfig={"MaxItems": self._max_items},
-        )
-        for page in pages:
-            for item in page["Items"]:
-                yield item[tables.OUTBOX_KEY]["S"]
+        for bucket in tables.due_buckets():
+            pages = paginator.paginate(
+                TableName=self._table,
+                IndexName=tables.OUTBOX_DUE_INDEX,
+                KeyConditionExpression="#bucket = :due AND #at <= :cutoff",
+                ExpressionAttributeNames={
+                    "#bucket": tables.OUTBOX_DUE_BUCKET,
+                    "#at": tables.OUTBOX_DUE_AT,
+                },
+                ExpressionAttributeValues={
+                    ":due": {"S": bucket},
+                    ":cutoff": {"N": str(int(self._clock()) - self._grace)},
+                },
+                PaginationConfig={"MaxItems": self._max_items},
+            )
+            for page in pages:
+                for item in page["Items"]:
+                    yield item[tables.OUTBOX_KEY]["S"]

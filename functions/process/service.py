@@ -338,7 +338,7 @@ class EffectProcessor:
             "status": OutboxStatus.PENDING.value,
             "attempts": 0,
             "created_at": self._now(),
-            tables.OUTBOX_DUE_BUCKET: tables.OUTBOX_DUE_VALUE,
+            tables.OUTBOX_DUE_BUCKET: tables.due_bucket(outbox_id_for(routed.key)),
             tables.OUTBOX_DUE_AT: int(self._clock()),
         }
         return {

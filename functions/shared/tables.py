@@ -16,6 +16,7 @@ The outbox is its own table because its stream feeds the sender and nothing else
 from __future__ import annotations
 
 import os
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -25,10 +26,26 @@ SORT_KEY: Final = "sk"
 OUTBOX_KEY: Final = "outbox_id"
 # Sparse index of outbox items someone must still look at: the attribute exists only while an
 # item is pending or being sent, and `next_attempt_at` says when to look (due time or lease end).
+# The bucket is sharded (`due#0` .. `due#7`, by a hash of the item's id) so no single index
+# partition takes every write; the sweeper reads every shard. A dead item moves to the bucket
+# `dead` (sort key: when it died), so dead items are listed without a scan.
 OUTBOX_DUE_INDEX: Final = "due"
 OUTBOX_DUE_BUCKET: Final = "due_bucket"
-OUTBOX_DUE_VALUE: Final = "due"
 OUTBOX_DUE_AT: Final = "next_attempt_at"
+OUTBOX_DUE_SHARDS: Final = 8
+OUTBOX_DEAD_BUCKET: Final = "dead"
+
+# Sparse, keys-only index of orders by when they last changed, for the incremental
+# reconciliation: `changed_bucket` is the order's `updated_at` hour plus a shard
+# (`2026-11-30T06#3`), sort key `updated_at` (ISO-8601, UTC).
+LEDGER_CHANGES_INDEX: Final = "changes"
+CHANGES_BUCKET: Final = "changed_bucket"
+CHANGES_AT: Final = "updated_at"
+CHANGES_SHARDS: Final = 4
+
+# TTL attribute (epoch seconds) of both tables. Only DELIVERY audit records and sent outbox
+# items carry it; effect keys and orders never expire (they make a redelivery a duplicate).
+EXPIRES_AT: Final = "expires_at"
 
 ORDER_SORT: Final = "ORDER"
 EFFECT_SORT_PREFIX: Final = "EFFECT#"
@@ -47,6 +64,24 @@ def order_pk(order_id: str) -> str:
 
 def effect_sk(effect_key: str) -> str:
     return f"{EFFECT_SORT_PREFIX}{effect_key}"
+
+
+def shard_of(key: str, shards: int) -> int:
+    """A stable shard for a key (not Python's per-process salted hash)."""
+    return zlib.crc32(key.encode()) % shards
+
+
+def due_bucket(outbox_id: str) -> str:
+    return f"due#{shard_of(outbox_id, OUTBOX_DUE_SHARDS)}"
+
+
+def due_buckets() -> list[str]:
+    return [f"due#{shard}" for shard in range(OUTBOX_DUE_SHARDS)]
+
+
+def changes_bucket(order_id: str, updated_at: str) -> str:
+    """`updated_at` is ISO-8601: its first 13 characters are the hour (`2026-11-30T06`)."""
+    return f"{updated_at[:13]}#{shard_of(order_id, CHANGES_SHARDS)}"
 
 
 def ref_pk(provider: str, object_id: str) -> str:
@@ -92,6 +127,18 @@ def create_table_requests(names: TableNames) -> list[dict[str, Any]]:
             "AttributeDefinitions": [
                 {"AttributeName": PARTITION_KEY, "AttributeType": "S"},
                 {"AttributeName": SORT_KEY, "AttributeType": "S"},
+                {"AttributeName": CHANGES_BUCKET, "AttributeType": "S"},
+                {"AttributeName": CHANGES_AT, "AttributeType": "S"},
+            ],
+            "GlobalSecondaryIndexes": [
+                {
+                    "IndexName": LEDGER_CHANGES_INDEX,
+                    "KeySchema": [
+                        {"AttributeName": CHANGES_BUCKET, "KeyType": "HASH"},
+                        {"AttributeName": CHANGES_AT, "KeyType": "RANGE"},
+                    ],
+                    "Projection": {"ProjectionType": "KEYS_ONLY"},
+                }
             ],
             "BillingMode": "PAY_PER_REQUEST",
         },
