@@ -39,6 +39,15 @@ from functions.shared.tables import TableNames
 
 logger, tracer, metrics = powertools("process")
 SECRET_CACHE_SECONDS = 300
+# One record's worst case: a provider API call that times out, a second page or retry of it,
+# and the DynamoDB writes. A batch takes no new record once less than this is left, so a slow
+# provider API can never make the whole batch (Stripe records included) time out.
+PROVIDER_API_TIMEOUT_SECONDS = 4.0
+RECORD_RESERVE_MS = int(2 * PROVIDER_API_TIMEOUT_SECONDS * 1000) + 2000
+
+
+class BatchCutShortError(RetryableError):
+    """Not started: too little Lambda time left. SQS redelivers it after the visibility timeout."""
 
 
 @cache
@@ -65,11 +74,14 @@ def interpreters_from_env() -> Interpreters:
         payments = MercadoPagoApi(
             secret(mercadopago_secret),
             base_url=os.environ.get("MERCADOPAGO_API_URL", MERCADOPAGO_BASE_URL),
+            timeout_seconds=PROVIDER_API_TIMEOUT_SECONDS,
         ).payment
     refunds = None
     if stripe_secret:
         refunds = StripeApi(
-            secret(stripe_secret), base_url=os.environ.get("STRIPE_API_URL", STRIPE_BASE_URL)
+            secret(stripe_secret),
+            base_url=os.environ.get("STRIPE_API_URL", STRIPE_BASE_URL),
+            timeout_seconds=PROVIDER_API_TIMEOUT_SECONDS,
         ).refunds_of_charge
     return Interpreters.build(mercadopago_payments=payments, stripe_refunds=refunds)
 
@@ -177,6 +189,26 @@ def record_handler(record: SQSRecord) -> list[Processed]:
     return handle_message(record, effect_processor(), waiting_room())
 
 
+def within_budget(
+    handle: Callable[[SQSRecord], list[Processed]], remaining_ms: Callable[[], int]
+) -> Callable[[SQSRecord], list[Processed]]:
+    """Records start only while a whole record's worst case still fits in the time left; the
+    rest fail unstarted (partial batch response) and come back from SQS."""
+
+    def handle_within_budget(record: SQSRecord) -> list[Processed]:
+        left = remaining_ms()
+        if left < RECORD_RESERVE_MS:
+            metrics.add_metric(name="batch_cut_short", unit=MetricUnit.Count, value=1)
+            logger.warning(
+                "too little time left; handed back unstarted",
+                extra={"message_id": record.message_id, "remaining_ms": left},
+            )
+            raise BatchCutShortError(f"{left} ms left, {RECORD_RESERVE_MS} needed")
+        return handle(record)
+
+    return handle_within_budget
+
+
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @metrics.log_metrics
@@ -186,6 +218,9 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     batch = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
     return dict(
         process_partial_response(
-            event=event, record_handler=record_handler, processor=batch, context=context
+            event=event,
+            record_handler=within_budget(record_handler, context.get_remaining_time_in_millis),
+            processor=batch,
+            context=context,
         )
     )

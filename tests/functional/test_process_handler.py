@@ -121,3 +121,38 @@ def test_refund_waiting_for_its_payment_is_retried_not_dropped(
     assert [f["itemIdentifier"] for f in response["batchItemFailures"]] == [record["messageId"]]
     assert world.deliveries() == []
     assert emitted_metrics(capsys.readouterr().out) == {"retried": 1}
+
+
+@pytest.mark.usefixtures("deployed_tables")
+def test_batch_stops_taking_records_when_lambda_time_runs_short(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a batch of four payments, and a Lambda whose time runs out after the second
+    # (a slow provider API ate it): 25 s left, then 14 s, then less than one record's worst case
+    orders = [stripe.unique("ord") for _ in range(4)]
+    records = [
+        sqs_record(
+            stripe.payment_intent_succeeded(order, stripe.unique("pi"), 1000, T0),
+            {"provider": "stripe"},
+        )
+        for order in orders
+    ]
+    time_left = iter([25_000, 14_000, handler.RECORD_RESERVE_MS - 1, 1_000])
+    context = FakeLambdaContext(remaining_ms=lambda: next(time_left))
+
+    # When the process Lambda receives the batch
+    response = handler.lambda_handler(sqs_event(*records), context)
+
+    # Then the first two are applied, the last two are handed back unstarted (nothing written)
+    assert [world.order(order).get("paid_total") for order in orders[:2]] == [1000, 1000]
+    assert [world.order(order) for order in orders[2:]] == [{}, {}]
+    failed = [failure["itemIdentifier"] for failure in response["batchItemFailures"]]
+    assert failed == [record["messageId"] for record in records[2:]]
+    # And the cut is counted, so the BatchesCutShort alarm sees it
+    assert emitted_metrics(capsys.readouterr().out) == {"applied": 2, "batch_cut_short": 2}
+
+
+def test_provider_api_timeouts_fit_in_the_record_reserve() -> None:
+    # Given the process Lambda's provider API clients
+    # Then one record's worst case (two API calls that time out) fits in the reserve
+    assert 2 * handler.PROVIDER_API_TIMEOUT_SECONDS * 1000 < handler.RECORD_RESERVE_MS

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,9 +17,10 @@ class FakeLambdaContext:
     memory_limit_in_mb: int = 256
     invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:umavez-process"
     aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    remaining_ms: Callable[[], int] = lambda: 30_000
 
     def get_remaining_time_in_millis(self) -> int:
-        return 30_000
+        return self.remaining_ms()
 
 
 def sqs_record(body: str, attributes: dict[str, str], receive_count: int = 1) -> dict[str, Any]:
