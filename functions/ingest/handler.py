@@ -20,8 +20,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from functions.ingest.adapters import SecretsManagerStore, SqsQueue
 from functions.ingest.errors import RejectedError, UnavailableError
 from functions.ingest.request import from_proxy_event
-from functions.ingest.service import VERIFIERS, WebhookIngest
+from functions.ingest.service import VERIFIERS, Ignored, WebhookIngest
 from functions.shared.observability import powertools
+from functions.shared.settings import payment_mode
 
 logger, tracer, metrics = powertools("ingest")
 SECRET_CACHE_SECONDS = 300
@@ -38,6 +39,7 @@ def webhook_ingest() -> WebhookIngest:
         ),
         queue=SqsQueue(boto3.client("sqs"), os.environ["WEBHOOK_QUEUE_URL"]),
         clock=time.time,
+        mode=payment_mode(),
     )
 
 
@@ -57,6 +59,21 @@ def respond(event: dict[str, Any], ingest: WebhookIngest) -> dict[str, Any]:
         _count_refusal("unavailable", exc.reason)
         logger.exception("could not take the request", extra={**context, "reason": exc.reason})
         return _json(exc.status, {"error": exc.reason, "message": str(exc)})
+    if isinstance(accepted, Ignored):
+        _count_refusal("ignored", accepted.reason)
+        logger.warning(
+            accepted.message,
+            extra={
+                **context,
+                "reason": accepted.reason,
+                "event_id": accepted.envelope.event_id,
+                "event_type": accepted.envelope.event_type,
+            },
+        )
+        return _json(
+            200,
+            {"received": True, "event_id": accepted.envelope.event_id, "ignored": accepted.reason},
+        )
     metrics.add_metric(name="accepted", unit=MetricUnit.Count, value=1)
     logger.info(
         "enqueued",
@@ -71,7 +88,8 @@ def respond(event: dict[str, Any], ingest: WebhookIngest) -> dict[str, Any]:
 
 
 def _count_refusal(name: str, reason: str) -> None:
-    """The total, for alarms, and one metric per reason (`rejected_bad_signature`, ...)."""
+    """The total, for alarms, and one metric per reason (`rejected_bad_signature`,
+    `ignored_test_mode`, ...)."""
     metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)
     metrics.add_metric(name=f"{name}_{reason}", unit=MetricUnit.Count, value=1)
 

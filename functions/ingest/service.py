@@ -18,6 +18,7 @@ from functions.ingest.providers.asaas import AsaasVerifier
 from functions.ingest.providers.mercadopago import MercadoPagoVerifier
 from functions.ingest.providers.stripe import StripeVerifier
 from functions.ingest.request import WebhookRequest
+from functions.shared.settings import PaymentMode
 
 MAX_BODY_BYTES: Final = 256 * 1024
 VERIFIERS: Final[Mapping[str, WebhookVerifier]] = {
@@ -44,6 +45,17 @@ class Accepted:
     message_id: str
 
 
+@dataclass(frozen=True)
+class Ignored:
+    """Authentic, but not for this deployment: answered 200 (a 4xx would make the provider
+    retry for days and flag the endpoint), never enqueued, counted under its reason."""
+
+    provider: str
+    envelope: Envelope
+    reason: str
+    message: str
+
+
 class WebhookIngest:
     def __init__(
         self,
@@ -52,14 +64,16 @@ class WebhookIngest:
         queue: Queue,
         clock: Callable[[], float],
         max_body_bytes: int = MAX_BODY_BYTES,
+        mode: PaymentMode = PaymentMode.TEST,
     ) -> None:
         self._verifiers = verifiers
         self._secrets = secrets
         self._queue = queue
         self._clock = clock
         self._max_body_bytes = max_body_bytes
+        self._mode = mode
 
-    def accept(self, request: WebhookRequest) -> Accepted:
+    def accept(self, request: WebhookRequest) -> Accepted | Ignored:
         if request.method != "POST":
             raise MethodNotAllowedError("method_not_allowed", "only POST is accepted")
         verifier = self._verifiers.get(request.provider)
@@ -71,6 +85,16 @@ class WebhookIngest:
             )
         verifier.verify(request, self._secrets.active_secrets(request.provider), self._clock())
         envelope = verifier.envelope(_json_object(request.body), request)
+        if envelope.live is not None and envelope.live != (self._mode is PaymentMode.LIVE):
+            # Stripe Connect platforms' live endpoints legitimately receive test events; and a
+            # test secret left among the active ones must never credit a live order.
+            event_mode = PaymentMode.LIVE if envelope.live else PaymentMode.TEST
+            return Ignored(
+                request.provider,
+                envelope,
+                f"{event_mode.value}_mode",
+                f"a {event_mode.value}-mode event on a {self._mode.value} deployment",
+            )
         message_id = self._queue.send(
             request.body.decode("utf-8"),
             {

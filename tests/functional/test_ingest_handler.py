@@ -269,3 +269,61 @@ def test_asaas_event_with_its_token_is_enqueued(deployment: Deployment) -> None:
     assert message["Body"] == raw.decode()
     assert message["MessageAttributes"]["event_type"]["StringValue"] == "PAYMENT_RECEIVED"
     assert status == 200
+
+
+def mercadopago_notification(secret: str, live_mode: bool) -> dict[str, Any]:
+    note = json.loads((EVENTS_DIR / "mercadopago" / "payment.updated.json").read_text())
+    note["live_mode"] = live_mode
+    header = mercadopago_signature("1325896547", "req-9c1d", int(time.time()), secret)
+    return api_gateway_event(
+        "mercadopago",
+        json.dumps(note).encode(),
+        {"x-signature": header, "x-request-id": "req-9c1d"},
+        query={"data.id": "1325896547", "type": "payment"},
+    )
+
+
+def test_test_mode_events_on_a_live_deployment_are_answered_200_and_never_enqueued(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a live deployment (a Connect platform's live endpoint also receives test events)
+    monkeypatch.setenv("PAYMENT_MODE", "live")
+    handler.webhook_ingest.cache_clear()
+    test_stripe = signed_stripe(STRIPE_BODY, deployment.secrets["stripe"])  # livemode: false
+    live_body = json.dumps({**json.loads(STRIPE_BODY), "livemode": True})
+    live_stripe = signed_stripe(live_body, deployment.secrets["stripe"])
+    capsys.readouterr()
+
+    # When authentic test-mode events of Stripe and Mercado Pago arrive, and a live one
+    answers = [
+        post(test_stripe),
+        post(mercadopago_notification(deployment.secrets["mercadopago"], live_mode=False)),
+        post(live_stripe),
+    ]
+
+    # Then the test-mode ones are answered 200 (so the provider does not retry for days),
+    # say why, and never reach the queue; only the live event is enqueued
+    assert [(status, body.get("ignored")) for status, body in answers] == [
+        (200, "test_mode"),
+        (200, "test_mode"),
+        (200, None),
+    ]
+    assert [m["Body"] for m in deployment.messages()] == [live_body]
+    # And they are counted under their own reason
+    emfs = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    assert sum(sum(emf.get("ignored_test_mode", [])) for emf in emfs) == 2
+
+
+def test_stripe_event_without_livemode_is_refused_and_not_enqueued(
+    deployment: Deployment,
+) -> None:
+    # Given a correctly signed body shaped like a Stripe event but saying no mode
+    body = json.loads(STRIPE_BODY)
+    del body["livemode"]
+
+    # When it arrives
+    status, answer = post(signed_stripe(json.dumps(body), deployment.secrets["stripe"]))
+
+    # Then it is a clear 400 and nothing is enqueued
+    assert (status, answer["error"]) == (400, "missing_envelope")
+    assert deployment.messages() == []

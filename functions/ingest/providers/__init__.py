@@ -24,6 +24,9 @@ class Envelope:
 
     event_id: str
     event_type: str
+    # The provider's live/test flag (Stripe `livemode`, Mercado Pago `live_mode`); None where
+    # the payload has none (Asaas: sandbox and production are separate accounts and URLs).
+    live: bool | None = None
 
 
 class WebhookVerifier(Protocol):
@@ -71,6 +74,15 @@ def check_freshness(timestamp: int, now: float, tolerance: int) -> None:
         raise UnauthenticatedError("stale_timestamp", f"signature older than {tolerance}s")
     if timestamp > now + tolerance:
         raise UnauthenticatedError("future_timestamp", f"signature more than {tolerance}s ahead")
+
+
+def optional_flag(payload: Mapping[str, Any], field: str) -> bool | None:
+    value = payload.get(field)
+    if value is None:
+        return None
+    if not isinstance(value, bool):
+        raise MalformedRequestError("missing_envelope", f"payload's {field!r} is not a boolean")
+    return value
 
 
 def require_text(payload: Mapping[str, Any], field: str) -> str:

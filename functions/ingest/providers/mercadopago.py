@@ -11,6 +11,7 @@ from functions.ingest.providers import (
     Envelope,
     check_freshness,
     hmac_matches,
+    optional_flag,
     parse_signed_header,
     require_text,
 )
@@ -66,4 +67,5 @@ class MercadoPagoVerifier:
         return Envelope(
             event_id=require_text(payload, "id"),
             event_type=require_text({"type": event_type}, "type"),
+            live=optional_flag(payload, "live_mode"),
         )

@@ -10,6 +10,7 @@ from functions.ingest.providers import (
     Envelope,
     check_freshness,
     hmac_matches,
+    optional_flag,
     parse_signed_header,
     require_text,
 )
@@ -38,4 +39,8 @@ class StripeVerifier:
         if not event_id.startswith("evt_"):
             raise MalformedRequestError("missing_envelope", "Stripe event id must start with evt_")
         require_text(payload, "created")
-        return Envelope(event_id=event_id, event_type=require_text(payload, "type"))
+        # Every Stripe event says which mode it belongs to; one that does not is not Stripe's.
+        live = optional_flag(payload, "livemode")
+        if live is None:
+            raise MalformedRequestError("missing_envelope", "Stripe event has no 'livemode'")
+        return Envelope(event_id=event_id, event_type=require_text(payload, "type"), live=live)
