@@ -35,6 +35,7 @@ from functions.shared.domain import Outcome
 from functions.shared.errors import MalformedEventError, OrderNotYetKnownError, RetryableError
 from functions.shared.observability import powertools
 from functions.shared.providers import Interpreters
+from functions.shared.settings import retention_seconds
 from functions.shared.tables import TableNames
 
 logger, tracer, metrics = powertools("process")
@@ -53,7 +54,11 @@ class BatchCutShortError(RetryableError):
 @cache
 def effect_processor() -> EffectProcessor:
     return EffectProcessor(
-        boto3.client("dynamodb"), TableNames.from_env(), time.time, interpreters_from_env()
+        boto3.client("dynamodb"),
+        TableNames.from_env(),
+        time.time,
+        interpreters_from_env(),
+        retention_seconds=retention_seconds(),
     )
 
 

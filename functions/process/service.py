@@ -44,6 +44,7 @@ from functions.shared.errors import (
 )
 from functions.shared.outbox import OutboxStatus, outbox_id_for
 from functions.shared.providers import Interpreters
+from functions.shared.settings import DEFAULT_RETENTION_DAYS
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -81,11 +82,13 @@ class EffectProcessor:
         table_names: tables.TableNames,
         clock: Callable[[], float],
         interpreters: Interpreters | None = None,
+        retention_seconds: int = DEFAULT_RETENTION_DAYS * 86_400,
     ) -> None:
         self._db = dynamodb
         self._tables = table_names
         self._clock = clock
         self._interpret = interpreters or Interpreters.build()
+        self._retention_seconds = retention_seconds
 
     def process(self, provider: str, raw_body: str) -> list[Processed]:
         """Each effect the delivery announces, in order, each in its own transaction."""
@@ -297,8 +300,16 @@ class EffectProcessor:
     ) -> UpdateTypeDef:
         """The Update shared by applied and stale entries: totals, count, recipient, time."""
         effect = routed.effect
-        sets = {**sets, "updated_at": ":now"}
-        values = {**values, ":now": self._now(), ":one": 1}
+        now = self._now()
+        # `changed_bucket` puts the order in the keys-only `changes` index the incremental
+        # reconciliation reads: orders by the hour they last changed.
+        sets = {**sets, "updated_at": ":now", tables.CHANGES_BUCKET: ":changed"}
+        values = {
+            **values,
+            ":now": now,
+            ":changed": tables.changes_bucket(routed.order_id, now),
+            ":one": 1,
+        }
         if effect.recipient:
             # Learned at payment time, kept for the refund and dispute notifications.
             sets["recipient"] = "if_not_exists(#recipient, :recipient)"
@@ -621,6 +632,9 @@ class EffectProcessor:
             "order_id": order_id,
             "effect_key": effect_key,
             **self._audit(delivery),
+            # An audit of a delivery that changed nothing is kept for the retention, then
+            # expires (TTL); effect keys and orders never do: they make a resend a duplicate.
+            tables.EXPIRES_AT: int(self._clock()) + self._retention_seconds,
         }
         return {"Put": {"TableName": self._tables.ledger, "Item": to_attributes(item)}}
 

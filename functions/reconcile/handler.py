@@ -13,6 +13,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.reconcile.service import Reconciler
 from functions.shared.observability import powertools
+from functions.shared.settings import retention_seconds
 from functions.shared.tables import TableNames
 
 logger, tracer, metrics = powertools("reconciliation")
@@ -28,7 +29,13 @@ MISMATCH_KINDS = (
 
 @cache
 def reconciler() -> Reconciler:
-    return Reconciler(boto3.client("dynamodb"), TableNames.from_env(), time.time)
+    return Reconciler(
+        boto3.client("dynamodb"),
+        TableNames.from_env(),
+        time.time,
+        sleep=time.sleep,
+        retention_seconds=retention_seconds(),
+    )
 
 
 @logger.inject_lambda_context
@@ -47,9 +54,19 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         name="reconciliation_mismatches", unit=MetricUnit.Count, value=len(report.mismatches)
     )
     metrics.add_metric(name="orders_checked", unit=MetricUnit.Count, value=report.orders_checked)
+    metrics.add_metric(
+        name="cleared_on_recheck", unit=MetricUnit.Count, value=report.cleared_on_recheck
+    )
     for kind in MISMATCH_KINDS:
         metrics.add_metric(name=f"mismatches_{kind}", unit=MetricUnit.Count, value=by_kind[kind])
     logger.info(
-        "reconciliation done", extra={"orders": report.orders_checked, "mismatches": dict(by_kind)}
+        "reconciliation done",
+        extra={
+            "orders": report.orders_checked,
+            "mismatches": dict(by_kind),
+            "cleared_on_recheck": report.cleared_on_recheck,
+            "checked_from": report.checked_from,
+            "checked_until": report.checked_until,
+        },
     )
     return {"orders_checked": report.orders_checked, "mismatches": dict(by_kind)}

@@ -1,25 +1,39 @@
 """The books, checked from the tables: DESIGN.md invariant 7 and "nothing lost".
 
 - per order, the amounts of its applied and stale effects equal its recorded totals;
-- every applied effect has exactly one outbox item, and no outbox item lacks its effect;
-- no outbox item stays pending or sending past its deadline, and none is dead.
-Full scans, hourly: fine for the tables this stack is sized for; see README for larger ones.
+- every counted effect has its outbox item (until that item's retention ran out), and no
+  outbox item lacks its counted effect;
+- no outbox item stays pending or sending past its deadline, and none is dead;
+- no money waits unmatched.
+
+`run` (hourly) is incremental: only orders that changed since the last run's checkpoint, read
+from the keys-only `changes` index, one order at a time, so memory does not grow with the
+tables and time grows with the traffic, not the history. `audit` reads everything, streaming
+(the fire drill, or by hand after an incident). Either way a mismatch is only a candidate until
+it is read again, consistently, after a settle margin: a Query is read-committed, so it can see
+an order's totals and not yet the entry a concurrent transaction wrote with them.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from functions.shared import books, tables
-from functions.shared.dynamo import scan_items
-from functions.shared.outbox import OutboxStatus
+from functions.shared.domain import COUNTED_OUTCOMES
+from functions.shared.dynamo import from_attributes, scan_items, to_attributes
+from functions.shared.outbox import OutboxStatus, outbox_id_for
+from functions.shared.settings import DEFAULT_RETENTION_DAYS
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+
+CHECKPOINT_PK: Final = "RECONCILIATION"
+CHECKPOINT_SK: Final = "CHECKPOINT"
+BATCH_GET_LIMIT: Final = 100
+T = TypeVar("T")
 
 
 @dataclass
@@ -27,6 +41,24 @@ class Report:
     orders_checked: int = 0
     outbox_items_checked: int = 0
     mismatches: list[books.Mismatch] = field(default_factory=list)
+    # Candidates that were fine when read again: a concurrent write, not a broken book.
+    cleared_on_recheck: int = 0
+    checked_from: str = ""
+    checked_until: str = ""
+
+
+@dataclass(frozen=True)
+class OrderBooks:
+    """One order's books as read once: its changed-at stamp and what was wrong with them."""
+
+    order_id: str
+    updated_at: str
+    mismatches: list[books.Mismatch]
+
+
+def iso(seconds: float) -> str:
+    """The format the process function stamps `updated_at` with (sortable as text)."""
+    return datetime.fromtimestamp(seconds, tz=UTC).isoformat(timespec="milliseconds")
 
 
 class Reconciler:
@@ -35,34 +67,204 @@ class Reconciler:
         dynamodb: DynamoDBClient,
         table_names: tables.TableNames,
         clock: Callable[[], float],
+        *,
         pending_deadline_seconds: int = 3600,
+        settle_seconds: float = 5.0,
+        sleep: Callable[[float], None] | None = None,
+        retention_seconds: int = DEFAULT_RETENTION_DAYS * 86_400,
+        first_run_lookback_seconds: int = 24 * 3600,
+        max_orders_per_run: int = 50_000,
+        max_candidates: int = 1000,
     ) -> None:
         self._db = dynamodb
         self._tables = table_names
         self._clock = clock
         self._deadline = pending_deadline_seconds
+        self._settle = settle_seconds
+        self._sleep = sleep or (lambda seconds: None)
+        self._retention = retention_seconds
+        self._first_lookback = first_run_lookback_seconds
+        self._max_orders = max_orders_per_run
+        self._max_candidates = max_candidates
+
+    # -- the two ways to run -------------------------------------------------------------------
 
     def run(self) -> Report:
-        orders: dict[str, dict[str, Any]] = {}
-        effects: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        unmatched: list[dict[str, Any]] = []
-        for item in scan_items(self._db, self._tables.ledger):
-            pk, sk = item[tables.PARTITION_KEY], item[tables.SORT_KEY]
-            if pk == tables.UNMATCHED_PK:
-                unmatched.append(item)
-            elif sk == tables.ORDER_SORT:
-                orders[pk] = item
-            elif sk.startswith(tables.EFFECT_SORT_PREFIX):
-                effects[pk].append(item)
-        outbox = list(scan_items(self._db, self._tables.outbox))
+        """Orders changed since the checkpoint up to `now - settle`, hour by hour; the
+        checkpoint moves to the end of the last hour finished (a huge backlog is resumed by
+        the next run, not lost)."""
+        now = self._clock()
+        start = self._checkpoint() or iso(now - self._first_lookback)
+        until = iso(now - self._settle)
+        report = Report(checked_from=start, checked_until=until)
+        candidates: list[OrderBooks] = []
+        checked_until = until
+        for hour_start, hour_end in _hours(start, until):
+            if report.orders_checked >= self._max_orders:
+                checked_until = hour_start
+                break
+            for order_id in self._changed_orders(hour_start, hour_end):
+                self._note(self._check_order(order_id, report), candidates, report)
+        report.checked_until = checked_until = max(checked_until, start)
+        self._confirm(candidates, report)
+        self._check_outbox_backlog(report)
+        self._check_unmatched(report)
+        self._save_checkpoint(checked_until)
+        return report
 
-        report = Report(orders_checked=len(orders), outbox_items_checked=len(outbox))
-        for pk in orders.keys() | effects.keys():
-            order = orders.get(pk, {"order_id": pk.removeprefix("ORDER#")})
-            report.mismatches += books.unbalanced_totals(order, effects[pk])
-        all_effects = [effect for group in effects.values() for effect in group]
-        report.mismatches += books.unmatched_outbox(all_effects, outbox)
-        report.mismatches += self._stuck(outbox)
+    def audit(self) -> Report:
+        """Every order and every outbox item, streamed: memory stays flat, time grows with
+        the tables. Leaves the checkpoint alone."""
+        report = Report(checked_from="", checked_until=iso(self._clock()))
+        candidates: list[OrderBooks] = []
+        for item in scan_items(self._db, self._tables.ledger):
+            pk = str(item[tables.PARTITION_KEY])
+            if item[tables.SORT_KEY] == tables.ORDER_SORT and pk.startswith("ORDER#"):
+                self._note(self._check_order(pk.removeprefix("ORDER#"), report), candidates, report)
+        orphans: list[dict[str, Any]] = []
+        for page in _chunks(scan_items(self._db, self._tables.outbox), BATCH_GET_LIMIT):
+            report.outbox_items_checked += len(page)
+            orphans += self._items_without_their_effect(page)[: self._max_candidates]
+        self._confirm(candidates, report)
+        self._confirm_orphans(orphans, report)
+        self._check_outbox_backlog(report)
+        self._check_unmatched(report)
+        return report
+
+    # -- one order -----------------------------------------------------------------------------
+
+    def _check_order(self, order_id: str, report: Report) -> OrderBooks:
+        """Its items in one consistent Query; then its counted entries' outbox items."""
+        items = self._query_all(
+            TableName=self._tables.ledger,
+            KeyConditionExpression="#pk = :pk",
+            ExpressionAttributeNames={"#pk": tables.PARTITION_KEY},
+            ExpressionAttributeValues={":pk": {"S": tables.order_pk(order_id)}},
+            ConsistentRead=True,
+        )
+        order = next((i for i in items if i[tables.SORT_KEY] == tables.ORDER_SORT), {})
+        effects = [i for i in items if i[tables.SORT_KEY].startswith(tables.EFFECT_SORT_PREFIX)]
+        report.orders_checked += 1
+        mismatches = books.unbalanced_totals({"order_id": order_id, **order}, effects)
+        counted = [e for e in effects if e["outcome"] in COUNTED_OUTCOMES]
+        # A sent item expires after the retention; its entry stays. Not a missing item.
+        horizon = iso(self._clock() - self._retention)
+        within_retention = [e for e in counted if str(e.get("recorded_at", "")) > horizon]
+        outbox = self._outbox_items([outbox_id_for(e["effect_key"]) for e in within_retention])
+        report.outbox_items_checked += len(outbox)
+        mismatches += books.unmatched_outbox(within_retention, outbox.values())
+        return OrderBooks(order_id, str(order.get("updated_at", "")), mismatches)
+
+    def _note(self, checked: OrderBooks, candidates: list[OrderBooks], report: Report) -> None:
+        if not checked.mismatches:
+            return
+        if len(candidates) < self._max_candidates:
+            candidates.append(checked)
+        else:
+            report.mismatches += checked.mismatches  # too many to re-read: reported as read
+
+    def _confirm(self, candidates: list[OrderBooks], report: Report) -> None:
+        """Read each candidate again after the settle margin. An order that changed since is
+        left to the run that covers its new change; one unchanged and still wrong is real."""
+        if not candidates:
+            return
+        self._sleep(self._settle)
+        for first in candidates:
+            again = self._check_order(first.order_id, Report())
+            if again.updated_at != first.updated_at or not again.mismatches:
+                report.cleared_on_recheck += 1
+            else:
+                report.mismatches += again.mismatches
+
+    # -- outbox items: unexpected, stuck, dead ---------------------------------------------------
+
+    def _confirm_orphans(self, orphans: list[dict[str, Any]], report: Report) -> None:
+        """An item whose entry was not there is read again, with its entry, after the margin
+        (`_confirm` has slept it already when there were order candidates too)."""
+        if not orphans:
+            return
+        self._sleep(self._settle)
+        still = []
+        for page in _chunks(orphans, BATCH_GET_LIMIT):
+            current = self._outbox_items([item[tables.OUTBOX_KEY] for item in page])
+            still += self._items_without_their_effect(list(current.values()))
+        report.cleared_on_recheck += len(orphans) - len(still)
+        report.mismatches += [
+            books.Mismatch(
+                "unexpected_outbox_item",
+                str(item["order_id"]),
+                f"{item[tables.OUTBOX_KEY]} announces effect {item['effect_key']}, "
+                "which is not a counted entry of its order",
+            )
+            for item in still
+        ]
+
+    def _items_without_their_effect(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Outbox items whose counted entry is not in the ledger."""
+        keys = {
+            (tables.order_pk(item["order_id"]), tables.effect_sk(item["effect_key"])): item
+            for item in items
+        }
+        found = self._batch_get(
+            self._tables.ledger,
+            [{tables.PARTITION_KEY: pk, tables.SORT_KEY: sk} for pk, sk in keys],
+        )
+        counted = {
+            (effect[tables.PARTITION_KEY], effect[tables.SORT_KEY])
+            for effect in found
+            if effect.get("outcome") in COUNTED_OUTCOMES
+        }
+        return [item for key, item in keys.items() if key not in counted]
+
+    def _check_outbox_backlog(self, report: Report) -> None:
+        """Unfinished items are exactly those in the due index's shards; dead ones in its
+        `dead` bucket. Both are few: they are read whole, without a scan."""
+        now = self._clock()
+        unfinished = [
+            item
+            for bucket in tables.due_buckets()
+            for item in self._outbox_items(self._bucket_ids(bucket)).values()
+        ]
+        for item in unfinished:
+            age = now - datetime.fromisoformat(item["created_at"]).timestamp()
+            if item.get("status") != OutboxStatus.SENT.value and age > self._deadline:
+                report.mismatches.append(
+                    books.Mismatch(
+                        "stuck_outbox_item",
+                        item["order_id"],
+                        f"{item['outbox_id']} {item.get('status')} for {int(age)} s "
+                        f"({item.get('attempts', 0)} attempts)",
+                    )
+                )
+        dead = self._outbox_items(self._bucket_ids(tables.OUTBOX_DEAD_BUCKET)).values()
+        report.mismatches += [
+            books.Mismatch(
+                "dead_outbox_item",
+                item["order_id"],
+                f"{item['outbox_id']} dead after {item.get('attempts')} attempts: "
+                f"{item.get('last_error', '')}; `umavez outbox revive {item['outbox_id']}`",
+            )
+            for item in dead
+            if item.get("status") == OutboxStatus.DEAD.value
+        ]
+
+    def _bucket_ids(self, bucket: str) -> list[str]:
+        items = self._query_all(
+            TableName=self._tables.outbox,
+            IndexName=tables.OUTBOX_DUE_INDEX,
+            KeyConditionExpression="#bucket = :bucket",
+            ExpressionAttributeNames={"#bucket": tables.OUTBOX_DUE_BUCKET},
+            ExpressionAttributeValues={":bucket": {"S": bucket}},
+        )
+        return [item[tables.OUTBOX_KEY] for item in items]
+
+    def _check_unmatched(self, report: Report) -> None:
+        unmatched = self._query_all(
+            TableName=self._tables.ledger,
+            KeyConditionExpression="#pk = :pk",
+            ExpressionAttributeNames={"#pk": tables.PARTITION_KEY},
+            ExpressionAttributeValues={":pk": {"S": tables.UNMATCHED_PK}},
+        )
         report.mismatches += [
             books.Mismatch(
                 "unmatched_payment",
@@ -74,30 +276,100 @@ class Reconciler:
             )
             for item in unmatched
         ]
-        return report
 
-    def _stuck(self, outbox: list[dict[str, Any]]) -> list[books.Mismatch]:
-        now = self._clock()
-        stuck = []
-        for item in outbox:
-            status = item.get("status")
-            age = now - datetime.fromisoformat(item["created_at"]).timestamp()
-            if status == OutboxStatus.DEAD.value:
-                stuck.append(
-                    books.Mismatch(
-                        "dead_outbox_item",
-                        item["order_id"],
-                        f"{item['outbox_id']} dead after {item.get('attempts')} attempts: "
-                        f"{item.get('last_error', '')}",
-                    )
-                )
-            elif status != OutboxStatus.SENT.value and age > self._deadline:
-                stuck.append(
-                    books.Mismatch(
-                        "stuck_outbox_item",
-                        item["order_id"],
-                        f"{item['outbox_id']} {status} for {int(age)} s "
-                        f"({item.get('attempts', 0)} attempts)",
-                    )
-                )
-        return stuck
+    # -- reads -----------------------------------------------------------------------------------
+
+    def _changed_orders(self, start: str, end: str) -> Iterator[str]:
+        for shard in range(tables.CHANGES_SHARDS):
+            bucket = f"{start[:13]}#{shard}"
+            for key in self._query_pages(
+                TableName=self._tables.ledger,
+                IndexName=tables.LEDGER_CHANGES_INDEX,
+                KeyConditionExpression="#bucket = :bucket AND #at BETWEEN :start AND :end",
+                ExpressionAttributeNames={
+                    "#bucket": tables.CHANGES_BUCKET,
+                    "#at": tables.CHANGES_AT,
+                },
+                ExpressionAttributeValues={
+                    ":bucket": {"S": bucket},
+                    ":start": {"S": start},
+                    ":end": {"S": end},
+                },
+            ):
+                yield str(key[tables.PARTITION_KEY]).removeprefix("ORDER#")
+
+    def _outbox_items(self, outbox_ids: list[str]) -> dict[str, dict[str, Any]]:
+        found = self._batch_get(self._tables.outbox, [{tables.OUTBOX_KEY: i} for i in outbox_ids])
+        return {item[tables.OUTBOX_KEY]: item for item in found}
+
+    def _batch_get(self, table: str, keys: list[dict[str, str]]) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        for chunk in _chunks(keys, BATCH_GET_LIMIT):
+            request: dict[str, Any] = {
+                table: {"Keys": [to_attributes(k) for k in chunk], "ConsistentRead": True}
+            }
+            while request:
+                response = self._db.batch_get_item(RequestItems=request)
+                found += [from_attributes(i) for i in response["Responses"].get(table, [])]
+                request = dict(response.get("UnprocessedKeys") or {})
+        return found
+
+    def _query_pages(self, **query: Any) -> Iterator[dict[str, Any]]:
+        for page in self._db.get_paginator("query").paginate(**query):
+            for item in page["Items"]:
+                yield from_attributes(item)
+
+    def _query_all(self, **query: Any) -> list[dict[str, Any]]:
+        return list(self._query_pages(**query))
+
+    # -- the checkpoint ----------------------------------------------------------------------
+
+    def _checkpoint(self) -> str | None:
+        response = self._db.get_item(
+            TableName=self._tables.ledger,
+            Key=to_attributes(
+                {tables.PARTITION_KEY: CHECKPOINT_PK, tables.SORT_KEY: CHECKPOINT_SK}
+            ),
+            ConsistentRead=True,
+        )
+        value = from_attributes(response.get("Item", {})).get("checked_until")
+        return str(value) if value else None
+
+    def _save_checkpoint(self, checked_until: str) -> None:
+        self._db.put_item(
+            TableName=self._tables.ledger,
+            Item=to_attributes(
+                {
+                    tables.PARTITION_KEY: CHECKPOINT_PK,
+                    tables.SORT_KEY: CHECKPOINT_SK,
+                    "checked_until": checked_until,
+                    "saved_at": iso(self._clock()),
+                }
+            ),
+        )
+
+
+def _hours(start: str, until: str) -> Iterator[tuple[str, str]]:
+    """[start, until] cut at each hour: the `changes` index is bucketed by hour."""
+    cursor = datetime.fromisoformat(start)
+    end = datetime.fromisoformat(until)
+    while cursor <= end:
+        next_hour = cursor.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+        hour_end = min(end, next_hour - timedelta(milliseconds=1))
+        yield _stamp(cursor), _stamp(hour_end)
+        cursor = next_hour
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds")
+
+
+def _chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    chunk: list[T] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from functools import cache
+from typing import TYPE_CHECKING, Any, cast
 
 import boto3
 import pytest
@@ -44,7 +46,7 @@ def busy_day(world: World) -> list[str]:
 
 
 def send_everything(world: World, clock: FakeClock) -> None:
-    sinks = Sinks()
+    sinks = _sinks()
     sender = OutboxSender(
         world.dynamodb,
         TABLES.outbox,
@@ -53,6 +55,19 @@ def send_everything(world: World, clock: FakeClock) -> None:
     )
     for item in world.outbox():
         sender.deliver(item["outbox_id"], only_if_due=False)
+
+
+@cache
+def _sinks() -> Sinks:
+    return Sinks()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_sinks() -> Iterator[None]:
+    """Each test gets its own moto, so its own event bus, created once however often it sends."""
+    _sinks.cache_clear()
+    yield
+    _sinks.cache_clear()
 
 
 def test_clean_run_finds_nothing(world: World, clock: FakeClock) -> None:
@@ -120,7 +135,7 @@ def test_handler_publishes_mismatch_metrics_by_kind_including_zero(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    clock.now = time.time()  # the deployed handler reads the real clock
+    clock.now = time.time() - 60  # the deployed handler reads the real clock; past settling
     monkeypatch.setenv("LEDGER_TABLE", TABLES.ledger)
     monkeypatch.setenv("OUTBOX_TABLE", TABLES.outbox)
     handler.reconciler.cache_clear()
@@ -162,6 +177,7 @@ def test_late_entry_without_its_announcement_and_a_reversal_off_the_books_are_fo
         ExpressionAttributeValues={":back": {"N": "2000"}},
     )
     send_everything(world, clock)
+    clock.advance(60)  # past the settle margin: the run covers changes until now - 5 s
 
     # When reconciliation runs
     report = Reconciler(world.dynamodb, TABLES, clock).run()
@@ -170,3 +186,184 @@ def test_late_entry_without_its_announcement_and_a_reversal_off_the_books_are_fo
     assert sorted((m.kind, m.order_id) for m in report.mismatches) == sorted(
         [("missing_outbox_item", late), ("unbalanced_total", reversed_off)]
     )
+
+
+class TornReads:
+    """A DynamoDB client whose first Query of one order lands in the middle of a concurrent
+    transaction, as a read-committed Query can: the order's totals already include a refund
+    the entries it returned do not show yet (the refund commits while the Query pages)."""
+
+    def __init__(self, dynamodb: DynamoDBClient, order_id: str, write: Callable[[], None]):
+        self._db: Any = dynamodb
+        self._pk = tables.order_pk(order_id)
+        self._write = write
+        self.torn = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._db, name)
+
+    def get_paginator(self, operation: str) -> Any:
+        real = self._db.get_paginator(operation)
+        if operation != "query":
+            return real
+        reads = self
+
+        class Paginator:
+            def paginate(self, **query: Any) -> Iterator[dict[str, Any]]:
+                pages = list(real.paginate(**query))
+                target = query.get("ExpressionAttributeValues", {}).get(":pk", {}).get("S")
+                if target != reads._pk or reads.torn:
+                    return iter(pages)
+                reads.torn += 1
+                reads._write()  # commits between the Query's read of the entries and the order
+                fresh = reads._db.get_item(
+                    TableName=TABLES.ledger,
+                    Key={"pk": {"S": reads._pk}, "sk": {"S": tables.ORDER_SORT}},
+                    ConsistentRead=True,
+                )["Item"]
+                items = [
+                    fresh if item["sk"]["S"] == tables.ORDER_SORT else item
+                    for page in pages
+                    for item in page["Items"]
+                ]
+                return iter([{"Items": items}])
+
+        return Paginator()
+
+
+def test_a_write_landing_between_the_reads_is_not_reported(world: World, clock: FakeClock) -> None:
+    # Given a paid order, all notified, and a refund that commits while reconciliation reads
+    order, intent = stripe.unique("ord"), stripe.unique("pi")
+    world.deliver(stripe.payment_intent_succeeded(order, intent, 5000, T0))
+    send_everything(world, clock)
+    clock.advance(600)
+
+    def refund_lands() -> None:
+        world.deliver(stripe.refund_created(intent, stripe.unique("re"), 1500, T0 + 60))
+
+    torn = TornReads(world.dynamodb, order, refund_lands)
+    naps: list[float] = []
+
+    # When reconciliation runs through that torn read
+    report = Reconciler(cast("DynamoDBClient", torn), TABLES, clock, sleep=naps.append).run()
+
+    # Then the candidate is read again after the settle margin and nothing false is reported
+    assert torn.torn == 1
+    assert report.mismatches == []
+    assert (report.cleared_on_recheck, naps) == (1, [5.0])
+
+
+def test_a_real_mismatch_survives_the_recheck(
+    world: World, clock: FakeClock, dynamodb: DynamoDBClient
+) -> None:
+    # Given an order whose recorded total was changed behind the ledger's back
+    order = stripe.unique("ord")
+    world.deliver(stripe.payment_intent_succeeded(order, stripe.unique("pi"), 5000, T0))
+    send_everything(world, clock)
+    dynamodb.update_item(
+        TableName=TABLES.ledger,
+        Key={"pk": {"S": tables.order_pk(order)}, "sk": {"S": tables.ORDER_SORT}},
+        UpdateExpression="ADD paid_total :one",
+        ExpressionAttributeValues={":one": {"N": "1"}},
+    )
+    clock.advance(600)
+
+    # When reconciliation runs
+    report = Reconciler(world.dynamodb, TABLES, clock).run()
+
+    # Then the re-read confirms it and it is reported
+    assert [(m.kind, m.order_id) for m in report.mismatches] == [("unbalanced_total", order)]
+    assert report.cleared_on_recheck == 0
+
+
+def test_each_run_checks_only_the_orders_changed_since_the_last(
+    world: World, clock: FakeClock
+) -> None:
+    # Given three orders checked by a first run
+    orders = busy_day(world)
+    send_everything(world, clock)
+    clock.advance(600)
+    first = Reconciler(world.dynamodb, TABLES, clock).run()
+
+    # When one of them is refunded two hours later and reconciliation runs again
+    clock.advance(2 * 3600)
+    world.deliver(
+        stripe.refund_created(
+            stripe.unique("pi"), stripe.unique("re"), 100, int(clock.now), order_id=orders[1]
+        )
+    )
+    send_everything(world, clock)
+    clock.advance(600)
+    second = Reconciler(world.dynamodb, TABLES, clock).run()
+    third = Reconciler(world.dynamodb, TABLES, clock).run()
+
+    # Then the second run reads that order only, the third reads none, and both are clean
+    assert (first.orders_checked, second.orders_checked, third.orders_checked) == (3, 1, 0)
+    assert first.mismatches == second.mismatches == third.mismatches == []
+    assert second.checked_from == first.checked_until
+
+
+def test_sent_notifications_past_their_retention_are_not_missing(
+    world: World, clock: FakeClock, dynamodb: DynamoDBClient
+) -> None:
+    # Given a paid order whose sent notification expired (TTL) after the 90-day retention
+    order = stripe.unique("ord")
+    paid = world.deliver(stripe.payment_intent_succeeded(order, stripe.unique("pi"), 5000, T0))
+    assert paid.effect_key
+    send_everything(world, clock)
+    [item] = world.outbox(order)
+    clock.advance(91 * 86_400)
+    dynamodb.delete_item(TableName=TABLES.outbox, Key={"outbox_id": {"S": item["outbox_id"]}})
+
+    # When the full audit runs
+    report = Reconciler(world.dynamodb, TABLES, clock).audit()
+
+    # Then nothing is missing: the entry stays (it makes a resend a duplicate), the item is gone
+    assert report.mismatches == []
+    assert world.order(order)["paid_total"] == 5000
+
+
+def test_audit_finds_an_outbox_item_whose_entry_is_gone(
+    world: World, clock: FakeClock, dynamodb: DynamoDBClient
+) -> None:
+    # Given a sent notification whose entry was deleted from the ledger by hand
+    order = stripe.unique("ord")
+    paid = world.deliver(stripe.payment_intent_succeeded(order, stripe.unique("pi"), 5000, T0))
+    assert paid.effect_key
+    send_everything(world, clock)
+    dynamodb.delete_item(
+        TableName=TABLES.ledger,
+        Key={"pk": {"S": tables.order_pk(order)}, "sk": {"S": tables.effect_sk(paid.effect_key)}},
+    )
+    clock.advance(600)
+
+    # When the full audit runs
+    report = Reconciler(world.dynamodb, TABLES, clock).audit()
+
+    # Then the orphan item and the total its entry no longer explains are both reported
+    assert sorted((m.kind, m.order_id) for m in report.mismatches) == [
+        ("unbalanced_total", order),
+        ("unexpected_outbox_item", order),
+    ]
+
+
+def test_audit_records_of_no_change_expire_and_the_memory_of_effects_does_not(
+    world: World, clock: FakeClock
+) -> None:
+    # Given a paid order, its payment delivered twice, and a delivery that changes nothing
+    order = stripe.unique("ord")
+    body = stripe.payment_intent_succeeded(order, stripe.unique("pi"), 5000, T0)
+    world.deliver(body)
+    world.deliver(body)
+    world.deliver(
+        stripe.checkout_session("checkout.session.expired", order, None, stripe.unique("cs"), T0)
+    )
+
+    # Then the audit record of the delivery that changed nothing expires after the retention
+    [audit] = world.deliveries()
+    assert audit["outcome"] == "ignored"
+    assert audit[tables.EXPIRES_AT] == int(clock.now) + 90 * 86_400
+    # And the order and its effect key never do: they make the next resend a duplicate
+    partition = [i for i in world.snapshot()[TABLES.ledger] if i["pk"] == tables.order_pk(order)]
+    assert len(partition) == 2
+    assert all(tables.EXPIRES_AT not in item for item in partition)
