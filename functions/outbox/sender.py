@@ -97,8 +97,8 @@ class OutboxSender:
     def deliver(self, outbox_id: str, *, only_if_due: bool) -> Sent:
         """Claim, send through each channel not yet done, mark sent; on failure back off.
 
-        The stream path passes only_if_due=False: its own retries are the first, immediate
-        tier. The sweeper passes True and respects the backoff schedule.
+        The stream path passes only_if_due=False (a new item is due at once); the sweeper
+        passes True and respects the backoff schedule, which it owns after a failure.
         """
         token = uuid.uuid4().hex
         claim = self._claim(outbox_id, token, only_if_due)
