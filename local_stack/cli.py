@@ -80,6 +80,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         parked.add_argument("--ledger-table", default=DEFAULT_LEDGER_TABLE)
 
+    outbox = commands.add_parser("outbox", help="operate on outbox items (notifications)")
+    outbox_what = outbox.add_subparsers(dest="outbox_command", required=True)
+    revive = outbox_what.add_parser(
+        "revive", help="dead notifications back to pending, same key: the sweeper sends them"
+    )
+    revive_which = revive.add_mutually_exclusive_group(required=True)
+    revive_which.add_argument("outbox_id", nargs="?", help="one item (obx_...)")
+    revive_which.add_argument("--all-dead", action="store_true", help="every dead item")
+    revive.add_argument("--json", action="store_true", help="machine-readable output")
+    revive.add_argument(
+        "--endpoint-url",
+        default=f"http://127.0.0.1:{DEFAULT_PORT + 1}",
+        help="local stack (default) or 'aws' for the deployed table",
+    )
+    revive.add_argument("--outbox-table", default=DEFAULT_OUTBOX_TABLE)
+
     attach = commands.add_parser(
         "attach", help="bind a waiting or unmatched payment to its order; it is then applied"
     )
@@ -114,6 +130,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _firedrill(args)
     if args.command == "show":
         return _show_order(args) if args.what == "order" else _show_parked(args)
+    if args.command == "outbox":
+        return _outbox_revive(args)
     if args.command == "attach":
         return _attach(args)
     return _send(args)
@@ -156,6 +174,38 @@ def _show_parked(args: argparse.Namespace) -> int:
             f"({d['waiting_seconds']} s)"
         )
     return 0
+
+
+def _outbox_revive(args: argparse.Namespace) -> int:
+    import boto3
+
+    from functions.outbox.revive import OutboxReviver, ReviveResult
+    from functions.shared.outbox import iso_time
+    from local_stack.resources import client
+
+    if args.endpoint_url == "aws" and args.outbox_table == DEFAULT_OUTBOX_TABLE:
+        print("--endpoint-url aws needs --outbox-table (the stack's output OutboxTable)")
+        return 2
+    local = args.endpoint_url != "aws"
+    dynamodb: Any = client("dynamodb", args.endpoint_url) if local else boto3.client("dynamodb")
+    reviver = OutboxReviver(dynamodb, args.outbox_table, time.time)
+    report = reviver.revive_all_dead() if args.all_dead else [reviver.revive(args.outbox_id)]
+    if args.json:
+        print(json.dumps([{**vars(r), "result": r.result.value} for r in report], indent=2))
+    else:
+        print(f"{sum(r.result is ReviveResult.REVIVED for r in report)} revived")
+        for r in report:
+            detail = (
+                f"died {iso_time(r.died_at or 0)} after {r.attempts} attempts: {r.last_error}"
+                if r.result is ReviveResult.REVIVED
+                else f"status {r.status}"
+                if r.result is ReviveResult.NOT_DEAD
+                else "no such item"
+            )
+            print(f"  {r.result.value:<9} {r.outbox_id}  {detail}")
+    if args.all_dead:
+        return 0
+    return 0 if report[0].result is ReviveResult.REVIVED else 1
 
 
 def _attach(args: argparse.Namespace) -> int:

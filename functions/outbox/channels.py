@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import http.client
 import json
-import urllib.error
 import urllib.request
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import IO, TYPE_CHECKING, Final, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -108,20 +108,42 @@ class EventBridgeChannel:
             raise ChannelError(f"EventBridge rejected the event: {failures}")
 
 
+class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
+    """A redirect is the sink's answer, not a delivery: urllib would follow a 301/302/303 to a
+    POST with a body-less GET, and count that GET's 200 as the notification taken."""
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: http.client.HTTPMessage,
+        newurl: str,
+    ) -> None:
+        return None  # urllib then raises HTTPError for the 3xx itself
+
+
 class HttpChannel:
-    """POSTs the notification as JSON with an `Idempotency-Key` header."""
+    """POSTs the notification as JSON with an `Idempotency-Key` header.
+
+    Only a 2xx to that very POST counts as delivered. Any other answer, a redirect included,
+    and any failure of the connection (refused, reset, closed without an answer, a garbled
+    answer, a timeout) is a ChannelError: the item backs off and is sent again with its key.
+    """
 
     name = "http"
 
     def __init__(self, url: str, timeout_seconds: float = 5.0) -> None:
         self._url = url
         self._timeout = timeout_seconds
+        self._opener = urllib.request.build_opener(_RefuseRedirects())
 
     def applies_to(self, item: OutboxItem) -> bool:
         return True
 
     def send(self, item: OutboxItem) -> None:
-        body = item.model_dump_json(exclude={"status", "attempts"}).encode()
+        body = item.model_dump_json(exclude={"status", "attempts", "revived_at"}).encode()
         request = urllib.request.Request(  # noqa: S310 - URL from the stack's configuration
             self._url,
             data=body,
@@ -129,8 +151,11 @@ class HttpChannel:
             headers={"Content-Type": "application/json", "Idempotency-Key": item.idempotency_key},
         )
         try:
-            with urllib.request.urlopen(request, timeout=self._timeout) as response:  # noqa: S310
-                if not 200 <= response.status < 300:
-                    raise ChannelError(f"HTTP sink answered {response.status}")
-        except (urllib.error.URLError, TimeoutError) as exc:
-            raise ChannelError(f"HTTP sink: {exc}") from exc
+            with self._opener.open(request, timeout=self._timeout) as response:
+                status = response.status
+        # URLError/HTTPError, TimeoutError and ConnectionResetError are OSErrors;
+        # RemoteDisconnected and BadStatusLine are HTTPExceptions.
+        except (OSError, http.client.HTTPException) as exc:
+            raise ChannelError(f"HTTP sink: {exc!r}") from exc
+        if not 200 <= status < 300:
+            raise ChannelError(f"HTTP sink answered {status}")

@@ -1,6 +1,10 @@
 """DynamoDB Streams (outbox INSERTs) -> sender. Thin: picks new pending items, delegates.
 
 The event source mapping filters to new pending items; anything else is ignored safely here.
+A send that failed and was backed off is a handled record: the item is pending again in the
+due index and the sweeper owns its schedule. Failing the record would only make the stream
+retry within seconds (into the backoff, or past the outage's start). Only an error the
+sender did not handle, such as a failure to record the back-off, fails the record.
 """
 
 from __future__ import annotations
@@ -20,7 +24,6 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from functions.outbox.channels import ChannelError
 from functions.outbox.sender import OutboxSender, SendResult
 from functions.outbox.wiring import sender_from_env
 from functions.shared.observability import powertools
@@ -52,9 +55,7 @@ def handle_record(record: DynamoDBRecord, sender: OutboxSender) -> SendResult | 
     if sent.result is SendResult.DEAD:
         logger.error("outbox item is dead", extra={**extra, "error": sent.detail})
     elif sent.result is SendResult.RETRY_LATER:
-        logger.warning("send failed; backing off", extra={**extra, "error": sent.detail})
-        # Failing the record makes the stream retry now; the backoff governs the sweeper.
-        raise ChannelError(sent.detail)
+        logger.warning("send failed; backed off", extra={**extra, "error": sent.detail})
     else:
         logger.info("outbox item handled", extra=extra)
     return sent.result

@@ -4,6 +4,11 @@ The claim is a conditional update (`pending -> sending`, or a `sending` whose le
 with a fresh claim token, so two invocations never send the same item at once; every later
 write requires that token. A crash after the send but before `sent` leaves the lease to run
 out and the sweeper re-drives it: the sink sees the same key again (at-least-once, one intent).
+
+An item is given up by age, never by a count of attempts: a failed send backs off
+exponentially (capped) until the item is older than the give-up age (counted from its
+creation, or from its revival), and only then makes it `dead`. A crash loop ends the same way:
+a lease that ran out on an item past that age is buried instead of claimed once more.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from functions.outbox.channels import Channel, ChannelError
-from functions.shared import tables
+from functions.shared import settings, tables
 from functions.shared.domain import financial_status
 from functions.shared.dynamo import (
     from_attributes,
@@ -26,7 +31,7 @@ from functions.shared.dynamo import (
     to_attributes,
 )
 from functions.shared.errors import UmavezError
-from functions.shared.outbox import OutboxItem, OutboxStatus
+from functions.shared.outbox import OutboxItem, OutboxStatus, give_up_clock_start
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -42,15 +47,22 @@ class SendResult(StrEnum):
 @dataclass(frozen=True)
 class SendPolicy:
     lease_seconds: int = 60
-    max_attempts: int = 8
     backoff_base_seconds: int = 30
     backoff_cap_seconds: int = 3600
+    # A failed send of an item older than this makes it dead (settings.outbox_give_up_seconds).
+    give_up_seconds: int = settings.DEFAULT_OUTBOX_GIVE_UP_HOURS * 3600
+    # A sent item expires (TTL) this long after it was sent (settings.retention_seconds).
+    retention_seconds: int = settings.DEFAULT_RETENTION_DAYS * 86_400
 
     def backoff(self, attempts: int) -> int:
         """Exponential: 30 s, 60 s, 120 s ... capped at an hour."""
-        return int(
-            min(self.backoff_cap_seconds, self.backoff_base_seconds * 2 ** max(0, attempts - 1))
-        )
+        exponent = min(max(0, attempts - 1), 32)  # no huge powers for long-lived items
+        return int(min(self.backoff_cap_seconds, self.backoff_base_seconds * 2**exponent))
+
+    def gave_up(self, item: dict[str, Any] | OutboxItem, now: float) -> bool:
+        """Whether the item is older than the give-up age (from its creation or revival)."""
+        fields = item.model_dump() if isinstance(item, OutboxItem) else item
+        return now - give_up_clock_start(fields) >= self.give_up_seconds
 
 
 @dataclass(frozen=True)
@@ -85,24 +97,30 @@ class OutboxSender:
     def deliver(self, outbox_id: str, *, only_if_due: bool) -> Sent:
         """Claim, send through each channel not yet done, mark sent; on failure back off.
 
-        The stream path passes only_if_due=False: its own retries are the first, immediate
-        tier. The sweeper passes True and respects the backoff schedule.
+        The stream path passes only_if_due=False (a new item is due at once); the sweeper
+        passes True and respects the backoff schedule, which it owns after a failure.
         """
         token = uuid.uuid4().hex
-        claimed = self._claim(outbox_id, token, only_if_due)
-        if claimed is None:
+        claim = self._claim(outbox_id, token, only_if_due)
+        if claim is None:
             return Sent(outbox_id, SendResult.SKIPPED)
-        item = OutboxItem.model_validate(claimed)
+        claimed, abandoned = claim
+        attempts = int(claimed.get("attempts", 0))
         try:
+            if abandoned and self._policy.gave_up(claimed, self._clock()):
+                # Its last sender died holding it (a crash loop, or the last try of an old
+                # item): nothing more is tried; the item is listed with the dead.
+                return self._bury(outbox_id, token, attempts, "lease expired past the give-up age")
+            item = OutboxItem.model_validate(claimed)
             try:
                 item = self._as_of_now(item)
             except UmavezError as exc:
                 # Nothing was sent: back off like a sink failure, never leave it `sending`.
-                return self._back_off(item.outbox_id, token, item.attempts, f"order read: {exc}")
+                return self._back_off(item, token, f"order read: {exc}")
             return self._send_claimed(item, token, set(claimed.get("channels_sent", set())))
         except LeaseLostError:
             # Another sender holds the item now and finishes it, with the same key.
-            return Sent(outbox_id, SendResult.SKIPPED, item.attempts, "lease lost")
+            return Sent(outbox_id, SendResult.SKIPPED, attempts, "lease lost")
 
     def _send_claimed(self, item: OutboxItem, token: str, done: set[str]) -> Sent:
         """Channels taken are recorded with the item's next state, not one write each: a crash
@@ -115,15 +133,19 @@ class OutboxSender:
                     channel.send(item)
                     sent_now.add(channel.name)
         except ChannelError as exc:
-            return self._back_off(item.outbox_id, token, item.attempts, str(exc), sent_now)
+            return self._back_off(item, token, str(exc), sent_now)
+        now = int(self._clock())
+        # Sent items leave the due index and expire after the retention (the TTL attribute);
+        # pending and dead ones never expire.
         self._update(
             item.outbox_id,
             token,
-            "SET #status = :sent, sent_at = :now REMOVE #bucket, claim_token"
+            "SET #status = :sent, sent_at = :now, #expires = :expires REMOVE #bucket, claim_token"
             + (" ADD channels_sent :channels" if sent_now else ""),
             {
                 ":sent": OutboxStatus.SENT.value,
-                ":now": int(self._clock()),
+                ":now": now,
+                ":expires": now + self._policy.retention_seconds,
                 ":channels": sent_now or None,
             },
         )
@@ -155,77 +177,86 @@ class OutboxSender:
             }
         )
 
-    def bury_if_exhausted(self, outbox_id: str) -> bool:
-        """An item out of attempts (e.g. a crash during its last one) becomes dead, visibly."""
-        try:
-            self._db.update_item(
-                TableName=self._table,
-                Key=to_attributes({tables.OUTBOX_KEY: outbox_id}),
-                UpdateExpression="SET #status = :dead REMOVE #bucket, claim_token",
-                ConditionExpression=(
-                    "attempts >= :max AND #due <= :now AND #status IN (:pending, :sending)"
-                ),
-                ExpressionAttributeNames={
-                    "#status": "status",
-                    "#bucket": tables.OUTBOX_DUE_BUCKET,
-                    "#due": tables.OUTBOX_DUE_AT,
-                },
-                ExpressionAttributeValues=to_attributes(
-                    {
-                        ":dead": OutboxStatus.DEAD.value,
-                        ":max": self._policy.max_attempts,
-                        ":now": int(self._clock()),
-                        ":pending": OutboxStatus.PENDING.value,
-                        ":sending": OutboxStatus.SENDING.value,
-                    }
-                ),
-            )
-        except ClientError as exc:
-            if is_condition_failure(exc):
-                return False
-            raise_unclassified(exc, "UpdateItem")
-        return True
-
-    def _claim(self, outbox_id: str, token: str, only_if_due: bool) -> dict[str, Any] | None:
+    def _claim(
+        self, outbox_id: str, token: str, only_if_due: bool
+    ) -> tuple[dict[str, Any], bool] | None:
+        """The item as claimed, and whether it was taken over from a sender whose lease ran
+        out (it died holding it). No limit on attempts: a revived item must be claimable."""
         now = int(self._clock())
         pending = "#status = :pending" + (" AND #due <= :now" if only_if_due else "")
+        lease_end = now + self._policy.lease_seconds
+        bucket = tables.due_bucket(outbox_id)
         try:
             response = self._db.update_item(
                 TableName=self._table,
                 Key=to_attributes({tables.OUTBOX_KEY: outbox_id}),
+                # The bucket is set again so a lease that runs out is found by the sweeper.
                 UpdateExpression=(
-                    "SET #status = :sending, claim_token = :token, #due = :lease_end "
-                    "ADD attempts :one"
+                    "SET #status = :sending, claim_token = :token, #due = :lease_end, "
+                    "#bucket = :bucket ADD attempts :one"
                 ),
                 ConditionExpression=(
-                    f"attribute_exists(#id) AND attempts < :max AND "
+                    f"attribute_exists(#id) AND "
                     f"(({pending}) OR (#status = :sending AND #due <= :now))"
                 ),
                 ExpressionAttributeNames={
                     "#id": tables.OUTBOX_KEY,
                     "#status": "status",
                     "#due": tables.OUTBOX_DUE_AT,
+                    "#bucket": tables.OUTBOX_DUE_BUCKET,
                 },
                 ExpressionAttributeValues=to_attributes(
                     {
                         ":sending": OutboxStatus.SENDING.value,
                         ":pending": OutboxStatus.PENDING.value,
                         ":token": token,
-                        ":lease_end": now + self._policy.lease_seconds,
+                        ":lease_end": lease_end,
+                        ":bucket": bucket,
                         ":now": now,
                         ":one": 1,
-                        ":max": self._policy.max_attempts,
                     }
                 ),
-                ReturnValues="ALL_NEW",
+                ReturnValues="ALL_OLD",
             )
         except ClientError as exc:
             if is_condition_failure(exc):
                 return None
             raise_unclassified(exc, "UpdateItem")
-        return from_attributes(response["Attributes"])
+        before = from_attributes(response["Attributes"])
+        claimed = {
+            **before,
+            "status": OutboxStatus.SENDING.value,
+            "claim_token": token,
+            tables.OUTBOX_DUE_AT: lease_end,
+            tables.OUTBOX_DUE_BUCKET: bucket,
+            "attempts": int(before.get("attempts", 0)) + 1,
+        }
+        return claimed, before.get("status") == OutboxStatus.SENDING.value
 
     def _back_off(
+        self, item: OutboxItem, token: str, error: str, sent_now: set[str] | None = None
+    ) -> Sent:
+        """Pending again, due after the backoff, in its shard of the due index: the sweeper
+        owns the schedule from here. Past the give-up age, dead instead."""
+        now = int(self._clock())
+        if self._policy.gave_up(item, now):
+            return self._bury(item.outbox_id, token, item.attempts, error, sent_now)
+        self._update(
+            item.outbox_id,
+            token,
+            "SET #status = :pending, #bucket = :bucket, #due = :retry_at, last_error = :error "
+            "REMOVE claim_token" + (" ADD channels_sent :channels" if sent_now else ""),
+            {
+                ":pending": OutboxStatus.PENDING.value,
+                ":bucket": tables.due_bucket(item.outbox_id),
+                ":retry_at": now + self._policy.backoff(item.attempts),
+                ":error": error[:500],
+                ":channels": sent_now or None,
+            },
+        )
+        return Sent(item.outbox_id, SendResult.RETRY_LATER, item.attempts, error)
+
+    def _bury(
         self,
         outbox_id: str,
         token: str,
@@ -233,25 +264,22 @@ class OutboxSender:
         error: str,
         sent_now: set[str] | None = None,
     ) -> Sent:
-        record = " ADD channels_sent :channels" if sent_now else ""
-        values: dict[str, object] = {":error": error[:500], ":channels": sent_now or None}
-        if attempts >= self._policy.max_attempts:
-            self._update(
-                outbox_id,
-                token,
-                "SET #status = :dead, last_error = :error REMOVE #bucket, claim_token" + record,
-                {**values, ":dead": OutboxStatus.DEAD.value},
-            )
-            return Sent(outbox_id, SendResult.DEAD, attempts, error)
-        retry_at = int(self._clock()) + self._policy.backoff(attempts)
+        """Dead, and listed without a scan: the due index's `dead` bucket, sorted by when it
+        died. `umavez outbox revive` brings it back."""
         self._update(
             outbox_id,
             token,
-            "SET #status = :pending, #due = :retry_at, last_error = :error REMOVE claim_token"
-            + record,
-            {**values, ":pending": OutboxStatus.PENDING.value, ":retry_at": retry_at},
+            "SET #status = :dead, #bucket = :dead_bucket, #due = :now, last_error = :error "
+            "REMOVE claim_token" + (" ADD channels_sent :channels" if sent_now else ""),
+            {
+                ":dead": OutboxStatus.DEAD.value,
+                ":dead_bucket": tables.OUTBOX_DEAD_BUCKET,
+                ":now": int(self._clock()),
+                ":error": error[:500],
+                ":channels": sent_now or None,
+            },
         )
-        return Sent(outbox_id, SendResult.RETRY_LATER, attempts, error)
+        return Sent(outbox_id, SendResult.DEAD, attempts, error)
 
     def _update(
         self, outbox_id: str, token: str, expression: str, values: dict[str, object]
@@ -261,6 +289,7 @@ class OutboxSender:
             "#status": "status",
             "#bucket": tables.OUTBOX_DUE_BUCKET,
             "#due": tables.OUTBOX_DUE_AT,
+            "#expires": tables.EXPIRES_AT,
         }
         try:
             self._db.update_item(

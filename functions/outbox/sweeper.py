@@ -1,17 +1,28 @@
-"""Re-drive outbox items the stream did not finish: retries exhausted, lease expired after a
-crash, or a stream record aged out (streams keep records 24 h). Out of attempts -> dead."""
+"""Re-drive outbox items the stream did not finish: sends that failed and backed off (the
+sweeper owns their schedule), leases that ran out after a crash, and stream records that aged
+out (streams keep records 24 h). Items past the give-up age die in the sender, not here."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
-from functions.outbox.sender import OutboxSender, SendResult
+from functions.outbox.sender import OutboxSender
 from functions.shared import tables
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+
+# An item the sender raised on (a bug, a crash of one channel): counted, and left as it is;
+# if it was claimed, its lease runs out and a later sweep re-drives it.
+SWEEP_ERROR: Final = "error"
+
+OnError = Callable[[str, Exception], None]
+
+
+def _ignore(_outbox_id: str, _error: Exception) -> None:
+    return None
 
 
 class Sweeper:
@@ -23,6 +34,7 @@ class Sweeper:
         clock: Callable[[], float],
         grace_seconds: int = 120,
         max_items: int = 1000,
+        on_error: OnError = _ignore,
     ) -> None:
         self._db = dynamodb
         self._table = table_name
@@ -30,21 +42,29 @@ class Sweeper:
         self._clock = clock
         self._grace = grace_seconds
         self._max_items = max_items
+        self._on_error = on_error
 
     def sweep(self) -> Counter[str]:
-        """Counts of what happened to each due item, by SendResult value."""
+        """Counts of what happened to each due item, by SendResult value (or SWEEP_ERROR).
+
+        One bad item never stops the sweep: whatever it raises is reported through on_error
+        (called inside the except block, so a logger can record the traceback) and the sweep
+        goes on with the next one.
+        """
         results: Counter[str] = Counter()
         for outbox_id in self._due_items():
-            sent = self._sender.deliver(outbox_id, only_if_due=True)
-            if sent.result is SendResult.SKIPPED and self._sender.bury_if_exhausted(outbox_id):
-                results[SendResult.DEAD.value] += 1
-            else:
-                results[sent.result.value] += 1
+            try:
+                sent = self._sender.deliver(outbox_id, only_if_due=True)
+            except Exception as exc:  # noqa: BLE001 - reported, and the lease re-drives it
+                results[SWEEP_ERROR] += 1
+                self._on_error(outbox_id, exc)
+                continue
+            results[sent.result.value] += 1
         return results
 
     def _due_items(self) -> Iterator[str]:
-        """Every shard of the due index, each oldest first; the grace leaves fresh items to
-        the stream. At most max_items per shard in one sweep."""
+        """Every shard of the due index (never the `dead` bucket), each oldest first; the
+        grace leaves fresh items to the stream. At most max_items per shard in one sweep."""
         paginator = self._db.get_paginator("query")
         for bucket in tables.due_buckets():
             pages = paginator.paginate(

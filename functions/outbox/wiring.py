@@ -2,19 +2,23 @@
 
 EVENT_BUS_NAME: EventBridge bus for domain events (always on). EMAIL_SENDER: SES from-address;
 e-mail is sent when set and the item has a recipient. NOTIFY_URL: optional HTTP sink.
-OUTBOX_LEASE_SECONDS, OUTBOX_BACKOFF_BASE_SECONDS, OUTBOX_MAX_ATTEMPTS, SWEEP_GRACE_SECONDS
-override the send policy (the embedded local stack shortens them to fit a drill in minutes).
+OUTBOX_LEASE_SECONDS, OUTBOX_BACKOFF_BASE_SECONDS, OUTBOX_BACKOFF_CAP_SECONDS,
+SWEEP_GRACE_SECONDS override the send policy (the embedded local stack shortens them to fit a
+drill in minutes). OUTBOX_GIVE_UP_HOURS (an item is dead when a send fails past this age) and
+RETENTION_DAYS (how long a sent item is kept) come from the stack: functions/shared/settings.py.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 
 import boto3
 
 from functions.outbox.channels import Channel, EventBridgeChannel, HttpChannel, SesEmailChannel
 from functions.outbox.sender import OutboxSender, SendPolicy
+from functions.shared import settings
 from functions.shared.tables import TableNames
 
 
@@ -29,14 +33,18 @@ def channels_from_env() -> list[Channel]:
     return channels
 
 
-def policy_from_env() -> SendPolicy:
+def policy_from_env(environ: Mapping[str, str] = os.environ) -> SendPolicy:
     defaults = SendPolicy()
     return SendPolicy(
-        lease_seconds=int(os.environ.get("OUTBOX_LEASE_SECONDS", defaults.lease_seconds)),
-        max_attempts=int(os.environ.get("OUTBOX_MAX_ATTEMPTS", defaults.max_attempts)),
+        lease_seconds=int(environ.get("OUTBOX_LEASE_SECONDS", defaults.lease_seconds)),
         backoff_base_seconds=int(
-            os.environ.get("OUTBOX_BACKOFF_BASE_SECONDS", defaults.backoff_base_seconds)
+            environ.get("OUTBOX_BACKOFF_BASE_SECONDS", defaults.backoff_base_seconds)
         ),
+        backoff_cap_seconds=int(
+            environ.get("OUTBOX_BACKOFF_CAP_SECONDS", defaults.backoff_cap_seconds)
+        ),
+        give_up_seconds=settings.outbox_give_up_seconds(environ),
+        retention_seconds=settings.retention_seconds(environ),
     )
 
 

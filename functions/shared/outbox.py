@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -42,9 +45,32 @@ class OutboxItem(BaseModel):
     status: OutboxStatus
     attempts: int = 0
     created_at: str
+    # Set when an operator revives a dead item: the give-up age counts from here then.
+    revived_at: str | None = None
     # Filled at send time from the order (the transaction that wrote the item reads nothing).
     financial_status: str | None = None
 
     @property
     def idempotency_key(self) -> str:
         return self.outbox_id
+
+
+def give_up_clock_start(item: Mapping[str, Any]) -> float:
+    """When the item's give-up age starts: its revival if it was revived, else its creation.
+
+    An unreadable time counts as the epoch, so such an item is given up on its first failure
+    (visible, alarmed) instead of retried forever.
+    """
+    stamp = item.get("revived_at") or item.get("created_at")
+    try:
+        moment = datetime.fromisoformat(str(stamp))
+    except ValueError:
+        return 0.0
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def iso_time(epoch_seconds: float) -> str:
+    """The format `created_at` is written in (UTC, milliseconds)."""
+    return datetime.fromtimestamp(epoch_seconds, tz=UTC).isoformat(timespec="milliseconds")

@@ -19,7 +19,7 @@ from tests.support.world import World
 
 T0 = 1_764_460_800
 CUSTOMER = "cliente@example.com"  # the receipt_email of the fixture's PaymentIntent
-POLICY = SendPolicy(lease_seconds=60, max_attempts=3, backoff_base_seconds=30)
+POLICY = SendPolicy(lease_seconds=60, backoff_base_seconds=30)
 
 
 @pytest.fixture

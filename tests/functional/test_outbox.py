@@ -3,23 +3,34 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 
 from functions.outbox import handler
 from functions.outbox.channels import Channel, EventBridgeChannel, SesEmailChannel
 from functions.outbox.sender import OutboxSender, SendPolicy, SendResult
 from functions.outbox.sweeper import Sweeper
-from functions.shared.outbox import outbox_id_for
+from functions.outbox.wiring import policy_from_env
+from functions.shared import tables
+from functions.shared.outbox import OutboxItem, outbox_id_for
 from local_stack import stripe_events as stripe
 from local_stack.faults import FaultyChannel, first
 from tests.conftest import TABLES
-from tests.support.clients import SimulatedCrashError, crashing_after, crashing_before, serialized
+from tests.support.clients import (
+    SimulatedCrashError,
+    crashing_after,
+    crashing_before,
+    intercepted,
+    serialized,
+)
 from tests.support.clock import FakeClock
 from tests.support.lambda_events import FakeLambdaContext
+from tests.support.outbox import in_bucket, one_id_per_shard, put_pending
 from tests.support.sinks import EMAIL_SENDER, Sinks
 from tests.support.streams import StreamReader, stream_event
 from tests.support.world import World
@@ -28,8 +39,18 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 T0 = 1_764_460_800
-POLICY = SendPolicy(lease_seconds=60, max_attempts=3, backoff_base_seconds=30)
+HOUR = 3600
+GIVE_UP = 24 * HOUR
+RETENTION = 90 * 86_400
+POLICY = SendPolicy(
+    lease_seconds=60,
+    backoff_base_seconds=30,
+    backoff_cap_seconds=HOUR,
+    give_up_seconds=GIVE_UP,
+    retention_seconds=RETENTION,
+)
 SWEEP_GRACE = 120
+OLD_MAX_ATTEMPTS = 8  # what used to make an item dead, whatever its age
 
 
 @pytest.fixture
@@ -54,15 +75,23 @@ def sender(
     clock: FakeClock,
     channels: Sequence[Channel],
     client: DynamoDBClient | None = None,
+    policy: SendPolicy = POLICY,
 ) -> OutboxSender:
-    return OutboxSender(client or world.dynamodb, TABLES.outbox, channels, clock, POLICY)
+    return OutboxSender(client or world.dynamodb, TABLES.outbox, channels, clock, policy)
 
 
-def sweep(world: World, clock: FakeClock, channels: Sequence[Channel]) -> dict[str, int]:
+def sweep(
+    world: World,
+    clock: FakeClock,
+    channels: Sequence[Channel],
+    policy: SendPolicy = POLICY,
+    on_error: Callable[[str, Exception], None] | None = None,
+) -> dict[str, int]:
+    swept = sender(world, clock, channels, policy=policy)
+    if on_error is None:
+        return dict(Sweeper(world.dynamodb, TABLES.outbox, swept, clock, SWEEP_GRACE).sweep())
     return dict(
-        Sweeper(
-            world.dynamodb, TABLES.outbox, sender(world, clock, channels), clock, SWEEP_GRACE
-        ).sweep()
+        Sweeper(world.dynamodb, TABLES.outbox, swept, clock, SWEEP_GRACE, on_error=on_error).sweep()
     )
 
 
@@ -147,7 +176,7 @@ def test_two_senders_racing_on_one_item_send_once(
     assert sorted(results) == [SendResult.SENT, SendResult.SKIPPED]
 
 
-def test_channel_failure_backs_off_and_a_later_attempt_sends_once(
+def test_a_failed_send_is_backed_off_in_the_due_index_and_its_stream_record_succeeds(
     world: World,
     sinks: Sinks,
     stream: StreamReader,
@@ -163,18 +192,19 @@ def test_channel_failure_backs_off_and_a_later_attempt_sends_once(
     # When the stream delivers the item
     response = handler.lambda_handler(stream_event(records), FakeLambdaContext())
 
-    # Then nothing was sent, the record is reported failed, and the item waits with backoff
+    # Then nothing was sent, the item waits with backoff in its shard of the due index, and
+    # the record succeeded: the sweeper owns the schedule, the stream does not retry it now
     item = outbox_item(world, outbox_id)
     assert (item["status"], item["attempts"], item["next_attempt_at"]) == (
         "pending",
         1,
         int(clock.now) + 30,
     )
+    assert in_bucket(world.dynamodb, TABLES.outbox, tables.due_bucket(outbox_id)) == [outbox_id]
     assert "unavailable" in item["last_error"]
+    assert tables.EXPIRES_AT not in item
     assert sinks.events_by_key() == {}
-    assert [f["itemIdentifier"] for f in response["batchItemFailures"]] == [
-        records[0]["dynamodb"]["SequenceNumber"]
-    ]
+    assert response["batchItemFailures"] == []
 
     # When the sweeper runs before the item is due, and again after
     before_due = sweep(world, clock, failing)
@@ -186,6 +216,53 @@ def test_channel_failure_backs_off_and_a_later_attempt_sends_once(
     assert sinks.emails_by_key() == {outbox_id: 1}
     assert outbox_item(world, outbox_id)["status"] == "sent"
     assert (before_due, after_due) == ({}, {"sent": 1})
+
+
+def test_a_back_off_that_cannot_be_recorded_fails_the_stream_record(
+    world: World,
+    sinks: Sinks,
+    stream: StreamReader,
+    clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given EventBridge failing once, and DynamoDB refusing the write that records the back-off
+    _, outbox_id = paid_order(world)
+    failing = [FaultyChannel(real_channels(sinks)[0], fails=first(1)), real_channels(sinks)[1]]
+    updates = 0
+
+    def throttle_second_update(operation: str, call: Callable[[], Any]) -> Any:
+        nonlocal updates
+        if operation == "update_item":
+            updates += 1
+            if updates == 2:
+                raise ClientError(
+                    {"Error": {"Code": "ValidationException", "Message": "injected"}},
+                    "UpdateItem",
+                )
+        return call()
+
+    refusing = intercepted(world.dynamodb, throttle_second_update)
+    monkeypatch.setattr(handler, "outbox_sender", lambda: sender(world, clock, failing, refusing))
+    records = stream.new_records()
+
+    # When the stream delivers the item
+    response = handler.lambda_handler(stream_event(records), FakeLambdaContext())
+
+    # Then the record failed (the back-off is not recorded) and the item keeps its lease in
+    # the due index, so nothing is lost: the sweeper sends it once the lease ran out
+    assert [f["itemIdentifier"] for f in response["batchItemFailures"]] == [
+        records[0]["dynamodb"]["SequenceNumber"]
+    ]
+    item = outbox_item(world, outbox_id)
+    assert (item["status"], item["next_attempt_at"]) == (
+        "sending",
+        int(clock.now) + POLICY.lease_seconds,
+    )
+    assert in_bucket(world.dynamodb, TABLES.outbox, tables.due_bucket(outbox_id)) == [outbox_id]
+
+    clock.advance(POLICY.lease_seconds + SWEEP_GRACE)
+    assert sweep(world, clock, real_channels(sinks)) == {"sent": 1}
+    assert sinks.events_by_key() == {outbox_id: 1}
 
 
 def test_crash_after_claim_before_send_is_sent_once_after_the_lease(
@@ -241,49 +318,179 @@ def test_crash_after_a_send_before_it_is_recorded_resends_the_same_key(
     assert sinks.emails_by_key() == {outbox_id: emails_seen}
 
 
-def test_item_that_keeps_failing_becomes_dead_and_is_counted(
+def test_an_item_is_given_up_by_age_not_by_its_number_of_attempts(
     world: World, sinks: Sinks, clock: FakeClock
 ) -> None:
     # Given a sink that never takes the notification
     _, outbox_id = paid_order(world)
+    created = clock.now
     broken = [FaultyChannel(real_channels(sinks)[0], fails=lambda: True)]
 
-    # When the stream tries, then the sweeper keeps re-driving it on schedule
-    first = sender(world, clock, broken).deliver(outbox_id, only_if_due=False)
+    # When the stream tries, then the sweeper re-drives it every hour for a day
+    first_try = sender(world, clock, broken).deliver(outbox_id, only_if_due=False)
     runs = []
-    for _ in range(POLICY.max_attempts):
-        clock.advance(3600 + SWEEP_GRACE)
+    while clock.now - created < GIVE_UP:
+        clock.advance(HOUR + SWEEP_GRACE)
         runs.append(sweep(world, clock, broken))
+    died_at = int(clock.now)
+    clock.advance(HOUR + SWEEP_GRACE)
+    after_death = sweep(world, clock, broken)
 
-    # Then after max attempts it is dead, out of the sweep, and was counted once as dead
+    # Then it backed off at every failure younger than the give-up age, far past the old
+    # attempt limit, and died on the first failure past it: counted once as dead
+    assert first_try.result is SendResult.RETRY_LATER
+    assert len(runs) > OLD_MAX_ATTEMPTS
+    assert runs[:-1] == [{"retry_later": 1}] * (len(runs) - 1)
+    assert (runs[-1], after_death) == ({"dead": 1}, {})
+
+    # And it is listed in the due index's dead bucket, sorted by when it died, never expiring
     item = outbox_item(world, outbox_id)
-    assert (item["status"], item["attempts"]) == ("dead", POLICY.max_attempts)
-    assert "due_bucket" not in item
-    assert first.result is SendResult.RETRY_LATER
-    assert runs == [{"retry_later": 1}, {"dead": 1}, {}]
+    assert (item["status"], item["attempts"]) == ("dead", len(runs) + 1)
+    assert (item["due_bucket"], item["next_attempt_at"]) == (tables.OUTBOX_DEAD_BUCKET, died_at)
+    assert in_bucket(world.dynamodb, TABLES.outbox, tables.OUTBOX_DEAD_BUCKET) == [outbox_id]
+    assert in_bucket(world.dynamodb, TABLES.outbox, tables.due_bucket(outbox_id)) == []
+    assert tables.EXPIRES_AT not in item
+    assert sinks.events_by_key() == {}
 
 
-def test_crash_during_the_last_attempt_is_buried_by_the_sweeper(
+@dataclass
+class DyingChannel:
+    """The sender process dies in the middle of this send, every time (a crash loop)."""
+
+    name: str = "eventbridge"
+    calls: int = 0
+
+    def applies_to(self, item: OutboxItem) -> bool:
+        return True
+
+    def send(self, item: OutboxItem) -> None:
+        self.calls += 1
+        raise SimulatedCrashError("the sender died mid-send (injected)")
+
+
+def test_a_crash_loop_ends_buried_once_the_item_is_past_the_give_up_age(
+    world: World, clock: FakeClock
+) -> None:
+    # Given an item whose every send kills its sender, and a three-hour give-up age
+    policy = SendPolicy(lease_seconds=60, give_up_seconds=3 * HOUR)
+    _, outbox_id = paid_order(world)
+    created = clock.now
+    dying = DyingChannel()
+    with pytest.raises(SimulatedCrashError):
+        sender(world, clock, [dying], policy=policy).deliver(outbox_id, only_if_due=False)
+
+    # When the sweeper finds its lease run out, every hour
+    runs = []
+    while clock.now - created < policy.give_up_seconds:
+        clock.advance(HOUR)
+        runs.append(sweep(world, clock, [dying], policy))
+
+    # Then it was re-driven while younger than the give-up age (no attempt limit), and the
+    # first lease found run out past that age buried it without trying again
+    assert runs == [{"error": 1}] * (len(runs) - 1) + [{"dead": 1}]
+    assert dying.calls == len(runs)
+    item = outbox_item(world, outbox_id)
+    assert (item["status"], item["due_bucket"]) == ("dead", tables.OUTBOX_DEAD_BUCKET)
+    assert "lease expired" in item["last_error"]
+    assert "claim_token" not in item
+
+
+def test_a_sent_item_expires_after_the_retention(
     world: World, sinks: Sinks, clock: FakeClock
 ) -> None:
+    # Given a pending item
     _, outbox_id = paid_order(world)
-    last_chance = OutboxSender(
-        world.dynamodb, TABLES.outbox, real_channels(sinks), clock, SendPolicy(max_attempts=1)
+    assert tables.EXPIRES_AT not in outbox_item(world, outbox_id)
+
+    # When it is sent
+    sent = sender(world, clock, real_channels(sinks)).deliver(outbox_id, only_if_due=False)
+
+    # Then it left the due index and carries the TTL attribute: sent time plus the retention
+    item = outbox_item(world, outbox_id)
+    assert sent.result is SendResult.SENT
+    assert (item["status"], item[tables.EXPIRES_AT]) == ("sent", int(clock.now) + RETENTION)
+    assert "due_bucket" not in item
+
+
+def test_the_policy_reads_the_give_up_age_and_retention_the_stack_passes() -> None:
+    policy = policy_from_env({"OUTBOX_GIVE_UP_HOURS": "6", "RETENTION_DAYS": "7"})
+
+    assert (policy.give_up_seconds, policy.retention_seconds) == (6 * HOUR, 7 * 86_400)
+    assert (SendPolicy().give_up_seconds, SendPolicy().retention_seconds) == (GIVE_UP, RETENTION)
+
+
+def test_an_item_due_in_any_shard_of_the_due_index_is_swept(
+    world: World, sinks: Sinks, clock: FakeClock
+) -> None:
+    # Given one new item in each shard (`due#0` .. `due#7`) that the stream never sent
+    ids = one_id_per_shard()
+    for outbox_id in ids:
+        put_pending(world.dynamodb, TABLES.outbox, outbox_id, clock.now)
+
+    # When the sweeper runs after the grace
+    clock.advance(SWEEP_GRACE)
+    swept = sweep(world, clock, real_channels(sinks))
+
+    # Then every one was sent once, each with its own key
+    assert swept == {"sent": tables.OUTBOX_DUE_SHARDS}
+    assert sinks.events_by_key() == dict.fromkeys(ids, 1)
+    assert {outbox_item(world, i)["status"] for i in ids} == {"sent"}
+
+
+@dataclass
+class PoisonedFor:
+    """A channel with a bug that raises (not a ChannelError) for one item only."""
+
+    inner: Channel
+    poisoned: str
+    broken: bool = True
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def applies_to(self, item: OutboxItem) -> bool:
+        return self.inner.applies_to(item)
+
+    def send(self, item: OutboxItem) -> None:
+        if self.broken and item.outbox_id == self.poisoned:
+            raise KeyError("a template bug")
+        self.inner.send(item)
+
+
+def test_one_poisoned_item_never_stops_a_sweep(
+    world: World, sinks: Sinks, clock: FakeClock
+) -> None:
+    # Given three items the stream never sent, and a channel that raises for the first one
+    # the sweep meets (lowest shard)
+    ids = []
+    for _ in range(3):
+        ids.append(paid_order(world)[1])
+        clock.advance(1)
+    poisoned = min(
+        ids, key=lambda i: (tables.due_buckets().index(tables.due_bucket(i)), ids.index(i))
     )
-    with pytest.raises(SimulatedCrashError):
-        OutboxSender(
-            crashing_after(world.dynamodb, 1),
-            TABLES.outbox,
-            real_channels(sinks),
-            clock,
-            SendPolicy(max_attempts=1),
-        ).deliver(outbox_id, only_if_due=False)
-    clock.advance(60 + SWEEP_GRACE)
+    channel = PoisonedFor(real_channels(sinks)[0], poisoned)
+    reported: list[tuple[str, str]] = []
 
-    swept = Sweeper(world.dynamodb, TABLES.outbox, last_chance, clock, SWEEP_GRACE).sweep()
+    # When the sweeper runs
+    clock.advance(SWEEP_GRACE)
+    swept = sweep(world, clock, [channel], on_error=lambda i, e: reported.append((i, repr(e))))
 
-    assert outbox_item(world, outbox_id)["status"] == "dead"
-    assert dict(swept) == {"dead": 1}
+    # Then the others were sent, the poisoned one reported and counted, and left claimed
+    assert swept == {"sent": 2, "error": 1}
+    assert reported == [(poisoned, "KeyError('a template bug')")]
+    assert sinks.events_by_key() == {i: 1 for i in ids if i != poisoned}
+    assert outbox_item(world, poisoned)["status"] == "sending"
+
+    # When the bug is fixed and its lease has run out
+    channel.broken = False
+    clock.advance(POLICY.lease_seconds + SWEEP_GRACE)
+    again = sweep(world, clock, [channel])
+
+    # Then the next sweep re-drives it: every item sent once
+    assert again == {"sent": 1}
+    assert sinks.events_by_key() == dict.fromkeys(ids, 1)
 
 
 def test_channels_that_took_an_item_before_another_failed_are_not_sent_again(

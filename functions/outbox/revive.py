@@ -1,0 +1,131 @@
+"""Bring dead outbox items back to life once their sink is fixed (`umavez outbox revive`).
+
+A revived item is the same notification: same outbox id, so the same idempotency key every
+sink dedupes on. Reviving is a conditional update that only acts on a `dead` item; it makes
+the item `pending`, due now, in its own shard of the due index (the sweeper sends it), and
+starts its give-up age again from `revived_at`. `attempts` starts again from 0, so the
+backoff starts again at its base; what the item went through is kept in `revivals` (how many
+times it was revived) and `last_error` (why it last failed), and the report says how many
+attempts it had and when it died. Dead items are listed from the due index's `dead` bucket,
+never by a scan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from functions.shared import tables
+from functions.shared.dynamo import (
+    from_attributes,
+    is_condition_failure,
+    raise_unclassified,
+    to_attributes,
+)
+from functions.shared.outbox import OutboxStatus, iso_time
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+
+class ReviveResult(StrEnum):
+    REVIVED = "revived"
+    NOT_DEAD = "not_dead"  # pending, sending or sent: nothing to revive, left as it is
+    NOT_FOUND = "not_found"
+
+
+@dataclass(frozen=True)
+class Revived:
+    outbox_id: str
+    result: ReviveResult
+    # The status found when it was not dead; for a revived item, what it had when it died.
+    status: str | None = None
+    attempts: int | None = None
+    died_at: int | None = None
+    last_error: str | None = None
+
+
+class OutboxReviver:
+    def __init__(
+        self,
+        dynamodb: DynamoDBClient,
+        table_name: str,
+        clock: Callable[[], float],
+        page_size: int = 100,
+    ) -> None:
+        self._db = dynamodb
+        self._table = table_name
+        self._clock = clock
+        self._page_size = page_size
+
+    def revive(self, outbox_id: str) -> Revived:
+        now = self._clock()
+        try:
+            response = self._db.update_item(
+                TableName=self._table,
+                Key=to_attributes({tables.OUTBOX_KEY: outbox_id}),
+                UpdateExpression=(
+                    "SET #status = :pending, #bucket = :bucket, #due = :now, "
+                    "revived_at = :revived_at, attempts = :zero ADD revivals :one"
+                ),
+                ConditionExpression="#status = :dead",
+                ExpressionAttributeNames={
+                    "#status": "status",
+                    "#bucket": tables.OUTBOX_DUE_BUCKET,
+                    "#due": tables.OUTBOX_DUE_AT,
+                },
+                ExpressionAttributeValues=to_attributes(
+                    {
+                        ":pending": OutboxStatus.PENDING.value,
+                        ":dead": OutboxStatus.DEAD.value,
+                        ":bucket": tables.due_bucket(outbox_id),
+                        ":now": int(now),
+                        ":revived_at": iso_time(now),
+                        ":zero": 0,
+                        ":one": 1,
+                    }
+                ),
+                ReturnValues="ALL_OLD",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if not is_condition_failure(exc):
+                raise_unclassified(exc, "UpdateItem")
+            old: Mapping[str, Any] = exc.response.get("Item", {})  # type: ignore[assignment]
+            found = from_attributes(old)
+            if not found:
+                return Revived(outbox_id, ReviveResult.NOT_FOUND)
+            return Revived(outbox_id, ReviveResult.NOT_DEAD, status=found.get("status"))
+        before = from_attributes(response.get("Attributes", {}))
+        return Revived(
+            outbox_id,
+            ReviveResult.REVIVED,
+            status=OutboxStatus.DEAD.value,
+            attempts=before.get("attempts"),
+            died_at=before.get(tables.OUTBOX_DUE_AT),
+            last_error=before.get("last_error"),
+        )
+
+    def dead(self) -> Iterator[str]:
+        """Every dead item's id, oldest death first, page by page from the due index."""
+        paginator = self._db.get_paginator("query")
+        pages = paginator.paginate(
+            TableName=self._table,
+            IndexName=tables.OUTBOX_DUE_INDEX,
+            KeyConditionExpression="#bucket = :dead",
+            ExpressionAttributeNames={"#bucket": tables.OUTBOX_DUE_BUCKET},
+            ExpressionAttributeValues={":dead": {"S": tables.OUTBOX_DEAD_BUCKET}},
+            PaginationConfig={"PageSize": self._page_size},
+        )
+        for page in pages:
+            for item in page["Items"]:
+                yield item[tables.OUTBOX_KEY]["S"]
+
+    def revive_all_dead(self) -> list[Revived]:
+        """Lists first, then revives: each revival moves its item out of the bucket being
+        paged."""
+        return [self.revive(outbox_id) for outbox_id in list(self.dead())]
