@@ -183,7 +183,9 @@ class LedgerOutcomes:
             orders.append(order_id)
             if key in tracked.known_before or item.get("event_id") != message.event_id:
                 outcomes.append(Outcome.DUPLICATE.value)
-                details.append(f"{entry.external_ref} counted by {item.get('event_id')}")
+                counted_by = item.get("event_id")
+                by = "this event" if counted_by == message.event_id else counted_by
+                details.append(f"{entry.external_ref} counted already, by {by}")
             else:
                 outcomes.append(str(item["outcome"]))
         order_id = orders[0] if orders else None
