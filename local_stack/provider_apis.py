@@ -1,50 +1,78 @@
-"""The providers' REST APIs that process reads, on loopback, each with its own bearer token:
+"""The providers' REST APIs that process and the operator's `umavez replay` read, on loopback,
+each with its own bearer token:
 
-- Mercado Pago `GET /v1/payments/{id}` (the payment a notification names);
-- Stripe `GET /v1/refunds?charge=…&limit=…&starting_after=…` (a charge's refunds, paged as
-  Stripe pages lists: newest first, `has_more`).
+- Mercado Pago `GET /v1/payments/{id}` (the payment a notification names) and
+  `GET /v1/payments/search?range=…&begin_date=…&end_date=…&sort=…&criteria=…&offset=…&limit=…`
+  (answered `{"paging": {"total", "limit", "offset"}, "results": [...]}`; dates in ISO 8601);
+- Stripe `GET /v1/refunds?charge=…` (a charge's refunds) and
+  `GET /v1/events?created[gte]=…&created[lte]=…&types[]=…` (the events of a window), both paged
+  as Stripe pages lists: newest first, `limit`, `starting_after`, `has_more`.
+
+Tests and the fire drill register what the providers know (`payments`, `refunds`, `events`).
 """
 
 from __future__ import annotations
 
 import json
+import operator
 import threading
 import urllib.parse
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from local_stack.resources import MERCADOPAGO_DEVELOPMENT_TOKEN, STRIPE_DEVELOPMENT_API_KEY
 
+Query = dict[str, list[str]]
+_CREATED_BOUNDS: dict[str, Callable[[int, int], bool]] = {
+    "gte": operator.ge,
+    "gt": operator.gt,
+    "lte": operator.le,
+    "lt": operator.lt,
+}
+
 
 class FakeProviderApis:
-    """Serves `payments` (Mercado Pago) and `refunds` (Stripe, by charge id).
+    """Serves `payments` (Mercado Pago, by id and searched), `refunds` (Stripe, by charge id)
+    and `events` (Stripe, by window and type).
 
-    `status_override` makes every answer that status (an outage, a 404); `requests` counts
-    the requests per path, so a test can see paging and retries.
+    `status_override` makes every answer that status (an outage, a 404); `fail` makes one
+    request of a path fail (an outage on page 3); `requests` records every request's path and
+    query, so a test can see paging and retries.
     """
 
     def __init__(
         self,
         mercadopago_token: str = MERCADOPAGO_DEVELOPMENT_TOKEN,
         stripe_key: str = STRIPE_DEVELOPMENT_API_KEY,
+        port: int = 0,
     ) -> None:
         self.payments: dict[str, dict[str, Any]] = {}
         self.refunds: dict[str, list[dict[str, Any]]] = {}
+        self.events: list[dict[str, Any]] = []
         self.status_override: int | None = None
         self.requests: list[str] = []
+        self._failures: dict[tuple[str, int], int] = {}
+        self._lock = threading.Lock()
         fake = self
 
         class Request(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 url = urllib.parse.urlsplit(self.path)
-                fake.requests.append(self.path)
+                query = urllib.parse.parse_qs(url.query)
+                injected = fake._record(self.path, url.path)
                 token = mercadopago_token if url.path.startswith("/v1/payments/") else stripe_key
                 if self.headers.get("Authorization") != f"Bearer {token}":
                     self._answer(401, {"message": "invalid access token"})
-                elif fake.status_override:
-                    self._answer(fake.status_override, {"message": "injected"})
+                elif injected or fake.status_override:
+                    self._answer(injected or fake.status_override or 500, {"message": "injected"})
                 elif url.path == "/v1/refunds":
-                    self._answer(200, fake.refund_page(urllib.parse.parse_qs(url.query)))
+                    self._answer(200, fake.refund_page(query))
+                elif url.path == "/v1/events":
+                    self._answer(200, fake.event_page(query))
+                elif url.path == "/v1/payments/search":
+                    self._answer(200, fake.payment_search(query))
                 elif (payment_id := url.path.rsplit("/", 1)[-1]) in fake.payments:
                     self._answer(200, fake.payments[payment_id])
                 else:
@@ -61,21 +89,57 @@ class FakeProviderApis:
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Request)
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), Request)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
-    def refund_page(self, query: dict[str, list[str]]) -> dict[str, Any]:
-        refunds = self.refunds.get(query.get("charge", [""])[0], [])
-        limit = int(query.get("limit", ["10"])[0])
-        after = query.get("starting_after", [None])[0]
-        start = next((n + 1 for n, r in enumerate(refunds) if r["id"] == after), 0)
-        page = refunds[start : start + limit]
+    def fail(self, path: str, request: int, status: int = 500) -> None:
+        """The `request`-th request to `path` (1 is the first ever) answers `status`, once."""
+        with self._lock:
+            self._failures[(path, request)] = status
+
+    def _record(self, full_path: str, path: str) -> int | None:
+        """Records the request; the status injected for it, if any."""
+        with self._lock:
+            self.requests.append(full_path)
+            nth = sum(urllib.parse.urlsplit(p).path == path for p in self.requests)
+            return self._failures.pop((path, nth), None)
+
+    def refund_page(self, query: Query) -> dict[str, Any]:
+        refunds = self.refunds.get(_first(query, "charge") or "", [])
+        return _stripe_page(refunds, query, "/v1/refunds")
+
+    def event_page(self, query: Query) -> dict[str, Any]:
+        """Events in the `created` bounds, of the `types[]` (or `type`) asked, newest first."""
+        types = set(query.get("types[]", []) + query.get("type", []))
+
+        def wanted(event: dict[str, Any]) -> bool:
+            created = int(event["created"])
+            for name, holds in _CREATED_BOUNDS.items():
+                bound = _first(query, f"created[{name}]")
+                if bound is not None and not holds(created, int(bound)):
+                    return False
+            return not types or event["type"] in types
+
+        listed = sorted(filter(wanted, self.events), key=lambda e: -int(e["created"]))
+        return _stripe_page(listed, query, "/v1/events")
+
+    def payment_search(self, query: Query) -> dict[str, Any]:
+        """Payments whose `range` date is within [begin_date, end_date], sorted, offset-paged."""
+        field = _first(query, "range") or "date_created"
+        begin, end = _first(query, "begin_date"), _first(query, "end_date")
+        found = [
+            p
+            for p in self.payments.values()
+            if (begin is None or _instant(begin) <= _instant(p[field]))
+            and (end is None or _instant(p[field]) <= _instant(end))
+        ]
+        sort = _first(query, "sort") or "date_created"
+        found.sort(key=lambda p: _instant(p[sort]), reverse=_first(query, "criteria") == "desc")
+        offset, limit = int(_first(query, "offset") or 0), int(_first(query, "limit") or 30)
         return {
-            "object": "list",
-            "data": page,
-            "has_more": start + limit < len(refunds),
-            "url": "/v1/refunds",
+            "paging": {"total": len(found), "limit": limit, "offset": offset},
+            "results": found[offset : offset + limit],
         }
 
     @property
@@ -89,3 +153,24 @@ class FakeProviderApis:
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+def _first(query: Query, name: str) -> str | None:
+    values = query.get(name)
+    return values[0] if values else None
+
+
+def _instant(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp)
+
+
+def _stripe_page(items: Sequence[dict[str, Any]], query: Query, url: str) -> dict[str, Any]:
+    limit = int(_first(query, "limit") or 10)
+    after = _first(query, "starting_after")
+    start = next((n + 1 for n, item in enumerate(items) if item["id"] == after), 0)
+    return {
+        "object": "list",
+        "data": list(items[start : start + limit]),
+        "has_more": start + limit < len(items),
+        "url": url,
+    }

@@ -20,6 +20,7 @@ DEVELOPMENT_SECRETS = {
     "asaas": "asaas_local_development_only_not_a_token",
 }
 WEBHOOK_QUEUE_NAME = "umavez-webhooks"
+DEAD_LETTER_QUEUE_NAME = "umavez-dead-letters"
 MERCADOPAGO_DEVELOPMENT_TOKEN = "APP_USR-local-development-only"
 STRIPE_DEVELOPMENT_API_KEY = "rk_test_local_development_only"
 EMAIL_SENDER = "loja@example.com"
@@ -86,7 +87,7 @@ def provision(endpoint_url: str, names: TableNames | None = None) -> LocalResour
     for request in create_table_requests(names):
         dynamodb.create_table(**request)
     sqs = client("sqs", endpoint_url)
-    dead_letter_url = sqs.create_queue(QueueName="umavez-dead-letters")["QueueUrl"]
+    dead_letter_url = sqs.create_queue(QueueName=DEAD_LETTER_QUEUE_NAME)["QueueUrl"]
     dead_letter_arn = _arn(sqs, dead_letter_url)
     queue_url = sqs.create_queue(
         QueueName=WEBHOOK_QUEUE_NAME,

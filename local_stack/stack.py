@@ -53,10 +53,12 @@ class EmbeddedStack:
         process_variant: type[EffectProcessor] | None = None,
         front_port: int = 0,
         aws_port: int = 0,
+        provider_apis_port: int = 0,
     ) -> None:
         self.faults = faults or Faults()
         self._front_port = front_port
         self._aws_port = aws_port
+        self._provider_apis_port = provider_apis_port
         self._concurrency = process_concurrency
         self._log_path = log_path
         self._variant = process_variant
@@ -71,7 +73,7 @@ class EmbeddedStack:
         self.aws = LocalAws(
             self._aws_port, self.faults.transaction_conflicts, self.faults.seed
         ).start()
-        self.provider_apis = FakeProviderApis().start()
+        self.provider_apis = FakeProviderApis(port=self._provider_apis_port).start()
         self.resources: LocalResources = provision(self.aws.endpoint_url)
         self._set_environment(
             {

@@ -1,0 +1,230 @@
+"""What a delivery sent through the queue became, read from the ledger (local or deployed).
+
+Process leaves a trace of every delivery except one kind: an entry whose key is reserved
+already (a duplicate) writes nothing. So before a delivery is enqueued, its entries are read
+the way process reads them (the provider's map, the entry key, the bindings) and the keys the
+ledger already holds are noted; afterwards the ledger says, per delivery:
+
+- its entries' items (`EFFECT#`): written by this delivery -> their outcome (applied, stale,
+  voided); there before it, or written by another event -> duplicate;
+- a waiting or unmatched record under its event id -> waiting / unmatched;
+- its audit record (`DELIVERY#provider#event_id`) -> ignored, bound, conflict, unroutable;
+- none of these yet -> pending (not processed yet, retried, or failing towards the DLQ).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from functions.process.waiting import Message
+from functions.shared import tables
+from functions.shared.bindings import bound_orders
+from functions.shared.domain import Effect, Outcome, effect_key
+from functions.shared.dynamo import from_attributes, to_attributes
+from functions.shared.errors import RetryableError, UmavezError
+from functions.shared.providers import Interpreters
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+PENDING: Final = "pending"
+BATCH_GET_LIMIT: Final = 100
+POLL_EVERY_SECONDS: Final = 2.0
+UNPROCESSED_ATTEMPTS: Final = 3
+
+Key = tuple[str, str]
+
+
+@dataclass
+class Tracked:
+    """A delivery about to be enqueued: its entries, and which of their keys were there before."""
+
+    message: Message
+    entries: tuple[Effect, ...]
+    known_before: frozenset[str]
+    unreadable: str | None = None  # why the map could not read it (process will fail it too)
+    queue_message_id: str = ""
+
+
+@dataclass(frozen=True)
+class Result:
+    tracked: Tracked
+    outcome: str
+    order_id: str | None = None
+    detail: str = ""
+
+
+Route = tuple[str | None, str | None]  # (order, effect key) of an entry; None until bound
+
+
+class LedgerUnreadError(RetryableError):
+    """DynamoDB left keys unread (throttled) after retries: nothing can be concluded now."""
+
+
+class LedgerOutcomes:
+    """Reads, before and after, what deliveries did to the ledger (see the module's doc)."""
+
+    def __init__(
+        self, dynamodb: DynamoDBClient, ledger_table: str, interpreters: Interpreters
+    ) -> None:
+        self._db = dynamodb
+        self._ledger = ledger_table
+        self._interpret = interpreters
+
+    def track(self, messages: Sequence[Message]) -> list[Tracked]:
+        """Read each message's entries, and note the keys the ledger holds already."""
+        tracked = [self._read(message) for message in messages]
+        routes = [self._routes(t) for t in tracked]
+        held = self._get({key for route in routes for key in _entry_keys(route)})
+        for t, route in zip(tracked, routes, strict=True):
+            t.known_before = frozenset(
+                key for order, key in route if key and _entry_key(order, key) in held
+            )
+        return tracked
+
+    def results(self, tracked: Sequence[Tracked]) -> list[Result]:
+        routes = [self._routes(t) for t in tracked]
+        keys = {key for t in tracked for key in _delivery_keys(t.message)}
+        keys |= {key for route in routes for key in _entry_keys(route)}
+        items = self._get(keys)
+        return [self._result(t, route, items) for t, route in zip(tracked, routes, strict=True)]
+
+    def settle(
+        self,
+        tracked: Sequence[Tracked],
+        wait_seconds: float,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        every_seconds: float = POLL_EVERY_SECONDS,
+    ) -> list[Result]:
+        """Results, read again every `every_seconds` while some are pending, for at most
+        `wait_seconds`; what is still pending then is reported pending."""
+        deadline = clock() + wait_seconds
+        results = self.results(tracked)
+        while any(r.outcome == PENDING for r in results) and clock() < deadline:
+            sleep(every_seconds)
+            settled = {id(r.tracked): r for r in results if r.outcome != PENDING}
+            again = iter(self.results([r.tracked for r in results if r.outcome == PENDING]))
+            results = [settled.get(id(r.tracked)) or next(again) for r in results]
+        return results
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def _read(self, message: Message) -> Tracked:
+        try:
+            readings = self._interpret(message.provider, message.body)
+        except UmavezError as exc:
+            return Tracked(message, (), frozenset(), unreadable=f"{type(exc).__name__}: {exc}")
+        entries = tuple(r for r in readings if isinstance(r, Effect))
+        return Tracked(message, entries, frozenset())
+
+    def _routes(self, tracked: Tracked) -> list[Route]:
+        """(order, key) of each entry, as process routes it."""
+        routes: list[Route] = []
+        for entry in tracked.entries:
+            order_id = entry.order_id or self._bound_order(entry)
+            routes.append((order_id, effect_key(entry, order_id) if order_id else None))
+        return routes
+
+    def _bound_order(self, entry: Effect) -> str | None:
+        found, _ = bound_orders(self._db, self._ledger, entry.delivery.provider, entry.order_lookup)
+        return next((found[ref] for ref in entry.order_lookup if ref in found), None)
+
+    def _get(self, keys: Iterable[Key]) -> dict[Key, dict[str, Any]]:
+        """Consistent reads of the items that exist, 100 keys a request; keys DynamoDB leaves
+        unprocessed are asked again, a few times."""
+        wanted = sorted(keys)
+        found: dict[Key, dict[str, Any]] = {}
+        for start in range(0, len(wanted), BATCH_GET_LIMIT):
+            request: Any = {
+                self._ledger: {
+                    "Keys": [
+                        to_attributes({tables.PARTITION_KEY: pk, tables.SORT_KEY: sk})
+                        for pk, sk in wanted[start : start + BATCH_GET_LIMIT]
+                    ],
+                    "ConsistentRead": True,
+                }
+            }
+            for _ in range(UNPROCESSED_ATTEMPTS):
+                response = self._db.batch_get_item(RequestItems=request)
+                for item in map(from_attributes, response["Responses"].get(self._ledger, [])):
+                    found[(item[tables.PARTITION_KEY], item[tables.SORT_KEY])] = item
+                request = response.get("UnprocessedKeys")
+                if not request:
+                    break
+            else:
+                raise LedgerUnreadError("DynamoDB left ledger keys unread; try again later")
+        return found
+
+    # -- judging ------------------------------------------------------------------------------
+
+    def _result(
+        self,
+        tracked: Tracked,
+        routes: list[Route],
+        items: dict[Key, dict[str, Any]],
+    ) -> Result:
+        message = tracked.message
+        outcomes: list[str] = []
+        orders: list[str] = []
+        details: list[str] = []
+        unresolved = False
+        for entry, (order_id, key) in zip(tracked.entries, routes, strict=True):
+            item = items.get(_entry_key(order_id, key)) if key else None
+            if item is None:
+                # A settlement of nothing open writes nothing: the delivery's other entries
+                # say what it did.
+                unresolved = unresolved or not entry.only_if_open
+                continue
+            assert order_id is not None
+            orders.append(order_id)
+            if key in tracked.known_before or item.get("event_id") != message.event_id:
+                outcomes.append(Outcome.DUPLICATE.value)
+                counted_by = item.get("event_id")
+                by = "this event" if counted_by == message.event_id else counted_by
+                details.append(f"{entry.external_ref} counted already, by {by}")
+            else:
+                outcomes.append(str(item["outcome"]))
+        order_id = orders[0] if orders else None
+        if tracked.entries and not outcomes and not unresolved:
+            return Result(tracked, Outcome.IGNORED.value, None, "nothing open to settle")
+        if outcomes and not unresolved:
+            return Result(tracked, "+".join(dict.fromkeys(outcomes)), order_id, "; ".join(details))
+        waiting, unmatched, audit = (items.get(k) for k in _delivery_keys(message))
+        if waiting is not None:
+            return Result(tracked, Outcome.WAITING.value, order_id, _waits_for(waiting))
+        if unmatched is not None:
+            return Result(tracked, "unmatched", order_id, _waits_for(unmatched))
+        if audit is not None:
+            return Result(
+                tracked,
+                str(audit["outcome"]),
+                audit.get("order_id") or order_id,
+                str(audit.get("reason", "")),
+            )
+        return Result(tracked, PENDING, order_id, tracked.unreadable or "")
+
+
+def _entry_key(order_id: str | None, key: str) -> Key:
+    return (tables.order_pk(str(order_id)), tables.effect_sk(key))
+
+
+def _entry_keys(routes: list[Route]) -> list[Key]:
+    return [_entry_key(order, key) for order, key in routes if key]
+
+
+def _delivery_keys(message: Message) -> tuple[Key, Key, Key]:
+    """Where process records a delivery by its event id: waiting, unmatched, its audit."""
+    parked = tables.parked_sk(message.provider, message.event_id)
+    return (
+        (tables.WAITING_PK, parked),
+        (tables.UNMATCHED_PK, parked),
+        (tables.delivery_pk(message.provider, message.event_id), tables.DELIVERY_SORT),
+    )
+
+
+def _waits_for(item: dict[str, Any]) -> str:
+    return "waits for " + ", ".join(item.get("objects", []))
