@@ -29,7 +29,12 @@ class UmavezStack(cdk.Stack):
             retain_logs=config.retain_data,
         )
         self.monitoring = Monitoring(
-            self, "Monitoring", pipeline=self.pipeline, api=self.api, alarm_email=config.alarm_email
+            self,
+            "Monitoring",
+            pipeline=self.pipeline,
+            api=self.api,
+            alarm_email=config.alarm_email,
+            retain=config.retain_data,
         )
         for provider, url in self.api.urls.items():
             cdk.CfnOutput(self, f"WebhookUrl{provider.capitalize()}", value=url)

@@ -27,11 +27,12 @@ class WebhookQueues(Construct):
         self.dead_letters = secure_queue(
             self, "DeadLetters", retention_period=cdk.Duration.days(14)
         )
+        self.visibility_timeout = cdk.Duration.seconds(6 * consumer_timeout.to_seconds())
         self.queue = secure_queue(
             self,
             "Webhooks",
             # AWS's rule for Lambda consumers: at least six times the function's timeout.
-            visibility_timeout=cdk.Duration.seconds(6 * consumer_timeout.to_seconds()),
+            visibility_timeout=self.visibility_timeout,
             retention_period=cdk.Duration.days(4),
             dead_letter_queue=sqs.DeadLetterQueue(
                 queue=self.dead_letters, max_receive_count=MAX_RECEIVE_COUNT

@@ -53,7 +53,9 @@ def synth_for(tmp_path_factory: pytest.TempPathFactory) -> Callable[[StackConfig
 
 @pytest.fixture(scope="session")
 def prod(synth_for: Callable[[StackConfig], Synthesized]) -> Synthesized:
-    return synth_for(StackConfig(stage="prod", email_sender="loja@example.com"))
+    return synth_for(
+        StackConfig(stage="prod", alarm_email="oncall@example.com", email_sender="loja@example.com")
+    )
 
 
 @pytest.fixture(scope="session")
