@@ -6,9 +6,10 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 PROVIDERS: Final = ("stripe", "mercadopago", "asaas")
-# Powertools' public layer (it also brings pydantic and the X-Ray SDK). Match its version to
-# the release pinned in pyproject.toml; see docs.powertools.aws.dev for the current number.
-DEFAULT_POWERTOOLS_LAYER_VERSION: Final = 27
+
+
+class ConfigError(ValueError):
+    """A deployment asked for something that cannot work; the message says how to fix it."""
 
 
 @dataclass(frozen=True)
@@ -18,7 +19,6 @@ class StackConfig:
     email_sender: str | None = None
     notify_url: str | None = None
     waf: bool = False
-    powertools_layer_version: int = DEFAULT_POWERTOOLS_LAYER_VERSION
     process_max_concurrency: int = 5
 
     @property
@@ -33,14 +33,16 @@ class StackConfig:
         def flag(name: str) -> bool:
             return str(get(name) or "false").lower() in {"1", "true", "yes"}
 
+        if get("powertoolsLayerVersion") is not None:
+            raise ConfigError(
+                "powertoolsLayerVersion is gone: the layer is the one AWS publishes for the"
+                " Powertools release pinned in pyproject.toml"
+            )
         return cls(
             stage=str(get("stage") or "prod"),
             alarm_email=get("alarmEmail"),
             email_sender=get("emailSender"),
             notify_url=get("notifyUrl"),
             waf=flag("waf"),
-            powertools_layer_version=int(
-                get("powertoolsLayerVersion") or DEFAULT_POWERTOOLS_LAYER_VERSION
-            ),
             process_max_concurrency=int(get("processMaxConcurrency") or 5),
         )

@@ -39,7 +39,7 @@ class Pipeline(Construct):
             self, "Secrets", stage=config.stage, providers=PROVIDERS, retain=retain
         )
         self.bus = events.EventBus(self, "Bus", description="umavez domain events")
-        layer = powertools_layer(self, config.powertools_layer_version)
+        layer = powertools_layer(self)
         tables_env = {
             tables.LEDGER_TABLE_ENV: self.storage.ledger.table_name,
             tables.OUTBOX_TABLE_ENV: self.storage.outbox.table_name,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +13,12 @@ from aws_cdk.assertions import Match
 
 from functions.shared import tables
 from infra.config import PROVIDERS
+from infra.constructs.lambdas import pinned_powertools_version
 from infra.constructs.pipeline import PROCESS_TIMEOUT
 from infra.settings import LAMBDA_PACKAGES, MAX_RECEIVE_COUNT
 from tests.infra.conftest import Synthesized
+
+ROOT = Path(__file__).resolve().parents[2]
 
 FUNCTIONS = {
     name.capitalize(): (handler, packages[-1])
@@ -64,10 +68,44 @@ def test_every_function_is_arm64_traced_json_logged_with_limits(
     assert props["Timeout"] > 0
     assert props["MemorySize"] >= 256
     assert props["Handler"] == FUNCTIONS[name][0]
-    assert any(
-        "AWSLambdaPowertoolsPythonV3-python313-arm64" in json.dumps(layer)
-        for layer in props["Layers"]
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_the_powertools_layer_is_resolved_at_deploy_for_the_pinned_release_and_architecture(
+    prod: Synthesized, name: str
+) -> None:
+    # Given the release pyproject.toml pins, read here independently of the stack's code
+    [pin] = [
+        requirement.split("==")[1]
+        for requirement in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+            "dependencies"
+        ]
+        if requirement.startswith("aws-lambda-powertools")
+    ]
+    props = function(prod, name)
+
+    # When the function's layer is read, Then it is AWS's public SSM parameter of that release,
+    # for the function's own architecture and runtime, resolved by CloudFormation at deploy
+    [layer] = props["Layers"]
+    parameter = prod.template.to_json()["Parameters"][layer["Ref"]]
+    assert parameter["Type"] == "AWS::SSM::Parameter::Value<String>"
+    [architecture] = props["Architectures"]
+    assert parameter["Default"] == (
+        f"/aws/service/powertools/python/{architecture}/{props['Runtime']}/{pin}"
     )
+
+
+def test_the_pinned_powertools_release_is_read_from_pyproject(tmp_path: Path) -> None:
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text(
+        '[project]\ndependencies = ["boto3", "aws-lambda-powertools[tracer] == 9.8.7"]\n'
+    )
+
+    assert pinned_powertools_version(pyproject) == "9.8.7"
+
+    pyproject.write_text('[project]\ndependencies = ["aws-lambda-powertools>=3"]\n')
+    with pytest.raises(ValueError, match="pinned"):
+        pinned_powertools_version(pyproject)
 
 
 @pytest.mark.parametrize("name", FUNCTIONS)
