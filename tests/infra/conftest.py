@@ -60,4 +60,11 @@ def prod(synth_for: Callable[[StackConfig], Synthesized]) -> Synthesized:
 
 @pytest.fixture(scope="session")
 def dev_with_waf(synth_for: Callable[[StackConfig], Synthesized]) -> Synthesized:
-    return synth_for(StackConfig(stage="dev", waf=True))
+    return synth_for(
+        StackConfig(
+            stage="dev",
+            waf=True,
+            retention_days=30,
+            outbox_give_up_hours=6,
+        )
+    )

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match
 
-from functions.shared import tables
+from functions.shared import settings, tables
 from infra.config import PROVIDERS
 from infra.constructs.lambdas import pinned_powertools_version
 from infra.constructs.pipeline import PROCESS_TIMEOUT
@@ -175,7 +175,15 @@ EXPECTED_ACTIONS = {
         "events:PutEvents",
         "ses:SendEmail",
     },
-    "Reconciliation": {"dynamodb:Scan"},
+    # Incremental: changed orders by index, their partitions, its checkpoint item, their outbox
+    # items, and stuck or dead notifications by the due index. No Scan.
+    "Reconciliation": {
+        "dynamodb:Query",
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:BatchGetItem",
+    },
     "Waiting": {
         "dynamodb:Query",
         "dynamodb:BatchGetItem",
@@ -293,14 +301,50 @@ def test_tables_use_the_shared_key_names_on_demand_with_pitr_and_protection(
     ]
     assert [k["AttributeName"] for k in outbox["Properties"]["KeySchema"]] == [tables.OUTBOX_KEY]
     assert outbox["Properties"]["StreamSpecification"] == {"StreamViewType": "NEW_IMAGE"}
-    [index] = outbox["Properties"]["GlobalSecondaryIndexes"]
-    assert index["IndexName"] == tables.OUTBOX_DUE_INDEX
     for table in (ledger, outbox):
+        assert table["Properties"]["TimeToLiveSpecification"] == {
+            "AttributeName": tables.EXPIRES_AT,
+            "Enabled": True,
+        }
         assert table["Properties"]["BillingMode"] == "PAY_PER_REQUEST"
         [replica] = table["Properties"]["Replicas"]
         assert replica["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
         assert replica["DeletionProtectionEnabled"] is True
         assert table["DeletionPolicy"] == "Retain"
+
+
+def test_indexes_are_the_ones_the_local_and_test_tables_are_created_with(
+    prod: Synthesized,
+) -> None:
+    # Given the CreateTable requests the functions' tests and the local stack use
+    requests = {
+        "StorageLedger": tables.create_table_requests(tables.TableNames())[0],
+        "StorageOutbox": tables.create_table_requests(tables.TableNames())[1],
+    }
+    found = prod.resources("AWS::DynamoDB::GlobalTable")
+
+    for name, request in requests.items():
+        table = found[logical_id(prod, "AWS::DynamoDB::GlobalTable", name)]["Properties"]
+
+        # Then the deployed table has the same indexes, keys, key types and projections
+        assert sorted(map(index_shape, table["GlobalSecondaryIndexes"])) == sorted(
+            map(index_shape, request["GlobalSecondaryIndexes"])
+        )
+        assert sorted(table["AttributeDefinitions"], key=str) == sorted(
+            request["AttributeDefinitions"], key=str
+        )
+    ledger = found[logical_id(prod, "AWS::DynamoDB::GlobalTable", "StorageLedger")]
+    [changes] = ledger["Properties"]["GlobalSecondaryIndexes"]
+    assert changes["IndexName"] == tables.LEDGER_CHANGES_INDEX
+    assert changes["KeySchema"] == [
+        {"AttributeName": tables.CHANGES_BUCKET, "KeyType": "HASH"},
+        {"AttributeName": tables.CHANGES_AT, "KeyType": "RANGE"},
+    ]
+    assert changes["Projection"] == {"ProjectionType": "KEYS_ONLY"}
+
+
+def index_shape(index: dict[str, Any]) -> tuple[str, str, str]:
+    return (index["IndexName"], json.dumps(index["KeySchema"]), json.dumps(index["Projection"]))
 
 
 def test_dev_stage_tables_can_be_deleted(dev_with_waf: Synthesized) -> None:
@@ -417,14 +461,130 @@ def test_outputs_name_each_webhook_url_table_and_queue(prod: Synthesized) -> Non
         "WebhookQueueUrl",
         "DeadLetterQueueUrl",
         "OutboxFailureQueueUrl",
+        "AlarmTopicArn",
     ):
         assert name in outputs, name
 
 
+def runbook_rows() -> dict[str, str]:
+    """The README runbook's table: each row by the alarm name(s) its first cell holds."""
+    readme = (ROOT / "README.md").read_text()
+    runbook = readme[readme.index("### Runbook") :].split("\n### ", 1)[0]
+    rows: dict[str, str] = {}
+    for line in runbook.splitlines():
+        if line.startswith("| `"):
+            first_cell = line.split(" | ", 1)[0]
+            for name in first_cell.split("`")[1::2]:
+                rows[name] = line
+    return rows
+
+
 def test_readme_runbook_has_an_entry_per_alarm(prod: Synthesized) -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    rows = runbook_rows()
     runbook_names = set(prod.stack.monitoring.alarms)
     generic = {n for n in runbook_names if n.endswith(("Errors", "Throttles"))}
 
     for name in runbook_names - generic:
-        assert f"`{name}`" in readme, name
+        assert name in rows, name
+    assert {"<Function>Errors", "<Function>Throttles"} <= set(rows)
+
+
+# The operator command that repairs what the alarm reports, by the names the CLI gives them.
+REPAIR_COMMANDS = {
+    "DeadLetters": ["umavez dlq list", "umavez dlq redrive"],
+    "ProcessBatchesCutShort": ["umavez dlq redrive"],
+    "DeadOutboxItems": ["umavez outbox revive OUTBOX_ID", "--all-dead"],
+    "IngestUnavailable": [r"umavez replay stripe\|mercadopago --since ISO --until ISO"],
+    "Api4xx": [r"umavez replay stripe\|mercadopago --since ISO --until ISO"],
+    "WaitingOverAnHour": ["umavez show waiting"],
+    "UnmatchedPayments": ["umavez show unmatched", "umavez attach PROVIDER OBJECT ORDER_ID"],
+    "UnroutablePayments": ["umavez attach PROVIDER OBJECT ORDER_ID", "umavez replay"],
+}
+
+
+@pytest.mark.parametrize("alarm", REPAIR_COMMANDS)
+def test_runbook_names_the_command_that_repairs_what_the_alarm_reports(
+    prod: Synthesized, alarm: str
+) -> None:
+    assert alarm in prod.stack.monitoring.alarms
+    for command in REPAIR_COMMANDS[alarm]:
+        assert command in runbook_rows()[alarm], command
+
+
+def environment(synth: Synthesized, name: str) -> dict[str, Any]:
+    return function(synth, name)["Environment"]["Variables"]  # type: ignore[no-any-return]
+
+
+def test_ingest_and_process_apply_live_events_in_prod_and_test_events_elsewhere(
+    prod: Synthesized, dev_with_waf: Synthesized
+) -> None:
+    for name in ("Ingest", "Process"):
+        assert environment(prod, name)[settings.PAYMENT_MODE_ENV] == "live"
+        assert environment(dev_with_waf, name)[settings.PAYMENT_MODE_ENV] == "test"
+    # Nothing else decides which mode's events count
+    others = set(FUNCTIONS) - {"Ingest", "Process"}
+    assert not any(settings.PAYMENT_MODE_ENV in environment(prod, name) for name in others)
+
+
+@pytest.mark.parametrize("name", ["Process", "Outbox", "Sweeper", "Waiting", "Reconciliation"])
+def test_functions_that_write_expiring_items_know_the_retention(
+    prod: Synthesized, dev_with_waf: Synthesized, name: str
+) -> None:
+    assert environment(prod, name)[settings.RETENTION_DAYS_ENV] == str(
+        settings.DEFAULT_RETENTION_DAYS
+    )
+    assert environment(dev_with_waf, name)[settings.RETENTION_DAYS_ENV] == "30"
+
+
+def test_only_the_senders_know_when_to_give_a_notification_up(
+    prod: Synthesized, dev_with_waf: Synthesized
+) -> None:
+    for name in ("Outbox", "Sweeper"):
+        assert environment(prod, name)[settings.OUTBOX_GIVE_UP_HOURS_ENV] == str(
+            settings.DEFAULT_OUTBOX_GIVE_UP_HOURS
+        )
+        assert environment(dev_with_waf, name)[settings.OUTBOX_GIVE_UP_HOURS_ENV] == "6"
+    others = set(FUNCTIONS) - {"Outbox", "Sweeper"}
+    assert not any(settings.OUTBOX_GIVE_UP_HOURS_ENV in environment(prod, n) for n in others)
+
+
+def resources_allowed(statements: list[dict[str, Any]], action: str) -> list[Any]:
+    """Every resource a role may use the action on, as CloudFormation renders it."""
+    found: list[Any] = []
+    for statement in statements:
+        if action in actions_of([statement]):
+            resources = statement["Resource"]
+            found += resources if isinstance(resources, list) else [resources]
+    return sorted(found, key=json.dumps)
+
+
+@pytest.mark.parametrize("name", ["Outbox", "Sweeper"])
+def test_senders_may_send_as_the_sender_address_and_as_its_domain(
+    prod: Synthesized, name: str
+) -> None:
+    allowed = resources_allowed(role_statements(prod, name), "ses:SendEmail")
+
+    # arn:<partition>:ses:<region>:<account>:identity/<identity>
+    assert sorted(arn["Fn::Join"][1][-1] for arn in allowed) == [
+        ":identity/example.com",
+        ":identity/loja@example.com",
+    ]
+    assert all(arn["Fn::Join"][1][2] == ":ses:" for arn in allowed)
+
+
+def test_reconciliation_queries_only_the_changes_and_due_indexes(prod: Synthesized) -> None:
+    statements = role_statements(prod, "Reconciliation")
+    ledger = logical_id(prod, "AWS::DynamoDB::GlobalTable", "StorageLedger")
+    outbox = logical_id(prod, "AWS::DynamoDB::GlobalTable", "StorageOutbox")
+
+    def on(table: str, index: str | None = None) -> Any:
+        arn = {"Fn::GetAtt": [table, "Arn"]}
+        return {"Fn::Join": ["", [arn, f"/index/{index}"]]} if index else arn
+
+    assert resources_allowed(statements, "dynamodb:Query") == sorted(
+        [on(ledger), on(ledger, tables.LEDGER_CHANGES_INDEX), on(outbox, tables.OUTBOX_DUE_INDEX)],
+        key=json.dumps,
+    )
+    for action in ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"):
+        assert resources_allowed(statements, action) == [on(ledger)], action
+    assert resources_allowed(statements, "dynamodb:BatchGetItem") == [on(outbox)]
