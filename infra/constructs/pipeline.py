@@ -35,7 +35,7 @@ class Pipeline(Construct):
         super().__init__(scope, construct_id)
         retain = config.retain_data
         self.storage = Storage(self, "Storage", retain=retain)
-        self.queues = WebhookQueues(self, "Queues", consumer_timeout=PROCESS_TIMEOUT)
+        self.queues = WebhookQueues(self, "Queues", consumer_timeout=PROCESS_TIMEOUT, retain=retain)
         self.secrets = ProviderSecrets(
             self, "Secrets", stage=config.stage, providers=PROVIDERS, retain=retain
         )
@@ -158,7 +158,10 @@ class Pipeline(Construct):
             ),
         )
         self.outbox_failures = secure_queue(
-            self, "OutboxStreamFailures", retention_period=cdk.Duration.days(14)
+            self,
+            "OutboxStreamFailures",
+            retention_period=cdk.Duration.days(14),
+            removal_policy=cdk.RemovalPolicy.RETAIN if retain else cdk.RemovalPolicy.DESTROY,
         )
         self.outbox.add_event_source(
             sources.DynamoEventSource(

@@ -239,6 +239,25 @@ def test_webhook_queue_is_encrypted_tls_only_and_redrives_to_its_dlq(prod: Synth
         "deadLetterTargetArn": {"Fn::GetAtt": [dlq_id, "Arn"]},
         "maxReceiveCount": MAX_RECEIVE_COUNT,
     }
+    # The DLQ takes (and redrives back to) the webhook queue only, named by its fixed name
+    dlq = queues[dlq_id]["Properties"]
+    [source] = dlq["RedriveAllowPolicy"]["sourceQueueArns"]
+    assert dlq["RedriveAllowPolicy"]["redrivePermission"] == "byQueue"
+    assert webhooks["QueueName"] == "Umavez-test-webhooks"
+    assert source == {
+        "Fn::Join": [
+            "",
+            [
+                "arn:",
+                {"Ref": "AWS::Partition"},
+                ":sqs:",
+                {"Ref": "AWS::Region"},
+                ":",
+                {"Ref": "AWS::AccountId"},
+                ":Umavez-test-webhooks",
+            ],
+        ]
+    }
     assert all(q["Properties"].get("SqsManagedSseEnabled") for q in queues.values())
     policies = prod.resources("AWS::SQS::QueuePolicy")
     assert len(policies) == len(queues)
@@ -246,6 +265,19 @@ def test_webhook_queue_is_encrypted_tls_only_and_redrives_to_its_dlq(prod: Synth
         [deny] = policy["Properties"]["PolicyDocument"]["Statement"]
         assert deny["Effect"] == "Deny"
         assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+
+def test_queues_are_retained_in_prod_and_disposable_in_dev(
+    prod: Synthesized, dev_with_waf: Synthesized
+) -> None:
+    prod_queues = prod.resources("AWS::SQS::Queue").values()
+    dev_queues = dev_with_waf.resources("AWS::SQS::Queue").values()
+
+    assert len(prod_queues) == 3  # webhooks, their DLQ, the outbox stream's failures
+    assert {(q["DeletionPolicy"], q["UpdateReplacePolicy"]) for q in prod_queues} == {
+        ("Retain", "Retain")
+    }
+    assert {q["DeletionPolicy"] for q in dev_queues} == {"Delete"}
 
 
 def test_process_mapping_reports_partial_failures_with_batching_and_concurrency(
@@ -460,10 +492,16 @@ def test_outputs_name_each_webhook_url_table_and_queue(prod: Synthesized) -> Non
         "OutboxTable",
         "WebhookQueueUrl",
         "DeadLetterQueueUrl",
+        "DeadLetterQueueArn",
         "OutboxFailureQueueUrl",
         "AlarmTopicArn",
     ):
         assert name in outputs, name
+    # The operator commands read the provider APIs with these (replay, charge.refunded)
+    assert outputs["SecretStripeApiKey"]["Value"] == "umavez/prod/stripe/api-key"
+    assert outputs["SecretMercadopagoAccessToken"]["Value"] == (
+        "umavez/prod/mercadopago/access-token"
+    )
 
 
 def runbook_rows() -> dict[str, str]:
