@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -26,6 +27,8 @@ class StackConfig:
     email_sender: str | None = None
     notify_url: str | None = None
     waf: bool = False
+    # CIDRs the WAF's per-IP rate rule never counts: the providers' published webhook sources.
+    provider_ip_allow_list: tuple[str, ...] = ()
     process_max_concurrency: int = 5
     # None: live in prod, test elsewhere (a test stack never applies live money by default).
     stripe_mode: PaymentMode | None = None
@@ -77,11 +80,23 @@ class StackConfig:
             email_sender=get("emailSender"),
             notify_url=get("notifyUrl"),
             waf=flag("waf"),
+            provider_ip_allow_list=cidrs(get("providerIpAllowList")),
             process_max_concurrency=number("processMaxConcurrency", 5),
             stripe_mode=_payment_mode(get("stripeMode")),
             retention_days=number("retentionDays", settings.DEFAULT_RETENTION_DAYS),
             outbox_give_up_hours=number("outboxGiveUpHours", settings.DEFAULT_OUTBOX_GIVE_UP_HOURS),
         )
+
+
+def cidrs(value: str | list[str] | None) -> tuple[str, ...]:
+    """Addresses or CIDRs, comma- or space-separated (or a JSON list in cdk.json), as CIDRs."""
+    if not value:
+        return ()
+    entries = value.replace(",", " ").split() if isinstance(value, str) else value
+    try:
+        return tuple(str(ipaddress.ip_network(entry.strip(), strict=False)) for entry in entries)
+    except ValueError as exc:
+        raise ConfigError(f"providerIpAllowList: {exc}") from exc
 
 
 def _payment_mode(value: str | None) -> PaymentMode | None:

@@ -26,6 +26,7 @@ class UmavezStack(cdk.Stack):
             ingest=self.pipeline.ingest,
             providers=PROVIDERS,
             waf=config.waf,
+            provider_ip_allow_list=config.provider_ip_allow_list,
             retain_logs=config.retain_data,
         )
         self.monitoring = Monitoring(

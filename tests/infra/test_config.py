@@ -58,6 +58,19 @@ def test_retention_and_give_up_default_to_the_functions_defaults_and_must_be_pos
         from_context(stage="dev", retentionDays="0")
 
 
+def test_provider_addresses_are_read_as_cidrs_from_a_string_or_a_list() -> None:
+    listed = from_context(
+        stage="dev", providerIpAllowList="3.18.12.63, 54.187.174.0/24 2600:1f18::1"
+    )
+    from_json = from_context(stage="dev", providerIpAllowList=["3.18.12.63"])
+
+    assert listed.provider_ip_allow_list == ("3.18.12.63/32", "54.187.174.0/24", "2600:1f18::1/128")
+    assert from_json.provider_ip_allow_list == ("3.18.12.63/32",)
+    assert from_context(stage="dev").provider_ip_allow_list == ()
+    with pytest.raises(ConfigError, match="providerIpAllowList"):
+        from_context(stage="dev", providerIpAllowList="stripe.com")
+
+
 def test_the_retired_layer_version_option_is_refused_not_ignored() -> None:
     with pytest.raises(ConfigError, match=re.escape("pyproject.toml")):
         from_context(stage="dev", powertoolsLayerVersion="27")
