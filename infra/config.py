@@ -2,29 +2,60 @@
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 from typing import Any, Final
 
+from functions.shared import settings
+from functions.shared.settings import PaymentMode
+
 PROVIDERS: Final = ("stripe", "mercadopago", "asaas")
-# Powertools' public layer (it also brings pydantic and the X-Ray SDK). Match its version to
-# the release pinned in pyproject.toml; see docs.powertools.aws.dev for the current number.
-DEFAULT_POWERTOOLS_LAYER_VERSION: Final = 27
+PRODUCTION: Final = "prod"
+
+
+class ConfigError(ValueError):
+    """A deployment asked for something that cannot work; the message says how to fix it."""
 
 
 @dataclass(frozen=True)
 class StackConfig:
-    stage: str = "prod"
+    stage: str = PRODUCTION
     alarm_email: str | None = None
+    # Production alarms must reach a person: without a subscription, synth fails unless this
+    # says the operator subscribes the topic some other way.
+    allow_no_alarm_subscription: bool = False
     email_sender: str | None = None
     notify_url: str | None = None
     waf: bool = False
-    powertools_layer_version: int = DEFAULT_POWERTOOLS_LAYER_VERSION
+    # CIDRs the WAF's per-IP rate rule never counts: the providers' published webhook sources.
+    provider_ip_allow_list: tuple[str, ...] = ()
     process_max_concurrency: int = 5
+    # None: live in prod, test elsewhere (a test stack never applies live money by default).
+    stripe_mode: PaymentMode | None = None
+    retention_days: int = settings.DEFAULT_RETENTION_DAYS
+    outbox_give_up_hours: int = settings.DEFAULT_OUTBOX_GIVE_UP_HOURS
+
+    def __post_init__(self) -> None:
+        if self.stage == PRODUCTION and not (self.alarm_email or self.allow_no_alarm_subscription):
+            raise ConfigError(
+                "stage prod needs someone to receive its alarms: pass"
+                " -c alarmEmail=you@example.com, or -c allowNoAlarmSubscription=true if you"
+                " subscribe the AlarmTopicArn output yourself"
+            )
+        for name in ("retention_days", "outbox_give_up_hours", "process_max_concurrency"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name} must be positive, not {getattr(self, name)}")
 
     @property
     def retain_data(self) -> bool:
-        """Anything but an explicit dev stage keeps its tables and secrets on delete."""
+        """Anything but an explicit dev stage keeps its tables, queues and secrets on delete."""
         return self.stage != "dev"
+
+    @property
+    def payment_mode(self) -> PaymentMode:
+        if self.stripe_mode is not None:
+            return self.stripe_mode
+        return PaymentMode.LIVE if self.stage == PRODUCTION else PaymentMode.TEST
 
     @classmethod
     def from_context(cls, get: Any) -> StackConfig:
@@ -33,14 +64,46 @@ class StackConfig:
         def flag(name: str) -> bool:
             return str(get(name) or "false").lower() in {"1", "true", "yes"}
 
+        def number(name: str, default: int) -> int:
+            value = get(name)
+            return default if value is None else int(value)
+
+        if get("powertoolsLayerVersion") is not None:
+            raise ConfigError(
+                "powertoolsLayerVersion is gone: the layer is the one AWS publishes for the"
+                " Powertools release pinned in pyproject.toml"
+            )
         return cls(
-            stage=str(get("stage") or "prod"),
+            stage=str(get("stage") or PRODUCTION),
             alarm_email=get("alarmEmail"),
+            allow_no_alarm_subscription=flag("allowNoAlarmSubscription"),
             email_sender=get("emailSender"),
             notify_url=get("notifyUrl"),
             waf=flag("waf"),
-            powertools_layer_version=int(
-                get("powertoolsLayerVersion") or DEFAULT_POWERTOOLS_LAYER_VERSION
-            ),
-            process_max_concurrency=int(get("processMaxConcurrency") or 5),
+            provider_ip_allow_list=cidrs(get("providerIpAllowList")),
+            process_max_concurrency=number("processMaxConcurrency", 5),
+            stripe_mode=_payment_mode(get("stripeMode")),
+            retention_days=number("retentionDays", settings.DEFAULT_RETENTION_DAYS),
+            outbox_give_up_hours=number("outboxGiveUpHours", settings.DEFAULT_OUTBOX_GIVE_UP_HOURS),
         )
+
+
+def cidrs(value: str | list[str] | None) -> tuple[str, ...]:
+    """Addresses or CIDRs, comma- or space-separated (or a JSON list in cdk.json), as CIDRs."""
+    if not value:
+        return ()
+    entries = value.replace(",", " ").split() if isinstance(value, str) else value
+    try:
+        return tuple(str(ipaddress.ip_network(entry.strip(), strict=False)) for entry in entries)
+    except ValueError as exc:
+        raise ConfigError(f"providerIpAllowList: {exc}") from exc
+
+
+def _payment_mode(value: str | None) -> PaymentMode | None:
+    if value is None:
+        return None
+    try:
+        return PaymentMode(str(value).lower())
+    except ValueError as exc:
+        choices = "|".join(m.value for m in PaymentMode)
+        raise ConfigError(f"stripeMode must be {choices}, not {value!r}") from exc

@@ -26,10 +26,16 @@ class UmavezStack(cdk.Stack):
             ingest=self.pipeline.ingest,
             providers=PROVIDERS,
             waf=config.waf,
+            provider_ip_allow_list=config.provider_ip_allow_list,
             retain_logs=config.retain_data,
         )
         self.monitoring = Monitoring(
-            self, "Monitoring", pipeline=self.pipeline, api=self.api, alarm_email=config.alarm_email
+            self,
+            "Monitoring",
+            pipeline=self.pipeline,
+            api=self.api,
+            alarm_email=config.alarm_email,
+            retain=config.retain_data,
         )
         for provider, url in self.api.urls.items():
             cdk.CfnOutput(self, f"WebhookUrl{provider.capitalize()}", value=url)
@@ -40,9 +46,13 @@ class UmavezStack(cdk.Stack):
             "OutboxTable": self.pipeline.storage.outbox.table_name,
             "WebhookQueueUrl": self.pipeline.queues.queue.queue_url,
             "DeadLetterQueueUrl": self.pipeline.queues.dead_letters.queue_url,
+            "DeadLetterQueueArn": self.pipeline.queues.dead_letters.queue_arn,
             "OutboxFailureQueueUrl": self.pipeline.outbox_failures.queue_url,
             "EventBusName": self.pipeline.bus.event_bus_name,
             "AlarmTopicArn": self.monitoring.topic.topic_arn,
+            # Plain names the operator commands read (replay, the refunds of charge.refunded).
+            "SecretStripeApiKey": self.pipeline.secrets.stripe_api_key_name,
+            "SecretMercadopagoAccessToken": self.pipeline.secrets.mercadopago_access_token_name,
         }
         for name, value in outputs.items():
             cdk.CfnOutput(self, name, value=value)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+import json
 from collections.abc import Sequence
 
 from aws_cdk import aws_apigateway as apigateway
@@ -13,6 +15,25 @@ from functions.ingest.service import MAX_BODY_BYTES
 from infra.constructs.lambdas import retained_log_group
 
 STAGE = "live"
+# One JSON line per request. The latencies tell a slow ingest (integration) from a slow API;
+# error.responseType names why API Gateway answered itself (THROTTLED, WAF_FILTERED, ...).
+ACCESS_LOG_FIELDS = {
+    "requestId": apigateway.AccessLogField.context_request_id(),
+    "ip": apigateway.AccessLogField.context_identity_source_ip(),
+    "requestTime": apigateway.AccessLogField.context_request_time(),
+    "httpMethod": apigateway.AccessLogField.context_http_method(),
+    "resourcePath": apigateway.AccessLogField.context_resource_path(),
+    "path": apigateway.AccessLogField.context_path(),
+    "protocol": apigateway.AccessLogField.context_protocol(),
+    "status": apigateway.AccessLogField.context_status(),
+    "responseLength": apigateway.AccessLogField.context_response_length(),
+    "responseLatency": apigateway.AccessLogField.context_response_latency(),
+    "integrationLatency": apigateway.AccessLogField.context_integration_latency(),
+    "integrationStatus": apigateway.AccessLogField.context_integration_status(),
+    "errorResponseType": apigateway.AccessLogField.context_error_response_type(),
+    "errorMessage": apigateway.AccessLogField.context_error_message(),
+    "wafResponseCode": apigateway.AccessLogField.context_waf_response_code(),
+}
 
 
 class WebhookApi(Construct):
@@ -24,6 +45,7 @@ class WebhookApi(Construct):
         ingest: lambda_.IFunction,
         providers: Sequence[str],
         waf: bool,
+        provider_ip_allow_list: Sequence[str] = (),
         retain_logs: bool,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -44,17 +66,7 @@ class WebhookApi(Construct):
                 metrics_enabled=True,
                 logging_level=apigateway.MethodLoggingLevel.ERROR,
                 access_log_destination=apigateway.LogGroupLogDestination(access_logs),
-                access_log_format=apigateway.AccessLogFormat.json_with_standard_fields(
-                    caller=False,
-                    http_method=True,
-                    ip=True,
-                    protocol=True,
-                    request_time=True,
-                    resource_path=True,
-                    response_length=True,
-                    status=True,
-                    user=False,
-                ),
+                access_log_format=apigateway.AccessLogFormat.custom(json.dumps(ACCESS_LOG_FIELDS)),
             ),
         )
         validator = self.api.add_request_validator(
@@ -72,10 +84,16 @@ class WebhookApi(Construct):
         )
         self.urls = {p: f"{self.api.url}webhooks/{p}" for p in providers}
         if waf:
-            self._add_waf()
+            self._add_waf(provider_ip_allow_list)
 
-    def _add_waf(self) -> None:
-        """Rate limit per source IP, and refuse oversized bodies before they cost a Lambda."""
+    def _add_waf(self, provider_ip_allow_list: Sequence[str]) -> None:
+        """Rate limit per source IP (never the providers' own addresses), and refuse declared
+        oversized bodies before they cost a Lambda."""
+        rate_per_ip = wafv2.CfnWebACL.RateBasedStatementProperty(
+            limit=3000,
+            aggregate_key_type="IP",
+            scope_down_statement=self._not_from(provider_ip_allow_list),
+        )
         acl = wafv2.CfnWebACL(
             self,
             "WebAcl",
@@ -87,23 +105,20 @@ class WebhookApi(Construct):
                     name="rate-per-ip",
                     priority=0,
                     action=wafv2.CfnWebACL.RuleActionProperty(block={}),
-                    statement=wafv2.CfnWebACL.StatementProperty(
-                        rate_based_statement=wafv2.CfnWebACL.RateBasedStatementProperty(
-                            limit=3000, aggregate_key_type="IP"
-                        )
-                    ),
+                    statement=wafv2.CfnWebACL.StatementProperty(rate_based_statement=rate_per_ip),
                     visibility_config=_visibility("rate-per-ip"),
                 ),
                 wafv2.CfnWebACL.RuleProperty(
                     name="body-size",
                     priority=1,
                     action=wafv2.CfnWebACL.RuleActionProperty(block={}),
+                    # WAF reads only a body's first 16 KB, so the declared length is what is
+                    # checked, as a number; ingest still refuses a longer body itself (413).
                     statement=wafv2.CfnWebACL.StatementProperty(
-                        size_constraint_statement=wafv2.CfnWebACL.SizeConstraintStatementProperty(
-                            comparison_operator="GT",
-                            size=MAX_BODY_BYTES,
+                        regex_match_statement=wafv2.CfnWebACL.RegexMatchStatementProperty(
+                            regex_string=integer_greater_than(MAX_BODY_BYTES),
                             field_to_match=wafv2.CfnWebACL.FieldToMatchProperty(
-                                body=wafv2.CfnWebACL.BodyProperty(oversize_handling="MATCH")
+                                single_header={"Name": "content-length"}
                             ),
                             text_transformations=[
                                 wafv2.CfnWebACL.TextTransformationProperty(priority=0, type="NONE")
@@ -120,6 +135,55 @@ class WebhookApi(Construct):
             resource_arn=self.api.deployment_stage.stage_arn,
             web_acl_arn=acl.attr_arn,
         )
+
+    def _not_from(self, cidrs: Sequence[str]) -> wafv2.CfnWebACL.StatementProperty | None:
+        """A statement matching requests from none of the CIDRs (one IP set per IP version)."""
+        by_version: dict[int, list[str]] = {}
+        for cidr in cidrs:
+            by_version.setdefault(ipaddress.ip_network(cidr).version, []).append(cidr)
+        from_listed = [
+            wafv2.CfnWebACL.StatementProperty(
+                ip_set_reference_statement=wafv2.CfnWebACL.IPSetReferenceStatementProperty(
+                    arn=wafv2.CfnIPSet(
+                        self,
+                        f"ProviderAddressesV{version}",
+                        scope="REGIONAL",
+                        ip_address_version=f"IPV{version}",
+                        addresses=addresses,
+                        description="Provider webhook sources, never rate limited per IP",
+                    ).attr_arn
+                )
+            )
+            for version, addresses in sorted(by_version.items())
+        ]
+        if not from_listed:
+            return None
+        listed = (
+            from_listed[0]
+            if len(from_listed) == 1
+            else wafv2.CfnWebACL.StatementProperty(
+                or_statement=wafv2.CfnWebACL.OrStatementProperty(statements=from_listed)
+            )
+        )
+        return wafv2.CfnWebACL.StatementProperty(
+            not_statement=wafv2.CfnWebACL.NotStatementProperty(statement=listed)
+        )
+
+
+def integer_greater_than(limit: int) -> str:
+    """A regex matching the decimal integers above `limit`: WAF cannot compare a header's value
+    as a number (a size constraint measures its text: "262145" is 6 bytes). Above the limit
+    means more digits, or as many and greater at the first digit that differs."""
+    digits = str(limit)
+    greater_at = [
+        digits[:i]
+        + f"[{int(d) + 1}-9]"
+        + (rf"\d{{{len(digits) - i - 1}}}" if i + 1 < len(digits) else "")
+        for i, d in enumerate(digits)
+        if d != "9"
+    ]
+    longer = rf"[1-9]\d{{{len(digits)},}}"
+    return "^0*(" + "|".join([*greater_at, longer]) + ")$"
 
 
 def _visibility(name: str) -> wafv2.CfnWebACL.VisibilityConfigProperty:

@@ -4,6 +4,8 @@ only `functions/shared` and its own package, copied without Docker."""
 
 from __future__ import annotations
 
+import re
+import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,13 +16,15 @@ import jsii
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from infra.assets import ROOT, copy_packages
 from infra.settings import LAMBDA_PACKAGES
 
 RUNTIME = lambda_.Runtime.PYTHON_3_13
-LAYER_RUNTIME = "python313"
+ARCHITECTURE = lambda_.Architecture.ARM_64
+POWERTOOLS_REQUIREMENT = re.compile(r"aws-lambda-powertools(\[[^\]]*\])?==(?P<version>[\w.]+)")
 
 
 @jsii.implements(cdk.ILocalBundling)
@@ -49,10 +53,25 @@ def function_code(packages: Sequence[str]) -> lambda_.Code:
     )
 
 
-def powertools_layer(scope: Construct, version: int) -> lambda_.ILayerVersion:
-    arn = (
-        f"arn:{cdk.Aws.PARTITION}:lambda:{cdk.Aws.REGION}:017000801446:layer:"
-        f"AWSLambdaPowertoolsPythonV3-{LAYER_RUNTIME}-arm64:{version}"
+def pinned_powertools_version(pyproject: Path = ROOT / "pyproject.toml") -> str:
+    """The Powertools release the code is tested with: the layer must be that release."""
+    dependencies = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
+    for requirement in dependencies:
+        if match := POWERTOOLS_REQUIREMENT.fullmatch(requirement.replace(" ", "")):
+            return match["version"]
+    raise ValueError(f"{pyproject}: aws-lambda-powertools must be pinned with ==")
+
+
+def powertools_layer_parameter(version: str) -> str:
+    """AWS's public SSM parameter naming the Powertools layer of one release, per region."""
+    return f"/aws/service/powertools/python/{ARCHITECTURE.name}/{RUNTIME.name}/{version}"
+
+
+def powertools_layer(scope: Construct) -> lambda_.ILayerVersion:
+    """Powertools' public layer (it also brings pydantic and the X-Ray SDK), resolved by
+    CloudFormation at deploy time, so the layer always matches the pinned release."""
+    arn = ssm.StringParameter.value_for_string_parameter(
+        scope, powertools_layer_parameter(pinned_powertools_version())
     )
     return lambda_.LayerVersion.from_layer_version_arn(scope, "PowertoolsLayer", arn)
 
@@ -111,7 +130,7 @@ class UmavezFunction(Construct):
             "Function",
             description=spec.description,
             runtime=RUNTIME,
-            architecture=lambda_.Architecture.ARM_64,
+            architecture=ARCHITECTURE,
             handler=spec.handler,
             code=function_code(spec.packages),
             role=self.role,

@@ -1,4 +1,5 @@
-"""Alarms (each one has a runbook entry in the README) and a dashboard; alarms go to SNS."""
+"""Alarms (each one has a runbook entry in the README) and a dashboard; alarms go to SNS,
+encrypted with a key CloudWatch may use (it cannot use the AWS-managed SNS key)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Sequence
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
@@ -16,8 +18,10 @@ from constructs import Construct
 from functions.shared.observability import METRICS_NAMESPACE
 from infra.constructs.api import WebhookApi
 from infra.constructs.pipeline import Pipeline
+from infra.settings import MAX_RECEIVE_COUNT
 
 FIVE_MINUTES = cdk.Duration.minutes(5)
+FIFTEEN_MINUTES = cdk.Duration.minutes(15)
 PROCESS_OUTCOMES = (
     "applied",
     "duplicate",
@@ -31,6 +35,10 @@ PROCESS_OUTCOMES = (
     "retried",
     "failed",
 )
+
+# `ignored_test_mode`: a test-mode event reached a live deployment. Shown, not alarmed: it is
+# acknowledged and moves no money; it only says a test endpoint points here.
+INGEST_OUTCOMES = ("accepted", "rejected", "unavailable", "ignored", "ignored_test_mode")
 
 
 def app_metric(
@@ -46,6 +54,47 @@ def app_metric(
     )
 
 
+def filled(metric: cloudwatch.Metric) -> cloudwatch.MathExpression:
+    """App metrics are published only when something happens: an absent one is 0, so its
+    alarm reads OK rather than sitting in INSUFFICIENT_DATA."""
+    return cloudwatch.MathExpression(
+        expression="FILL(m, 0)",
+        using_metrics={"m": metric},
+        label=metric.metric_name,
+        period=metric.period,
+    )
+
+
+def alarm_topic_key(scope: Construct, retain: bool) -> kms.Key:
+    """A key CloudWatch may encrypt alarm notifications with, only for this account's alarms
+    in this region (the AWS-managed SNS key grants no service principal: alarms were dropped)."""
+    key = kms.Key(
+        scope,
+        "AlarmTopicKey",
+        description="umavez alarm topic: CloudWatch alarms publish with it",
+        enable_key_rotation=True,
+        removal_policy=cdk.RemovalPolicy.RETAIN if retain else cdk.RemovalPolicy.DESTROY,
+    )
+    key.add_to_resource_policy(
+        iam.PolicyStatement(
+            sid="CloudWatchAlarmsPublishToTheTopic",
+            principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+            actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+            resources=["*"],  # in a key policy, "*" is this key
+            conditions={
+                "StringEquals": {"aws:SourceAccount": cdk.Aws.ACCOUNT_ID},
+                "ArnLike": {
+                    "aws:SourceArn": (
+                        f"arn:{cdk.Aws.PARTITION}:cloudwatch:{cdk.Aws.REGION}:"
+                        f"{cdk.Aws.ACCOUNT_ID}:alarm:*"
+                    )
+                },
+            },
+        )
+    )
+    return key
+
+
 class Monitoring(Construct):
     def __init__(
         self,
@@ -55,14 +104,16 @@ class Monitoring(Construct):
         pipeline: Pipeline,
         api: WebhookApi,
         alarm_email: str | None,
+        retain: bool,
     ) -> None:
         super().__init__(scope, construct_id)
+        self.key = alarm_topic_key(self, retain)
         self.topic = sns.Topic(
             self,
             "Alarms",
             display_name="umavez alarms",
             enforce_ssl=True,
-            master_key=kms.Alias.from_alias_name(self, "SnsKey", "alias/aws/sns"),
+            master_key=self.key,
         )
         if alarm_email:
             self.topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
@@ -89,6 +140,17 @@ class Monitoring(Construct):
             p.outbox.metric("IteratorAge", statistic="Maximum", period=FIVE_MINUTES),
             threshold=5 * 60 * 1000,
         )
+        # A record is received at most MAX_RECEIVE_COUNT times, a visibility timeout apart,
+        # before it is processed, parked or dead-lettered: anything older was never received.
+        queue_lifetime = p.queues.visibility_timeout.to_seconds() * MAX_RECEIVE_COUNT
+        self._alarm(
+            "WebhookQueueAge",
+            "Accepted webhooks are not being processed: process is down, throttled or behind",
+            p.queues.queue.metric_approximate_age_of_oldest_message(
+                period=FIVE_MINUTES, statistic="Maximum"
+            ),
+            threshold=queue_lifetime,
+        )
         for name, function in self._functions(p):
             self._alarm(
                 f"{name}Errors",
@@ -103,52 +165,96 @@ class Monitoring(Construct):
         self._alarm(
             "ProcessFailed",
             "Records failed for a non-transient reason (heading to the DLQ)",
-            app_metric("process", "failed"),
+            filled(app_metric("process", "failed")),
         )
+        self._alarm(
+            "ProcessBatchesCutShort",
+            "Process ran out of time and handed records back to the queue unprocessed",
+            filled(app_metric("process", "batch_cut_short")),
+        )
+        # One payment is announced by up to five event types (payment_intent.succeeded,
+        # charge.succeeded, charge.captured, checkout.session.completed, invoice_payment.paid):
+        # one applied effect and up to four duplicates is normal traffic. More than five per
+        # effect over 15 minutes (and more than 20 in all, so a quiet hour's resend of a few old
+        # events stays quiet) is providers retrying: the incident of DESIGN.md.
         self._alarm(
             "DuplicateSurge",
             "Providers are retrying a lot: is ingest slower than their timeout?",
-            app_metric("process", "duplicate"),
-            threshold=100,
+            cloudwatch.MathExpression(
+                expression=(
+                    "IF(FILL(duplicates, 0) > 20, FILL(duplicates, 0) / (FILL(applied, 0) + 1), 0)"
+                ),
+                using_metrics={
+                    "duplicates": app_metric("process", "duplicate", FIFTEEN_MINUTES),
+                    "applied": app_metric("process", "applied", FIFTEEN_MINUTES),
+                },
+                label="duplicates per applied effect",
+                period=FIFTEEN_MINUTES,
+            ),
+            threshold=5,
         )
         self._alarm(
             "WaitingOverAnHour",
             "A delivery has waited over an hour for the order its payment belongs to",
-            app_metric("waiting", "waiting_over_an_hour", statistic="Maximum"),
+            filled(app_metric("waiting", "waiting_over_an_hour", statistic="Maximum")),
+        )
+        self._alarm(
+            "UnroutablePayments",
+            "An event named neither an order nor anything to find one by",
+            filled(app_metric("process", "unroutable")),
         )
         self._alarm(
             "UnmatchedPayments",
             "Money nobody could route after 3 days: attach it to its order",
-            app_metric("waiting", "unmatched_open", statistic="Maximum"),
+            filled(app_metric("waiting", "unmatched_open", statistic="Maximum")),
         )
         self._alarm(
             "PaymentConflicts",
             "An event named a payment for another order than the one it is bound to",
-            app_metric("process", "conflict"),
+            filled(app_metric("process", "conflict")),
         )
         self._alarm(
             "AmountDisagreements",
             "Two event types named one payment or refund with different amounts",
-            app_metric("process", "amount_disagreements"),
+            filled(app_metric("process", "amount_disagreements")),
         )
         self._alarm(
             "StaleSurge",
             "Many events arrive out of order",
-            app_metric("process", "stale"),
+            filled(app_metric("process", "stale")),
             threshold=100,
         )
         self._alarm(
             "SignatureFailures",
             "Many unauthenticated requests: secret rotated, or someone probing",
-            app_metric("ingest", "rejected"),
+            filled(app_metric("ingest", "rejected")),
             threshold=20,
         )
         self._alarm(
             "IngestUnavailable",
             "Ingest answered 5xx: enqueue or secrets failing",
-            app_metric("ingest", "unavailable"),
+            filled(app_metric("ingest", "unavailable")),
         )
         self._alarm("Api5xx", "API Gateway 5xx", api.api.metric_server_error(period=FIVE_MINUTES))
+        # Providers send signed, well-formed requests: they normally never get a 4xx. Throttling
+        # (429) and WAF blocks are answered by API Gateway and never reach ingest's metrics.
+        # More than 5% of requests over 15 minutes, once there are at least 10 of them.
+        self._alarm(
+            "Api4xx",
+            "Over 5% of webhook requests refused (throttled, WAF, or refused by ingest)",
+            cloudwatch.MathExpression(
+                expression=(
+                    "IF(FILL(refused, 0) >= 10, 100 * FILL(refused, 0) / FILL(requests, 1), 0)"
+                ),
+                using_metrics={
+                    "refused": api.api.metric_client_error(period=FIFTEEN_MINUTES),
+                    "requests": api.api.metric_count(period=FIFTEEN_MINUTES, statistic="Sum"),
+                },
+                label="% of requests answered 4xx",
+                period=FIFTEEN_MINUTES,
+            ),
+            threshold=5,
+        )
         self._alarm(
             "ReconciliationMismatches",
             "The books do not balance or notifications are stuck",
@@ -159,9 +265,9 @@ class Monitoring(Construct):
         )
         self._alarm(
             "DeadOutboxItems",
-            "Notifications gave up after max attempts",
+            "Notifications given up: still failing outboxGiveUpHours after they were written",
             cloudwatch.MathExpression(
-                expression="stream + sweep",
+                expression="FILL(stream, 0) + FILL(sweep, 0)",
                 using_metrics={
                     "stream": app_metric("outbox", "outbox_dead"),
                     "sweep": app_metric("sweeper", "sweep_dead"),
@@ -217,8 +323,28 @@ class Monitoring(Construct):
             ),
             cloudwatch.GraphWidget(
                 title="Ingest",
-                left=[app_metric("ingest", n) for n in ("accepted", "rejected", "unavailable")],
+                left=[app_metric("ingest", n) for n in INGEST_OUTCOMES],
                 right=[api.api.metric_latency(period=FIVE_MINUTES, statistic="p99")],
+                width=12,
+            ),
+        )
+        dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="API requests and refusals (throttling and WAF never reach ingest)",
+                left=[
+                    api.api.metric_count(period=FIVE_MINUTES, statistic="Sum"),
+                    api.api.metric_client_error(period=FIVE_MINUTES),
+                    api.api.metric_server_error(period=FIVE_MINUTES),
+                ],
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="Process: needs a look",
+                left=[
+                    app_metric("process", n)
+                    for n in ("batch_cut_short", "unroutable", "conflict", "amount_disagreements")
+                ],
+                right=[self.alarms["DuplicateSurge"].metric],
                 width=12,
             ),
         )

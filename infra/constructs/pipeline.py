@@ -14,6 +14,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from constructs import Construct
 
+from functions.shared import settings as runtime_settings
 from functions.shared import tables
 from infra import settings
 from infra.config import PROVIDERS, StackConfig
@@ -34,16 +35,21 @@ class Pipeline(Construct):
         super().__init__(scope, construct_id)
         retain = config.retain_data
         self.storage = Storage(self, "Storage", retain=retain)
-        self.queues = WebhookQueues(self, "Queues", consumer_timeout=PROCESS_TIMEOUT)
+        self.queues = WebhookQueues(self, "Queues", consumer_timeout=PROCESS_TIMEOUT, retain=retain)
         self.secrets = ProviderSecrets(
             self, "Secrets", stage=config.stage, providers=PROVIDERS, retain=retain
         )
         self.bus = events.EventBus(self, "Bus", description="umavez domain events")
-        layer = powertools_layer(self, config.powertools_layer_version)
+        layer = powertools_layer(self)
         tables_env = {
             tables.LEDGER_TABLE_ENV: self.storage.ledger.table_name,
             tables.OUTBOX_TABLE_ENV: self.storage.outbox.table_name,
         }
+        # Which mode's events count: a test event never moves money on a live deployment.
+        payment_mode_env = {runtime_settings.PAYMENT_MODE_ENV: config.payment_mode.value}
+        # What expires: delivery audits and sent notifications, after this many days.
+        retention_env = {runtime_settings.RETENTION_DAYS_ENV: str(config.retention_days)}
+        give_up_env = {runtime_settings.OUTBOX_GIVE_UP_HOURS_ENV: str(config.outbox_give_up_hours)}
 
         self.functions: list[UmavezFunction] = []
 
@@ -62,6 +68,7 @@ class Pipeline(Construct):
                 environment={
                     "WEBHOOK_QUEUE_URL": self.queues.queue.queue_url,
                     "PROVIDER_SECRETS": json.dumps(self.secrets.names_by_provider),
+                    **payment_mode_env,
                 },
             ),
         )
@@ -77,6 +84,8 @@ class Pipeline(Construct):
                 timeout=PROCESS_TIMEOUT,
                 environment={
                     **tables_env,
+                    **payment_mode_env,
+                    **retention_env,
                     "MERCADOPAGO_ACCESS_TOKEN_SECRET": self.secrets.mercadopago_access_token_name,
                     "STRIPE_API_KEY_SECRET": self.secrets.stripe_api_key_name,
                 },
@@ -101,7 +110,11 @@ class Pipeline(Construct):
                 name="waiting",
                 description="Re-drives deliveries whose order is now bound; unmatched after 3 days",
                 timeout=cdk.Duration.minutes(2),
-                environment={**tables_env, "WEBHOOK_QUEUE_URL": self.queues.queue.queue_url},
+                environment={
+                    **tables_env,
+                    **retention_env,
+                    "WEBHOOK_QUEUE_URL": self.queues.queue.queue_url,
+                },
             ),
         )
         # Parked and unmatched deliveries live in two partitions of the ledger.
@@ -125,7 +138,12 @@ class Pipeline(Construct):
             )
         )
 
-        sender_env = {**tables_env, "EVENT_BUS_NAME": self.bus.event_bus_name}
+        sender_env = {
+            **tables_env,
+            **retention_env,
+            **give_up_env,
+            "EVENT_BUS_NAME": self.bus.event_bus_name,
+        }
         if config.email_sender:
             sender_env["EMAIL_SENDER"] = config.email_sender
         if config.notify_url:
@@ -140,7 +158,10 @@ class Pipeline(Construct):
             ),
         )
         self.outbox_failures = secure_queue(
-            self, "OutboxStreamFailures", retention_period=cdk.Duration.days(14)
+            self,
+            "OutboxStreamFailures",
+            retention_period=cdk.Duration.days(14),
+            removal_policy=cdk.RemovalPolicy.RETAIN if retain else cdk.RemovalPolicy.DESTROY,
         )
         self.outbox.add_event_source(
             sources.DynamoEventSource(
@@ -187,8 +208,7 @@ class Pipeline(Construct):
             if config.email_sender:
                 sender.add_to_role_policy(
                     iam.PolicyStatement(
-                        actions=["ses:SendEmail"],
-                        resources=[_ses_identity_arn(config.email_sender)],
+                        actions=["ses:SendEmail"], resources=ses_identities(config.email_sender)
                     )
                 )
 
@@ -199,11 +219,16 @@ class Pipeline(Construct):
                 description="Proves the books balance and nothing is stuck",
                 memory_mb=1024,
                 timeout=cdk.Duration.minutes(10),
-                environment=tables_env,
+                environment={**tables_env, **retention_env},
             ),
         )
-        allow(self.reconciliation, self.storage.ledger, "Scan")
-        allow(self.reconciliation, self.storage.outbox, "Scan")
+        # Incremental: the orders changed since its checkpoint (an item of the ledger it
+        # writes), each order's partition, and their outbox items; stuck or dead
+        # notifications through the due index.
+        allow(self.reconciliation, self.storage.ledger, "Query", index=tables.LEDGER_CHANGES_INDEX)
+        allow(self.reconciliation, self.storage.ledger, "Query", "GetItem", "PutItem", "UpdateItem")
+        allow(self.reconciliation, self.storage.outbox, "BatchGetItem")
+        allow(self.reconciliation, self.storage.outbox, "Query", index=tables.OUTBOX_DUE_INDEX)
 
         for construct_id, target, every in (
             ("SweepSchedule", self.sweeper, SWEEP_EVERY),
@@ -228,6 +253,11 @@ def allow(
     )
 
 
-def _ses_identity_arn(sender: str) -> str:
-    identity = sender.split("@", 1)[1] if "@" in sender else sender
-    return f"arn:{cdk.Aws.PARTITION}:ses:{cdk.Aws.REGION}:{cdk.Aws.ACCOUNT_ID}:identity/{identity}"
+def ses_identities(sender: str) -> list[str]:
+    """SES checks IAM against the identity it sends as: the address when that is verified,
+    else its domain. Both, so whichever the operator verified works."""
+    identities = [sender.split("@", 1)[1], sender] if "@" in sender else [sender]
+    return [
+        f"arn:{cdk.Aws.PARTITION}:ses:{cdk.Aws.REGION}:{cdk.Aws.ACCOUNT_ID}:identity/{identity}"
+        for identity in identities
+    ]

@@ -21,18 +21,43 @@ def secure_queue(scope: Construct, construct_id: str, **props: object) -> sqs.Qu
 
 class WebhookQueues(Construct):
     def __init__(
-        self, scope: Construct, construct_id: str, *, consumer_timeout: cdk.Duration
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        consumer_timeout: cdk.Duration,
+        retain: bool,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.dead_letters = secure_queue(
-            self, "DeadLetters", retention_period=cdk.Duration.days(14)
+        # Accepted deliveries live only here until processed: a stack deletion keeps them.
+        removal = cdk.RemovalPolicy.RETAIN if retain else cdk.RemovalPolicy.DESTROY
+        stack = cdk.Stack.of(self)
+        # The DLQ names the one queue allowed to dead-letter into it (and be redriven from it).
+        # It names it by ARN built from a fixed name: a reference to the queue would make a
+        # cycle, since the queue's redrive policy already references the DLQ.
+        queue_name = f"{stack.stack_name}-webhooks"
+        queue_arn = stack.format_arn(
+            service="sqs", resource=queue_name, arn_format=cdk.ArnFormat.NO_RESOURCE_NAME
         )
+        self.dead_letters = secure_queue(
+            self,
+            "DeadLetters",
+            retention_period=cdk.Duration.days(14),
+            removal_policy=removal,
+            redrive_allow_policy=sqs.RedriveAllowPolicy(
+                redrive_permission=sqs.RedrivePermission.BY_QUEUE,
+                source_queues=[sqs.Queue.from_queue_arn(self, "WebhooksByName", queue_arn)],
+            ),
+        )
+        self.visibility_timeout = cdk.Duration.seconds(6 * consumer_timeout.to_seconds())
         self.queue = secure_queue(
             self,
             "Webhooks",
+            queue_name=queue_name,
             # AWS's rule for Lambda consumers: at least six times the function's timeout.
-            visibility_timeout=cdk.Duration.seconds(6 * consumer_timeout.to_seconds()),
+            visibility_timeout=self.visibility_timeout,
             retention_period=cdk.Duration.days(4),
+            removal_policy=removal,
             dead_letter_queue=sqs.DeadLetterQueue(
                 queue=self.dead_letters, max_receive_count=MAX_RECEIVE_COUNT
             ),

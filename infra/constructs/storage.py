@@ -10,6 +10,9 @@ from functions.shared import tables
 
 
 class Storage(Construct):
+    """Both tables expire items through `expires_at` (TTL): the functions set it only on what
+    may go (delivery audits, sent notifications), never on an effect key or an order."""
+
     def __init__(self, scope: Construct, construct_id: str, *, retain: bool) -> None:
         super().__init__(scope, construct_id)
         pitr = dynamodb.PointInTimeRecoverySpecification(point_in_time_recovery_enabled=True)
@@ -21,12 +24,27 @@ class Storage(Construct):
                 name=tables.PARTITION_KEY, type=dynamodb.AttributeType.STRING
             ),
             sort_key=dynamodb.Attribute(name=tables.SORT_KEY, type=dynamodb.AttributeType.STRING),
+            # Orders by when they last changed: the reconciliation checks only those.
+            global_secondary_indexes=[
+                dynamodb.GlobalSecondaryIndexPropsV2(
+                    index_name=tables.LEDGER_CHANGES_INDEX,
+                    partition_key=dynamodb.Attribute(
+                        name=tables.CHANGES_BUCKET, type=dynamodb.AttributeType.STRING
+                    ),
+                    sort_key=dynamodb.Attribute(
+                        name=tables.CHANGES_AT, type=dynamodb.AttributeType.STRING
+                    ),
+                    projection_type=dynamodb.ProjectionType.KEYS_ONLY,
+                )
+            ],
+            time_to_live_attribute=tables.EXPIRES_AT,
             billing=dynamodb.Billing.on_demand(),
             point_in_time_recovery_specification=pitr,
             deletion_protection=retain,
             removal_policy=removal,
         )
-        # The sender reads new items only, so the stream carries the new image.
+        # The sender reads new items only, so the stream carries the new image (TTL deletions
+        # reach the stream as REMOVE records, which the sender's filter drops).
         self.outbox = dynamodb.TableV2(
             self,
             "Outbox",
@@ -46,6 +64,7 @@ class Storage(Construct):
                     projection_type=dynamodb.ProjectionType.KEYS_ONLY,
                 )
             ],
+            time_to_live_attribute=tables.EXPIRES_AT,
             billing=dynamodb.Billing.on_demand(),
             point_in_time_recovery_specification=pitr,
             deletion_protection=retain,

@@ -16,7 +16,7 @@ import aws_cdk as cdk
 from aws_cdk.assertions import Template
 from cdk_nag import AwsSolutionsChecks
 
-from infra.config import StackConfig
+from infra.config import StackConfig, cidrs
 from infra.stack import UmavezStack
 
 
@@ -51,11 +51,25 @@ def synth_for(tmp_path_factory: pytest.TempPathFactory) -> Callable[[StackConfig
     return get
 
 
+# Two addresses of each IP version, as an operator would pass them (a bare address, a CIDR).
+PROVIDER_IPS = ("3.18.12.63", "54.187.174.0/24", "2600:1f18::1", "2600:1f14::/56")
+
+
 @pytest.fixture(scope="session")
 def prod(synth_for: Callable[[StackConfig], Synthesized]) -> Synthesized:
-    return synth_for(StackConfig(stage="prod", email_sender="loja@example.com"))
+    return synth_for(
+        StackConfig(stage="prod", alarm_email="oncall@example.com", email_sender="loja@example.com")
+    )
 
 
 @pytest.fixture(scope="session")
 def dev_with_waf(synth_for: Callable[[StackConfig], Synthesized]) -> Synthesized:
-    return synth_for(StackConfig(stage="dev", waf=True))
+    return synth_for(
+        StackConfig(
+            stage="dev",
+            waf=True,
+            provider_ip_allow_list=cidrs(",".join(PROVIDER_IPS)),
+            retention_days=30,
+            outbox_give_up_hours=6,
+        )
+    )

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import importlib
 import json
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aws_cdk.assertions import Match
 
-from functions.shared import tables
+from functions.shared import settings, tables
 from infra.config import PROVIDERS
+from infra.constructs.lambdas import pinned_powertools_version
 from infra.constructs.pipeline import PROCESS_TIMEOUT
 from infra.settings import LAMBDA_PACKAGES, MAX_RECEIVE_COUNT
 from tests.infra.conftest import Synthesized
+
+ROOT = Path(__file__).resolve().parents[2]
 
 FUNCTIONS = {
     name.capitalize(): (handler, packages[-1])
@@ -64,10 +68,44 @@ def test_every_function_is_arm64_traced_json_logged_with_limits(
     assert props["Timeout"] > 0
     assert props["MemorySize"] >= 256
     assert props["Handler"] == FUNCTIONS[name][0]
-    assert any(
-        "AWSLambdaPowertoolsPythonV3-python313-arm64" in json.dumps(layer)
-        for layer in props["Layers"]
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_the_powertools_layer_is_resolved_at_deploy_for_the_pinned_release_and_architecture(
+    prod: Synthesized, name: str
+) -> None:
+    # Given the release pyproject.toml pins, read here independently of the stack's code
+    [pin] = [
+        requirement.split("==")[1]
+        for requirement in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+            "dependencies"
+        ]
+        if requirement.startswith("aws-lambda-powertools")
+    ]
+    props = function(prod, name)
+
+    # When the function's layer is read, Then it is AWS's public SSM parameter of that release,
+    # for the function's own architecture and runtime, resolved by CloudFormation at deploy
+    [layer] = props["Layers"]
+    parameter = prod.template.to_json()["Parameters"][layer["Ref"]]
+    assert parameter["Type"] == "AWS::SSM::Parameter::Value<String>"
+    [architecture] = props["Architectures"]
+    assert parameter["Default"] == (
+        f"/aws/service/powertools/python/{architecture}/{props['Runtime']}/{pin}"
     )
+
+
+def test_the_pinned_powertools_release_is_read_from_pyproject(tmp_path: Path) -> None:
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text(
+        '[project]\ndependencies = ["boto3", "aws-lambda-powertools[tracer] == 9.8.7"]\n'
+    )
+
+    assert pinned_powertools_version(pyproject) == "9.8.7"
+
+    pyproject.write_text('[project]\ndependencies = ["aws-lambda-powertools>=3"]\n')
+    with pytest.raises(ValueError, match="pinned"):
+        pinned_powertools_version(pyproject)
 
 
 @pytest.mark.parametrize("name", FUNCTIONS)
@@ -137,7 +175,15 @@ EXPECTED_ACTIONS = {
         "events:PutEvents",
         "ses:SendEmail",
     },
-    "Reconciliation": {"dynamodb:Scan"},
+    # Incremental: changed orders by index, their partitions, its checkpoint item, their outbox
+    # items, and stuck or dead notifications by the due index. No Scan.
+    "Reconciliation": {
+        "dynamodb:Query",
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:BatchGetItem",
+    },
     "Waiting": {
         "dynamodb:Query",
         "dynamodb:BatchGetItem",
@@ -193,6 +239,25 @@ def test_webhook_queue_is_encrypted_tls_only_and_redrives_to_its_dlq(prod: Synth
         "deadLetterTargetArn": {"Fn::GetAtt": [dlq_id, "Arn"]},
         "maxReceiveCount": MAX_RECEIVE_COUNT,
     }
+    # The DLQ takes (and redrives back to) the webhook queue only, named by its fixed name
+    dlq = queues[dlq_id]["Properties"]
+    [source] = dlq["RedriveAllowPolicy"]["sourceQueueArns"]
+    assert dlq["RedriveAllowPolicy"]["redrivePermission"] == "byQueue"
+    assert webhooks["QueueName"] == "Umavez-test-webhooks"
+    assert source == {
+        "Fn::Join": [
+            "",
+            [
+                "arn:",
+                {"Ref": "AWS::Partition"},
+                ":sqs:",
+                {"Ref": "AWS::Region"},
+                ":",
+                {"Ref": "AWS::AccountId"},
+                ":Umavez-test-webhooks",
+            ],
+        ]
+    }
     assert all(q["Properties"].get("SqsManagedSseEnabled") for q in queues.values())
     policies = prod.resources("AWS::SQS::QueuePolicy")
     assert len(policies) == len(queues)
@@ -200,6 +265,19 @@ def test_webhook_queue_is_encrypted_tls_only_and_redrives_to_its_dlq(prod: Synth
         [deny] = policy["Properties"]["PolicyDocument"]["Statement"]
         assert deny["Effect"] == "Deny"
         assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+
+def test_queues_are_retained_in_prod_and_disposable_in_dev(
+    prod: Synthesized, dev_with_waf: Synthesized
+) -> None:
+    prod_queues = prod.resources("AWS::SQS::Queue").values()
+    dev_queues = dev_with_waf.resources("AWS::SQS::Queue").values()
+
+    assert len(prod_queues) == 3  # webhooks, their DLQ, the outbox stream's failures
+    assert {(q["DeletionPolicy"], q["UpdateReplacePolicy"]) for q in prod_queues} == {
+        ("Retain", "Retain")
+    }
+    assert {q["DeletionPolicy"] for q in dev_queues} == {"Delete"}
 
 
 def test_process_mapping_reports_partial_failures_with_batching_and_concurrency(
@@ -255,14 +333,50 @@ def test_tables_use_the_shared_key_names_on_demand_with_pitr_and_protection(
     ]
     assert [k["AttributeName"] for k in outbox["Properties"]["KeySchema"]] == [tables.OUTBOX_KEY]
     assert outbox["Properties"]["StreamSpecification"] == {"StreamViewType": "NEW_IMAGE"}
-    [index] = outbox["Properties"]["GlobalSecondaryIndexes"]
-    assert index["IndexName"] == tables.OUTBOX_DUE_INDEX
     for table in (ledger, outbox):
+        assert table["Properties"]["TimeToLiveSpecification"] == {
+            "AttributeName": tables.EXPIRES_AT,
+            "Enabled": True,
+        }
         assert table["Properties"]["BillingMode"] == "PAY_PER_REQUEST"
         [replica] = table["Properties"]["Replicas"]
         assert replica["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
         assert replica["DeletionProtectionEnabled"] is True
         assert table["DeletionPolicy"] == "Retain"
+
+
+def test_indexes_are_the_ones_the_local_and_test_tables_are_created_with(
+    prod: Synthesized,
+) -> None:
+    # Given the CreateTable requests the functions' tests and the local stack use
+    requests = {
+        "StorageLedger": tables.create_table_requests(tables.TableNames())[0],
+        "StorageOutbox": tables.create_table_requests(tables.TableNames())[1],
+    }
+    found = prod.resources("AWS::DynamoDB::GlobalTable")
+
+    for name, request in requests.items():
+        table = found[logical_id(prod, "AWS::DynamoDB::GlobalTable", name)]["Properties"]
+
+        # Then the deployed table has the same indexes, keys, key types and projections
+        assert sorted(map(index_shape, table["GlobalSecondaryIndexes"])) == sorted(
+            map(index_shape, request["GlobalSecondaryIndexes"])
+        )
+        assert sorted(table["AttributeDefinitions"], key=str) == sorted(
+            request["AttributeDefinitions"], key=str
+        )
+    ledger = found[logical_id(prod, "AWS::DynamoDB::GlobalTable", "StorageLedger")]
+    [changes] = ledger["Properties"]["GlobalSecondaryIndexes"]
+    assert changes["IndexName"] == tables.LEDGER_CHANGES_INDEX
+    assert changes["KeySchema"] == [
+        {"AttributeName": tables.CHANGES_BUCKET, "KeyType": "HASH"},
+        {"AttributeName": tables.CHANGES_AT, "KeyType": "RANGE"},
+    ]
+    assert changes["Projection"] == {"ProjectionType": "KEYS_ONLY"}
+
+
+def index_shape(index: dict[str, Any]) -> tuple[str, str, str]:
+    return (index["IndexName"], json.dumps(index["KeySchema"]), json.dumps(index["Projection"]))
 
 
 def test_dev_stage_tables_can_be_deleted(dev_with_waf: Synthesized) -> None:
@@ -293,12 +407,24 @@ def test_api_posts_webhooks_to_ingest_throttled_logged_and_traced(prod: Synthesi
     )
 
 
+def test_access_logs_say_how_long_ingest_took_and_why_api_gateway_answered_itself(
+    prod: Synthesized,
+) -> None:
+    [stage] = prod.resources("AWS::ApiGateway::Stage").values()
+
+    fields = json.loads(stage["Properties"]["AccessLogSetting"]["Format"])
+
+    assert fields["integrationLatency"] == "$context.integrationLatency"
+    assert fields["errorResponseType"] == "$context.error.responseType"
+    assert fields["status"] == "$context.status"
+    assert fields["requestId"] == "$context.requestId"
+
+
 def test_waf_is_attached_only_when_asked(prod: Synthesized, dev_with_waf: Synthesized) -> None:
     assert prod.resources("AWS::WAFv2::WebACL") == {}
     [acl] = dev_with_waf.resources("AWS::WAFv2::WebACL").values()
     rules = {r["Name"]: r["Statement"] for r in acl["Properties"]["Rules"]}
-    assert rules["rate-per-ip"]["RateBasedStatement"]["AggregateKeyType"] == "IP"
-    assert rules["body-size"]["SizeConstraintStatement"]["Size"] == 256 * 1024
+    assert set(rules) == {"rate-per-ip", "body-size"}
     assert len(dev_with_waf.resources("AWS::WAFv2::WebACLAssociation")) == 1
 
 
@@ -349,9 +475,13 @@ def test_alarms_cover_what_the_runbook_lists_and_notify_sns(prod: Synthesized) -
         "AmountDisagreements",
         "PaymentConflicts",
         "WaitingOverAnHour",
+        "UnroutablePayments",
         "UnmatchedPayments",
+        "ProcessBatchesCutShort",
+        "WebhookQueueAge",
         "SignatureFailures",
         "IngestUnavailable",
+        "Api4xx",
         "Api5xx",
         "ReconciliationMismatches",
         "DeadOutboxItems",
@@ -374,15 +504,137 @@ def test_outputs_name_each_webhook_url_table_and_queue(prod: Synthesized) -> Non
         "OutboxTable",
         "WebhookQueueUrl",
         "DeadLetterQueueUrl",
+        "DeadLetterQueueArn",
         "OutboxFailureQueueUrl",
+        "AlarmTopicArn",
     ):
         assert name in outputs, name
+    # The operator commands read the provider APIs with these (replay, charge.refunded)
+    assert outputs["SecretStripeApiKey"]["Value"] == "umavez/prod/stripe/api-key"
+    assert outputs["SecretMercadopagoAccessToken"]["Value"] == (
+        "umavez/prod/mercadopago/access-token"
+    )
+
+
+def runbook_rows() -> dict[str, str]:
+    """The README runbook's table: each row by the alarm name(s) its first cell holds."""
+    readme = (ROOT / "README.md").read_text()
+    runbook = readme[readme.index("### Runbook") :].split("\n### ", 1)[0]
+    rows: dict[str, str] = {}
+    for line in runbook.splitlines():
+        if line.startswith("| `"):
+            first_cell = line.split(" | ", 1)[0]
+            for name in first_cell.split("`")[1::2]:
+                rows[name] = line
+    return rows
 
 
 def test_readme_runbook_has_an_entry_per_alarm(prod: Synthesized) -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    rows = runbook_rows()
     runbook_names = set(prod.stack.monitoring.alarms)
     generic = {n for n in runbook_names if n.endswith(("Errors", "Throttles"))}
 
     for name in runbook_names - generic:
-        assert f"`{name}`" in readme, name
+        assert name in rows, name
+    assert {"<Function>Errors", "<Function>Throttles"} <= set(rows)
+
+
+# The operator command that repairs what the alarm reports, by the names the CLI gives them.
+REPAIR_COMMANDS = {
+    "DeadLetters": ["umavez dlq list", "umavez dlq redrive"],
+    "ProcessBatchesCutShort": ["umavez dlq redrive"],
+    "DeadOutboxItems": ["umavez outbox revive OUTBOX_ID", "--all-dead"],
+    "IngestUnavailable": [r"umavez replay stripe\|mercadopago --since ISO --until ISO"],
+    "Api4xx": [r"umavez replay stripe\|mercadopago --since ISO --until ISO"],
+    "WaitingOverAnHour": ["umavez show waiting"],
+    "UnmatchedPayments": ["umavez show unmatched", "umavez attach PROVIDER OBJECT ORDER_ID"],
+    "UnroutablePayments": ["umavez attach PROVIDER OBJECT ORDER_ID", "umavez replay"],
+}
+
+
+@pytest.mark.parametrize("alarm", REPAIR_COMMANDS)
+def test_runbook_names_the_command_that_repairs_what_the_alarm_reports(
+    prod: Synthesized, alarm: str
+) -> None:
+    assert alarm in prod.stack.monitoring.alarms
+    for command in REPAIR_COMMANDS[alarm]:
+        assert command in runbook_rows()[alarm], command
+
+
+def environment(synth: Synthesized, name: str) -> dict[str, Any]:
+    return function(synth, name)["Environment"]["Variables"]  # type: ignore[no-any-return]
+
+
+def test_ingest_and_process_apply_live_events_in_prod_and_test_events_elsewhere(
+    prod: Synthesized, dev_with_waf: Synthesized
+) -> None:
+    for name in ("Ingest", "Process"):
+        assert environment(prod, name)[settings.PAYMENT_MODE_ENV] == "live"
+        assert environment(dev_with_waf, name)[settings.PAYMENT_MODE_ENV] == "test"
+    # Nothing else decides which mode's events count
+    others = set(FUNCTIONS) - {"Ingest", "Process"}
+    assert not any(settings.PAYMENT_MODE_ENV in environment(prod, name) for name in others)
+
+
+@pytest.mark.parametrize("name", ["Process", "Outbox", "Sweeper", "Waiting", "Reconciliation"])
+def test_functions_that_write_expiring_items_know_the_retention(
+    prod: Synthesized, dev_with_waf: Synthesized, name: str
+) -> None:
+    assert environment(prod, name)[settings.RETENTION_DAYS_ENV] == str(
+        settings.DEFAULT_RETENTION_DAYS
+    )
+    assert environment(dev_with_waf, name)[settings.RETENTION_DAYS_ENV] == "30"
+
+
+def test_only_the_senders_know_when_to_give_a_notification_up(
+    prod: Synthesized, dev_with_waf: Synthesized
+) -> None:
+    for name in ("Outbox", "Sweeper"):
+        assert environment(prod, name)[settings.OUTBOX_GIVE_UP_HOURS_ENV] == str(
+            settings.DEFAULT_OUTBOX_GIVE_UP_HOURS
+        )
+        assert environment(dev_with_waf, name)[settings.OUTBOX_GIVE_UP_HOURS_ENV] == "6"
+    others = set(FUNCTIONS) - {"Outbox", "Sweeper"}
+    assert not any(settings.OUTBOX_GIVE_UP_HOURS_ENV in environment(prod, n) for n in others)
+
+
+def resources_allowed(statements: list[dict[str, Any]], action: str) -> list[Any]:
+    """Every resource a role may use the action on, as CloudFormation renders it."""
+    found: list[Any] = []
+    for statement in statements:
+        if action in actions_of([statement]):
+            resources = statement["Resource"]
+            found += resources if isinstance(resources, list) else [resources]
+    return sorted(found, key=json.dumps)
+
+
+@pytest.mark.parametrize("name", ["Outbox", "Sweeper"])
+def test_senders_may_send_as_the_sender_address_and_as_its_domain(
+    prod: Synthesized, name: str
+) -> None:
+    allowed = resources_allowed(role_statements(prod, name), "ses:SendEmail")
+
+    # arn:<partition>:ses:<region>:<account>:identity/<identity>
+    assert sorted(arn["Fn::Join"][1][-1] for arn in allowed) == [
+        ":identity/example.com",
+        ":identity/loja@example.com",
+    ]
+    assert all(arn["Fn::Join"][1][2] == ":ses:" for arn in allowed)
+
+
+def test_reconciliation_queries_only_the_changes_and_due_indexes(prod: Synthesized) -> None:
+    statements = role_statements(prod, "Reconciliation")
+    ledger = logical_id(prod, "AWS::DynamoDB::GlobalTable", "StorageLedger")
+    outbox = logical_id(prod, "AWS::DynamoDB::GlobalTable", "StorageOutbox")
+
+    def on(table: str, index: str | None = None) -> Any:
+        arn = {"Fn::GetAtt": [table, "Arn"]}
+        return {"Fn::Join": ["", [arn, f"/index/{index}"]]} if index else arn
+
+    assert resources_allowed(statements, "dynamodb:Query") == sorted(
+        [on(ledger), on(ledger, tables.LEDGER_CHANGES_INDEX), on(outbox, tables.OUTBOX_DUE_INDEX)],
+        key=json.dumps,
+    )
+    for action in ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"):
+        assert resources_allowed(statements, action) == [on(ledger)], action
+    assert resources_allowed(statements, "dynamodb:BatchGetItem") == [on(outbox)]

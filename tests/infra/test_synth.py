@@ -20,13 +20,15 @@ from infra.stack import UmavezStack
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_cdk_cli_synthesizes_through_cdk_json_and_app_py(tmp_path: Path) -> None:
+def cdk_synth(outdir: Path, *context: str) -> subprocess.CompletedProcess[str]:
+    """`cdk synth` as a user runs it: cdk.json, app.py, the context given with -c."""
     npx = shutil.which("npx")
     assert npx, "node and npm are needed: `make test` installs the pinned CDK CLI"
     assert (ROOT / "node_modules" / ".bin" / "cdk").exists(), "run `make test` (it runs npm ci)"
-
-    result = subprocess.run(  # noqa: S603 - fixed command, our own CLI
-        [npx, "--no-install", "cdk", "synth", "--quiet", "--no-notices", "-o", str(tmp_path)],
+    options = [option for pair in context for option in ("-c", pair)]
+    command = [npx, "--no-install", "cdk", "synth", "--quiet", "--no-notices", "-o", str(outdir)]
+    return subprocess.run(  # noqa: S603 - fixed command, our own CLI
+        [*command, *options],
         cwd=ROOT,
         env={
             **os.environ,
@@ -39,16 +41,33 @@ def test_cdk_cli_synthesizes_through_cdk_json_and_app_py(tmp_path: Path) -> None
         check=False,
     )
 
+
+def test_cdk_cli_synthesizes_through_cdk_json_and_app_py(tmp_path: Path) -> None:
+    # Given prod (cdk.json's stage) with its alarm subscription explicitly left to the operator
+    result = cdk_synth(tmp_path, "allowNoAlarmSubscription=true")
+
     assert result.returncode == 0, result.stderr[-3000:]
     template = json.loads((tmp_path / "Umavez-prod.template.json").read_text())
     kinds = [r["Type"] for r in template["Resources"].values()]
     assert kinds.count("AWS::Lambda::Function") == len(LAMBDA_PACKAGES)
+    assert kinds.count("AWS::SNS::Topic") == 1
+    assert "AWS::SNS::Subscription" not in kinds
+
+
+def test_cdk_cli_refuses_prod_whose_alarms_would_reach_nobody(tmp_path: Path) -> None:
+    result = cdk_synth(tmp_path)
+
+    assert result.returncode != 0
+    assert "umavez: stage prod needs someone to receive its alarms" in result.stderr
+    assert "-c alarmEmail=" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not list(tmp_path.glob("*.template.json"))
 
 
 def test_a_new_wildcard_permission_fails_synth(tmp_path: Path) -> None:
     # Given the stack with one careless statement added to a function's role
     app = cdk.App(outdir=str(tmp_path))
-    stack = UmavezStack(app, "Umavez-nag", config=StackConfig())
+    stack = UmavezStack(app, "Umavez-nag", config=StackConfig(alarm_email="oncall@example.com"))
     stack.pipeline.process.add_to_role_policy(
         iam.PolicyStatement(actions=["s3:GetObject"], resources=["*"])
     )

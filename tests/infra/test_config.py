@@ -1,0 +1,76 @@
+"""What `cdk deploy -c key=value` turns into: read the way app.py reads it, no synth needed."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from functions.shared.settings import PaymentMode
+from infra.config import ConfigError, StackConfig
+
+
+def from_context(**context: Any) -> StackConfig:
+    return StackConfig.from_context(context.get)
+
+
+def test_prod_without_an_alarm_subscription_is_refused_with_the_fix_in_the_message() -> None:
+    with pytest.raises(ConfigError, match=r"-c alarmEmail=.*-c allowNoAlarmSubscription=true"):
+        from_context(stage="prod")
+    with pytest.raises(ConfigError):
+        from_context()  # prod is the default stage
+
+
+def test_prod_deploys_with_an_alarm_email_or_an_explicit_opt_out() -> None:
+    assert from_context(stage="prod", alarmEmail="oncall@example.com").alarm_email == (
+        "oncall@example.com"
+    )
+    assert from_context(stage="prod", allowNoAlarmSubscription="true").alarm_email is None
+    with pytest.raises(ConfigError):
+        from_context(stage="prod", allowNoAlarmSubscription="false")
+
+
+def test_other_stages_need_no_alarm_subscription() -> None:
+    assert from_context(stage="dev").alarm_email is None
+
+
+def test_payment_mode_is_live_in_prod_test_elsewhere_unless_chosen() -> None:
+    assert from_context(alarmEmail="a@example.com").payment_mode is PaymentMode.LIVE
+    assert from_context(stage="dev").payment_mode is PaymentMode.TEST
+    assert from_context(stage="staging").payment_mode is PaymentMode.TEST
+    assert from_context(stage="dev", stripeMode="live").payment_mode is PaymentMode.LIVE
+    assert (
+        from_context(stage="prod", alarmEmail="a@example.com", stripeMode="TEST").payment_mode
+        is PaymentMode.TEST
+    )
+    with pytest.raises(ConfigError, match=re.escape("stripeMode must be live|test")):
+        from_context(stage="dev", stripeMode="sandbox")
+
+
+def test_retention_and_give_up_default_to_the_functions_defaults_and_must_be_positive() -> None:
+    default = from_context(stage="dev")
+    chosen = from_context(stage="dev", retentionDays="30", outboxGiveUpHours=6)
+
+    assert (default.retention_days, default.outbox_give_up_hours) == (90, 24)
+    assert (chosen.retention_days, chosen.outbox_give_up_hours) == (30, 6)
+    with pytest.raises(ConfigError, match="retention_days"):
+        from_context(stage="dev", retentionDays="0")
+
+
+def test_provider_addresses_are_read_as_cidrs_from_a_string_or_a_list() -> None:
+    listed = from_context(
+        stage="dev", providerIpAllowList="3.18.12.63, 54.187.174.0/24 2600:1f18::1"
+    )
+    from_json = from_context(stage="dev", providerIpAllowList=["3.18.12.63"])
+
+    assert listed.provider_ip_allow_list == ("3.18.12.63/32", "54.187.174.0/24", "2600:1f18::1/128")
+    assert from_json.provider_ip_allow_list == ("3.18.12.63/32",)
+    assert from_context(stage="dev").provider_ip_allow_list == ()
+    with pytest.raises(ConfigError, match="providerIpAllowList"):
+        from_context(stage="dev", providerIpAllowList="stripe.com")
+
+
+def test_the_retired_layer_version_option_is_refused_not_ignored() -> None:
+    with pytest.raises(ConfigError, match=re.escape("pyproject.toml")):
+        from_context(stage="dev", powertoolsLayerVersion="27")

@@ -1,0 +1,201 @@
+"""Alarms that reach a person and read what they claim to, asserted on the synthesized stack."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from functions.shared.observability import METRICS_NAMESPACE
+from infra.settings import MAX_RECEIVE_COUNT
+from tests.infra.conftest import Synthesized
+
+
+def resource(synth: Synthesized, kind: str, name: str) -> dict[str, Any]:
+    """The one resource of `kind` whose logical id is the construct path plus CDK's hash."""
+    [found] = [
+        r for k, r in synth.resources(kind).items() if re.fullmatch(f"{name}[0-9A-F]{{8}}", k)
+    ]
+    return found  # type: ignore[no-any-return]
+
+
+def alarm(synth: Synthesized, name: str) -> dict[str, Any]:
+    return resource(synth, "AWS::CloudWatch::Alarm", f"Monitoring{name}")["Properties"]  # type: ignore[no-any-return]
+
+
+def returned_expression(props: dict[str, Any]) -> str:
+    [returned] = [m for m in props["Metrics"] if m.get("ReturnData", True)]
+    return returned["Expression"]  # type: ignore[no-any-return]
+
+
+def metrics_read(props: dict[str, Any]) -> dict[str, tuple[str, str, str]]:
+    """Each metric of a metric-math alarm by its id: (namespace, name, first dimension value)."""
+    return {
+        m["Id"]: (
+            m["MetricStat"]["Metric"]["Namespace"],
+            m["MetricStat"]["Metric"]["MetricName"],
+            m["MetricStat"]["Metric"]["Dimensions"][0]["Value"],
+        )
+        for m in props["Metrics"]
+        if "MetricStat" in m
+    }
+
+
+def test_the_alarm_topic_is_encrypted_with_a_rotated_key_cloudwatch_may_use(
+    prod: Synthesized,
+) -> None:
+    [topic] = prod.resources("AWS::SNS::Topic").values()
+    [(key_id, key)] = prod.resources("AWS::KMS::Key").items()
+
+    assert topic["Properties"]["KmsMasterKeyId"] == {"Fn::GetAtt": [key_id, "Arn"]}
+    assert key["Properties"]["EnableKeyRotation"] is True
+    assert key["DeletionPolicy"] == "Retain"
+    [cloudwatch] = [
+        s
+        for s in key["Properties"]["KeyPolicy"]["Statement"]
+        if s["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+    ]
+    assert cloudwatch["Effect"] == "Allow"
+    assert sorted(cloudwatch["Action"]) == ["kms:Decrypt", "kms:GenerateDataKey*"]
+    # Only on behalf of alarms of this account, in this region
+    assert cloudwatch["Condition"]["StringEquals"] == {
+        "aws:SourceAccount": {"Ref": "AWS::AccountId"}
+    }
+    source_arn = cloudwatch["Condition"]["ArnLike"]["aws:SourceArn"]["Fn::Join"][1]
+    assert source_arn == [
+        "arn:",
+        {"Ref": "AWS::Partition"},
+        ":cloudwatch:",
+        {"Ref": "AWS::Region"},
+        ":",
+        {"Ref": "AWS::AccountId"},
+        ":alarm:*",
+    ]
+
+
+def test_the_alarm_email_is_subscribed_to_the_topic(
+    prod: Synthesized, dev_with_waf: Synthesized
+) -> None:
+    [(topic_id, _)] = prod.resources("AWS::SNS::Topic").items()
+    [subscription] = prod.resources("AWS::SNS::Subscription").values()
+
+    assert subscription["Properties"] == {
+        "Endpoint": "oncall@example.com",
+        "Protocol": "email",
+        "TopicArn": {"Ref": topic_id},
+    }
+    assert dev_with_waf.resources("AWS::SNS::Subscription") == {}
+
+
+SPARSE_APP_METRIC_ALARMS = (
+    "ProcessFailed",
+    "ProcessBatchesCutShort",
+    "UnroutablePayments",
+    "UnmatchedPayments",
+    "WaitingOverAnHour",
+    "PaymentConflicts",
+    "AmountDisagreements",
+    "StaleSurge",
+    "SignatureFailures",
+    "IngestUnavailable",
+    "DuplicateSurge",
+    "DeadOutboxItems",
+)
+
+
+def test_every_alarm_on_an_app_metric_reads_it_filled_with_zero(prod: Synthesized) -> None:
+    # Given every alarm reading a metric the functions publish (missing data means "none")
+    on_app_metrics = {
+        name
+        for name in prod.stack.monitoring.alarms
+        if METRICS_NAMESPACE in json.dumps(alarm(prod, name))
+    }
+    # The hourly books check is the exception: no data means it did not run, and that alarms
+    assert on_app_metrics - {"ReconciliationMismatches"} == set(SPARSE_APP_METRIC_ALARMS)
+
+    for name in SPARSE_APP_METRIC_ALARMS:
+        props = alarm(prod, name)
+        expression = returned_expression(props)
+        # Then each of its app metrics is read through FILL(id, 0), never bare
+        for metric_id, (namespace, _, _) in metrics_read(props).items():
+            assert namespace == METRICS_NAMESPACE
+            bare = re.sub(rf"FILL\({metric_id}, 0\)", "", expression)
+            assert f"FILL({metric_id}, 0)" in expression, (name, expression)
+            assert not re.search(rf"\b{metric_id}\b", bare), (name, expression)
+
+
+@pytest.mark.parametrize(
+    ("name", "service", "metric"),
+    [
+        ("UnroutablePayments", "process", "unroutable"),
+        ("UnmatchedPayments", "waiting", "unmatched_open"),
+        ("WaitingOverAnHour", "waiting", "waiting_over_an_hour"),
+        ("ProcessBatchesCutShort", "process", "batch_cut_short"),
+        ("ProcessFailed", "process", "failed"),
+        ("PaymentConflicts", "process", "conflict"),
+    ],
+)
+def test_each_app_alarm_reads_the_metric_its_service_publishes(
+    prod: Synthesized, name: str, service: str, metric: str
+) -> None:
+    props = alarm(prod, name)
+
+    assert list(metrics_read(props).values()) == [(METRICS_NAMESPACE, metric, service)]
+    assert props["Threshold"] == 0
+    assert props["ComparisonOperator"] == "GreaterThanThreshold"
+
+
+def test_duplicate_surge_is_a_ratio_to_applied_effects_not_a_count(prod: Synthesized) -> None:
+    props = alarm(prod, "DuplicateSurge")
+    metrics = metrics_read(props)
+
+    assert metrics == {
+        "duplicates": (METRICS_NAMESPACE, "duplicate", "process"),
+        "applied": (METRICS_NAMESPACE, "applied", "process"),
+    }
+    assert returned_expression(props) == (
+        "IF(FILL(duplicates, 0) > 20, FILL(duplicates, 0) / (FILL(applied, 0) + 1), 0)"
+    )
+    assert {m["MetricStat"]["Period"] for m in props["Metrics"] if "MetricStat" in m} == {900}
+    assert props["Threshold"] == 5
+
+
+def test_api_4xx_is_a_share_of_all_requests(prod: Synthesized) -> None:
+    props = alarm(prod, "Api4xx")
+
+    assert metrics_read(props) == {
+        "refused": ("AWS/ApiGateway", "4XXError", "Api"),
+        "requests": ("AWS/ApiGateway", "Count", "Api"),
+    }
+    assert returned_expression(props) == (
+        "IF(FILL(refused, 0) >= 10, 100 * FILL(refused, 0) / FILL(requests, 1), 0)"
+    )
+    assert props["Threshold"] == 5  # percent
+    [api] = prod.resources("AWS::ApiGateway::RestApi").values()
+    assert api["Properties"]["Name"] == "Api"  # the ApiName dimension the alarm reads
+
+
+def test_webhook_queue_age_alarms_past_the_longest_a_received_record_can_live(
+    prod: Synthesized,
+) -> None:
+    props = alarm(prod, "WebhookQueueAge")
+    queue_id = next(k for k in prod.resources("AWS::SQS::Queue") if "QueuesWebhooks" in k)
+    queue = prod.resources("AWS::SQS::Queue")[queue_id]["Properties"]
+
+    assert props["Namespace"] == "AWS/SQS"
+    assert props["MetricName"] == "ApproximateAgeOfOldestMessage"
+    assert props["Dimensions"] == [
+        {"Name": "QueueName", "Value": {"Fn::GetAtt": [queue_id, "QueueName"]}}
+    ]
+    assert props["Statistic"] == "Maximum"
+    assert props["Threshold"] == MAX_RECEIVE_COUNT * queue["VisibilityTimeout"]
+
+
+def test_the_dashboard_shows_what_is_not_alarmed(prod: Synthesized) -> None:
+    [dashboard] = prod.resources("AWS::CloudWatch::Dashboard").values()
+    body = json.dumps(dashboard["Properties"]["DashboardBody"])
+
+    for metric in ("ignored_test_mode", "batch_cut_short", "unroutable", "4XXError"):
+        assert f'\\"{metric}\\"' in body, metric
