@@ -50,6 +50,9 @@ class DeliveryLog:
     retries: int = 0
     forged: list[tuple[str, list[int]]] = field(default_factory=list)
     accepted_event_ids: set[str] = field(default_factory=set)
+    # Answered 200 with `ignored` (the other payment mode): acknowledged, never enqueued.
+    ignored_event_ids: set[str] = field(default_factory=set)
+    other_mode_event_ids: set[str] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -87,10 +90,13 @@ class Providers:
                 self.log.retries += 1
             time.sleep(0.05 * (attempt + 1))
         with self.log.lock:
+            event_id = _event_id(post)
+            if post.other_mode:
+                self.log.other_mode_event_ids.add(event_id)
             if post.forgery:
-                self.log.forged.append((_event_id(post), statuses))
-            elif statuses[-1] == 200:
-                self.log.accepted_event_ids.add(_event_id(post))
+                self.log.forged.append((event_id, statuses))
+            elif statuses[-1] == 200 and event_id not in self.log.ignored_event_ids:
+                self.log.accepted_event_ids.add(event_id)
         return statuses
 
     def _attempt(self, post: Post, timeout: float) -> int:
@@ -104,6 +110,9 @@ class Providers:
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
                 status = int(response.status)
+                if status == 200 and json.loads(response.read() or b"{}").get("ignored"):
+                    with self.log.lock:
+                        self.log.ignored_event_ids.add(_event_id(post))
         except urllib.error.HTTPError as exc:
             status = exc.code
         except (urllib.error.URLError, TimeoutError, ConnectionError):
@@ -261,6 +270,17 @@ def check_state(stories: Sequence[Story], state: Any, log: DeliveryLog) -> list[
             f"{len(log.forged)} refused"
             if not (forged_accepted or forged_recorded)
             else _summary(forged_accepted + forged_recorded),
+        )
+    )
+    other_mode_applied = sorted(log.other_mode_event_ids & recorded)
+    not_acknowledged = sorted(log.other_mode_event_ids - log.ignored_event_ids)
+    checks.append(
+        Check(
+            "events of the other payment mode acknowledged (200), never applied",
+            not other_mode_applied and not not_acknowledged,
+            f"{len(log.other_mode_event_ids)} live-mode events ignored"
+            if not (other_mode_applied or not_acknowledged)
+            else f"applied {other_mode_applied[:3]}, not acknowledged {not_acknowledged[:3]}",
         )
     )
     return checks

@@ -27,6 +27,9 @@ EMAIL_SENDER = "loja@example.com"
 # Short on purpose: locally, a failed record is retried after seconds, not minutes.
 LOCAL_VISIBILITY_TIMEOUT_SECONDS = 3
 
+# Waiting ends (unmatched) after this many seconds locally, instead of 3 days.
+LOCAL_WAIT_LIMIT_SECONDS = 120
+
 
 @dataclass(frozen=True)
 class LocalResources:
@@ -62,7 +65,7 @@ class LocalResources:
             # unmatched after 120 s without a binding (the drill's late payment comes after 18 s,
             # and a loaded local server can take a minute more to process it).
             "PARK_AFTER_RECEIVES": "2",
-            "WAIT_LIMIT_SECONDS": "120",
+            "WAIT_LIMIT_SECONDS": str(LOCAL_WAIT_LIMIT_SECONDS),
             "OUTBOX_BACKOFF_BASE_SECONDS": "1",
             "SWEEP_GRACE_SECONDS": "1",
             "POWERTOOLS_TRACE_DISABLED": "true",

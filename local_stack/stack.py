@@ -20,7 +20,7 @@ from local_stack.faults import Chance, FaultyChannel
 from local_stack.front import ApiFront
 from local_stack.pollers import Every, Poller, SqsToLambda, StreamToLambda
 from local_stack.provider_apis import FakeProviderApis
-from local_stack.resources import LocalResources, client, provision
+from local_stack.resources import LOCAL_WAIT_LIMIT_SECONDS, LocalResources, client, provision
 from local_stack.server import LocalAws
 from local_stack.sink import SinkRecorder, create_sink_table
 
@@ -264,11 +264,15 @@ class EmbeddedStack:
         )["Attributes"]
         return sum(int(v) for v in attributes.values())
 
-    def drain(self, stall_seconds: float = 90, cap_seconds: float = 1800) -> bool:
+    def drain(
+        self, stall_seconds: float = LOCAL_WAIT_LIMIT_SECONDS + 30, cap_seconds: float = 1800
+    ) -> bool:
         """Wait until queues, stream and outbox are quiet (three checks in a row).
 
         Waits as long as the work in flight keeps shrinking: it gives up only when nothing
-        moved for `stall_seconds` (work that is stuck, not slow), or after `cap_seconds`.
+        moved for `stall_seconds` (work that is stuck, not slow), or after `cap_seconds`. A
+        delivery waiting for its binding moves on its own only at the wait limit: the stall
+        allowance is longer than that.
         """
         started = time.monotonic()
         deadline = started + stall_seconds

@@ -33,6 +33,9 @@ class Post:
     slow: bool = False  # ingest answers after the provider's timeout: the provider retries
     forgery: str | None = None  # "bad-signature" or "stale-timestamp": must be refused
     after_seconds: float = 0  # the provider sends it this long after the phase before
+    # Authentic but of the other payment mode (a live event on this test stack): answered 200,
+    # never enqueued, never applied.
+    other_mode: bool = False
 
 
 @dataclass
@@ -667,6 +670,23 @@ def stripe_conflicting_metadata(order: str, at: int) -> Story:
     )
 
 
+def stripe_live_event_on_a_test_stack(order: str, at: int) -> Story:
+    """A Connect platform's endpoint gets the other mode's events too: a live-mode refund of
+    this test-mode payment must be acknowledged and never counted."""
+    intent, charge = unique("pi"), unique("ch")
+    live_refund = json.loads(stripe.refund_created(intent, unique("re"), 5000, at + 60, charge))
+    live_refund["livemode"] = True
+    return Story(
+        "live-mode event on a test stack",
+        order,
+        [
+            [Post("stripe", stripe.payment_intent_succeeded(order, intent, 5000, at, charge))],
+            [Post("stripe", json.dumps(live_refund), other_mode=True)],
+        ],
+        Expected("paid", paid=5000, effects={("order.paid", intent)}),
+    )
+
+
 # Longer than the local SQS retry budget (5 receives x 3 s): only waiting saves the refund.
 LATE_PAYMENT_SECONDS = 18.0
 
@@ -733,6 +753,7 @@ KINDS: tuple[Callable[[str, int], Story], ...] = (
     stripe_legacy_charge_refunded,
     mercadopago_chargeback_lost,
     asaas_chargeback_won,
+    stripe_live_event_on_a_test_stack,
 )
 
 

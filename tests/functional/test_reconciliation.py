@@ -312,6 +312,7 @@ def test_sent_notifications_past_their_retention_are_not_missing(
     assert paid.effect_key
     send_everything(world, clock)
     [item] = world.outbox(order)
+    assert item[tables.EXPIRES_AT] == int(clock.now) + 90 * 86_400
     clock.advance(91 * 86_400)
     dynamodb.delete_item(TableName=TABLES.outbox, Key={"outbox_id": {"S": item["outbox_id"]}})
 
