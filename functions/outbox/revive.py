@@ -112,18 +112,9 @@ class OutboxReviver:
 
     def dead(self) -> Iterator[str]:
         """Every dead item's id, oldest death first, page by page from the due index."""
-        paginator = self._db.get_paginator("query")
-        pages = paginator.paginate(
-            TableName=self._table,
-            IndexName=tables.OUTBOX_DUE_INDEX,
-            KeyConditionExpression="#bucket = :dead",
-            ExpressionAttributeNames={"#bucket": tables.OUTBOX_DUE_BUCKET},
-            ExpressionAttributeValues={":dead": {"S": tables.OUTBOX_DEAD_BUCKET}},
-            PaginationConfig={"PageSize": self._page_size},
+        return tables.due_index_ids(
+            self._db, self._table, tables.OUTBOX_DEAD_BUCKET, page_size=self._page_size
         )
-        for page in pages:
-            for item in page["Items"]:
-                yield item[tables.OUTBOX_KEY]["S"]
 
     def revive_all_dead(self) -> list[Revived]:
         """Lists first, then revives: each revival moves its item out of the bucket being

@@ -65,22 +65,8 @@ class Sweeper:
     def _due_items(self) -> Iterator[str]:
         """Every shard of the due index (never the `dead` bucket), each oldest first; the
         grace leaves fresh items to the stream. At most max_items per shard in one sweep."""
-        paginator = self._db.get_paginator("query")
+        cutoff = int(self._clock()) - self._grace
         for bucket in tables.due_buckets():
-            pages = paginator.paginate(
-                TableName=self._table,
-                IndexName=tables.OUTBOX_DUE_INDEX,
-                KeyConditionExpression="#bucket = :due AND #at <= :cutoff",
-                ExpressionAttributeNames={
-                    "#bucket": tables.OUTBOX_DUE_BUCKET,
-                    "#at": tables.OUTBOX_DUE_AT,
-                },
-                ExpressionAttributeValues={
-                    ":due": {"S": bucket},
-                    ":cutoff": {"N": str(int(self._clock()) - self._grace)},
-                },
-                PaginationConfig={"MaxItems": self._max_items},
+            yield from tables.due_index_ids(
+                self._db, self._table, bucket, due_by=cutoff, max_items=self._max_items
             )
-            for page in pages:
-                for item in page["Items"]:
-                    yield item[tables.OUTBOX_KEY]["S"]

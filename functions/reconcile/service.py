@@ -249,14 +249,7 @@ class Reconciler:
         ]
 
     def _bucket_ids(self, bucket: str) -> list[str]:
-        items = self._query_all(
-            TableName=self._tables.outbox,
-            IndexName=tables.OUTBOX_DUE_INDEX,
-            KeyConditionExpression="#bucket = :bucket",
-            ExpressionAttributeNames={"#bucket": tables.OUTBOX_DUE_BUCKET},
-            ExpressionAttributeValues={":bucket": {"S": bucket}},
-        )
-        return [item[tables.OUTBOX_KEY] for item in items]
+        return list(tables.due_index_ids(self._db, self._tables.outbox, bucket))
 
     def _check_unmatched(self, report: Report) -> None:
         unmatched = self._query_all(

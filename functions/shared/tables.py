@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -77,6 +77,36 @@ def due_bucket(outbox_id: str) -> str:
 
 def due_buckets() -> list[str]:
     return [f"due#{shard}" for shard in range(OUTBOX_DUE_SHARDS)]
+
+
+def due_index_ids(
+    dynamodb: Any,
+    table: str,
+    bucket: str,
+    *,
+    due_by: int | None = None,
+    max_items: int | None = None,
+    page_size: int | None = None,
+) -> Iterator[str]:
+    """The outbox ids in one bucket of the due index (a `due#k` shard or `dead`), oldest
+    first, optionally only those due by `due_by` (epoch seconds)."""
+    condition = "#bucket = :bucket" + (" AND #at <= :due_by" if due_by is not None else "")
+    names = {"#bucket": OUTBOX_DUE_BUCKET, **({"#at": OUTBOX_DUE_AT} if due_by is not None else {})}
+    values: dict[str, Any] = {":bucket": {"S": bucket}}
+    if due_by is not None:
+        values[":due_by"] = {"N": str(due_by)}
+    paging = {"MaxItems": max_items, "PageSize": page_size}
+    pages = dynamodb.get_paginator("query").paginate(
+        TableName=table,
+        IndexName=OUTBOX_DUE_INDEX,
+        KeyConditionExpression=condition,
+        ExpressionAttributeNames=names,
+        ExpressionAttributeValues=values,
+        PaginationConfig={k: v for k, v in paging.items() if v is not None},
+    )
+    for page in pages:
+        for item in page["Items"]:
+            yield str(item[OUTBOX_KEY]["S"])
 
 
 def changes_bucket(order_id: str, updated_at: str) -> str:

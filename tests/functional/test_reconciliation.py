@@ -303,14 +303,20 @@ def test_each_run_checks_only_the_orders_changed_since_the_last(
     assert second.checked_from == first.checked_until
 
 
-def test_sent_notifications_past_their_retention_are_not_missing(
-    world: World, clock: FakeClock, dynamodb: DynamoDBClient
-) -> None:
-    # Given a paid order whose sent notification expired (TTL) after the 90-day retention
+def paid_and_notified(world: World, clock: FakeClock) -> tuple[str, str]:
+    """An order paid once, its notification sent: the order and the payment's effect key."""
     order = stripe.unique("ord")
     paid = world.deliver(stripe.payment_intent_succeeded(order, stripe.unique("pi"), 5000, T0))
     assert paid.effect_key
     send_everything(world, clock)
+    return order, paid.effect_key
+
+
+def test_sent_notifications_past_their_retention_are_not_missing(
+    world: World, clock: FakeClock, dynamodb: DynamoDBClient
+) -> None:
+    # Given a paid order whose sent notification expired (TTL) after the 90-day retention
+    order, _ = paid_and_notified(world, clock)
     [item] = world.outbox(order)
     assert item[tables.EXPIRES_AT] == int(clock.now) + 90 * 86_400
     clock.advance(91 * 86_400)
@@ -328,13 +334,10 @@ def test_audit_finds_an_outbox_item_whose_entry_is_gone(
     world: World, clock: FakeClock, dynamodb: DynamoDBClient
 ) -> None:
     # Given a sent notification whose entry was deleted from the ledger by hand
-    order = stripe.unique("ord")
-    paid = world.deliver(stripe.payment_intent_succeeded(order, stripe.unique("pi"), 5000, T0))
-    assert paid.effect_key
-    send_everything(world, clock)
+    order, effect_key = paid_and_notified(world, clock)
     dynamodb.delete_item(
         TableName=TABLES.ledger,
-        Key={"pk": {"S": tables.order_pk(order)}, "sk": {"S": tables.effect_sk(paid.effect_key)}},
+        Key={"pk": {"S": tables.order_pk(order)}, "sk": {"S": tables.effect_sk(effect_key)}},
     )
     clock.advance(600)
 
