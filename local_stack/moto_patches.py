@@ -1,4 +1,4 @@
-"""Two changes to moto, installed only in the local stack's server process.
+"""Three changes to moto, installed only in the local stack's server process.
 
 1. SQS: moto checks each received message's retention by computing *all* the queue's
    attributes, approximate counts included, each a pass over every message: a receive costs
@@ -15,6 +15,11 @@ items. DynamoDB itself evaluates every condition before writing anything; this d
      restored should a write fail midway (a validation error).
 It is atomic only while no other DynamoDB request runs at the same time: the local stack's
 server serializes them (`server.py`).
+
+3. A Query of one partition reads that partition. moto's `Table.query` without an index
+sorts *every* item of the table and then keeps those of the partition: O(N log N) per Query,
+seconds at 10^5 items, where DynamoDB reads only the partition. While such a Query runs, the
+table's `all_items` returns that partition's items, in the same (range key) order.
 """
 
 from __future__ import annotations
@@ -31,10 +36,39 @@ from moto.dynamodb.exceptions import (
     TransactWriteSingleOpException,
 )
 from moto.dynamodb.models import DynamoDBBackend
+from moto.dynamodb.models.table import Table
 from moto.sqs.models import Message, SQSBackend
 
 _ORIGINAL_TRANSACTIONS = DynamoDBBackend.transact_write_items
 _ORIGINAL_RETENTION = SQSBackend.is_message_valid_based_on_retention_period
+_ORIGINAL_QUERY = Table.query
+_ORIGINAL_ALL_ITEMS = Table.all_items
+_ONE_PARTITION = "_umavez_query_partition"
+
+
+def query(self: Table, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
+    """Without an index (positional argument 7 or `index_name`), only `hash_key`'s partition
+    is a candidate: say so to `all_items` for the duration of the call."""
+    index_name = kwargs.get("index_name", args[6] if len(args) > 6 else None)
+    if index_name is not None or hash_key is None:
+        return _ORIGINAL_QUERY(self, hash_key, *args, **kwargs)
+    setattr(self, _ONE_PARTITION, hash_key)
+    try:
+        return _ORIGINAL_QUERY(self, hash_key, *args, **kwargs)
+    finally:
+        setattr(self, _ONE_PARTITION, None)
+
+
+def all_items(self: Table) -> Any:
+    hash_key = getattr(self, _ONE_PARTITION, None)
+    if hash_key is None:
+        return _ORIGINAL_ALL_ITEMS(self)
+    partition = self.items.get(hash_key)
+    if partition is None:
+        return []
+    if not self.range_key_attr:
+        return [partition]
+    return sorted(partition.values(), key=lambda item: item.range_key)
 
 
 def is_message_valid_based_on_retention_period(
@@ -129,8 +163,12 @@ def install() -> None:
     SQSBackend.is_message_valid_based_on_retention_period = (  # type: ignore[method-assign]
         is_message_valid_based_on_retention_period
     )
+    Table.query = query  # type: ignore[method-assign]
+    Table.all_items = all_items  # type: ignore[method-assign]
 
 
 def uninstall() -> None:
     DynamoDBBackend.transact_write_items = _ORIGINAL_TRANSACTIONS  # type: ignore[method-assign]
     SQSBackend.is_message_valid_based_on_retention_period = _ORIGINAL_RETENTION  # type: ignore[method-assign]
+    Table.query = _ORIGINAL_QUERY  # type: ignore[method-assign]
+    Table.all_items = _ORIGINAL_ALL_ITEMS  # type: ignore[method-assign]

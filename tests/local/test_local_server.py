@@ -136,3 +136,53 @@ def test_a_write_failing_midway_is_rolled_back(aws: LocalAws) -> None:
     with pytest.raises(ClientError):
         dynamodb.transact_write_items(TransactItems=items)
     assert "Item" not in dynamodb.get_item(TableName=TABLE, Key={"pk": {"S": "midway"}})
+
+
+def test_a_partition_query_answers_like_moto_reading_only_its_partition(aws: LocalAws) -> None:
+    # Given a table with a range key: three partitions, one with items written out of order
+    dynamodb = client("dynamodb", aws.endpoint_url)
+    dynamodb.create_table(
+        TableName="local-ranged",
+        KeySchema=[
+            {"AttributeName": "pk", "KeyType": "HASH"},
+            {"AttributeName": "sk", "KeyType": "RANGE"},
+        ],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    for pk in ("A", "B", "C"):
+        for sk in ("EFFECT#3", "ORDER", "EFFECT#1", "EFFECT#2"):
+            dynamodb.put_item(
+                TableName="local-ranged",
+                Item={"pk": {"S": pk}, "sk": {"S": sk}, "n": {"N": str(len(sk))}},
+            )
+
+    def query(pk: str = "B", **extra: Any) -> list[tuple[str, str]]:
+        pages = dynamodb.get_paginator("query").paginate(
+            TableName="local-ranged",
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": pk}},
+            **extra,
+        )
+        return [(i["pk"]["S"], i["sk"]["S"]) for page in pages for i in page["Items"]]
+
+    # When one partition is queried: whole, backwards, by prefix, two items a page
+    whole = query()
+    backwards = query(ScanIndexForward=False)
+    paged = query(PaginationConfig={"PageSize": 2})
+    effects = dynamodb.query(
+        TableName="local-ranged",
+        KeyConditionExpression="pk = :pk AND begins_with(sk, :effect)",
+        ExpressionAttributeValues={":pk": {"S": "B"}, ":effect": {"S": "EFFECT#"}},
+    )["Items"]
+    missing = query("nope")
+
+    # Then it holds that partition's items only, in range key order, however it is read
+    expected = [("B", "EFFECT#1"), ("B", "EFFECT#2"), ("B", "EFFECT#3"), ("B", "ORDER")]
+    assert whole == paged == expected
+    assert backwards == expected[::-1]
+    assert [i["sk"]["S"] for i in effects] == ["EFFECT#1", "EFFECT#2", "EFFECT#3"]
+    assert missing == []
