@@ -24,6 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from functions.shared.tables import DEFAULT_LEDGER_TABLE, DEFAULT_OUTBOX_TABLE, TableNames
+from local_stack.console import warnings_to_log
+from local_stack.metrics_report import add_parser as add_show_metrics_parser
+from local_stack.metrics_report import show as show_metrics
 
 DEFAULT_PORT = 8750
 
@@ -87,6 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             help="local stack (default) or 'aws' for the deployed tables",
         )
         parked.add_argument("--ledger-table", default=DEFAULT_LEDGER_TABLE)
+    add_show_metrics_parser(show_what)
 
     outbox = commands.add_parser("outbox", help="operate on outbox items (notifications)")
     outbox_what = outbox.add_subparsers(dest="outbox_command", required=True)
@@ -139,6 +143,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _serve(args.port)
     if args.command == "firedrill":
         return _firedrill(args)
+    if args.command == "show" and args.what == "metrics":
+        return show_metrics(args)
     if args.command == "show":
         return _show_order(args) if args.what == "order" else _show_parked(args)
     if args.command == "outbox":
@@ -254,7 +260,8 @@ def _firedrill(args: argparse.Namespace) -> int:
 
     if not args.url:
         options = DrillOptions(orders=args.orders, faults=not args.no_faults, seed=args.seed)
-        return run_embedded(options)
+        with warnings_to_log():  # the console shows progress and the report only
+            return run_embedded(options)
     secrets = dict(pair.split("=", 1) for pair in args.secret)
     if not secrets:
         print("--url needs --secret PROVIDER=SECRET for stripe and/or asaas", file=sys.stderr)
@@ -272,7 +279,10 @@ def _serve(port: int) -> int:
     from local_stack.resources import DEVELOPMENT_SECRETS
     from local_stack.stack import EmbeddedStack
 
-    with EmbeddedStack(front_port=port, aws_port=port + 1, provider_apis_port=port + 2) as stack:
+    with (
+        warnings_to_log(),  # the console shows the URLs only
+        EmbeddedStack(front_port=port, aws_port=port + 1, provider_apis_port=port + 2) as stack,
+    ):
         print("umavez local stack is up (Ctrl-C to stop)")
         for provider, url in stack.webhook_urls.items():
             print(f"  POST {url}    secret: {DEVELOPMENT_SECRETS[provider]}")

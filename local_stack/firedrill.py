@@ -36,6 +36,7 @@ from local_stack.drill import (
     render,
     run_stories,
 )
+from local_stack.metrics_report import by_function
 from local_stack.resources import DEVELOPMENT_SECRETS, STRIPE_DEVELOPMENT_API_KEY, client
 from local_stack.sink import sink_counts
 from local_stack.stack import EmbeddedStack, Faults
@@ -367,5 +368,7 @@ def _facts(
             else "none"
         ),
         "process records (with redeliveries)": process["records"],
+        # Sums of each function's metrics, as written to .local/metrics (`umavez show metrics`).
+        **{f"metrics: {f}": line for f, line in by_function(stack.metrics.totals()).items()},
         "elapsed": f"{elapsed:.1f} s",
     }

@@ -69,7 +69,8 @@ class LocalResources:
             "OUTBOX_BACKOFF_BASE_SECONDS": "1",
             "SWEEP_GRACE_SECONDS": "1",
             "POWERTOOLS_TRACE_DISABLED": "true",
-            "POWERTOOLS_METRICS_DISABLED": "true",
+            # On: each function's EMF goes to its own file (local_stack/metrics.py), not stdout.
+            "POWERTOOLS_METRICS_DISABLED": "false",
             "POWERTOOLS_METRICS_NAMESPACE": "Umavez",
         }
 

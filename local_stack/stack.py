@@ -18,6 +18,8 @@ from functions.process.service import EffectProcessor
 from functions.shared import tables
 from local_stack.faults import Chance, FaultyChannel
 from local_stack.front import ApiFront
+from local_stack.metrics import MetricFiles
+from local_stack.metrics_report import METRICS_DIR
 from local_stack.pollers import Every, Poller, SqsToLambda, StreamToLambda
 from local_stack.provider_apis import FakeProviderApis
 from local_stack.resources import LOCAL_WAIT_LIMIT_SECONDS, LocalResources, client, provision
@@ -54,6 +56,7 @@ class EmbeddedStack:
         front_port: int = 0,
         aws_port: int = 0,
         provider_apis_port: int = 0,
+        metrics_dir: Path = METRICS_DIR,
     ) -> None:
         self.faults = faults or Faults()
         self._front_port = front_port
@@ -61,6 +64,7 @@ class EmbeddedStack:
         self._provider_apis_port = provider_apis_port
         self._concurrency = process_concurrency
         self._log_path = log_path
+        self.metrics = MetricFiles(metrics_dir)  # one EMF file per function, as CloudWatch gets
         self._variant = process_variant
         self._rng = random.Random(self.faults.seed)  # noqa: S311 - fault injection
         self._rng_lock = threading.Lock()
@@ -170,8 +174,7 @@ class EmbeddedStack:
         self._undo.append(log_file.close)
         for module in (ingest, process, outbox, sweeper_handler, reconcile, waiting_handler):
             self._redirect_logs(module.logger, log_file)
-            # Metrics are disabled locally, and then accumulate unflushed: drop them on exit.
-            self._undo.append(module.metrics.clear_metrics)
+            self._undo.append(self.metrics.route(module.metrics))
         for cached in (
             ingest.webhook_ingest,
             process.effect_processor,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import io
+import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -55,18 +57,39 @@ def test_drill_catches_a_broken_process_handler_and_exits_non_zero() -> None:
     assert exit_code == 1
 
 
-def test_make_run_command_works_from_any_directory(tmp_path: Path) -> None:
-    # Given the console script's entry point, run the way `make run` runs it, elsewhere
+def test_make_run_works_from_any_directory_and_its_console_is_clean(tmp_path: Path) -> None:
+    # Given the console script's entry point, run the way `make run` runs it, elsewhere, its
+    # output piped (not a terminal)
     command = [sys.executable, "-m", "local_stack.cli", "firedrill", "--orders", "8", "--no-faults"]
 
     # When it runs outside the repository
     result = subprocess.run(  # noqa: S603 - our own CLI
-        command, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False
+        command, cwd=tmp_path, capture_output=True, timeout=300, check=False
     )
 
     # Then it finds everything it needs and reports success
-    assert "every guarantee held" in result.stdout, result.stdout + result.stderr[-2000:]
+    out, err = result.stdout.decode(), result.stderr.decode()
+    assert "every guarantee held" in out, out + err[-2000:]
     assert result.returncode == 0
+    # and the console holds only the stack's URL, progress lines and the report: no EMF blob,
+    # no warning, no carriage return
+    console = out + err
+    assert '"_aws"' not in console, console[-2000:]
+    assert "Warning" not in console, console[-2000:]
+    assert "\r" not in console
+    assert re.search(r"^  delivered (\d+)/\1 \(100%\), \d+ s$", err, re.MULTILINE), err
+    # while each function's metrics went to its own EMF file, under its own service
+    metrics = tmp_path / ".local" / "metrics"
+    functions = ("ingest", "process", "outbox", "sweeper", "reconciliation", "waiting")
+    assert sorted(p.stem for p in metrics.glob("*.jsonl")) == sorted(functions)
+    for function in functions:
+        emf = [
+            json.loads(line) for line in (metrics / f"{function}.jsonl").read_text().splitlines()
+        ]
+        assert emf, function
+        assert {d["service"] for d in emf} == {function}
+    assert "metrics: process" in out
+    assert (tmp_path / ".local" / "lambda-logs.jsonl").stat().st_size > 0
 
 
 def test_drill_against_a_deployed_stack_checks_the_drills_own_orders() -> None:
