@@ -25,6 +25,7 @@ class UmavezStack(cdk.Stack):
             "Webhooks",
             ingest=self.pipeline.ingest,
             providers=PROVIDERS,
+            api_type=config.api_type,
             waf=config.waf,
             provider_ip_allow_list=config.provider_ip_allow_list,
             retain_logs=config.retain_data,

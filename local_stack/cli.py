@@ -1,7 +1,7 @@
 """`umavez`: run the stack locally, drill it, look inside it, send it an event.
 
-umavez serve [--port 8750]            the embedded stack until Ctrl-C
-umavez firedrill [--orders N] [--no-faults]
+umavez serve [--port 8750] [--api-type http|rest]   the embedded stack until Ctrl-C
+umavez firedrill [--orders N] [--no-faults] [--api-type http|rest]
 umavez show order ORDER_ID [--json] [--endpoint-url URL] [--ledger-table T --outbox-table T]
 umavez show waiting|unmatched [--json] [--endpoint-url URL] [--ledger-table T]
 umavez attach PROVIDER OBJECT ORDER_ID [--endpoint-url URL --ledger-table T --queue-url URL]
@@ -24,11 +24,23 @@ from pathlib import Path
 from typing import Any
 
 from functions.shared.tables import DEFAULT_LEDGER_TABLE, DEFAULT_OUTBOX_TABLE, TableNames
+from infra.config import DEFAULT_API_TYPE, ApiType
 from local_stack.console import warnings_to_log
 from local_stack.metrics_report import add_parser as add_show_metrics_parser
 from local_stack.metrics_report import show as show_metrics
 
 DEFAULT_PORT = 8750
+
+
+def _add_api_type(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--api-type",
+        type=ApiType,
+        choices=list(ApiType),
+        default=DEFAULT_API_TYPE,
+        help="the API Gateway the webhook front plays, as the stack's apiType: an HTTP API"
+        " (payload 2.0 events) or a REST API (payload 1.0); default: %(default)s",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -44,6 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=DEFAULT_PORT,
         help="webhook front port; AWS (moto) on port+1, the fake provider APIs on port+2",
     )
+    _add_api_type(serve)
 
     drill = commands.add_parser(
         "firedrill", help="deliver like providers do and check every guarantee"
@@ -62,6 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     drill.add_argument("--ledger-table", default=DEFAULT_LEDGER_TABLE)
     drill.add_argument("--outbox-table", default=DEFAULT_OUTBOX_TABLE)
     drill.add_argument("--region", default=None)
+    _add_api_type(drill)  # the embedded stack's front; a deployed stack (--url) has its own
 
     show = commands.add_parser("show", help="inspect the tables")
     show_what = show.add_subparsers(dest="what", required=True)
@@ -140,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = parser.parse_args(argv)
     if args.command == "serve":
-        return _serve(args.port)
+        return _serve(args.port, args.api_type)
     if args.command == "firedrill":
         return _firedrill(args)
     if args.command == "show" and args.what == "metrics":
@@ -259,7 +273,9 @@ def _firedrill(args: argparse.Namespace) -> int:
     from local_stack.firedrill import DeployedTarget, DrillOptions, run_deployed, run_embedded
 
     if not args.url:
-        options = DrillOptions(orders=args.orders, faults=not args.no_faults, seed=args.seed)
+        options = DrillOptions(
+            orders=args.orders, faults=not args.no_faults, seed=args.seed, api_type=args.api_type
+        )
         with warnings_to_log():  # the console shows progress and the report only
             return run_embedded(options)
     secrets = dict(pair.split("=", 1) for pair in args.secret)
@@ -275,15 +291,17 @@ def _firedrill(args: argparse.Namespace) -> int:
     return run_deployed(DrillOptions(orders=args.orders, faults=False), target)
 
 
-def _serve(port: int) -> int:
+def _serve(port: int, api_type: ApiType) -> int:
     from local_stack.resources import DEVELOPMENT_SECRETS
     from local_stack.stack import EmbeddedStack
 
     with (
         warnings_to_log(),  # the console shows the URLs only
-        EmbeddedStack(front_port=port, aws_port=port + 1, provider_apis_port=port + 2) as stack,
+        EmbeddedStack(
+            front_port=port, aws_port=port + 1, provider_apis_port=port + 2, api_type=api_type
+        ) as stack,
     ):
-        print("umavez local stack is up (Ctrl-C to stop)")
+        print(f"umavez local stack is up as a {api_type.value} API (Ctrl-C to stop)")
         for provider, url in stack.webhook_urls.items():
             print(f"  POST {url}    secret: {DEVELOPMENT_SECRETS[provider]}")
         print(f"  AWS (moto) endpoint: {stack.aws.endpoint_url}")

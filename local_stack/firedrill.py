@@ -27,6 +27,7 @@ from functions.shared.domain import Outcome
 from functions.shared.outbox import OutboxItem
 from functions.shared.providers import Interpreters
 from functions.shared.tables import TableNames
+from infra.config import DEFAULT_API_TYPE, ApiType
 from local_stack.drill import (
     Check,
     DeliveryLog,
@@ -54,13 +55,17 @@ class DrillOptions:
     faults: bool = True
     seed: int = 42
     process_variant: type[EffectProcessor] | None = None
+    # The event shape the embedded front hands ingest (the deployed stack's `apiType`).
+    api_type: ApiType = DEFAULT_API_TYPE
 
 
 def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     started = time.monotonic()
     faults = Faults.drill() if options.faults else Faults()
     faults.seed = options.seed
-    with EmbeddedStack(faults=faults, process_variant=options.process_variant) as stack:
+    with EmbeddedStack(
+        faults=faults, process_variant=options.process_variant, api_type=options.api_type
+    ) as stack:
         drill = stories(options.orders, int(time.time()))
         for story in drill:
             stack.provider_apis.refunds.update(story.stripe_refunds)
@@ -71,7 +76,10 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
         log = DeliveryLog()
         providers = Providers(stack.front.url, DEVELOPMENT_SECRETS, log)
         stack.front.slow_seconds = providers.ingest_delay
-        err.write(f"  embedded stack up: {stack.front.url} (AWS on {stack.aws.endpoint_url})\n")
+        err.write(
+            f"  embedded stack up: {stack.front.url} as a {options.api_type.value} API"
+            f" (AWS on {stack.aws.endpoint_url})\n"
+        )
         run_stories(drill, providers, ProgressBar(err))
         drained = stack.drain()
         dynamodb = client("dynamodb", stack.aws.endpoint_url)

@@ -16,6 +16,7 @@ from typing import Any
 from functions.outbox.channels import Channel
 from functions.process.service import EffectProcessor
 from functions.shared import tables
+from infra.config import DEFAULT_API_TYPE, ApiType
 from local_stack.faults import Chance, FaultyChannel
 from local_stack.front import ApiFront
 from local_stack.metrics import MetricFiles
@@ -57,8 +58,11 @@ class EmbeddedStack:
         aws_port: int = 0,
         provider_apis_port: int = 0,
         metrics_dir: Path = METRICS_DIR,
+        api_type: ApiType = DEFAULT_API_TYPE,
     ) -> None:
         self.faults = faults or Faults()
+        # Which API Gateway the front plays: the event shape ingest receives (payload 2.0 or 1.0)
+        self.api_type = api_type
         self._front_port = front_port
         self._aws_port = aws_port
         self._provider_apis_port = provider_apis_port
@@ -87,7 +91,7 @@ class EmbeddedStack:
             }
         )
         handlers = self._load_handlers()
-        self.front = ApiFront(handlers["ingest"], self._front_port).start()
+        self.front = ApiFront(handlers["ingest"], self._front_port, self.api_type).start()
         self.process_pollers = [
             SqsToLambda(
                 f"process-{n}",

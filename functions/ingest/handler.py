@@ -1,5 +1,8 @@
 """API Gateway -> ingest Lambda. Thin: builds the request, delegates, answers in JSON.
 
+The event is a REST API's (payload 1.0) or an HTTP API's (payload 2.0): `apiType` in the stack;
+the answer's shape is the same for both.
+
 Configuration (set by the stack): WEBHOOK_QUEUE_URL, and PROVIDER_SECRETS, a JSON object
 mapping each enabled provider to the name or ARN of its secret in Secrets Manager.
 """
@@ -19,7 +22,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.ingest.adapters import SecretsManagerStore, SqsQueue
 from functions.ingest.errors import RejectedError, UnavailableError
-from functions.ingest.request import from_proxy_event
+from functions.ingest.request import from_proxy_event, provider_of, source_ip
 from functions.ingest.service import VERIFIERS, Ignored, WebhookIngest
 from functions.shared.observability import powertools
 from functions.shared.settings import payment_mode
@@ -44,11 +47,7 @@ def webhook_ingest() -> WebhookIngest:
 
 
 def respond(event: dict[str, Any], ingest: WebhookIngest) -> dict[str, Any]:
-    provider = str((event.get("pathParameters") or {}).get("provider", ""))
-    context = {
-        "provider": provider,
-        "source_ip": (event.get("requestContext") or {}).get("identity", {}).get("sourceIp"),
-    }
+    context = {"provider": provider_of(event), "source_ip": source_ip(event)}
     try:
         accepted = ingest.accept(from_proxy_event(event))
     except RejectedError as exc:

@@ -1,20 +1,35 @@
-"""API Gateway REST API: POST /webhooks/{provider} -> ingest, throttled, logged, optionally WAF."""
+"""API Gateway in front of ingest: POST /webhooks/{provider} only, throttled, access-logged.
+
+`apiType` chooses an HTTP API (v2, Lambda payload format 2.0: $1.00 per million requests, less
+latency) or a REST API (v1, $3.50 per million, the only one AWS WAF attaches to). Ingest reads
+both event shapes; the outputs, the stage name and the alarms are the same for both.
+"""
 
 from __future__ import annotations
 
 import ipaddress
 import json
 from collections.abc import Sequence
+from typing import Final
 
+import jsii
 from aws_cdk import aws_apigateway as apigateway
+from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_wafv2 as wafv2
+from aws_cdk.aws_apigatewayv2_integrations import HttpLambdaIntegration
 from constructs import Construct
 
 from functions.ingest.service import MAX_BODY_BYTES
+from infra.config import WAF_NEEDS_REST, ApiType, ConfigError
 from infra.constructs.lambdas import retained_log_group
 
-STAGE = "live"
+STAGE: Final = "live"
+WEBHOOK_PATH: Final = "/webhooks/{provider}"
+# Requests per second for the whole stage, and the burst above it (either API type).
+THROTTLE_RATE: Final = 200
+THROTTLE_BURST: Final = 400
 # One JSON line per request. The latencies tell a slow ingest (integration) from a slow API;
 # error.responseType names why API Gateway answered itself (THROTTLED, WAF_FILTERED, ...).
 ACCESS_LOG_FIELDS = {
@@ -34,6 +49,44 @@ ACCESS_LOG_FIELDS = {
     "errorMessage": apigateway.AccessLogField.context_error_message(),
     "wafResponseCode": apigateway.AccessLogField.context_waf_response_code(),
 }
+# The same line for an HTTP API, in its own variables (http-api-logging-variables): routeKey for
+# resourcePath, the integration's error message (a Lambda that failed or timed out), and the
+# Lambda request id, which names the ingest invocation that answered. No WAF here.
+HTTP_ACCESS_LOG_FIELDS = {
+    "requestId": "$context.requestId",
+    "ip": "$context.identity.sourceIp",
+    "requestTime": "$context.requestTime",
+    "httpMethod": "$context.httpMethod",
+    "routeKey": "$context.routeKey",
+    "path": "$context.path",
+    "protocol": "$context.protocol",
+    "status": "$context.status",
+    "responseLength": "$context.responseLength",
+    "responseLatency": "$context.responseLatency",
+    "integrationLatency": "$context.integrationLatency",
+    "integrationStatus": "$context.integrationStatus",
+    "integrationError": "$context.integrationErrorMessage",
+    "integrationRequestId": "$context.integration.requestId",
+    "errorResponseType": "$context.error.responseType",
+    "errorMessage": "$context.error.message",
+}
+
+
+@jsii.implements(apigwv2.IAccessLogSettings)
+class _HttpAccessLogs:
+    """Where and how an HTTP API stage writes its access log (CDK takes an interface here)."""
+
+    def __init__(self, log_group: logs.ILogGroup, fields: dict[str, str]) -> None:
+        self._destination = apigwv2.LogGroupLogDestination(log_group)
+        self._format = apigateway.AccessLogFormat.custom(json.dumps(fields))
+
+    @property
+    def destination(self) -> apigwv2.IAccessLogDestination:
+        return self._destination
+
+    @property
+    def format(self) -> apigateway.AccessLogFormat:
+        return self._format
 
 
 class WebhookApi(Construct):
@@ -44,13 +97,32 @@ class WebhookApi(Construct):
         *,
         ingest: lambda_.IFunction,
         providers: Sequence[str],
+        api_type: ApiType,
         waf: bool,
         provider_ip_allow_list: Sequence[str] = (),
         retain_logs: bool,
     ) -> None:
         super().__init__(scope, construct_id)
+        if waf and api_type is ApiType.HTTP:
+            raise ConfigError(WAF_NEEDS_REST)
+        self.api_type = api_type
+        # One log group whichever the type: switching keeps the earlier lines.
         access_logs = retained_log_group(self, "AccessLogs", retain_logs)
-        self.api = apigateway.RestApi(
+        self.api: apigateway.RestApi | apigwv2.HttpApi
+        if api_type is ApiType.REST:
+            self.api = self._rest_api(ingest, access_logs)
+            base_url = self.api.url
+            if waf:
+                self._add_waf(self.api, provider_ip_allow_list)
+        else:
+            self.api, stage = self._http_api(ingest, access_logs)
+            base_url = f"{stage.url}/"  # a REST API's url ends with "/", an HTTP stage's not
+        self.urls = {p: f"{base_url}webhooks/{p}" for p in providers}
+
+    def _rest_api(
+        self, ingest: lambda_.IFunction, access_logs: logs.ILogGroup
+    ) -> apigateway.RestApi:
+        api = apigateway.RestApi(
             self,
             "Api",
             description="umavez: payment-provider webhooks",
@@ -60,8 +132,8 @@ class WebhookApi(Construct):
             cloud_watch_role=True,
             deploy_options=apigateway.StageOptions(
                 stage_name=STAGE,
-                throttling_rate_limit=200,
-                throttling_burst_limit=400,
+                throttling_rate_limit=THROTTLE_RATE,
+                throttling_burst_limit=THROTTLE_BURST,
                 tracing_enabled=True,
                 metrics_enabled=True,
                 logging_level=apigateway.MethodLoggingLevel.ERROR,
@@ -69,24 +141,52 @@ class WebhookApi(Construct):
                 access_log_format=apigateway.AccessLogFormat.custom(json.dumps(ACCESS_LOG_FIELDS)),
             ),
         )
-        validator = self.api.add_request_validator(
+        validator = api.add_request_validator(
             # No body model is attached, so the body passes untouched: its signature is the check.
             "Validator",
             validate_request_parameters=True,
             validate_request_body=True,
         )
-        webhooks = self.api.root.add_resource("webhooks").add_resource("{provider}")
+        webhooks = api.root.add_resource("webhooks").add_resource("{provider}")
         webhooks.add_method(
             "POST",
             apigateway.LambdaIntegration(ingest, proxy=True),
             request_parameters={"method.request.path.provider": True},
             request_validator=validator,
         )
-        self.urls = {p: f"{self.api.url}webhooks/{p}" for p in providers}
-        if waf:
-            self._add_waf(provider_ip_allow_list)
+        return api
 
-    def _add_waf(self, provider_ip_allow_list: Sequence[str]) -> None:
+    def _http_api(
+        self, ingest: lambda_.IFunction, access_logs: logs.ILogGroup
+    ) -> tuple[apigwv2.HttpApi, apigwv2.HttpStage]:
+        """No default stage and no catch-all route: anything but POST /webhooks/{provider} is
+        API Gateway's own 404 and never costs a Lambda. X-Ray does not trace HTTP APIs (ingest's
+        own active tracing still does), and with one route the API-wide metrics are the route's:
+        detailed (per-route, billed) metrics would add nothing."""
+        api = apigwv2.HttpApi(
+            self,
+            "HttpApi",
+            description="umavez: payment-provider webhooks",
+            create_default_stage=False,
+        )
+        api.add_routes(
+            path=WEBHOOK_PATH,
+            methods=[apigwv2.HttpMethod.POST],
+            # 2.0: lower-case headers, a text body for JSON (base64 otherwise); ingest reads both.
+            integration=HttpLambdaIntegration(
+                "Ingest", ingest, payload_format_version=apigwv2.PayloadFormatVersion.VERSION_2_0
+            ),
+        )
+        stage = api.add_stage(
+            "Stage",
+            stage_name=STAGE,
+            auto_deploy=True,
+            throttle=apigwv2.ThrottleSettings(rate_limit=THROTTLE_RATE, burst_limit=THROTTLE_BURST),
+            access_log_settings=_HttpAccessLogs(access_logs, HTTP_ACCESS_LOG_FIELDS),
+        )
+        return api, stage
+
+    def _add_waf(self, api: apigateway.RestApi, provider_ip_allow_list: Sequence[str]) -> None:
         """Rate limit per source IP (never the providers' own addresses), and refuse declared
         oversized bodies before they cost a Lambda."""
         rate_per_ip = wafv2.CfnWebACL.RateBasedStatementProperty(
@@ -132,7 +232,7 @@ class WebhookApi(Construct):
         wafv2.CfnWebACLAssociation(
             self,
             "WebAclAssociation",
-            resource_arn=self.api.deployment_stage.stage_arn,
+            resource_arn=api.deployment_stage.stage_arn,
             web_acl_arn=acl.attr_arn,
         )
 

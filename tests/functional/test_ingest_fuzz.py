@@ -1,8 +1,10 @@
-"""Property: whatever arrives, ingest never answers 5xx and enqueues only signed requests."""
+"""Property: whatever arrives, ingest never answers 5xx and enqueues only signed requests, in a
+REST API's event (payload 1.0) as in an HTTP API's (payload 2.0)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +19,7 @@ from functions.ingest import handler
 from functions.ingest.service import VERIFIERS, WebhookIngest
 from local_stack.stripe_events import EVENTS_DIR, fixture_text
 from tests.support.fakes import RecordingQueue, StaticSecrets
-from tests.support.lambda_events import api_gateway_event
+from tests.support.lambda_events import api_gateway_event, http_api_event
 from tests.support.signing import mercadopago_signature, stripe_signature
 
 NOW = 1_764_460_800
@@ -47,6 +49,10 @@ HEADER_NAMES = ["Stripe-Signature", "x-signature", "x-request-id", "asaas-access
 @dataclass(frozen=True)
 class Attempt:
     event: dict[str, Any]
+    provider: str
+    method: str
+    body: str
+    headers: dict[str, str]
     signing: str
     correctly_signed: bool
 
@@ -56,13 +62,16 @@ class Attempt:
         return (
             not self.correctly_signed
             and self.signing != "none"
-            and self.event["httpMethod"] == "POST"
-            and self.event["body"] in VALID_BODY.values()
+            and self.method == "POST"
+            and self.body in VALID_BODY.values()
         )
 
 
+EventBuilder = Callable[..., dict[str, Any]]
+
+
 @st.composite
-def attempts(draw: st.DrawFn) -> Attempt:
+def attempts(draw: st.DrawFn, build: EventBuilder) -> Attempt:
     # Hypothesis favours the first entries of sampled_from: the interesting cases go first.
     provider = draw(st.sampled_from([*SECRETS, "paypal"]))
     valid_body = st.just(VALID_BODY.get(provider, "{}"))
@@ -97,8 +106,9 @@ def attempts(draw: st.DrawFn) -> Attempt:
             headers["asaas-access-token"] = secret
     method = draw(st.sampled_from(["POST"] * 8 + ["GET", "PUT"]))
     query = draw(st.sampled_from([{"data.id": MERCADOPAGO_DATA_ID}] * 3 + [None, {"data.id": "1"}]))
-    event = api_gateway_event(provider, body.encode(), headers, method=method, query=query)
-    return Attempt(event, signing, signing in VALID_UNDER_SCHEME.get(provider, set()))
+    event = build(provider, body.encode(), headers, method=method, query=query)
+    correctly_signed = signing in VALID_UNDER_SCHEME.get(provider, set())
+    return Attempt(event, provider, method, body, headers, signing, correctly_signed)
 
 
 @pytest.fixture
@@ -111,7 +121,10 @@ def generator_independent_of_loaded_modules(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 @pytest.mark.usefixtures("generator_independent_of_loaded_modules")
-def test_no_input_yields_a_5xx_or_an_unsigned_enqueue() -> None:
+@pytest.mark.parametrize(
+    "build", [api_gateway_event, http_api_event], ids=["rest-payload-1.0", "http-payload-2.0"]
+)
+def test_no_input_yields_a_5xx_or_an_unsigned_enqueue(build: EventBuilder) -> None:
     queue = RecordingQueue()
     ingest = WebhookIngest(
         VERIFIERS, StaticSecrets({p: (s,) for p, s in SECRETS.items()}), queue, lambda: NOW
@@ -125,7 +138,7 @@ def test_no_input_yields_a_5xx_or_an_unsigned_enqueue() -> None:
         database=None,
         suppress_health_check=[HealthCheck.too_slow],
     )
-    @given(attempts())
+    @given(attempts(build))
     def property_holds(attempt: Attempt) -> None:
         cases.append(attempt)
         before = len(queue.sent)
@@ -137,13 +150,11 @@ def test_no_input_yields_a_5xx_or_an_unsigned_enqueue() -> None:
         assert enqueued == (1 if response["statusCode"] == 200 else 0)
         if enqueued:
             assert attempt.correctly_signed, attempt
-            assert queue.sent[-1][0] == attempt.event["body"]
-            if attempt.event["pathParameters"]["provider"] == "stripe":
-                header = {k.lower(): v for k, v in attempt.event["headers"].items()}[
-                    "stripe-signature"
-                ]
+            assert queue.sent[-1][0] == attempt.body
+            if attempt.provider == "stripe":
+                header = {k.lower(): v for k, v in attempt.headers.items()}["stripe-signature"]
                 stripe.WebhookSignature.verify_header(
-                    attempt.event["body"], header, SECRETS["stripe"], tolerance=None
+                    attempt.body, header, SECRETS["stripe"], tolerance=None
                 )
 
     property_holds()

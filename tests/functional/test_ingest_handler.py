@@ -1,6 +1,7 @@
 """The ingest Lambda on moto (SQS, Secrets Manager): only signed, fresh requests are enqueued.
 
-Assertions are on the queue's content, not only on the HTTP answer.
+Assertions are on the queue's content, not only on the HTTP answer. Every test runs with both
+event shapes ingest can receive: a REST API's (payload 1.0) and an HTTP API's (payload 2.0).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import boto3
 import pytest
@@ -19,7 +20,13 @@ from moto import mock_aws
 
 from functions.ingest import handler
 from local_stack.stripe_events import EVENTS_DIR, fixture_text
-from tests.support.lambda_events import FakeLambdaContext, api_gateway_event
+from tests.support.lambda_events import (
+    SOURCE_IP,
+    FakeLambdaContext,
+    Values,
+    api_gateway_event,
+    http_api_event,
+)
 from tests.support.signing import generated_secret, mercadopago_signature, stripe_signature
 
 if TYPE_CHECKING:
@@ -28,6 +35,26 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageTypeDef
 
 STRIPE_BODY = fixture_text("charge.succeeded")  # has non-ASCII text: signed as raw bytes
+
+
+class EventBuilder(Protocol):
+    def __call__(
+        self,
+        provider: str,
+        body: bytes,
+        headers: Values,
+        method: str = "POST",
+        query: Values | None = None,
+        base64_encoded: bool = False,
+    ) -> dict[str, Any]: ...
+
+
+@pytest.fixture(
+    params=[api_gateway_event, http_api_event], ids=["rest-payload-1.0", "http-payload-2.0"]
+)
+def build(request: pytest.FixtureRequest) -> EventBuilder:
+    """How API Gateway hands the request to ingest: `apiType=rest` or `apiType=http`."""
+    return request.param  # type: ignore[no-any-return]
 
 
 @dataclass
@@ -75,14 +102,18 @@ def post(event: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     return response["statusCode"], json.loads(response["body"])
 
 
-def signed_stripe(body: str, secret: str, at: int | None = None) -> dict[str, Any]:
+def signed_stripe(
+    build: EventBuilder, body: str, secret: str, at: int | None = None, method: str = "POST"
+) -> dict[str, Any]:
     header = stripe_signature(body, secret, at if at is not None else int(time.time()))
-    return api_gateway_event("stripe", body.encode(), {"Stripe-Signature": header})
+    return build("stripe", body.encode(), {"Stripe-Signature": header}, method=method)
 
 
-def test_signed_stripe_event_is_enqueued_once_exactly_as_received(deployment: Deployment) -> None:
+def test_signed_stripe_event_is_enqueued_once_exactly_as_received(
+    deployment: Deployment, build: EventBuilder
+) -> None:
     # Given a Stripe delivery signed with the active secret
-    event = signed_stripe(STRIPE_BODY, deployment.secrets["stripe"])
+    event = signed_stripe(build, STRIPE_BODY, deployment.secrets["stripe"])
 
     # When ingest receives it
     status, body = post(event)
@@ -101,11 +132,10 @@ def test_signed_stripe_event_is_enqueued_once_exactly_as_received(deployment: De
 
 def test_base64_encoded_body_is_verified_and_enqueued_as_the_original_text(
     deployment: Deployment,
+    build: EventBuilder,
 ) -> None:
     header = stripe_signature(STRIPE_BODY, deployment.secrets["stripe"], int(time.time()))
-    event = api_gateway_event(
-        "stripe", STRIPE_BODY.encode(), {"Stripe-Signature": header}, base64_encoded=True
-    )
+    event = build("stripe", STRIPE_BODY.encode(), {"Stripe-Signature": header}, base64_encoded=True)
 
     status, _ = post(event)
 
@@ -113,53 +143,67 @@ def test_base64_encoded_body_is_verified_and_enqueued_as_the_original_text(
     assert status == 200
 
 
-def oversized_but_signed(secret: str) -> dict[str, Any]:
-    return signed_stripe(json.dumps({"id": "evt_big", "pad": "x" * 300_000}), secret)
+def oversized_but_signed(secret: str, build: EventBuilder) -> dict[str, Any]:
+    return signed_stripe(build, json.dumps({"id": "evt_big", "pad": "x" * 300_000}), secret)
 
 
-EventMaker = Callable[[str], dict[str, Any]]
+EventMaker = Callable[[str, EventBuilder], dict[str, Any]]
 REJECTIONS: dict[str, tuple[EventMaker, int, str]] = {
     "tampered": (
-        lambda s: {**signed_stripe(STRIPE_BODY, s), "body": STRIPE_BODY.replace("5000", "50")},
+        lambda s, build: {
+            **signed_stripe(build, STRIPE_BODY, s),
+            "body": STRIPE_BODY.replace("5000", "50"),
+        },
         401,
         "bad_signature",
     ),
     "wrong-secret": (
-        lambda s: signed_stripe(STRIPE_BODY, generated_secret()),
+        lambda s, build: signed_stripe(build, STRIPE_BODY, generated_secret()),
         401,
         "bad_signature",
     ),
     "stale": (
-        lambda s: signed_stripe(STRIPE_BODY, s, int(time.time()) - 3600),
+        lambda s, build: signed_stripe(build, STRIPE_BODY, s, int(time.time()) - 3600),
         401,
         "stale_timestamp",
     ),
     "future": (
-        lambda s: signed_stripe(STRIPE_BODY, s, int(time.time()) + 3600),
+        lambda s, build: signed_stripe(build, STRIPE_BODY, s, int(time.time()) + 3600),
         401,
         "future_timestamp",
     ),
     "unsigned": (
-        lambda s: api_gateway_event("stripe", STRIPE_BODY.encode(), {}),
+        lambda s, build: build("stripe", STRIPE_BODY.encode(), {}),
         401,
         "missing_signature",
     ),
-    "not-json": (lambda s: signed_stripe("{not json", s), 400, "not_json"),
-    "json-array": (lambda s: signed_stripe("[1, 2]", s), 400, "not_json"),
-    "no-envelope": (lambda s: signed_stripe('{"object": "event"}', s), 400, "missing_envelope"),
+    "not-json": (lambda s, build: signed_stripe(build, "{not json", s), 400, "not_json"),
+    "json-array": (lambda s, build: signed_stripe(build, "[1, 2]", s), 400, "not_json"),
+    "no-envelope": (
+        lambda s, build: signed_stripe(build, '{"object": "event"}', s),
+        400,
+        "missing_envelope",
+    ),
     "too-large": (oversized_but_signed, 413, "payload_too_large"),
     "unknown-provider": (
-        lambda s: {**signed_stripe(STRIPE_BODY, s), "pathParameters": {"provider": "paypal"}},
+        lambda s, build: {
+            **signed_stripe(build, STRIPE_BODY, s),
+            "pathParameters": {"provider": "paypal"},
+        },
         404,
         "unknown_provider",
     ),
     "wrong-method": (
-        lambda s: {**signed_stripe(STRIPE_BODY, s), "httpMethod": "GET"},
+        lambda s, build: signed_stripe(build, STRIPE_BODY, s, method="GET"),
         405,
         "method_not_allowed",
     ),
     "bad-base64": (
-        lambda s: {**signed_stripe(STRIPE_BODY, s), "isBase64Encoded": True, "body": "%%%"},
+        lambda s, build: {
+            **signed_stripe(build, STRIPE_BODY, s),
+            "isBase64Encoded": True,
+            "body": "%%%",
+        },
         400,
         "bad_encoding",
     ),
@@ -168,11 +212,11 @@ REJECTIONS: dict[str, tuple[EventMaker, int, str]] = {
 
 @pytest.mark.parametrize("case", REJECTIONS, ids=list(REJECTIONS))
 def test_bad_requests_get_a_clear_4xx_and_enqueue_nothing(
-    deployment: Deployment, case: str
+    deployment: Deployment, build: EventBuilder, case: str
 ) -> None:
     make_event, expected_status, expected_reason = REJECTIONS[case]
 
-    status, body = post(make_event(deployment.secrets["stripe"]))
+    status, body = post(make_event(deployment.secrets["stripe"], build))
 
     assert deployment.messages() == []
     assert (status, body["error"]) == (expected_status, expected_reason)
@@ -180,19 +224,21 @@ def test_bad_requests_get_a_clear_4xx_and_enqueue_nothing(
 
 
 def test_rejections_are_logged_without_secrets_and_counted_by_reason(
-    deployment: Deployment, capsys: pytest.CaptureFixture[str]
+    deployment: Deployment, build: EventBuilder, capsys: pytest.CaptureFixture[str]
 ) -> None:
     stream = io.StringIO()
     log_handler = handler.logger.registered_handler
     assert isinstance(log_handler, logging.StreamHandler)
     previous = log_handler.setStream(stream)
     try:
-        post(signed_stripe(STRIPE_BODY, generated_secret()))
+        post(signed_stripe(build, STRIPE_BODY, generated_secret()))
     finally:
         log_handler.setStream(previous)
 
     [line] = [json.loads(x) for x in stream.getvalue().splitlines()]
     assert (line["reason"], line["provider"], line["status"]) == ("bad_signature", "stripe", 401)
+    # The caller's address, read where each payload format keeps it
+    assert line["source_ip"] == SOURCE_IP
     assert deployment.secrets["stripe"] not in stream.getvalue()
     assert "amount_captured" not in stream.getvalue()
     [emf] = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
@@ -200,14 +246,14 @@ def test_rejections_are_logged_without_secrets_and_counted_by_reason(
 
 
 def test_failed_send_is_a_5xx_so_the_provider_retries(
-    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+    deployment: Deployment, build: EventBuilder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a queue that cannot be written to
     monkeypatch.setenv("WEBHOOK_QUEUE_URL", deployment.queue_url + "-gone")
     handler.webhook_ingest.cache_clear()
 
     # When a correctly signed event arrives
-    status, body = post(signed_stripe(STRIPE_BODY, deployment.secrets["stripe"]))
+    status, body = post(signed_stripe(build, STRIPE_BODY, deployment.secrets["stripe"]))
 
     # Then nothing is enqueued and the answer is not a 2xx
     assert deployment.messages() == []
@@ -216,22 +262,25 @@ def test_failed_send_is_a_5xx_so_the_provider_retries(
 
 def test_during_rotation_both_secrets_work_and_a_retired_one_is_rejected(
     deployment: Deployment,
+    build: EventBuilder,
 ) -> None:
     old, new = deployment.secrets["stripe"], generated_secret()
 
     deployment.set_active("stripe", [new, old])
-    during = [post(signed_stripe(STRIPE_BODY, secret))[0] for secret in (new, old)]
+    during = [post(signed_stripe(build, STRIPE_BODY, secret))[0] for secret in (new, old)]
     deployment.set_active("stripe", [new])
-    after = [post(signed_stripe(STRIPE_BODY, secret))[0] for secret in (new, old)]
+    after = [post(signed_stripe(build, STRIPE_BODY, secret))[0] for secret in (new, old)]
 
     assert len(deployment.messages()) == 3
     assert (during, after) == ([200, 200], [200, 401])
 
 
-def test_unset_secret_is_a_5xx_not_a_silent_401(deployment: Deployment) -> None:
+def test_unset_secret_is_a_5xx_not_a_silent_401(
+    deployment: Deployment, build: EventBuilder
+) -> None:
     deployment.set_active("stripe", [])
 
-    status, body = post(signed_stripe(STRIPE_BODY, deployment.secrets["stripe"]))
+    status, body = post(signed_stripe(build, STRIPE_BODY, deployment.secrets["stripe"]))
 
     assert deployment.messages() == []
     assert (status, body["error"]) == (503, "secret_not_configured")
@@ -239,12 +288,13 @@ def test_unset_secret_is_a_5xx_not_a_silent_401(deployment: Deployment) -> None:
 
 def test_mercadopago_notification_signed_over_its_manifest_is_enqueued(
     deployment: Deployment,
+    build: EventBuilder,
 ) -> None:
     raw = (EVENTS_DIR / "mercadopago" / "payment.updated.json").read_bytes()
     header = mercadopago_signature(
         "1325896547", "req-7f3a", int(time.time()), deployment.secrets["mercadopago"]
     )
-    event = api_gateway_event(
+    event = build(
         "mercadopago",
         raw,
         {"x-signature": header, "x-request-id": "req-7f3a"},
@@ -259,9 +309,79 @@ def test_mercadopago_notification_signed_over_its_manifest_is_enqueued(
     assert status == 200
 
 
-def test_asaas_event_with_its_token_is_enqueued(deployment: Deployment) -> None:
+def test_mercadopago_query_is_read_as_sent_and_a_repeated_data_id_is_never_authentic(
+    deployment: Deployment, build: EventBuilder
+) -> None:
+    # Given a signed notification whose query carries more than data.id, percent-encoded, and
+    # the same notification with a second data.id appended on its way (payload 2.0 comma-joins
+    # repeated parameters; 1.0 keeps the last one in queryStringParameters)
+    raw = (EVENTS_DIR / "mercadopago" / "payment.updated.json").read_bytes()
+    header = mercadopago_signature(
+        "1325896547", "req-5e2b", int(time.time()), deployment.secrets["mercadopago"]
+    )
+    headers = {"x-signature": header, "x-request-id": "req-5e2b"}
+    signed = build(
+        "mercadopago", raw, headers, query={"data.id": "1325896547", "type": "payment updated"}
+    )
+    smuggled = build(
+        "mercadopago", raw, headers, query={"data.id": ["1325896547", "999"], "type": "payment"}
+    )
+
+    # When both arrive
+    answers = [post(signed), post(smuggled)]
+
+    # Then only the one whose data.id is the signed one is enqueued, whichever the API type
+    assert [(status, body.get("error")) for status, body in answers] == [
+        (200, None),
+        (401, "bad_signature"),
+    ]
+    [message] = deployment.messages()
+    assert json.loads(message["Body"])["data"]["id"] == "1325896547"
+
+
+def test_repeated_headers_reach_ingest_joined_and_only_a_repeated_signature_is_refused(
+    deployment: Deployment, build: EventBuilder
+) -> None:
+    # Given a Stripe delivery relayed by proxies that repeat their own headers, and one whose
+    # Stripe-Signature field appears twice (an HTTP API joins them: two timestamps)
+    secret = deployment.secrets["stripe"]
+    now = int(time.time())
+    relayed = build(
+        "stripe",
+        STRIPE_BODY.encode(),
+        {
+            "Stripe-Signature": stripe_signature(STRIPE_BODY, secret, now),
+            "X-Forwarded-For": ["198.51.100.7", "203.0.113.10"],
+            "Via": ["1.1 edge-a", "1.1 edge-b"],
+        },
+    )
+    doubled = build(
+        "stripe",
+        STRIPE_BODY.encode(),
+        {
+            "Stripe-Signature": [
+                stripe_signature(STRIPE_BODY, secret, now),
+                stripe_signature(STRIPE_BODY, generated_secret(), now),
+            ]
+        },
+    )
+
+    # When both arrive
+    answers = [post(relayed), post(doubled)]
+
+    # Then the relayed one is enqueued once, and the doubled signature is refused as malformed
+    assert [(status, body.get("error")) for status, body in answers] == [
+        (200, None),
+        (401, "malformed_signature"),
+    ]
+    assert [m["Body"] for m in deployment.messages()] == [STRIPE_BODY]
+
+
+def test_asaas_event_with_its_token_is_enqueued(
+    deployment: Deployment, build: EventBuilder
+) -> None:
     raw = (EVENTS_DIR / "asaas" / "PAYMENT_RECEIVED.json").read_bytes()
-    event = api_gateway_event("asaas", raw, {"asaas-access-token": deployment.secrets["asaas"]})
+    event = build("asaas", raw, {"asaas-access-token": deployment.secrets["asaas"]})
 
     status, _ = post(event)
 
@@ -271,11 +391,11 @@ def test_asaas_event_with_its_token_is_enqueued(deployment: Deployment) -> None:
     assert status == 200
 
 
-def mercadopago_notification(secret: str, live_mode: bool) -> dict[str, Any]:
+def mercadopago_notification(build: EventBuilder, secret: str, live_mode: bool) -> dict[str, Any]:
     note = json.loads((EVENTS_DIR / "mercadopago" / "payment.updated.json").read_text())
     note["live_mode"] = live_mode
     header = mercadopago_signature("1325896547", "req-9c1d", int(time.time()), secret)
-    return api_gateway_event(
+    return build(
         "mercadopago",
         json.dumps(note).encode(),
         {"x-signature": header, "x-request-id": "req-9c1d"},
@@ -284,20 +404,23 @@ def mercadopago_notification(secret: str, live_mode: bool) -> dict[str, Any]:
 
 
 def test_test_mode_events_on_a_live_deployment_are_answered_200_and_never_enqueued(
-    deployment: Deployment, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    deployment: Deployment,
+    build: EventBuilder,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     # Given a live deployment (a Connect platform's live endpoint also receives test events)
     monkeypatch.setenv("PAYMENT_MODE", "live")
     handler.webhook_ingest.cache_clear()
-    test_stripe = signed_stripe(STRIPE_BODY, deployment.secrets["stripe"])  # livemode: false
+    test_stripe = signed_stripe(build, STRIPE_BODY, deployment.secrets["stripe"])  # livemode: false
     live_body = json.dumps({**json.loads(STRIPE_BODY), "livemode": True})
-    live_stripe = signed_stripe(live_body, deployment.secrets["stripe"])
+    live_stripe = signed_stripe(build, live_body, deployment.secrets["stripe"])
     capsys.readouterr()
 
     # When authentic test-mode events of Stripe and Mercado Pago arrive, and a live one
     answers = [
         post(test_stripe),
-        post(mercadopago_notification(deployment.secrets["mercadopago"], live_mode=False)),
+        post(mercadopago_notification(build, deployment.secrets["mercadopago"], live_mode=False)),
         post(live_stripe),
     ]
 
@@ -316,13 +439,14 @@ def test_test_mode_events_on_a_live_deployment_are_answered_200_and_never_enqueu
 
 def test_stripe_event_without_livemode_is_refused_and_not_enqueued(
     deployment: Deployment,
+    build: EventBuilder,
 ) -> None:
     # Given a correctly signed body shaped like a Stripe event but saying no mode
     body = json.loads(STRIPE_BODY)
     del body["livemode"]
 
     # When it arrives
-    status, answer = post(signed_stripe(json.dumps(body), deployment.secrets["stripe"]))
+    status, answer = post(signed_stripe(build, json.dumps(body), deployment.secrets["stripe"]))
 
     # Then it is a clear 400 and nothing is enqueued
     assert (status, answer["error"]) == (400, "missing_envelope")

@@ -16,7 +16,7 @@ import aws_cdk as cdk
 from aws_cdk.assertions import Template
 from cdk_nag import AwsSolutionsChecks
 
-from infra.config import StackConfig, cidrs
+from infra.config import ApiType, StackConfig, cidrs
 from infra.stack import UmavezStack
 
 
@@ -57,6 +57,7 @@ PROVIDER_IPS = ("3.18.12.63", "54.187.174.0/24", "2600:1f18::1", "2600:1f14::/56
 
 @pytest.fixture(scope="session")
 def prod(synth_for: Callable[[StackConfig], Synthesized]) -> Synthesized:
+    """The default deployment: an HTTP API (apiType defaults to http)."""
     return synth_for(
         StackConfig(stage="prod", alarm_email="oncall@example.com", email_sender="loja@example.com")
     )
@@ -64,12 +65,23 @@ def prod(synth_for: Callable[[StackConfig], Synthesized]) -> Synthesized:
 
 @pytest.fixture(scope="session")
 def dev_with_waf(synth_for: Callable[[StackConfig], Synthesized]) -> Synthesized:
+    """A REST API behind WAF (WAF attaches to REST APIs only)."""
     return synth_for(
         StackConfig(
             stage="dev",
+            api_type=ApiType.REST,
             waf=True,
             provider_ip_allow_list=cidrs(",".join(PROVIDER_IPS)),
             retention_days=30,
             outbox_give_up_hours=6,
         )
     )
+
+
+@pytest.fixture(scope="session", params=[ApiType.HTTP, ApiType.REST], ids=["http", "rest"])
+def each_api_type(
+    request: pytest.FixtureRequest, prod: Synthesized, dev_with_waf: Synthesized
+) -> tuple[ApiType, Synthesized]:
+    """What must hold whichever API fronts ingest: prod is HTTP, dev_with_waf is REST."""
+    api_type: ApiType = request.param
+    return api_type, prod if api_type is ApiType.HTTP else dev_with_waf

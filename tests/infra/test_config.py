@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from functions.shared.settings import PaymentMode
-from infra.config import ConfigError, StackConfig
+from infra.config import ApiType, ConfigError, StackConfig
 
 
 def from_context(**context: Any) -> StackConfig:
@@ -74,3 +74,20 @@ def test_provider_addresses_are_read_as_cidrs_from_a_string_or_a_list() -> None:
 def test_the_retired_layer_version_option_is_refused_not_ignored() -> None:
     with pytest.raises(ConfigError, match=re.escape("pyproject.toml")):
         from_context(stage="dev", powertoolsLayerVersion="27")
+
+
+def test_the_api_is_an_http_api_unless_rest_is_chosen() -> None:
+    assert from_context(stage="dev").api_type is ApiType.HTTP
+    assert from_context(stage="dev", apiType="rest").api_type is ApiType.REST
+    assert from_context(stage="dev", apiType="HTTP").api_type is ApiType.HTTP
+    with pytest.raises(ConfigError, match=re.escape("apiType must be http|rest, not 'graphql'")):
+        from_context(stage="dev", apiType="graphql")
+
+
+def test_waf_needs_a_rest_api_and_says_so_rather_than_switching_silently() -> None:
+    # WAF attaches to REST API stages only; an HTTP API chosen by default is not replaced by a
+    # REST API behind the operator's back (that would change every webhook URL)
+    assert from_context(stage="dev", waf="true", apiType="rest").waf is True
+    for context in ({"waf": "true"}, {"waf": "true", "apiType": "http"}):
+        with pytest.raises(ConfigError, match=re.escape("-c apiType=rest -c waf=true")):
+            from_context(stage="dev", **context)

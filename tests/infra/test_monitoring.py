@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from functions.shared.observability import METRICS_NAMESPACE
+from infra.config import ApiType
 from infra.settings import MAX_RECEIVE_COUNT
 from tests.infra.conftest import Synthesized
 
@@ -162,19 +163,69 @@ def test_duplicate_surge_is_a_ratio_to_applied_effects_not_a_count(prod: Synthes
     assert props["Threshold"] == 5
 
 
-def test_api_4xx_is_a_share_of_all_requests(prod: Synthesized) -> None:
-    props = alarm(prod, "Api4xx")
+def api_dimension(api_type: ApiType, synth: Synthesized) -> dict[str, Any]:
+    """The dimension API Gateway publishes each type's metrics under."""
+    if api_type is ApiType.REST:
+        [api] = synth.resources("AWS::ApiGateway::RestApi").values()
+        return {"Name": "ApiName", "Value": api["Properties"]["Name"]}
+    [api_id] = synth.resources("AWS::ApiGatewayV2::Api")
+    return {"Name": "ApiId", "Value": {"Ref": api_id}}
 
-    assert metrics_read(props) == {
-        "refused": ("AWS/ApiGateway", "4XXError", "Api"),
-        "requests": ("AWS/ApiGateway", "Count", "Api"),
+
+# Each type's own names: a REST metric name on an HTTP API would never have data (and its
+# alarm, treating missing data as fine, would never fire).
+API_METRICS = {
+    ApiType.REST: {"4xx": "4XXError", "5xx": "5XXError", "count": "Count"},
+    ApiType.HTTP: {"4xx": "4xx", "5xx": "5xx", "count": "Count"},
+}
+
+
+def test_api_4xx_is_a_share_of_all_requests_for_both_types(
+    each_api_type: tuple[ApiType, Synthesized],
+) -> None:
+    api_type, synth = each_api_type
+    props = alarm(synth, "Api4xx")
+    names = API_METRICS[api_type]
+
+    read = {
+        m["Id"]: (
+            m["MetricStat"]["Metric"]["Namespace"],
+            m["MetricStat"]["Metric"]["MetricName"],
+            m["MetricStat"]["Metric"]["Dimensions"],
+        )
+        for m in props["Metrics"]
+        if "MetricStat" in m
+    }
+
+    dimensions = [api_dimension(api_type, synth)]
+    assert read == {
+        "refused": ("AWS/ApiGateway", names["4xx"], dimensions),
+        "requests": ("AWS/ApiGateway", names["count"], dimensions),
     }
     assert returned_expression(props) == (
         "IF(FILL(refused, 0) >= 10, 100 * FILL(refused, 0) / FILL(requests, 1), 0)"
     )
     assert props["Threshold"] == 5  # percent
-    [api] = prod.resources("AWS::ApiGateway::RestApi").values()
-    assert api["Properties"]["Name"] == "Api"  # the ApiName dimension the alarm reads
+
+
+def test_api_5xx_reads_the_apis_own_server_errors_for_both_types(
+    each_api_type: tuple[ApiType, Synthesized],
+) -> None:
+    api_type, synth = each_api_type
+    props = alarm(synth, "Api5xx")
+
+    assert (props["Namespace"], props["MetricName"], props["Dimensions"]) == (
+        "AWS/ApiGateway",
+        API_METRICS[api_type]["5xx"],
+        [api_dimension(api_type, synth)],
+    )
+    assert (props["Statistic"], props["Threshold"]) == ("Sum", 0)
+
+
+def test_every_alarm_exists_whichever_api_type(
+    prod: Synthesized, dev_with_waf: Synthesized
+) -> None:
+    assert set(prod.stack.monitoring.alarms) == set(dev_with_waf.stack.monitoring.alarms)
 
 
 def test_webhook_queue_age_alarms_past_the_longest_a_received_record_can_live(
@@ -193,9 +244,17 @@ def test_webhook_queue_age_alarms_past_the_longest_a_received_record_can_live(
     assert props["Threshold"] == MAX_RECEIVE_COUNT * queue["VisibilityTimeout"]
 
 
-def test_the_dashboard_shows_what_is_not_alarmed(prod: Synthesized) -> None:
-    [dashboard] = prod.resources("AWS::CloudWatch::Dashboard").values()
+def test_the_dashboard_shows_what_is_not_alarmed(
+    each_api_type: tuple[ApiType, Synthesized],
+) -> None:
+    api_type, synth = each_api_type
+    [dashboard] = synth.resources("AWS::CloudWatch::Dashboard").values()
     body = json.dumps(dashboard["Properties"]["DashboardBody"])
 
-    for metric in ("ignored_test_mode", "batch_cut_short", "unroutable", "4XXError"):
+    for metric in (
+        "ignored_test_mode",
+        "batch_cut_short",
+        "unroutable",
+        API_METRICS[api_type]["4xx"],
+    ):
         assert f'\\"{metric}\\"' in body, metric

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aws_cdk.assertions import Match
 
 from functions.shared import settings, tables
 from infra.config import PROVIDERS
@@ -383,41 +382,6 @@ def test_dev_stage_tables_can_be_deleted(dev_with_waf: Synthesized) -> None:
     for table in dev_with_waf.resources("AWS::DynamoDB::GlobalTable").values():
         assert table["DeletionPolicy"] == "Delete"
         assert table["Properties"]["Replicas"][0]["DeletionProtectionEnabled"] is False
-
-
-def test_api_posts_webhooks_to_ingest_throttled_logged_and_traced(prod: Synthesized) -> None:
-    prod.template.has_resource_properties(
-        "AWS::ApiGateway::Method",
-        {
-            "HttpMethod": "POST",
-            "Integration": Match.object_like({"Type": "AWS_PROXY"}),
-            "RequestParameters": {"method.request.path.provider": True},
-        },
-    )
-    prod.template.has_resource_properties("AWS::ApiGateway::RestApi", {"BinaryMediaTypes": ["*/*"]})
-    prod.template.has_resource_properties(
-        "AWS::ApiGateway::Stage",
-        {
-            "TracingEnabled": True,
-            "AccessLogSetting": Match.object_like({"DestinationArn": Match.any_value()}),
-            "MethodSettings": Match.array_with(
-                [Match.object_like({"ThrottlingRateLimit": 200, "ThrottlingBurstLimit": 400})]
-            ),
-        },
-    )
-
-
-def test_access_logs_say_how_long_ingest_took_and_why_api_gateway_answered_itself(
-    prod: Synthesized,
-) -> None:
-    [stage] = prod.resources("AWS::ApiGateway::Stage").values()
-
-    fields = json.loads(stage["Properties"]["AccessLogSetting"]["Format"])
-
-    assert fields["integrationLatency"] == "$context.integrationLatency"
-    assert fields["errorResponseType"] == "$context.error.responseType"
-    assert fields["status"] == "$context.status"
-    assert fields["requestId"] == "$context.requestId"
 
 
 def test_waf_is_attached_only_when_asked(prod: Synthesized, dev_with_waf: Synthesized) -> None:

@@ -64,6 +64,17 @@ def test_cdk_cli_refuses_prod_whose_alarms_would_reach_nobody(tmp_path: Path) ->
     assert not list(tmp_path.glob("*.template.json"))
 
 
+def test_cdk_cli_refuses_waf_on_an_http_api_with_the_fix_in_the_message(tmp_path: Path) -> None:
+    # apiType defaults to http; WAF can only be attached to a REST API
+    result = cdk_synth(tmp_path, "stage=dev", "waf=true")
+
+    assert result.returncode != 0
+    assert "umavez: waf=true needs apiType=rest" in result.stderr
+    assert "-c apiType=rest -c waf=true" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not list(tmp_path.glob("*.template.json"))
+
+
 def test_a_new_wildcard_permission_fails_synth(tmp_path: Path) -> None:
     # Given the stack with one careless statement added to a function's role
     app = cdk.App(outdir=str(tmp_path))

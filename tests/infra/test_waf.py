@@ -12,7 +12,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk.assertions import Template
 
 from functions.ingest.service import MAX_BODY_BYTES
-from infra.config import PROVIDERS, cidrs
+from infra.config import PROVIDERS, ApiType, ConfigError, cidrs
 from infra.constructs.api import WebhookApi, integer_greater_than
 from tests.infra.conftest import Synthesized
 
@@ -22,7 +22,7 @@ def rules(template: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return {r["Name"]: r["Statement"] for r in acl["Properties"]["Rules"]}
 
 
-def api_alone(allow_list: Sequence[str]) -> Mapping[str, Any]:
+def api_alone(allow_list: Sequence[str], api_type: ApiType = ApiType.REST) -> Mapping[str, Any]:
     """The API construct in a stack of its own: seconds, where the whole stack takes a minute."""
     stack = cdk.Stack(cdk.App(), "Api")
     ingest = lambda_.Function(
@@ -37,11 +37,18 @@ def api_alone(allow_list: Sequence[str]) -> Mapping[str, Any]:
         "Webhooks",
         ingest=ingest,
         providers=PROVIDERS,
+        api_type=api_type,
         waf=True,
         provider_ip_allow_list=cidrs(",".join(allow_list)),
         retain_logs=False,
     )
     return Template.from_stack(stack).to_json()
+
+
+def test_waf_on_an_http_api_is_refused_with_the_fix_in_the_message() -> None:
+    # AWS WAF attaches to REST API stages only: an HTTP API would deploy unprotected
+    with pytest.raises(ConfigError, match="-c apiType=rest"):
+        api_alone([], api_type=ApiType.HTTP)
 
 
 def test_bodies_are_refused_by_their_declared_length_above_ingests_limit(
