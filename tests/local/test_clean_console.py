@@ -30,6 +30,7 @@ def test_each_function_writes_its_own_emf_file_with_its_service_and_nothing_on_t
     # routed to files the way the embedded stack does
     ingest = Metrics(namespace="Umavez", service="ingest")
     process = Metrics(namespace="Umavez", service="process")
+    process.clear_metrics()  # the shared set may hold what earlier tests counted and never flushed
     files = MetricFiles(tmp_path / "metrics")
     undo = [files.route(ingest), files.route(process)]
 
