@@ -18,6 +18,7 @@ from functions.process.service import EffectProcessor
 from functions.shared import tables
 from local_stack.faults import Chance, FaultyChannel
 from local_stack.front import ApiFront
+from local_stack.metering import Metering
 from local_stack.pollers import Every, Poller, SqsToLambda, StreamToLambda
 from local_stack.provider_apis import FakeProviderApis
 from local_stack.resources import LOCAL_WAIT_LIMIT_SECONDS, LocalResources, client, provision
@@ -54,8 +55,11 @@ class EmbeddedStack:
         front_port: int = 0,
         aws_port: int = 0,
         provider_apis_port: int = 0,
+        metering: Metering | None = None,
     ) -> None:
         self.faults = faults or Faults()
+        # `umavez cost`: handlers timed and their AWS calls billed per function.
+        self._metering = metering
         self._front_port = front_port
         self._aws_port = aws_port
         self._provider_apis_port = provider_apis_port
@@ -71,7 +75,10 @@ class EmbeddedStack:
 
     def __enter__(self) -> EmbeddedStack:
         self.aws = LocalAws(
-            self._aws_port, self.faults.transaction_conflicts, self.faults.seed
+            self._aws_port,
+            self.faults.transaction_conflicts,
+            self.faults.seed,
+            account_capacity=self._metering is not None,
         ).start()
         self.provider_apis = FakeProviderApis(port=self._provider_apis_port).start()
         self.resources: LocalResources = provision(self.aws.endpoint_url)
@@ -83,6 +90,8 @@ class EmbeddedStack:
             }
         )
         handlers = self._load_handlers()
+        if self._metering is not None:
+            handlers = {name: self._metering.wrap(name, h) for name, h in handlers.items()}
         self.front = ApiFront(handlers["ingest"], self._front_port).start()
         self.process_pollers = [
             SqsToLambda(
@@ -166,8 +175,10 @@ class EmbeddedStack:
         from functions.reconcile import handler as reconcile
 
         self._log_path.parent.mkdir(parents=True, exist_ok=True)
-        log_file = self._log_path.open("a")
+        log_file: Any = self._log_path.open("a")
         self._undo.append(log_file.close)
+        if self._metering is not None:
+            log_file = self._metering.log_stream(log_file)
         for module in (ingest, process, outbox, sweeper_handler, reconcile, waiting_handler):
             self._redirect_logs(module.logger, log_file)
             # Metrics are disabled locally, and then accumulate unflushed: drop them on exit.
