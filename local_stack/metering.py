@@ -1,8 +1,9 @@
 """The client side of the cost model: which function made each AWS call, how long each
 invocation ran, and how many bytes each function logged.
 
-- `wrap(name, handler)`: an invocation is timed (wall clock: what Lambda bills, rounded up to
-  the millisecond) and, while it runs, every AWS request its thread makes carries the header
+- `wrap(name, handler)`: an invocation is timed, wall clock, split into the time it waited on
+  AWS calls (from botocore's `before-send` to `response-received`: here the local server) and
+  its own work; while it runs, every AWS request its thread makes carries the header
   `X-Umavez-Caller: name`, which the local server's accounting reads
   (`local_stack/accounting.py`). The pollers run handlers in-process, one thread per
   invocation, so a thread-local names the function.
