@@ -113,7 +113,8 @@ def test_usage_bills_the_functions_and_the_event_source_not_the_local_stack(
     expected = (ingest_ms * 512 + (process_ms + outbox_ms) * 256) / 1000 / 1024
     assert used["lambda_gb_seconds"] == pytest.approx(expected)
     a = prices.assumptions
-    platform = a["lambda_platform_log_bytes"] + 3 * a["cloudwatch_log_event_overhead_bytes"]
+    overhead = a["cloudwatch_log_event_overhead_bytes"]
+    platform = a["lambda_platform_log_bytes"] + a["lambda_platform_log_lines"] * overhead
     access = a["api_access_log_bytes"] + a["cloudwatch_log_event_overhead_bytes"]
     assert used["log_bytes"] == pytest.approx(1000 + 4 * platform + 2 * access)
     assert used["xray_traces"] == pytest.approx(4 * a["xray_sampling"])
