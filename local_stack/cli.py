@@ -11,6 +11,7 @@ umavez replay stripe|mercadopago --since ISO [--until ISO] [--types T1,T2] [--st
 umavez dlq list [--json] | dlq redrive (--message-id ID ... | --all)
        [--endpoint-url URL --queue-url URL --dlq-url URL]
 umavez cost [--orders 52] [--per-kind 20] [--readme README.md] [--json FILE | --from-json FILE]
+       [--xray-sampling RATE]
 """
 
 from __future__ import annotations
@@ -146,6 +147,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     cost.add_argument(
         "--from-json", type=Path, help="price a measurement --json wrote (no stack, seconds)"
     )
+    cost.add_argument(
+        "--xray-sampling",
+        type=float,
+        help="share of invocations traced (default: local_stack/prices.toml, 0.05)",
+    )
 
     args = parser.parse_args(argv)
     if args.command == "serve":
@@ -167,7 +173,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         options = cost_model.CostOptions(args.orders, args.per_kind, args.seed)
         return cost_model.run(
-            options, readme=args.readme, json_path=args.json, measured=args.from_json
+            options,
+            readme=args.readme,
+            json_path=args.json,
+            measured=args.from_json,
+            xray_sampling=args.xray_sampling,
         )
     return _send(args)
 

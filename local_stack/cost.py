@@ -674,10 +674,13 @@ def run(
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
     measured: Path | None = None,
+    xray_sampling: float | None = None,
 ) -> int:
     """Measure (or read a measurement `--json` wrote), price, print; rewrite the README's
     block if asked. Re-pricing a saved measurement takes no stack: `--from-json`."""
     prices = Prices.load()
+    if xray_sampling is not None:
+        prices.assumptions["xray_sampling"] = xray_sampling
     if measured is not None:
         measurement = Measurement.from_json(json.loads(measured.read_text()))
     else:
