@@ -10,7 +10,7 @@ RUNTIME_STAMP := $(RUNTIME_VENV)/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: install run test lint typecheck unit runtime synth bench bench-reconcile clean
+.PHONY: install run test lint typecheck unit runtime synth bench bench-reconcile cost clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,12 @@ bench: $(STAMP)
 # Reconciliation's memory and time at 10^4 and 10^5 orders on the local server (minutes).
 bench-reconcile: $(STAMP)
 	$(BIN)/python benchmarks/reconcile_scale.py
+
+# The cost per million events, measured on the embedded stack (minutes): prints it and
+# rewrites README.md's cost section; the raw counters go to .local/cost.json.
+cost: $(STAMP)
+	mkdir -p .local
+	$(BIN)/umavez cost --readme README.md --json .local/cost.json
 
 clean:
 	rm -rf $(VENV) $(RUNTIME_VENV) node_modules cdk.out .local .mypy_cache .pytest_cache .ruff_cache .hypothesis

@@ -10,6 +10,8 @@ umavez replay stripe|mercadopago --since ISO [--until ISO] [--types T1,T2] [--st
        [--wait S] [--endpoint-url URL --ledger-table T --queue-url URL --stage S --api-url URL]
 umavez dlq list [--json] | dlq redrive (--message-id ID ... | --all)
        [--endpoint-url URL --queue-url URL --dlq-url URL]
+umavez cost [--orders 52] [--per-kind 20] [--readme README.md] [--json FILE | --from-json FILE]
+       [--xray-sampling RATE]
 """
 
 from __future__ import annotations
@@ -152,6 +154,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     _add_replay_parser(commands)
     _add_dlq_parser(commands)
 
+    cost = commands.add_parser(
+        "cost", help="measure the cost per million events on the embedded stack (minutes)"
+    )
+    cost.add_argument("--orders", type=int, default=52, help="the drill's mix: orders (0: none)")
+    cost.add_argument("--per-kind", type=int, default=20, help="deliveries per event kind")
+    cost.add_argument("--seed", type=int, default=42)
+    cost.add_argument("--readme", type=Path, help="rewrite this file's cost section")
+    cost.add_argument("--json", type=Path, help="write the raw measurement here")
+    cost.add_argument(
+        "--from-json", type=Path, help="price a measurement --json wrote (no stack, seconds)"
+    )
+    cost.add_argument(
+        "--xray-sampling",
+        type=float,
+        help="share of invocations traced (default: local_stack/prices.toml, 0.05)",
+    )
+
     args = parser.parse_args(argv)
     if args.command == "serve":
         return _serve(args.port, args.api_type)
@@ -169,6 +188,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _replay(args)
     if args.command == "dlq":
         return _dlq(args)
+    if args.command == "cost":
+        from local_stack import cost as cost_model
+
+        options = cost_model.CostOptions(args.orders, args.per_kind, args.seed)
+        return cost_model.run(
+            options,
+            readme=args.readme,
+            json_path=args.json,
+            measured=args.from_json,
+            xray_sampling=args.xray_sampling,
+        )
     return _send(args)
 
 

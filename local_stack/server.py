@@ -6,8 +6,10 @@ Each request is short, so the stack stays fast; running in a process of its own,
 second core while the functions use the first.
 Optional fault: cancel a share of TransactWriteItems with TransactionConflict, as real
 DynamoDB does under contention. `GET /umavez-local/stats` reports requests and faults.
+Optional accounting (`--account-capacity`, for `umavez cost`): what each request would be
+billed, per caller (`local_stack/accounting.py`); off, it costs nothing on the hot path.
 
-Run as `python -m local_stack.server --port N [--conflict-rate R] [--seed S]`.
+Run as `python -m local_stack.server --port N [--conflict-rate R] [--seed S] [--account-capacity]`.
 """
 
 from __future__ import annotations
@@ -25,21 +27,26 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from local_stack.accounting import Accountant
+
 StartResponse = Callable[..., Any]
 Environ = dict[str, Any]
 STATS_PATH = "/umavez-local/stats"
 
 
 class SerializedRequests:
-    """WSGI middleware: one request at a time; optional injected transaction conflicts."""
+    """WSGI middleware: one request at a time; optional injected transaction conflicts and
+    accounting of what each request would be billed."""
 
     def __init__(
         self,
         app: Callable[[Environ, StartResponse], Iterable[bytes]],
         conflict_rate: float,
         seed: int,
+        accountant: Accountant | None = None,
     ) -> None:
         self._app = app
+        self._accountant = accountant
         self._lock = threading.Lock()
         self._conflict_rate = conflict_rate
         self._random = random.Random(seed)  # noqa: S311 - fault injection, not security
@@ -57,9 +64,12 @@ class SerializedRequests:
             started = time.perf_counter()
             self.requests[operation] += 1
             try:
+                app = self._app
                 if target.endswith(".TransactWriteItems") and self._conflict():
-                    return self._transaction_conflict(environ, start_response)
-                return list(self._app(environ, start_response))
+                    app = self._transaction_conflict
+                if self._accountant is not None:
+                    return self._accountant.serve(app, environ, start_response)
+                return list(app(environ, start_response))
             finally:
                 self.seconds[operation] += time.perf_counter() - started
 
@@ -70,13 +80,16 @@ class SerializedRequests:
         return False
 
     def _stats(self, start_response: StartResponse) -> list[bytes]:
-        body = json.dumps(
-            {
-                "conflicts_injected": self.conflicts_injected,
-                "requests": dict(self.requests),
-                "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
-            }
-        ).encode()
+        stats: dict[str, Any] = {
+            "conflicts_injected": self.conflicts_injected,
+            "requests": dict(self.requests),
+            "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
+        }
+        if self._accountant is not None:
+            with self._lock:
+                stats["accounting"] = self._accountant.snapshot()
+                stats["accounting_errors"] = self._accountant.errors
+        body = json.dumps(stats).encode()
         start_response("200 OK", [("Content-Type", "application/json")])
         return [body]
 
@@ -104,7 +117,7 @@ class SerializedRequests:
         return [body]
 
 
-def serve(port: int, conflict_rate: float, seed: int) -> None:
+def serve(port: int, conflict_rate: float, seed: int, account_capacity: bool = False) -> None:
     from moto.moto_server.werkzeug_app import (
         DomainDispatcherApplication,
         MotoRequestHandler,
@@ -122,7 +135,12 @@ def serve(port: int, conflict_rate: float, seed: int) -> None:
             return
 
     moto_patches.install()
-    app = SerializedRequests(DomainDispatcherApplication(create_backend_app), conflict_rate, seed)
+    app = SerializedRequests(
+        DomainDispatcherApplication(create_backend_app),
+        conflict_rate,
+        seed,
+        Accountant() if account_capacity else None,
+    )
     server = make_server("127.0.0.1", port, app, threaded=True, request_handler=QuietHandler)
     server.serve_forever()
 
@@ -130,7 +148,13 @@ def serve(port: int, conflict_rate: float, seed: int) -> None:
 class LocalAws:
     """The moto server process for one embedded stack."""
 
-    def __init__(self, port: int = 0, conflict_rate: float = 0.0, seed: int = 7) -> None:
+    def __init__(
+        self,
+        port: int = 0,
+        conflict_rate: float = 0.0,
+        seed: int = 7,
+        account_capacity: bool = False,
+    ) -> None:
         self.port = port or _free_port()
         self._command = [
             sys.executable,
@@ -142,6 +166,7 @@ class LocalAws:
             str(conflict_rate),
             "--seed",
             str(seed),
+            *(["--account-capacity"] if account_capacity else []),
         ]
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -185,5 +210,10 @@ if __name__ == "__main__":
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--conflict-rate", type=float, default=0.0)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--account-capacity",
+        action="store_true",
+        help="record what each request would be billed (GET /umavez-local/stats)",
+    )
     arguments = parser.parse_args()
-    serve(arguments.port, arguments.conflict_rate, arguments.seed)
+    serve(arguments.port, arguments.conflict_rate, arguments.seed, arguments.account_capacity)

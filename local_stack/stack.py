@@ -19,6 +19,7 @@ from functions.shared import tables
 from infra.config import DEFAULT_API_TYPE, ApiType
 from local_stack.faults import Chance, FaultyChannel
 from local_stack.front import ApiFront
+from local_stack.metering import Metering
 from local_stack.metrics import MetricFiles
 from local_stack.metrics_report import METRICS_DIR
 from local_stack.pollers import Every, Poller, SqsToLambda, StreamToLambda
@@ -59,10 +60,13 @@ class EmbeddedStack:
         provider_apis_port: int = 0,
         metrics_dir: Path = METRICS_DIR,
         api_type: ApiType = DEFAULT_API_TYPE,
+        metering: Metering | None = None,
     ) -> None:
         self.faults = faults or Faults()
         # Which API Gateway the front plays: the event shape ingest receives (payload 2.0 or 1.0)
         self.api_type = api_type
+        # `umavez cost`: handlers timed and their AWS calls billed per function.
+        self._metering = metering
         self._front_port = front_port
         self._aws_port = aws_port
         self._provider_apis_port = provider_apis_port
@@ -79,7 +83,10 @@ class EmbeddedStack:
 
     def __enter__(self) -> EmbeddedStack:
         self.aws = LocalAws(
-            self._aws_port, self.faults.transaction_conflicts, self.faults.seed
+            self._aws_port,
+            self.faults.transaction_conflicts,
+            self.faults.seed,
+            account_capacity=self._metering is not None,
         ).start()
         self.provider_apis = FakeProviderApis(port=self._provider_apis_port).start()
         self.resources: LocalResources = provision(self.aws.endpoint_url)
@@ -91,6 +98,8 @@ class EmbeddedStack:
             }
         )
         handlers = self._load_handlers()
+        if self._metering is not None:
+            handlers = {name: self._metering.wrap(name, h) for name, h in handlers.items()}
         self.front = ApiFront(handlers["ingest"], self._front_port, self.api_type).start()
         self.process_pollers = [
             SqsToLambda(
@@ -174,8 +183,10 @@ class EmbeddedStack:
         from functions.reconcile import handler as reconcile
 
         self._log_path.parent.mkdir(parents=True, exist_ok=True)
-        log_file = self._log_path.open("a")
+        log_file: Any = self._log_path.open("a")
         self._undo.append(log_file.close)
+        if self._metering is not None:
+            log_file = self._metering.log_stream(log_file)
         for module in (ingest, process, outbox, sweeper_handler, reconcile, waiting_handler):
             self._redirect_logs(module.logger, log_file)
             self._undo.append(self.metrics.route(module.metrics))

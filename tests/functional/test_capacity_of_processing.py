@@ -1,0 +1,231 @@
+"""What process's own DynamoDB requests consume, by hand: the request bodies are captured from
+the process function against moto, the items before and after read from moto's tables, and
+the accounting (`local_stack/capacity.py`) must find the units worked out here."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import boto3
+import pytest
+
+from functions.shared import tables
+from functions.shared.tables import create_table_requests
+from local_stack import stripe_events as stripe
+from local_stack.capacity import Accounting, TableSchema, Units, item_size
+from tests.conftest import TABLES
+from tests.support.clock import FakeClock
+from tests.support.world import World
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+T0 = 1_764_460_800
+LEDGER, OUTBOX = TABLES.ledger, TABLES.outbox
+SCHEMAS = {
+    r["TableName"]: TableSchema.from_create_request(r) for r in create_table_requests(TABLES)
+}
+
+
+class TableStore:
+    """Both tables as they were at one moment (a scan of moto's), switchable to another."""
+
+    def __init__(self, _: DynamoDBClient) -> None:
+        self._dynamodb = boto3.client("dynamodb")  # its own: its scans are not captured
+        self.items: dict[tuple[str, str], dict[str, Any]] = {}
+        self.load()
+
+    def load(self) -> None:
+        self.items = {}
+        for table in (LEDGER, OUTBOX):
+            for page in self._dynamodb.get_paginator("scan").paginate(TableName=table):
+                for item in page["Items"]:
+                    self.items[(table, self._key(table, item))] = dict(item)
+
+    def _key(self, table: str, item: Any) -> str:
+        return json.dumps([item[k] for k in SCHEMAS[table].keys], sort_keys=True)
+
+    def schema(self, table: str) -> TableSchema:
+        return SCHEMAS[table]
+
+    def item(self, table: str, key: Any) -> dict[str, Any] | None:
+        return self.items.get((table, self._key(table, key)))
+
+
+class Captured:
+    """Every DynamoDB request a client sends, as its JSON body, and its error code if any."""
+
+    def __init__(self, dynamodb: DynamoDBClient) -> None:
+        self.requests: list[tuple[str, dict[str, Any], str | None]] = []
+        dynamodb.meta.events.register("before-call.dynamodb", self._before)
+        dynamodb.meta.events.register("after-call.dynamodb", self._after)
+
+    def _before(self, model: Any, params: Any, **_: Any) -> None:
+        self.requests.append((model.name, json.loads(params["body"]), None))
+
+    def _after(self, parsed: Any, **_: Any) -> None:
+        name, body, _error = self.requests[-1]
+        self.requests[-1] = (name, body, parsed.get("Error", {}).get("Code"))
+
+    def take(self) -> list[tuple[str, dict[str, Any], str | None]]:
+        taken, self.requests = self.requests, []
+        return taken
+
+
+@pytest.fixture
+def captured(dynamodb: DynamoDBClient) -> Captured:
+    return Captured(dynamodb)
+
+
+def billed(
+    request: tuple[str, dict[str, Any], str | None], before: TableStore, after: TableStore
+) -> Units:
+    """The request's units, request units only (no item counts)."""
+    operation, body, error = request
+    state = after.items
+    before_items = dict(before.items)
+    store = before
+    accounting = Accounting(store)
+    pending = accounting.before(operation, body)
+    store.items = state
+    units = accounting.after(pending, error is None, {"__type": f"x#{error}"} if error else {})
+    before.items = before_items
+    return Units({k: v for k, v in units.items() if k.split(":")[0].startswith(("wru", "rru"))})
+
+
+def _ref(provider: str, ref: str) -> dict[str, Any]:
+    return {
+        tables.PARTITION_KEY: {"S": tables.ref_pk(provider, ref)},
+        tables.SORT_KEY: {"S": "REF"},
+    }
+
+
+def test_a_new_payment_is_one_transaction_of_five_items_under_a_kilobyte_and_two_index_entries(
+    world: World, dynamodb: DynamoDBClient, captured: Captured
+) -> None:
+    order, intent, charge = stripe.unique("ord"), stripe.unique("pi"), stripe.unique("ch")
+    before = TableStore(dynamodb)
+
+    world.deliver(stripe.payment_intent_succeeded(order, intent, 5000, T0, charge))
+
+    after = TableStore(dynamodb)
+    [request] = captured.take()
+    operation, body, _ = request
+    assert operation == "TransactWriteItems"
+    actions = [next(iter(entry)) for entry in body["TransactItems"]]
+    # The effect key, the order, the outbox item, the PaymentIntent's and the charge's bindings
+    assert actions == ["Put", "Update", "Put", "Put", "Put"]
+    # A binding, by hand: pk "REF#stripe#<id>", sk "REF", ref <id>, order_id <order>
+    binding = after.item(LEDGER, _ref("stripe", intent))
+    assert item_size(binding) == (2 + 11 + len(intent)) + (2 + 3) + (3 + len(intent)) + (
+        8 + len(order)
+    )
+    # Every item the transaction wrote is under 1 KB: 2 WRU each (prepare and commit)
+    written = [
+        after.item(LEDGER if i != 2 else OUTBOX, _key_of(e))
+        for i, e in enumerate(body["TransactItems"])
+    ]
+    assert all(0 < item_size(item) < 1024 for item in written)
+    # 4 ledger items x 2, 1 outbox item x 2; the order enters the `changes` index, the outbox
+    # item the `due` index: one standard index write each.
+    assert billed(request, before, after) == Units(
+        {
+            f"wru_transaction:{LEDGER}": 8,
+            f"wru_transaction:{OUTBOX}": 2,
+            f"wru_index:{LEDGER}/changes": 1,
+            f"wru_index:{OUTBOX}/due": 1,
+        }
+    )
+
+
+def test_a_duplicate_costs_its_cancelled_transaction_in_full_and_no_index_write(
+    world: World, dynamodb: DynamoDBClient, captured: Captured
+) -> None:
+    order, intent, charge = stripe.unique("ord"), stripe.unique("pi"), stripe.unique("ch")
+    payment = stripe.payment_intent_succeeded(order, intent, 5000, T0, charge)
+    world.deliver(payment)
+    captured.take()
+    before = TableStore(dynamodb)
+
+    world.deliver(payment)
+
+    [request] = captured.take()
+    assert request[0] == "TransactWriteItems"
+    assert request[2] == "TransactionCanceledException"
+    # Nothing written, yet each of the five items costs 2 WRU of its size (all under 1 KB)
+    assert billed(request, before, TableStore(dynamodb)) == Units(
+        {f"wru_transaction:{LEDGER}": 8, f"wru_transaction:{OUTBOX}": 2}
+    )
+
+
+def test_a_stale_payment_pays_for_the_cancelled_attempt_and_then_its_own_transaction(
+    world: World, dynamodb: DynamoDBClient, captured: Captured, clock: FakeClock
+) -> None:
+    order, intent, charge = stripe.unique("ord"), stripe.unique("pi"), stripe.unique("ch")
+    world.deliver(
+        stripe.refund_created(intent, stripe.unique("re"), 5000, T0 + 60, charge, order_id=order)
+    )
+    captured.take()
+    clock.advance(1)
+    before = TableStore(dynamodb)
+
+    world.deliver(stripe.payment_intent_succeeded(order, intent, 5000, T0, charge))
+
+    after = TableStore(dynamodb)
+    first, second = captured.take()
+    assert first[2] == "TransactionCanceledException"  # the order's guard: stale
+    assert second[2] is None
+    # The key (stale), the order's totals, the late outbox item, both bindings again, the
+    # delivery's audit record
+    assert [next(iter(e)) for e in second[1]["TransactItems"]] == ["Put", "Update"] + ["Put"] * 4
+    # The attempt: five items x 2 WRU, cancelled. Then six items x 2 WRU; the order's
+    # `updated_at` (the index's sort key) moved: its `changes` entry is deleted and put again
+    # (2); the outbox item enters `due` (1).
+    assert billed(first, before, before) == Units(
+        {f"wru_transaction:{LEDGER}": 8, f"wru_transaction:{OUTBOX}": 2}
+    )
+    assert billed(second, before, after) == Units(
+        {
+            f"wru_transaction:{LEDGER}": 10,
+            f"wru_transaction:{OUTBOX}": 2,
+            f"wru_index:{LEDGER}/changes": 2,
+            f"wru_index:{OUTBOX}/due": 1,
+        }
+    )
+
+
+def test_a_refund_reads_its_payments_bindings_consistently_then_writes_three_items(
+    world: World, dynamodb: DynamoDBClient, captured: Captured, clock: FakeClock
+) -> None:
+    order, intent, charge = stripe.unique("ord"), stripe.unique("pi"), stripe.unique("ch")
+    world.deliver(stripe.payment_intent_succeeded(order, intent, 5000, T0, charge))
+    captured.take()
+    clock.advance(1)
+    before = TableStore(dynamodb)
+
+    world.deliver(stripe.refund_created(intent, stripe.unique("re"), 5000, T0 + 60, charge))
+
+    after = TableStore(dynamodb)
+    lookup, transaction = captured.take()
+    assert lookup[0] == "BatchGetItem"
+    [keys] = lookup[1]["RequestItems"].values()
+    assert keys["ConsistentRead"] is True
+    assert len(keys["Keys"]) == 2  # the PaymentIntent's and the charge's bindings
+    # Two items under 4 KB, strongly consistent: 1 RRU each
+    assert billed(lookup, before, after) == Units({f"rru_strong:{LEDGER}": 2})
+    assert billed(transaction, before, after) == Units(
+        {
+            f"wru_transaction:{LEDGER}": 4,
+            f"wru_transaction:{OUTBOX}": 2,
+            f"wru_index:{LEDGER}/changes": 2,
+            f"wru_index:{OUTBOX}/due": 1,
+        }
+    )
+
+
+def _key_of(entry: dict[str, Any]) -> dict[str, Any]:
+    ((kind, action),) = entry.items()
+    if kind == "Put":
+        return SCHEMAS[action["TableName"]].key_of(action["Item"])
+    return dict(action["Key"])

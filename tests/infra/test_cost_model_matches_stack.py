@@ -1,0 +1,30 @@
+"""The cost model prices the stack that is deployed: its functions' memory and schedules."""
+
+from __future__ import annotations
+
+from local_stack.cost import FUNCTION_MEMORY_MB, SCHEDULE_MINUTES
+from tests.infra.conftest import Synthesized
+from tests.infra.test_stack import function, logical_id
+
+RATES = {"rate(5 minutes)": 5, "rate(1 hour)": 60}
+
+
+def test_the_cost_model_knows_each_functions_memory(prod: Synthesized) -> None:
+    deployed = {
+        name: function(prod, name.capitalize())["MemorySize"] for name in FUNCTION_MEMORY_MB
+    }
+    assert deployed == FUNCTION_MEMORY_MB
+
+
+def test_the_cost_model_knows_each_schedule(prod: Synthesized) -> None:
+    rules = prod.resources("AWS::Events::Rule").values()
+    deployed = {
+        rule["Properties"]["Targets"][0]["Arn"]["Fn::GetAtt"][0]: RATES[
+            rule["Properties"]["ScheduleExpression"]
+        ]
+        for rule in rules
+    }
+    assert deployed == {
+        logical_id(prod, "AWS::Lambda::Function", name.capitalize()): minutes
+        for name, minutes in SCHEDULE_MINUTES.items()
+    }
