@@ -52,8 +52,11 @@ synth: $(STAMP) $(NODE_STAMP)
 run: $(STAMP)
 	$(BIN)/umavez firedrill
 
+# Ingest's cold import and warm latency next to a bare handler; process throughput next to its
+# raw transactions (about 3 minutes on 2 busy cores).
 bench: $(STAMP)
 	$(BIN)/python benchmarks/ingest_latency.py
+	$(BIN)/python benchmarks/process_throughput.py
 
 # Reconciliation's memory and time at 10^4 and 10^5 orders on the local server (minutes).
 bench-reconcile: $(STAMP)

@@ -1,7 +1,9 @@
 """Import every Lambda handler the way Lambda will: from its own asset, with only the runtime
 dependencies (pyproject's [project.dependencies], which Powertools' layer and the runtime
-provide), tracing on. A dev-only import, or a package missing from an asset, fails here and
-not in production. Run with the runtime-only venv's Python by `make test`."""
+provide), with tracing on (`LAMBDA_TASK_ROOT` set, as in Lambda: the X-Ray SDK is imported)
+and off (`POWERTOOLS_TRACE_DISABLED=true`: it is not). A dev-only import, or a package missing
+from an asset, fails here and not in production. Run with the runtime-only venv's Python by
+`make test`."""
 
 from __future__ import annotations
 
@@ -26,31 +28,37 @@ ENVIRONMENT = {
 }
 
 
+TRACING = {"tracing on": {}, "tracing off": {"POWERTOOLS_TRACE_DISABLED": "true"}}
+
+
 def main(runtime_python: str) -> int:
     failures = 0
     for name, (handler, packages) in LAMBDA_PACKAGES.items():
         module, attribute = handler.rsplit(".", 1)
         with tempfile.TemporaryDirectory() as asset:
             copy_packages(Path(asset), packages)
-            code = (
-                f"import sys; sys.path.insert(0, {asset!r}); import {module} as m; "
-                f"assert callable(m.{attribute}); "
-                "assert not [n for n in sys.modules if n.split('.')[0] in "
-                "{'moto', 'pytest', 'infra', 'local_stack', 'tests', 'aws_cdk'}]"
-            )
-            result = subprocess.run(
-                [runtime_python, "-I", "-c", code],
-                env=ENVIRONMENT,
-                cwd=asset,
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-        status = "ok" if result.returncode == 0 else "FAILED"
-        print(f"  {name:<15} {handler:<52} {status}")
-        if result.returncode:
-            failures += 1
-            print(result.stderr[-2000:])
+            for mode, switches in TRACING.items():
+                traced = not switches
+                code = (
+                    f"import sys; sys.path.insert(0, {asset!r}); import {module} as m; "
+                    f"assert callable(m.{attribute}); "
+                    "assert not [n for n in sys.modules if n.split('.')[0] in "
+                    "{'moto', 'pytest', 'infra', 'local_stack', 'tests', 'aws_cdk'}]; "
+                    f"assert ('aws_xray_sdk' in sys.modules) is {traced}, 'X-Ray SDK imported?'"
+                )
+                result = subprocess.run(
+                    [runtime_python, "-I", "-c", code],
+                    env={**ENVIRONMENT, "LAMBDA_TASK_ROOT": asset, **switches},
+                    cwd=asset,
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
+                status = "ok" if result.returncode == 0 else "FAILED"
+                print(f"  {name:<15} {handler:<52} {mode:<12} {status}")
+                if result.returncode:
+                    failures += 1
+                    print(result.stderr[-2000:])
     return 1 if failures else 0
 
 
