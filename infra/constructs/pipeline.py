@@ -69,6 +69,10 @@ class Pipeline(Construct):
                     "WEBHOOK_QUEUE_URL": self.queues.queue.queue_url,
                     "PROVIDER_SECRETS": json.dumps(self.secrets.names_by_provider),
                     **payment_mode_env,
+                    # Lambda's active tracing records ingest's invocation; the X-Ray SDK's
+                    # finer segments are not worth ~170 ms on every cold start of the function
+                    # providers wait on (README "Performance").
+                    "POWERTOOLS_TRACE_DISABLED": "true",
                 },
             ),
         )

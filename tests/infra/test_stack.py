@@ -540,6 +540,19 @@ def test_ingest_and_process_apply_live_events_in_prod_and_test_events_elsewhere(
     assert not any(settings.PAYMENT_MODE_ENV in environment(prod, name) for name in others)
 
 
+def test_ingest_is_traced_by_lambda_alone_and_the_others_by_the_sdk_too(
+    prod: Synthesized,
+) -> None:
+    # Given the synthesized functions
+    # Then every one has active tracing, ingest without the X-Ray SDK (its cold start), the
+    # others with it
+    for name in FUNCTIONS:
+        assert function(prod, name)["TracingConfig"] == {"Mode": "Active"}
+    assert environment(prod, "Ingest")["POWERTOOLS_TRACE_DISABLED"] == "true"
+    others = set(FUNCTIONS) - {"Ingest"}
+    assert not any("POWERTOOLS_TRACE_DISABLED" in environment(prod, name) for name in others)
+
+
 @pytest.mark.parametrize("name", ["Process", "Outbox", "Sweeper", "Waiting", "Reconciliation"])
 def test_functions_that_write_expiring_items_know_the_retention(
     prod: Synthesized, dev_with_waf: Synthesized, name: str
