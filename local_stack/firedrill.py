@@ -21,7 +21,7 @@ from functions.outbox.templates import emails_customer
 from functions.process.service import EffectProcessor
 from functions.process.stripe_api import StripeApi
 from functions.process.waiting import Waiting
-from functions.reconcile.service import Reconciler
+from functions.reconcile.service import CHECKPOINT_PK, Reconciler
 from functions.shared import books
 from functions.shared.domain import Outcome
 from functions.shared.outbox import OutboxItem
@@ -106,7 +106,7 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
                 f"{resent} old events resent; {len(replayed.enqueued)} replayed: "
                 + ", ".join(f"{n} {outcome}" for outcome, n in sorted(replay_outcomes.items()))
                 if before_resend == after_resend
-                else "state changed",
+                else "state changed: " + _changed(before_resend, after_resend),
             )
         )
         facts = _facts(options, drill, log, stack, state, time.monotonic() - started)
@@ -342,11 +342,32 @@ def _resend(drill: Sequence[Story], providers: Providers, seed: int) -> int:
     return len(sample)
 
 
+def _changed(before: list[Any], after: list[Any]) -> str:
+    """The first items that differ, by key, and which of their attributes changed."""
+
+    def by_key(items: list[Any]) -> dict[str, Any]:
+        return {
+            "/".join(str(item[k]) for k in ("pk", "sk", "outbox_id") if k in item): item
+            for item in items
+        }
+
+    old, new = by_key(before), by_key(after)
+    notes = [f"new {key}" for key in new.keys() - old.keys()]
+    notes += [f"gone {key}" for key in old.keys() - new.keys()]
+    for key in old.keys() & new.keys():
+        if old[key] != new[key]:
+            names = old[key].keys() | new[key].keys()
+            notes.append(f"{key}: {sorted(n for n in names if old[key].get(n) != new[key].get(n))}")
+    return "; ".join(notes[:4])
+
+
 def _snapshot(dynamodb: Any, names: TableNames) -> list[Any]:
+    """Every item of the business state. The reconciliation's checkpoint is left out: the
+    scheduled run moves it whenever it runs, resends or not."""
     items = []
     for table in (names.ledger, names.outbox):
         for page in dynamodb.get_paginator("scan").paginate(TableName=table):
-            items += page["Items"]
+            items += [i for i in page["Items"] if i.get("pk", {}).get("S") != CHECKPOINT_PK]
     return sorted(items, key=repr)
 
 
