@@ -10,6 +10,8 @@ umavez replay stripe|mercadopago --since ISO [--until ISO] [--types T1,T2] [--st
        [--wait S] [--endpoint-url URL --ledger-table T --queue-url URL --stage S --api-url URL]
 umavez dlq list [--json] | dlq redrive (--message-id ID ... | --all)
        [--endpoint-url URL --queue-url URL --dlq-url URL]
+umavez outbox revive OUTBOX_ID | --all-dead [--json] [--endpoint-url URL --outbox-table T]
+umavez show metrics [--json]           what the local functions counted (.local/metrics/)
 umavez cost [--orders 52] [--per-kind 20] [--readme README.md] [--json FILE | --from-json FILE]
        [--xray-sampling RATE]
 """

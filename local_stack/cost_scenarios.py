@@ -184,21 +184,14 @@ class _Scenarios:
         return {kind: samples[kind] for kind in KINDS}
 
     def mix(self, orders: int) -> Sample:
-        from local_stack.drill import DeliveryLog, ProgressBar, Providers, run_stories
-        from local_stack.resources import DEVELOPMENT_SECRETS
+        from local_stack.drill import DeliveryLog, ProgressBar, run_stories
+        from local_stack.firedrill import providers_for
         from local_stack.stories import stories
 
         stack = self._stack
         drill = stories(orders, int(time.time()))
-        for story in drill:
-            stack.provider_apis.refunds.update(story.stripe_refunds)
-            if story.mercadopago_payment:
-                stack.provider_apis.payments[str(story.mercadopago_payment["id"])] = (
-                    story.mercadopago_payment
-                )
         log = DeliveryLog()
-        providers = Providers(stack.front.url, DEVELOPMENT_SECRETS, log)
-        stack.front.slow_seconds = providers.ingest_delay
+        providers = providers_for(stack, drill, log)
         self._err.write(f"  the drill's mix: {orders} orders\n")
         before = self.snapshot()
         run_stories(drill, providers, ProgressBar(self._err))

@@ -67,15 +67,8 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
         faults=faults, process_variant=options.process_variant, api_type=options.api_type
     ) as stack:
         drill = stories(options.orders, int(time.time()))
-        for story in drill:
-            stack.provider_apis.refunds.update(story.stripe_refunds)
-            if story.mercadopago_payment:
-                stack.provider_apis.payments[str(story.mercadopago_payment["id"])] = (
-                    story.mercadopago_payment
-                )
         log = DeliveryLog()
-        providers = Providers(stack.front.url, DEVELOPMENT_SECRETS, log)
-        stack.front.slow_seconds = providers.ingest_delay
+        providers = providers_for(stack, drill, log)
         err.write(
             f"  embedded stack up: {stack.front.url} as a {options.api_type.value} API"
             f" (AWS on {stack.aws.endpoint_url})\n"
@@ -112,6 +105,20 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
         facts = _facts(options, drill, log, stack, state, time.monotonic() - started)
     render(checks, facts, out)
     return 0 if all(c.ok for c in checks) else 1
+
+
+def providers_for(stack: EmbeddedStack, drill: Sequence[Story], log: DeliveryLog) -> Providers:
+    """The simulated providers for `drill`: what their APIs answer is registered with the
+    stack's fakes, and the front answers late where a story plays the incident."""
+    for story in drill:
+        stack.provider_apis.refunds.update(story.stripe_refunds)
+        if story.mercadopago_payment:
+            stack.provider_apis.payments[str(story.mercadopago_payment["id"])] = (
+                story.mercadopago_payment
+            )
+    providers = Providers(stack.front.url, DEVELOPMENT_SECRETS, log)
+    stack.front.slow_seconds = providers.ingest_delay
+    return providers
 
 
 @dataclass

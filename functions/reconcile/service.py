@@ -73,7 +73,7 @@ class Reconciler:
         sleep: Callable[[float], None] | None = None,
         retention_seconds: int = DEFAULT_RETENTION_DAYS * 86_400,
         first_run_lookback_seconds: int = 24 * 3600,
-        max_orders_per_run: int = 50_000,
+        max_orders_per_run: int = 20_000,
         max_candidates: int = 1000,
     ) -> None:
         self._db = dynamodb
