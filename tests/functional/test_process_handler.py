@@ -150,9 +150,3 @@ def test_batch_stops_taking_records_when_lambda_time_runs_short(
     assert failed == [record["messageId"] for record in records[2:]]
     # And the cut is counted, so the BatchesCutShort alarm sees it
     assert emitted_metrics(capsys.readouterr().out) == {"applied": 2, "batch_cut_short": 2}
-
-
-def test_provider_api_timeouts_fit_in_the_record_reserve() -> None:
-    # Given the process Lambda's provider API clients
-    # Then one record's worst case (two API calls that time out) fits in the reserve
-    assert 2 * handler.PROVIDER_API_TIMEOUT_SECONDS * 1000 < handler.RECORD_RESERVE_MS
