@@ -47,6 +47,16 @@ def _add_api_type(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_endpoint_url(
+    parser: argparse.ArgumentParser, deployed: str = "the deployed stack"
+) -> None:
+    parser.add_argument(
+        "--endpoint-url",
+        default=f"http://127.0.0.1:{DEFAULT_PORT + 1}",
+        help=f"local stack (default) or 'aws' for {deployed}",
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="umavez", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -88,11 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     order.add_argument(
         "--json", action="store_true", help="machine-readable output (fields in the README)"
     )
-    order.add_argument(
-        "--endpoint-url",
-        default=f"http://127.0.0.1:{DEFAULT_PORT + 1}",
-        help="local stack (default) or 'aws' for the deployed tables",
-    )
+    _add_endpoint_url(order, "the deployed tables")
     order.add_argument("--ledger-table", default=DEFAULT_LEDGER_TABLE)
     order.add_argument("--outbox-table", default=DEFAULT_OUTBOX_TABLE)
 
@@ -102,11 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ):
         parked = show_what.add_parser(what, help=description)
         parked.add_argument("--json", action="store_true", help="machine-readable output")
-        parked.add_argument(
-            "--endpoint-url",
-            default=f"http://127.0.0.1:{DEFAULT_PORT + 1}",
-            help="local stack (default) or 'aws' for the deployed tables",
-        )
+        _add_endpoint_url(parked, "the deployed tables")
         parked.add_argument("--ledger-table", default=DEFAULT_LEDGER_TABLE)
     add_show_metrics_parser(show_what)
 
@@ -119,11 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     revive_which.add_argument("outbox_id", nargs="?", help="one item (obx_...)")
     revive_which.add_argument("--all-dead", action="store_true", help="every dead item")
     revive.add_argument("--json", action="store_true", help="machine-readable output")
-    revive.add_argument(
-        "--endpoint-url",
-        default=f"http://127.0.0.1:{DEFAULT_PORT + 1}",
-        help="local stack (default) or 'aws' for the deployed table",
-    )
+    _add_endpoint_url(revive, "the deployed table")
     revive.add_argument("--outbox-table", default=DEFAULT_OUTBOX_TABLE)
 
     attach = commands.add_parser(
@@ -132,11 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     attach.add_argument("provider", choices=["stripe", "mercadopago", "asaas"])
     attach.add_argument("object", help="the provider object: pi_..., a payment id, pay_...")
     attach.add_argument("order_id")
-    attach.add_argument(
-        "--endpoint-url",
-        default=f"http://127.0.0.1:{DEFAULT_PORT + 1}",
-        help="local stack (default) or 'aws' for the deployed stack",
-    )
+    _add_endpoint_url(attach)
     attach.add_argument("--ledger-table", default=DEFAULT_LEDGER_TABLE)
     attach.add_argument(
         "--queue-url", default=None, help="the webhook queue (default: the local stack's)"
@@ -484,11 +478,7 @@ def _add_replay_parser(commands: Any) -> None:
             "--wait", type=float, default=30, help="seconds to wait for outcomes (0: report now)"
         )
         parser.add_argument("--json", action="store_true", help="machine-readable output")
-        parser.add_argument(
-            "--endpoint-url",
-            default=f"http://127.0.0.1:{DEFAULT_PORT + 1}",
-            help="local stack (default) or 'aws' for the deployed stack",
-        )
+        _add_endpoint_url(parser)
         parser.add_argument("--ledger-table", default=DEFAULT_LEDGER_TABLE)
         parser.add_argument(
             "--queue-url", default=None, help="the webhook queue (default: the local stack's)"
@@ -637,11 +627,7 @@ def _add_dlq_parser(commands: Any) -> None:
     chosen.add_argument("--message-id", nargs="+", default=None, help="the messages to move")
     chosen.add_argument("--all", action="store_true", help="every message in the DLQ")
     for parser in (listing, redrive):
-        parser.add_argument(
-            "--endpoint-url",
-            default=f"http://127.0.0.1:{DEFAULT_PORT + 1}",
-            help="local stack (default) or 'aws' for the deployed stack",
-        )
+        _add_endpoint_url(parser)
         parser.add_argument("--queue-url", default=None, help="the webhook queue (WebhookQueueUrl)")
         parser.add_argument("--dlq-url", default=None, help="the DLQ (DeadLetterQueueUrl)")
 
