@@ -16,7 +16,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from infra.settings import (
     OUTBOX_BATCH_SIZE,
@@ -136,6 +136,9 @@ class SqsToLambda(Poller):
         }
 
 
+SHARD_OF: Final = "umavezShardId"
+
+
 class StreamRecords:
     """Reads every shard of a stream from TRIM_HORIZON on, as the records Lambda delivers."""
 
@@ -167,7 +170,10 @@ class StreamRecords:
                 continue
             response = self._streams.get_records(ShardIterator=iterator, **self._limit)
             self._iterators[shard_id] = response.get("NextShardIterator")
-            records += [lambda_stream_record(dict(r), self._arn) for r in response["Records"]]
+            records += [
+                {**lambda_stream_record(dict(r), self._arn), SHARD_OF: shard_id}
+                for r in response["Records"]
+            ]
         return records
 
 
@@ -199,7 +205,9 @@ class StreamToLambda(Poller):
 
     def _invoke_with_retries(self, batch: list[dict[str, Any]]) -> None:
         for _attempt in range(1 + OUTBOX_RETRY_ATTEMPTS):
-            response = self._handler({"Records": batch}, LambdaContext("umavez-outbox"))
+            # The shard each record came from is the poller's, not part of Lambda's record.
+            records = [{k: v for k, v in r.items() if k != SHARD_OF} for r in batch]
+            response = self._handler({"Records": records}, LambdaContext("umavez-outbox"))
             failed = [f["itemIdentifier"] for f in (response or {}).get("batchItemFailures", [])]
             self.stats["records"] += len(batch)
             if not failed:
@@ -211,15 +219,25 @@ class StreamToLambda(Poller):
             batch = batch[first:]
         self.stats["sent_to_on_failure"] += len(batch)
         self._sqs.send_message(
-            QueueUrl=self._failures_url,
-            MessageBody=json.dumps(
-                {
-                    "condition": "RetryAttemptsExhausted",
-                    "sequenceNumbers": [r["dynamodb"]["SequenceNumber"] for r in batch],
-                    "streamArn": self._arn,
-                }
-            ),
+            QueueUrl=self._failures_url, MessageBody=json.dumps(on_failure_message(batch))
         )
+
+
+def on_failure_message(batch: list[dict[str, Any]]) -> dict[str, Any]:
+    """What Lambda sends to a stream mapping's on-failure destination: the discarded batch's
+    coordinates in its shard, not its records."""
+    sequence = [r["dynamodb"]["SequenceNumber"] for r in batch]
+    return {
+        "requestContext": {"condition": "RetryAttemptsExhausted", "approximateInvokeCount": 4},
+        "version": "1.0",
+        "DDBStreamBatchInfo": {
+            "shardId": batch[0][SHARD_OF],
+            "startSequenceNumber": sequence[0],
+            "endSequenceNumber": sequence[-1],
+            "batchSize": len(batch),
+            "streamArn": batch[0]["eventSourceARN"],
+        },
+    }
 
 
 def lambda_stream_record(record: dict[str, Any], stream_arn: str) -> dict[str, Any]:

@@ -55,6 +55,7 @@ class LocalResources:
             "LEDGER_TABLE": self.tables.ledger,
             "OUTBOX_TABLE": self.tables.outbox,
             "WEBHOOK_QUEUE_URL": self.queue_url,
+            "OUTBOX_FAILURES_QUEUE_URL": self.outbox_failures_url,
             "PROVIDER_SECRETS": json.dumps(self.secret_names),
             "MERCADOPAGO_ACCESS_TOKEN_SECRET": self.mercadopago_token_secret,
             "STRIPE_API_KEY_SECRET": self.stripe_api_key_secret,

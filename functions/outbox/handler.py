@@ -1,10 +1,12 @@
-"""DynamoDB Streams (outbox INSERTs) -> sender. Thin: picks new pending items, delegates.
+"""DynamoDB Streams (outbox INSERTs) -> sender's first try. Thin: picks new items, delegates.
 
 The event source mapping filters to new pending items; anything else is ignored safely here.
-A send that failed and was backed off is a handled record: the item is pending again in the
-due index and the sweeper owns its schedule. Failing the record would only make the stream
-retry within seconds (into the backoff, or past the outage's start). Only an error the
-sender did not handle, such as a failure to record the back-off, fails the record.
+A send that failed and was backed off is a handled record: the item is pending in the due
+index and the sweeper owns its schedule. Failing the record would only make the stream retry
+within seconds (into the backoff, or past the outage's start). An error the sender did not
+handle parks the item in the due index the same way; only when even that write fails does
+the record fail, so the stream retries it (and, once it gives up, the sweeper parks it from
+the on-failure queue).
 """
 
 from __future__ import annotations
@@ -49,7 +51,16 @@ def handle_record(record: DynamoDBRecord, sender: OutboxSender) -> SendResult | 
         # The mapping's filter should keep these out; counted so a bad filter shows.
         metrics.add_metric(name="outbox_record_ignored", unit=MetricUnit.Count, value=1)
         return None
-    sent = sender.deliver(str(image["outbox_id"]), only_if_due=False)
+    outbox_id = str(image["outbox_id"])
+    try:
+        sent = sender.first_try(outbox_id, str(image.get("order_id", "")))
+    except Exception as exc:  # parked for the sweeper; if that fails too, the record fails
+        if sender.park(outbox_id, f"first try: {exc!r}"):
+            logger.exception(
+                "first try failed; parked for the sweeper", extra={"outbox_id": outbox_id}
+            )
+        metrics.add_metric(name="outbox_parked", unit=MetricUnit.Count, value=1)
+        return SendResult.RETRY_LATER
     metrics.add_metric(name=f"outbox_{sent.result.value}", unit=MetricUnit.Count, value=1)
     extra = {"outbox_id": sent.outbox_id, "result": sent.result.value, "attempts": sent.attempts}
     if sent.result is SendResult.DEAD:

@@ -1,9 +1,19 @@
-"""Send each outbox item through its channels: claimed, sent with its key, marked sent.
+"""Send each outbox item through its channels, with its key, and record what happened.
 
-The claim is a conditional update (`pending -> sending`, or a `sending` whose lease ran out)
-with a fresh claim token, so two invocations never send the same item at once; every later
-write requires that token. A crash after the send but before `sent` leaves the lease to run
-out and the sweeper re-drives it: the sink sees the same key again (at-least-once, one intent).
+The stream's first try (`first_try`) needs no claim: a new item is in no index, so no sweeper
+can see it, and a shard's records reach one invocation at a time. It reads the item and its
+order (one BatchGetItem), sends, and writes the outcome once: `sent` (one write, no index
+write), or pending in the due index with its backoff, from where the sweeper owns it. An
+error it did not handle parks the item there too (`park`); a record the stream gives up on
+is parked by the sweeper from the on-failure queue (functions/outbox/stranded.py). So a new
+item costs one write when its first send succeeds, and nothing is left where no one looks.
+
+The sweeper's path (`deliver`) claims: a conditional update (`pending -> sending`, or a
+`sending` whose lease ran out) with a fresh claim token, so two sweepers never send the same
+item at once; every later write requires that token. A crash after the send but before
+`sent` leaves the lease to run out and the sweeper re-drives it: the sink sees the same key
+again (at-least-once, one intent). A crash in the first try is retried by the stream, the
+same way.
 
 An item is given up by age, never by a count of attempts: a failed send backs off
 exponentially (capped) until the item is older than the give-up age (counted from its
@@ -17,7 +27,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import ClientError
 
@@ -73,6 +83,11 @@ class Sent:
     detail: str = ""
 
 
+# The condition of every write of the first try: the item is still new (pending, in no index).
+# It fails only if an earlier try of the same stream record handed the item to the sweeper.
+STILL_NEW: Final = "#status = :pending AND attribute_not_exists(#bucket)"
+
+
 class LeaseLostError(Exception):
     """Our lease ran out and another sender claimed the item; it carries on from here."""
 
@@ -122,7 +137,81 @@ class OutboxSender:
             # Another sender holds the item now and finishes it, with the same key.
             return Sent(outbox_id, SendResult.SKIPPED, attempts, "lease lost")
 
-    def _send_claimed(self, item: OutboxItem, token: str, done: set[str]) -> Sent:
+    def first_try(self, outbox_id: str, order_id: str) -> Sent:
+        """The stream's send of a new item: read, send, one write (see the module's doc)."""
+        stored, order = self._read_with_order(outbox_id, order_id)
+        if (
+            stored is None
+            or stored.get("status") != OutboxStatus.PENDING.value
+            or tables.OUTBOX_DUE_BUCKET in stored
+        ):
+            # Sent, or handed to the sweeper by an earlier try of this record: not ours.
+            return Sent(outbox_id, SendResult.SKIPPED, int((stored or {}).get("attempts", 0)))
+        attempts = int(stored.get("attempts", 0)) + 1
+        item = self._with_order(OutboxItem.model_validate({**stored, "attempts": attempts}), order)
+        try:
+            return self._send_claimed(item, None, set(stored.get("channels_sent", set())))
+        except LeaseLostError:
+            return Sent(outbox_id, SendResult.SKIPPED, attempts, "handed to the sweeper")
+
+    def park(self, outbox_id: str, error: str) -> bool:
+        """Hand a new item to the sweeper after an error the first try did not handle: due
+        after the first backoff, in its shard of the due index. False if it was not new."""
+        now = int(self._clock())
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key=to_attributes({tables.OUTBOX_KEY: outbox_id}),
+                UpdateExpression="SET #bucket = :bucket, #due = :retry_at, last_error = :error",
+                ConditionExpression=f"attribute_exists(#id) AND {STILL_NEW}",
+                ExpressionAttributeNames={
+                    "#id": tables.OUTBOX_KEY,
+                    "#status": "status",
+                    "#bucket": tables.OUTBOX_DUE_BUCKET,
+                    "#due": tables.OUTBOX_DUE_AT,
+                },
+                ExpressionAttributeValues=to_attributes(
+                    {
+                        ":pending": OutboxStatus.PENDING.value,
+                        ":bucket": tables.due_bucket(outbox_id),
+                        ":retry_at": now + self._policy.backoff(1),
+                        ":error": error[:500],
+                    }
+                ),
+            )
+        except ClientError as exc:
+            if is_condition_failure(exc):
+                return False
+            raise_unclassified(exc, "UpdateItem")
+        return True
+
+    def _read_with_order(
+        self, outbox_id: str, order_id: str
+    ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """The item and its order, consistently, in one BatchGetItem (the stream record
+        names the order, so both keys are known before reading)."""
+        request: dict[str, Any] = {
+            self._table: {
+                "Keys": [to_attributes({tables.OUTBOX_KEY: outbox_id})],
+                "ConsistentRead": True,
+            }
+        }
+        if self._ledger is not None:
+            request[self._ledger] = {"Keys": [self._order_key(order_id)], "ConsistentRead": True}
+        try:
+            response = self._db.batch_get_item(RequestItems=request)
+        except ClientError as exc:
+            raise_unclassified(exc, "BatchGetItem")
+        if response.get("UnprocessedKeys"):
+            raise UmavezError(f"BatchGetItem left {outbox_id} or its order unread")
+        items = response["Responses"].get(self._table, [])
+        orders = response["Responses"].get(self._ledger or "", [])
+        return (
+            from_attributes(items[0]) if items else None,
+            from_attributes(orders[0]) if orders else None,
+        )
+
+    def _send_claimed(self, item: OutboxItem, token: str | None, done: set[str]) -> Sent:
         """Channels taken are recorded with the item's next state, not one write each: a crash
         in between resends them with the same key (at-least-once), and a failure records the
         ones that took it so the retry skips them."""
@@ -152,29 +241,33 @@ class OutboxSender:
         return Sent(item.outbox_id, SendResult.SENT, item.attempts)
 
     def _as_of_now(self, item: OutboxItem) -> OutboxItem:
-        """The order's financial status as of sending, and the recipient learned at payment
-        time for items (refunds, disputes) whose own provider object names none."""
         if self._ledger is None:
             return item
         try:
             response = self._db.get_item(
-                TableName=self._ledger,
-                Key=to_attributes(
-                    {
-                        tables.PARTITION_KEY: tables.order_pk(item.order_id),
-                        tables.SORT_KEY: tables.ORDER_SORT,
-                    }
-                ),
-                ConsistentRead=True,
+                TableName=self._ledger, Key=self._order_key(item.order_id), ConsistentRead=True
             )
         except ClientError as exc:
             raise_unclassified(exc, "GetItem")
-        order = from_attributes(response.get("Item", {}))
+        return self._with_order(item, from_attributes(response.get("Item", {})))
+
+    @staticmethod
+    def _with_order(item: OutboxItem, order: dict[str, Any] | None) -> OutboxItem:
+        """The order's financial status as of sending, and the recipient learned at payment
+        time for items (refunds, disputes) whose own provider object names none."""
+        if order is None:
+            return item
         return item.model_copy(
             update={
                 "financial_status": financial_status(order).value,
                 "recipient": item.recipient or order.get("recipient"),
             }
+        )
+
+    @staticmethod
+    def _order_key(order_id: str) -> dict[str, Any]:
+        return to_attributes(
+            {tables.PARTITION_KEY: tables.order_pk(order_id), tables.SORT_KEY: tables.ORDER_SORT}
         )
 
     def _claim(
@@ -234,7 +327,7 @@ class OutboxSender:
         return claimed, before.get("status") == OutboxStatus.SENDING.value
 
     def _back_off(
-        self, item: OutboxItem, token: str, error: str, sent_now: set[str] | None = None
+        self, item: OutboxItem, token: str | None, error: str, sent_now: set[str] | None = None
     ) -> Sent:
         """Pending again, due after the backoff, in its shard of the due index: the sweeper
         owns the schedule from here. Past the give-up age, dead instead."""
@@ -259,7 +352,7 @@ class OutboxSender:
     def _bury(
         self,
         outbox_id: str,
-        token: str,
+        token: str | None,
         attempts: int,
         error: str,
         sent_now: set[str] | None = None,
@@ -282,9 +375,17 @@ class OutboxSender:
         return Sent(outbox_id, SendResult.DEAD, attempts, error)
 
     def _update(
-        self, outbox_id: str, token: str, expression: str, values: dict[str, object]
+        self, outbox_id: str, token: str | None, expression: str, values: dict[str, object]
     ) -> None:
-        """An update that only the current claim holder may make."""
+        """An update that only the current claim holder may make; without a claim (the
+        first try), only while the item is still new, and it records the attempt."""
+        if token is None:
+            expression = expression.replace("SET ", "SET attempts = :attempts, ", 1)
+            values = {**values, ":attempts": 1, ":pending": OutboxStatus.PENDING.value}
+            condition = STILL_NEW
+        else:
+            values = {**values, ":token": token}
+            condition = "claim_token = :token"
         names = {
             "#status": "status",
             "#bucket": tables.OUTBOX_DUE_BUCKET,
@@ -296,9 +397,11 @@ class OutboxSender:
                 TableName=self._table,
                 Key=to_attributes({tables.OUTBOX_KEY: outbox_id}),
                 UpdateExpression=expression,
-                ConditionExpression="claim_token = :token",
-                ExpressionAttributeNames={k: v for k, v in names.items() if k in expression},
-                ExpressionAttributeValues=to_attributes({**values, ":token": token}),
+                ConditionExpression=condition,
+                ExpressionAttributeNames={
+                    k: v for k, v in names.items() if k in expression or k in condition
+                },
+                ExpressionAttributeValues=to_attributes(values),
             )
         except ClientError as exc:
             if is_condition_failure(exc):

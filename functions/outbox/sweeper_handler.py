@@ -1,9 +1,11 @@
-"""Scheduled sweeper: re-drives due outbox items; dead ones are counted for the alarm
-(`sweep_dead`), and items it could not handle are logged with their traceback and counted
-(`sweep_error`)."""
+"""Scheduled sweeper: first parks the new items whose stream records were given up on (from the
+on-failure queue, `stranded_*`), then re-drives due outbox items; dead ones are counted for
+the alarm (`sweep_dead`), and items it could not handle are logged with their traceback and
+counted (`sweep_error`)."""
 
 from __future__ import annotations
 
+import os
 import time
 from functools import cache
 from typing import Any
@@ -13,6 +15,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.outbox.sender import SendResult
+from functions.outbox.stranded import ALREADY_HANDLED, PARKED, UNREADABLE, StrandedItems
 from functions.outbox.sweeper import SWEEP_ERROR, Sweeper
 from functions.outbox.wiring import sender_from_env, sweep_grace_seconds
 from functions.shared.observability import powertools
@@ -33,6 +36,30 @@ def sweeper() -> Sweeper:
     )
 
 
+@cache
+def stranded_items() -> StrandedItems | None:
+    queue_url = os.environ.get("OUTBOX_FAILURES_QUEUE_URL")
+    if not queue_url:
+        return None
+    return StrandedItems(
+        boto3.client("sqs"), boto3.client("dynamodbstreams"), queue_url, sender_from_env()
+    )
+
+
+def _park_stranded() -> None:
+    stranded = stranded_items()
+    if stranded is None:
+        return
+    parked = stranded.park_all()
+    for name in (PARKED, ALREADY_HANDLED, UNREADABLE):
+        metrics.add_metric(name=f"stranded_{name}", unit=MetricUnit.Count, value=parked[name])
+    if parked[UNREADABLE]:
+        logger.error(
+            "stream failures whose records could not be read back stay on the queue",
+            extra={"stranded": dict(parked)},
+        )
+
+
 def _log_item_error(outbox_id: str, error: Exception) -> None:
     logger.exception(
         "outbox item failed in the sweep; its lease re-drives it",
@@ -44,6 +71,7 @@ def _log_item_error(outbox_id: str, error: Exception) -> None:
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
+    _park_stranded()
     results = sweeper().sweep()
     for name in [*(result.value for result in SendResult), SWEEP_ERROR]:
         metrics.add_metric(name=f"sweep_{name}", unit=MetricUnit.Count, value=results[name])

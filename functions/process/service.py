@@ -1,9 +1,16 @@
 """Apply each effect exactly once: one TransactWriteItems, and the database decides.
 
-Nothing here reads the effect key or the order to decide what to write. The transaction
-reserves the key (`attribute_not_exists`), moves the order only if the event is not older
-than the order's last one (the ordering guard is the Update's ConditionExpression) and writes
-the outbox item, all or nothing. The cancellation reasons, by position, say what happened.
+The transaction reserves the key (`attribute_not_exists`), moves the order only if the event
+is not older than the order's last one (the ordering guard is the Update's
+ConditionExpression) and writes the outbox item, all or nothing. The cancellation reasons, by
+position, say what happened.
+
+One consistent BatchGetItem comes first, only to spare writes: a key already reserved is a
+duplicate without a transaction (a cancelled transaction is billed in full), an order whose
+last event is a later second makes the entry stale without trying the guarded one first, and
+a binding already held by this order is not written again. What the read saw can only stay
+true (keys and bindings are never removed or rebound; `last_event_second` never goes back),
+so it never decides wrongly; what it did not see, the transaction still decides.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from functions.shared.domain import (
 from functions.shared.dynamo import (
     Cancellation,
     cancellation_of,
+    from_attributes,
     is_condition_failure,
     raise_unclassified,
     to_attributes,
@@ -59,6 +67,21 @@ KEY_POSITION: Final = 0
 ORDER_POSITION: Final = 1
 OUTBOX_POSITION: Final = 2
 REVERSED_POSITION: Final = 3
+
+
+@dataclass(frozen=True)
+class Known:
+    """What the read before the transaction found: the effect key's item, the order, and the
+    order each named provider object is bound to."""
+
+    key_item: dict[str, object] | None
+    order: dict[str, object] | None
+    bound: dict[str, str]
+
+    def later_second_than(self, routed: RoutedEffect) -> bool:
+        """The order's last event is from a later second: this entry is stale for good."""
+        second = (self.order or {}).get("last_event_second")
+        return second is not None and int(str(second)) > routed.effect.delivery.created
 
 
 @dataclass(frozen=True)
@@ -148,42 +171,98 @@ class EffectProcessor:
     # -- the transaction -------------------------------------------------------------------
 
     def _apply(self, routed: RoutedEffect) -> Processed:
+        known = self._read_before_writing(routed)
+        if known.key_item is not None:
+            return self._duplicate(routed, known.key_item, "effect key already reserved")
+        for ref in self._bound_objects(routed):
+            bound = known.bound.get(ref)
+            if bound is not None and bound != routed.order_id:
+                return self._record_conflict(
+                    routed.effect.delivery, ref, bound, routed.order_id, routed.key
+                )
+        # Bindings this order already holds are not written again: they never change.
+        to_bind = tuple(r for r in self._bound_objects(routed) if r not in known.bound)
+        if known.later_second_than(routed):
+            self._refuse_other_currency(routed, known.order or {})
+            return self._record_stale(routed, to_bind)
         try:
-            self._db.transact_write_items(TransactItems=self._applied_items(routed))
+            self._db.transact_write_items(TransactItems=self._applied_items(routed, to_bind))
         except ClientError as exc:
             cancellation = cancellation_of(exc, "TransactWriteItems")
-            return self._after_cancellation(routed, cancellation)
+            return self._after_cancellation(routed, cancellation, to_bind)
         return self._processed(routed, Outcome.APPLIED)
 
+    def _read_before_writing(self, routed: RoutedEffect) -> Known:
+        """One consistent BatchGetItem: the effect key, the order, the objects to bind."""
+        ledger = self._tables.ledger
+        objects = self._bound_objects(routed)
+        keys = [
+            {tables.PARTITION_KEY: tables.order_pk(routed.order_id), tables.SORT_KEY: sk}
+            for sk in (tables.effect_sk(routed.key), tables.ORDER_SORT)
+        ] + [
+            {
+                tables.PARTITION_KEY: tables.ref_pk(routed.effect.delivery.provider, ref),
+                tables.SORT_KEY: tables.REF_SORT,
+            }
+            for ref in objects
+        ]
+        try:
+            response = self._db.batch_get_item(
+                RequestItems={
+                    ledger: {"Keys": [to_attributes(k) for k in keys], "ConsistentRead": True}
+                }
+            )
+        except ClientError as exc:
+            raise_unclassified(exc, "BatchGetItem")
+        if response.get("UnprocessedKeys"):
+            raise WriteContendedError("BatchGetItem left keys unprocessed")
+        found = [from_attributes(item) for item in response["Responses"].get(ledger, [])]
+        by_sort = {str(item[tables.SORT_KEY]): item for item in found}
+        return Known(
+            key_item=by_sort.get(tables.effect_sk(routed.key)),
+            order=by_sort.get(tables.ORDER_SORT),
+            bound={
+                str(item["ref"]): str(item["order_id"])
+                for item in found
+                if item[tables.SORT_KEY] == tables.REF_SORT
+            },
+        )
+
     def _after_cancellation(
-        self, routed: RoutedEffect, cancellation: Cancellation, *, stale: bool = False
+        self,
+        routed: RoutedEffect,
+        cancellation: Cancellation,
+        to_bind: tuple[str, ...],
+        *,
+        stale: bool = False,
     ) -> Processed:
         """By position: the key (duplicate), contention (retry), a binding (conflict), the
         reversed entry (void), the order's guard (stale, on the first transaction only)."""
         kind = "stale transaction" if stale else "transaction"
         if cancellation.failed_condition(KEY_POSITION):
-            return self._duplicate(routed, cancellation, f"{kind}: effect key already reserved")
+            return self._duplicate(
+                routed,
+                cancellation.old_item(KEY_POSITION) or {},
+                f"{kind}: effect key already reserved",
+            )
         if cancellation.contended:
             raise WriteContendedError(f"{kind} cancelled: {cancellation.codes}")
-        if conflict := self._binding_conflict(routed, cancellation):
+        if conflict := self._binding_conflict(routed, cancellation, to_bind):
             return conflict
         if routed.reversed_key is not None and cancellation.failed_condition(REVERSED_POSITION):
             return self._void(routed)
         if not stale and cancellation.failed_condition(ORDER_POSITION):
-            self._refuse_other_currency(routed, cancellation)
-            return self._record_stale(routed)
+            self._refuse_other_currency(routed, cancellation.old_item(ORDER_POSITION) or {})
+            return self._record_stale(routed, to_bind)
         raise UnexpectedWriteError(f"{kind} cancelled: {cancellation.codes}")
 
-    def _duplicate(
-        self, routed: RoutedEffect, cancellation: Cancellation, detail: str
-    ) -> Processed:
+    def _duplicate(self, routed: RoutedEffect, first: dict[str, object], detail: str) -> Processed:
         """A duplicate; if it names another amount than the entry that counted, say so; if it
         names the customer the counted one did not, the order learns it."""
-        first = cancellation.old_item(KEY_POSITION) or {}
         if not first.get("named_recipient"):
             self._learn_recipient(routed)
         counted = first.get("amount")
-        if counted is not None and int(counted) != routed.effect.amount.minor:
+        if counted is not None and int(str(counted)) != routed.effect.amount.minor:
             return self._processed(
                 routed,
                 Outcome.DUPLICATE,
@@ -212,13 +291,15 @@ class EffectProcessor:
             if not is_condition_failure(exc):
                 raise_unclassified(exc, "UpdateItem")
 
-    def _applied_items(self, routed: RoutedEffect) -> list[TransactWriteItemTypeDef]:
+    def _applied_items(
+        self, routed: RoutedEffect, to_bind: tuple[str, ...]
+    ) -> list[TransactWriteItemTypeDef]:
         return [
             self._reserve_key(routed, Outcome.APPLIED),
             {"Update": self._order_update(routed)},
             self._outbox_put(routed, late=False),
             *self._reversed_check(routed),
-            *self._binding_puts(routed),
+            *self._bindings(routed.effect.delivery.provider, routed.order_id, to_bind),
         ]
 
     def _reserve_key(
@@ -348,9 +429,9 @@ class EffectProcessor:
             "late": late,
             "status": OutboxStatus.PENDING.value,
             "attempts": 0,
+            # In no index: the stream's first try sends it; only an item it could not send
+            # enters the due index (an index write saved for every item sent at once).
             "created_at": self._now(),
-            tables.OUTBOX_DUE_BUCKET: tables.due_bucket(outbox_id_for(routed.key)),
-            tables.OUTBOX_DUE_AT: int(self._clock()),
         }
         return {
             "Put": {
@@ -401,11 +482,6 @@ class EffectProcessor:
             objects = (*objects, effect.payment)
         return tuple(dict.fromkeys(objects))
 
-    def _binding_puts(self, routed: RoutedEffect) -> list[TransactWriteItemTypeDef]:
-        return self._bindings(
-            routed.effect.delivery.provider, routed.order_id, self._bound_objects(routed)
-        )
-
     def _bindings(
         self, provider: str, order_id: str, objects: tuple[str, ...]
     ) -> list[TransactWriteItemTypeDef]:
@@ -433,11 +509,10 @@ class EffectProcessor:
         ]
 
     def _binding_conflict(
-        self, routed: RoutedEffect, cancellation: Cancellation
+        self, routed: RoutedEffect, cancellation: Cancellation, to_bind: tuple[str, ...]
     ) -> Processed | None:
         first = REVERSED_POSITION + (1 if routed.reversed_key is not None else 0)
-        objects = self._bound_objects(routed)
-        for position, ref in enumerate(objects, start=first):
+        for position, ref in enumerate(to_bind, start=first):
             if cancellation.failed_condition(position):
                 bound = (cancellation.old_item(position) or {}).get("order_id")
                 return self._record_conflict(
@@ -518,7 +593,7 @@ class EffectProcessor:
 
     # -- stale: status guarded, money still counted and announced ---------------------------
 
-    def _record_stale(self, routed: RoutedEffect) -> Processed:
+    def _record_stale(self, routed: RoutedEffect, to_bind: tuple[str, ...]) -> Processed:
         """Record the key as stale, post the entry and announce it flagged late; the lifecycle
         status stays untouched.
 
@@ -539,7 +614,7 @@ class EffectProcessor:
             {"Update": update},
             self._outbox_put(routed, late=True),
             *self._reversed_check(routed),
-            *self._binding_puts(routed),
+            *self._bindings(routed.effect.delivery.provider, routed.order_id, to_bind),
             self._entry_audit(
                 routed, Outcome.STALE, "older than the order's last event: status kept, counted"
             ),
@@ -548,7 +623,7 @@ class EffectProcessor:
             self._db.transact_write_items(TransactItems=items)
         except ClientError as exc:
             cancellation = cancellation_of(exc, "TransactWriteItems")
-            return self._after_cancellation(routed, cancellation, stale=True)
+            return self._after_cancellation(routed, cancellation, to_bind, stale=True)
         return self._processed(routed, Outcome.STALE, "status change discarded, amount counted")
 
     # -- voided: a reversal of an entry that never counted ---------------------------------
@@ -583,8 +658,7 @@ class EffectProcessor:
             raise UnexpectedWriteError(f"void cancelled: {cancellation.codes}") from exc
         return self._processed(routed, Outcome.VOIDED, reason)
 
-    def _refuse_other_currency(self, routed: RoutedEffect, cancellation: Cancellation) -> None:
-        order = cancellation.old_item(ORDER_POSITION) or {}
+    def _refuse_other_currency(self, routed: RoutedEffect, order: dict[str, object]) -> None:
         currency = order.get("currency")
         if currency is not None and currency != routed.effect.amount.currency:
             raise CurrencyMismatchError(

@@ -198,14 +198,22 @@ class Pipeline(Construct):
                 name="sweeper",
                 description="Re-drives outbox items the stream did not finish",
                 timeout=cdk.Duration.minutes(2),
-                environment=sender_env,
+                environment={
+                    **sender_env,
+                    "OUTBOX_FAILURES_QUEUE_URL": self.outbox_failures.queue_url,
+                },
             ),
         )
-        allow(self.outbox, self.storage.outbox, "UpdateItem")
+        # The first try reads the item with its order in one BatchGetItem, and writes once.
+        allow(self.outbox, self.storage.outbox, "BatchGetItem", "UpdateItem")
         allow(self.sweeper, self.storage.outbox, "UpdateItem")
         # The order's financial status and recipient as of sending.
-        allow(self.outbox, self.storage.ledger, "GetItem")
+        allow(self.outbox, self.storage.ledger, "BatchGetItem")
         allow(self.sweeper, self.storage.ledger, "GetItem")
+        # Records the stream gave up on: their coordinates from the on-failure queue, the
+        # records themselves from the stream, so their items are parked for the sweep.
+        self.outbox_failures.grant_consume_messages(self.sweeper)
+        self.storage.outbox.grant_stream_read(self.sweeper)
         allow(self.sweeper, self.storage.outbox, "Query", index=tables.OUTBOX_DUE_INDEX)
         for sender in (self.outbox, self.sweeper):
             self.bus.grant_put_events_to(sender)

@@ -164,11 +164,12 @@ def test_second_payment_of_the_same_order_after_a_refund_is_applied(world: World
 
 
 def test_crash_after_commit_before_the_queue_delete_redelivers_as_duplicate(world: World) -> None:
-    # Given a delivery whose process dies right after its first database request
+    # Given a delivery whose process dies right after its transaction (request 2, after the
+    # read that spares a duplicate its transaction)
     order, intent = stripe.unique("ord"), stripe.unique("pi")
     payment = stripe.payment_intent_succeeded(order, intent, AMOUNT, T0)
     with pytest.raises(SimulatedCrashError):
-        world.deliver(payment, crashing_after(world.dynamodb, requests=1))
+        world.deliver(payment, crashing_after(world.dynamodb, requests=2))
     after_crash = world.snapshot()
 
     # When SQS redelivers the undeleted message

@@ -191,8 +191,13 @@ def test_order_lookup_reads_the_payment_binding_consistently(world: World) -> No
     world.dynamodb.batch_get_item = recording  # type: ignore[method-assign]
     world.deliver(stripe.refund_created(intent, stripe.unique("re"), 1000, T0 + 60, charge))
 
-    [request] = requests
-    assert all(table["ConsistentRead"] for table in request["RequestItems"].values())
+    # The lookup and the read before the transaction: both consistent
+    assert len(requests) == 2
+    assert all(
+        table["ConsistentRead"]
+        for request in requests
+        for table in request["RequestItems"].values()
+    )
     assert world.order(order).get("refunded_total", 0) == 1000
 
 
@@ -498,7 +503,7 @@ def test_mercadopago_zero_decimal_currency_is_not_multiplied(
     assert (state.get("paid_total", 0), state["currency"]) == (5000, "clp")
 
 
-def test_request_cost_of_an_applied_refund_is_one_lookup_and_one_transaction(
+def test_request_cost_of_an_applied_refund_is_a_lookup_a_read_and_one_transaction(
     world: World,
 ) -> None:
     _order, intent, charge = paid(world)
@@ -506,7 +511,9 @@ def test_request_cost_of_an_applied_refund_is_one_lookup_and_one_transaction(
 
     world.deliver(stripe.refund_created(intent, stripe.unique("re"), 1000, T0 + 60, charge))
 
-    assert dict(counter.by_operation) == {"BatchGetItem": 1, "TransactWriteItems": 1}
+    # The payment's binding (its order), then its key and order (a duplicate or a stale entry
+    # would stop there or go straight to its own transaction), then the transaction
+    assert dict(counter.by_operation) == {"BatchGetItem": 2, "TransactWriteItems": 1}
 
 
 def test_a_dispute_has_one_verdict_whatever_events_follow(world: World) -> None:

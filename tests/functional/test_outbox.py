@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -14,14 +15,18 @@ from botocore.exceptions import ClientError
 from functions.outbox import handler
 from functions.outbox.channels import Channel, EventBridgeChannel, SesEmailChannel
 from functions.outbox.sender import OutboxSender, SendPolicy, SendResult
+from functions.outbox.stranded import StrandedItems
 from functions.outbox.sweeper import Sweeper
 from functions.outbox.wiring import policy_from_env
 from functions.shared import tables
 from functions.shared.outbox import OutboxItem, outbox_id_for
+from infra.settings import OUTBOX_RETRY_ATTEMPTS
 from local_stack import stripe_events as stripe
 from local_stack.faults import FaultyChannel, first
+from local_stack.pollers import on_failure_message
 from tests.conftest import TABLES
 from tests.support.clients import (
+    RequestCounter,
     SimulatedCrashError,
     crashing_after,
     crashing_before,
@@ -30,7 +35,7 @@ from tests.support.clients import (
 )
 from tests.support.clock import FakeClock
 from tests.support.lambda_events import FakeLambdaContext
-from tests.support.outbox import in_bucket, one_id_per_shard, put_pending
+from tests.support.outbox import in_bucket, one_id_per_shard, put_parked
 from tests.support.sinks import EMAIL_SENDER, Sinks
 from tests.support.streams import StreamReader, stream_event
 from tests.support.world import World
@@ -137,6 +142,81 @@ def test_new_outbox_item_reaches_each_sink_once_with_its_key(
     assert response["batchItemFailures"] == []
 
 
+def test_a_first_try_that_succeeds_is_one_read_and_one_write_and_never_enters_the_due_index(
+    world: World, sinks: Sinks, clock: FakeClock
+) -> None:
+    # Given a new item, and a client that counts the sender's requests
+    order, outbox_id = paid_order(world)
+    client = boto3.client("dynamodb")
+    counter = RequestCounter(client)
+
+    # When the stream's first try sends it
+    sent = OutboxSender(
+        client, TABLES.outbox, real_channels(sinks), clock, POLICY, ledger_table=TABLES.ledger
+    ).first_try(outbox_id, order)
+
+    # Then it was sent once, with the order read in the same request as the item, recorded
+    # sent in one write, and the due index never held it
+    assert (sent.result, sent.attempts) == (SendResult.SENT, 1)
+    assert dict(counter.by_operation) == {"BatchGetItem": 1, "UpdateItem": 1}
+    assert sinks.events_by_key() == {outbox_id: 1}
+    assert sinks.emails_by_key() == {outbox_id: 1}
+    item = outbox_item(world, outbox_id)
+    assert (item["status"], item["attempts"], tables.OUTBOX_DUE_BUCKET in item) == (
+        "sent",
+        1,
+        False,
+    )
+    assert all(in_bucket(world.dynamodb, TABLES.outbox, b) == [] for b in tables.due_buckets())
+
+
+def test_a_crash_in_the_first_try_after_the_send_is_resent_by_the_stream_with_its_key(
+    world: World, sinks: Sinks, clock: FakeClock
+) -> None:
+    # Given a first try that dies after its sends, before recording them (request 2)
+    order, outbox_id = paid_order(world)
+    with pytest.raises(SimulatedCrashError):
+        sender(world, clock, real_channels(sinks), crashing_before(world.dynamodb, 2)).first_try(
+            outbox_id, order
+        )
+
+    # When the stream retries the record
+    retried = sender(world, clock, real_channels(sinks)).first_try(outbox_id, order)
+
+    # Then the retry sent the same key again and recorded it: at-least-once, one intent
+    assert retried.result is SendResult.SENT
+    assert sinks.events_by_key() == {outbox_id: 2}
+    assert outbox_item(world, outbox_id)["status"] == "sent"
+
+
+def test_an_error_the_first_try_did_not_handle_parks_the_item_for_the_sweeper(
+    world: World,
+    sinks: Sinks,
+    stream: StreamReader,
+    clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a channel with a bug (it raises what no channel failure is)
+    _, outbox_id = paid_order(world)
+    channel = PoisonedFor(real_channels(sinks)[0], outbox_id)
+    monkeypatch.setattr(handler, "outbox_sender", lambda: sender(world, clock, [channel]))
+
+    # When the stream delivers the item
+    response = handler.lambda_handler(stream_event(stream.new_records()), FakeLambdaContext())
+
+    # Then the record succeeded and the item waits in its shard of the due index with the
+    # error; once the bug is fixed, the sweeper sends it once
+    assert response["batchItemFailures"] == []
+    item = outbox_item(world, outbox_id)
+    assert item["status"] == "pending"
+    assert "a template bug" in item["last_error"]
+    assert in_bucket(world.dynamodb, TABLES.outbox, tables.due_bucket(outbox_id)) == [outbox_id]
+    channel.broken = False
+    clock.advance(POLICY.backoff(1) + SWEEP_GRACE)
+    assert sweep(world, clock, [channel]) == {"sent": 1}
+    assert sinks.events_by_key() == {outbox_id: 1}
+
+
 @pytest.mark.usefixtures("deployed_sender")
 def test_the_same_stream_batch_delivered_twice_sends_once(
     world: World, sinks: Sinks, stream: StreamReader
@@ -218,51 +298,82 @@ def test_a_failed_send_is_backed_off_in_the_due_index_and_its_stream_record_succ
     assert (before_due, after_due) == ({}, {"sent": 1})
 
 
-def test_a_back_off_that_cannot_be_recorded_fails_the_stream_record(
+def test_a_record_the_stream_gives_up_on_is_parked_from_the_on_failure_queue_and_sent_once(
     world: World,
     sinks: Sinks,
     stream: StreamReader,
     clock: FakeClock,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Given EventBridge failing once, and DynamoDB refusing the write that records the back-off
+    # Given EventBridge failing, and DynamoDB refusing every update meanwhile (neither the
+    # back-off nor the parking of the item can be recorded)
     _, outbox_id = paid_order(world)
-    failing = [FaultyChannel(real_channels(sinks)[0], fails=first(1)), real_channels(sinks)[1]]
-    updates = 0
+    tries = 1 + OUTBOX_RETRY_ATTEMPTS
+    failing = [FaultyChannel(real_channels(sinks)[0], fails=first(tries)), real_channels(sinks)[1]]
+    refusing = True
 
-    def throttle_second_update(operation: str, call: Callable[[], Any]) -> Any:
-        nonlocal updates
-        if operation == "update_item":
-            updates += 1
-            if updates == 2:
-                raise ClientError(
-                    {"Error": {"Code": "ValidationException", "Message": "injected"}},
-                    "UpdateItem",
-                )
+    def refuse_updates(operation: str, call: Callable[[], Any]) -> Any:
+        if refusing and operation == "update_item":
+            raise ClientError(
+                {"Error": {"Code": "ValidationException", "Message": "injected"}}, "UpdateItem"
+            )
         return call()
 
-    refusing = intercepted(world.dynamodb, throttle_second_update)
-    monkeypatch.setattr(handler, "outbox_sender", lambda: sender(world, clock, failing, refusing))
+    refused = intercepted(world.dynamodb, refuse_updates)
+    monkeypatch.setattr(handler, "outbox_sender", lambda: sender(world, clock, failing, refused))
     records = stream.new_records()
 
-    # When the stream delivers the item
-    response = handler.lambda_handler(stream_event(records), FakeLambdaContext())
-
-    # Then the record failed (the back-off is not recorded) and the item keeps its lease in
-    # the due index, so nothing is lost: the sweeper sends it once the lease ran out
-    assert [f["itemIdentifier"] for f in response["batchItemFailures"]] == [
-        records[0]["dynamodb"]["SequenceNumber"]
+    # When the stream delivers the record, retries it, and gives up on it
+    responses = [
+        handler.lambda_handler(stream_event(records), FakeLambdaContext()) for _ in range(tries)
     ]
-    item = outbox_item(world, outbox_id)
-    assert (item["status"], item["next_attempt_at"]) == (
-        "sending",
-        int(clock.now) + POLICY.lease_seconds,
-    )
-    assert in_bucket(world.dynamodb, TABLES.outbox, tables.due_bucket(outbox_id)) == [outbox_id]
 
-    clock.advance(POLICY.lease_seconds + SWEEP_GRACE)
-    assert sweep(world, clock, real_channels(sinks)) == {"sent": 1}
+    # Then each try failed the record, and the item is still new: pending, in no index
+    sequence = records[0]["dynamodb"]["SequenceNumber"]
+    assert [r["batchItemFailures"] for r in responses] == [[{"itemIdentifier": sequence}]] * tries
+    item = outbox_item(world, outbox_id)
+    assert (item["status"], tables.OUTBOX_DUE_BUCKET in item) == ("pending", False)
+
+    # When Lambda puts the batch's coordinates on the on-failure queue, DynamoDB recovers,
+    # and the sweeper runs (twice)
+    refusing = False
+    sqs = boto3.client("sqs")
+    failures = sqs.create_queue(QueueName="outbox-stream-failures")["QueueUrl"]
+    sqs.send_message(QueueUrl=failures, MessageBody=json.dumps(on_failure_message(records)))
+    stranded = StrandedItems(
+        sqs, boto3.client("dynamodbstreams"), failures, sender(world, clock, [])
+    )
+    parked = [dict(stranded.park_all()) for _ in range(2)]
+    clock.advance(POLICY.backoff(1) + SWEEP_GRACE)
+    swept = sweep(world, clock, real_channels(sinks))
+
+    # Then the item was parked once, the message is gone, and the sweep sent it once
+    assert parked == [{"parked": 1}, {}]
+    assert swept == {"sent": 1}
     assert sinks.events_by_key() == {outbox_id: 1}
+    assert sinks.emails_by_key() == {outbox_id: 1}
+
+
+def test_coordinates_whose_records_cannot_be_read_back_stay_on_the_queue(
+    world: World, clock: FakeClock
+) -> None:
+    # Given an on-failure message that is not a stream batch's coordinates
+    sqs = boto3.client("sqs")
+    failures = sqs.create_queue(QueueName="outbox-stream-failures")["QueueUrl"]
+    sqs.send_message(QueueUrl=failures, MessageBody=json.dumps({"version": "1.0"}))
+    stranded = StrandedItems(
+        sqs, boto3.client("dynamodbstreams"), failures, sender(world, clock, [])
+    )
+
+    # When the sweeper reads the queue
+    parked = dict(stranded.park_all())
+
+    # Then it is counted unreadable and left for a person (the queue is alarmed)
+    assert parked == {"unreadable": 1}
+    attributes = sqs.get_queue_attributes(
+        QueueUrl=failures, AttributeNames=["ApproximateNumberOfMessagesNotVisible"]
+    )["Attributes"]
+    assert attributes["ApproximateNumberOfMessagesNotVisible"] == "1"
 
 
 def test_crash_after_claim_before_send_is_sent_once_after_the_lease(
@@ -425,7 +536,7 @@ def test_an_item_due_in_any_shard_of_the_due_index_is_swept(
     # Given one new item in each shard (`due#0` .. `due#7`) that the stream never sent
     ids = one_id_per_shard()
     for outbox_id in ids:
-        put_pending(world.dynamodb, TABLES.outbox, outbox_id, clock.now)
+        put_parked(world.dynamodb, TABLES.outbox, outbox_id, clock.now)
 
     # When the sweeper runs after the grace
     clock.advance(SWEEP_GRACE)
@@ -461,11 +572,12 @@ class PoisonedFor:
 def test_one_poisoned_item_never_stops_a_sweep(
     world: World, sinks: Sinks, clock: FakeClock
 ) -> None:
-    # Given three items the stream never sent, and a channel that raises for the first one
-    # the sweep meets (lowest shard)
+    # Given three items whose first try failed (parked in the due index), and a channel that
+    # raises for the first one the sweep meets (lowest shard)
     ids = []
     for _ in range(3):
         ids.append(paid_order(world)[1])
+        assert sender(world, clock, []).park(ids[-1], "the first try failed")
         clock.advance(1)
     poisoned = min(
         ids, key=lambda i: (tables.due_buckets().index(tables.due_bucket(i)), ids.index(i))
@@ -473,8 +585,8 @@ def test_one_poisoned_item_never_stops_a_sweep(
     channel = PoisonedFor(real_channels(sinks)[0], poisoned)
     reported: list[tuple[str, str]] = []
 
-    # When the sweeper runs
-    clock.advance(SWEEP_GRACE)
+    # When the sweeper runs once they are due
+    clock.advance(POLICY.backoff(1) + SWEEP_GRACE)
     swept = sweep(world, clock, [channel], on_error=lambda i, e: reported.append((i, repr(e))))
 
     # Then the others were sent, the poisoned one reported and counted, and left claimed

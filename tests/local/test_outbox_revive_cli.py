@@ -17,7 +17,7 @@ from functions.shared.tables import TableNames, create_table_requests
 from local_stack.cli import main
 from local_stack.resources import client
 from local_stack.server import LocalAws
-from tests.support.outbox import in_bucket, one_id_per_shard, put_pending
+from tests.support.outbox import in_bucket, one_id_per_shard, put_parked
 
 NAMES = TableNames(ledger="cli-ledger", outbox="cli-outbox")
 NOW = 1_764_460_800.0
@@ -51,7 +51,7 @@ def local() -> Iterator[Local]:
 
 def dead(local: Local, outbox_id: str) -> str:
     """A new item whose only sink refused it, given up at once (a give-up age of zero)."""
-    put_pending(local.dynamodb, NAMES.outbox, outbox_id, NOW)
+    put_parked(local.dynamodb, NAMES.outbox, outbox_id, NOW)
     sender = OutboxSender(
         local.dynamodb, NAMES.outbox, [Refusing()], lambda: NOW, SendPolicy(give_up_seconds=0)
     )
@@ -104,7 +104,7 @@ def test_revive_all_dead(local: Local, capsys: pytest.CaptureFixture[str]) -> No
     [_, first, second, pending, *_] = one_id_per_shard()
     dead(local, first)
     dead(local, second)
-    put_pending(local.dynamodb, NAMES.outbox, pending, NOW)
+    put_parked(local.dynamodb, NAMES.outbox, pending, NOW)
 
     # When the operator revives every dead item
     code, report = revive(local, capsys, "--all-dead")

@@ -7,9 +7,16 @@ The guarantee tests are run against these to prove that each would be caught
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from functions.process.service import KEY_POSITION, OUTBOX_POSITION, EffectProcessor, Processed
+from functions.process.service import (
+    KEY_POSITION,
+    OUTBOX_POSITION,
+    EffectProcessor,
+    Known,
+    Processed,
+)
 from functions.shared import tables
 from functions.shared.domain import Effect, Outcome, RoutedEffect
 from functions.shared.dynamo import to_attributes
@@ -32,7 +39,7 @@ class CheckThenInsert(EffectProcessor):
         )
         if "Item" in existing:
             return self._processed(routed, Outcome.DUPLICATE)
-        items = self._applied_items(routed)
+        items = self._applied_items(routed, self._bound_objects(routed))
         for put in (items[KEY_POSITION]["Put"], items[OUTBOX_POSITION]["Put"]):
             del put["ConditionExpression"], put["ExpressionAttributeNames"]
         self._db.transact_write_items(TransactItems=items)
@@ -48,7 +55,11 @@ class EventIdKey(EffectProcessor):
 
 
 class NoOrderingGuard(EffectProcessor):
-    """Updates the order whatever its last_event_at: an old event sends it back."""
+    """Updates the order whatever its last_event_at: an old event sends it back. (It does not
+    look at the order before writing either: that read only spares a doomed transaction.)"""
+
+    def _read_before_writing(self, routed: RoutedEffect) -> Known:
+        return replace(super()._read_before_writing(routed), order=None)
 
     def _order_update(self, routed: RoutedEffect) -> UpdateTypeDef:
         update = super()._order_update(routed)
@@ -59,10 +70,12 @@ class NoOrderingGuard(EffectProcessor):
 class OutboxOutsideTransaction(EffectProcessor):
     """Commits the effect, then writes the outbox item in a second request."""
 
-    def _applied_items(self, routed: RoutedEffect) -> list[TransactWriteItemTypeDef]:
+    def _applied_items(
+        self, routed: RoutedEffect, to_bind: tuple[str, ...]
+    ) -> list[TransactWriteItemTypeDef]:
         return [
             item
-            for item in super()._applied_items(routed)
+            for item in super()._applied_items(routed, to_bind)
             if item.get("Put", {}).get("TableName") != self._tables.outbox
         ]
 

@@ -37,8 +37,9 @@ def one_id_per_shard() -> list[str]:
     raise AssertionError("unreachable")
 
 
-def put_pending(dynamodb: DynamoDBClient, table: str, outbox_id: str, now: float) -> None:
-    """A new item as the process transaction writes it (no recipient: no e-mail)."""
+def put_parked(dynamodb: DynamoDBClient, table: str, outbox_id: str, now: float) -> None:
+    """A pending item in its shard of the due index, as the stream's first try leaves one it
+    could not send (no recipient: no e-mail)."""
     dynamodb.put_item(
         TableName=table,
         Item=to_attributes(
