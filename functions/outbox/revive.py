@@ -1,4 +1,6 @@
-"""Bring dead outbox items back to life once their sink is fixed (`umavez outbox revive`).
+"""Bring dead outbox items back to life once their sink is fixed (`umavez outbox revive`), and
+hand a stuck one (pending outside the due index: its stream try was lost, as reconciliation
+reports) to the sweeper the same way.
 
 A revived item is the same notification: same outbox id, so the same idempotency key every
 sink dedupes on. Reviving is a conditional update that only acts on a `dead` item; it makes
@@ -72,7 +74,11 @@ class OutboxReviver:
                     "SET #status = :pending, #bucket = :bucket, #due = :now, "
                     "revived_at = :revived_at, attempts = :zero ADD revivals :one"
                 ),
-                ConditionExpression="#status = :dead",
+                # Dead, or stuck outside the due index: pending, never handed to the sweeper
+                # (its first try was lost; reconciliation reports it as stuck).
+                ConditionExpression=(
+                    "#status = :dead OR (#status = :pending AND attribute_not_exists(#bucket))"
+                ),
                 ExpressionAttributeNames={
                     "#status": "status",
                     "#bucket": tables.OUTBOX_DUE_BUCKET,
@@ -104,7 +110,7 @@ class OutboxReviver:
         return Revived(
             outbox_id,
             ReviveResult.REVIVED,
-            status=OutboxStatus.DEAD.value,
+            status=before.get("status"),
             attempts=before.get("attempts"),
             died_at=before.get(tables.OUTBOX_DUE_AT),
             last_error=before.get("last_error"),

@@ -153,6 +153,13 @@ class Reconciler:
         outbox = self._outbox_items([outbox_id_for(e["effect_key"]) for e in within_retention])
         report.outbox_items_checked += len(outbox)
         mismatches += books.unmatched_outbox(within_retention, outbox.values())
+        # Items in the due index are the backlog check's; an item outside it that is not sent
+        # was never tried, or its try was lost: only its order's check can find it.
+        mismatches += [
+            stuck
+            for item in outbox.values()
+            if tables.OUTBOX_DUE_BUCKET not in item and (stuck := self._stuck(item))
+        ]
         return OrderBooks(order_id, str(order.get("updated_at", "")), mismatches)
 
     def _note(self, checked: OrderBooks, candidates: list[OrderBooks], report: Report) -> None:
@@ -219,23 +226,12 @@ class Reconciler:
     def _check_outbox_backlog(self, report: Report) -> None:
         """Unfinished items are exactly those in the due index's shards; dead ones in its
         `dead` bucket. Both are few: they are read whole, without a scan."""
-        now = self._clock()
         unfinished = [
             item
             for bucket in tables.due_buckets()
             for item in self._outbox_items(self._bucket_ids(bucket)).values()
         ]
-        for item in unfinished:
-            age = now - datetime.fromisoformat(item["created_at"]).timestamp()
-            if item.get("status") != OutboxStatus.SENT.value and age > self._deadline:
-                report.mismatches.append(
-                    books.Mismatch(
-                        "stuck_outbox_item",
-                        item["order_id"],
-                        f"{item['outbox_id']} {item.get('status')} for {int(age)} s "
-                        f"({item.get('attempts', 0)} attempts)",
-                    )
-                )
+        report.mismatches += [stuck for item in unfinished if (stuck := self._stuck(item))]
         dead = self._outbox_items(self._bucket_ids(tables.OUTBOX_DEAD_BUCKET)).values()
         report.mismatches += [
             books.Mismatch(
@@ -247,6 +243,20 @@ class Reconciler:
             for item in dead
             if item.get("status") == OutboxStatus.DEAD.value
         ]
+
+    def _stuck(self, item: dict[str, Any]) -> books.Mismatch | None:
+        """An item not sent past the deadline (counted from its creation); dead ones are
+        reported as dead."""
+        status = item.get("status")
+        age = self._clock() - datetime.fromisoformat(item["created_at"]).timestamp()
+        if status in (OutboxStatus.SENT.value, OutboxStatus.DEAD.value) or age <= self._deadline:
+            return None
+        return books.Mismatch(
+            "stuck_outbox_item",
+            item["order_id"],
+            f"{item['outbox_id']} {status} for {int(age)} s ({item.get('attempts', 0)} "
+            f"attempts); `umavez outbox revive {item['outbox_id']}`",
+        )
 
     def _bucket_ids(self, bucket: str) -> list[str]:
         return list(tables.due_index_ids(self._db, self._tables.outbox, bucket))

@@ -101,7 +101,7 @@ def _ref(provider: str, ref: str) -> dict[str, Any]:
     }
 
 
-def test_a_new_payment_is_one_transaction_of_five_items_under_a_kilobyte_and_two_index_entries(
+def test_a_new_payment_reads_four_keys_then_writes_five_items_under_a_kilobyte_and_one_index_entry(
     world: World, dynamodb: DynamoDBClient, captured: Captured
 ) -> None:
     order, intent, charge = stripe.unique("ord"), stripe.unique("pi"), stripe.unique("ch")
@@ -110,7 +110,12 @@ def test_a_new_payment_is_one_transaction_of_five_items_under_a_kilobyte_and_two
     world.deliver(stripe.payment_intent_succeeded(order, intent, 5000, T0, charge))
 
     after = TableStore(dynamodb)
-    [request] = captured.take()
+    read, request = captured.take()
+    # The read first: the effect key, the order, the two objects to bind; none exists yet
+    assert read[0] == "BatchGetItem"
+    [keys] = read[1]["RequestItems"].values()
+    assert (keys["ConsistentRead"], len(keys["Keys"])) == (True, 4)
+    assert billed(read, before, after) == Units({f"rru_strong:{LEDGER}": 4})
     operation, body, _ = request
     assert operation == "TransactWriteItems"
     actions = [next(iter(entry)) for entry in body["TransactItems"]]
@@ -127,19 +132,18 @@ def test_a_new_payment_is_one_transaction_of_five_items_under_a_kilobyte_and_two
         for i, e in enumerate(body["TransactItems"])
     ]
     assert all(0 < item_size(item) < 1024 for item in written)
-    # 4 ledger items x 2, 1 outbox item x 2; the order enters the `changes` index, the outbox
-    # item the `due` index: one standard index write each.
+    # 4 ledger items x 2, 1 outbox item x 2; the order enters the `changes` index; the outbox
+    # item enters no index (the stream's first try sends it)
     assert billed(request, before, after) == Units(
         {
             f"wru_transaction:{LEDGER}": 8,
             f"wru_transaction:{OUTBOX}": 2,
             f"wru_index:{LEDGER}/changes": 1,
-            f"wru_index:{OUTBOX}/due": 1,
         }
     )
 
 
-def test_a_duplicate_costs_its_cancelled_transaction_in_full_and_no_index_write(
+def test_a_duplicate_costs_one_read_and_no_transaction(
     world: World, dynamodb: DynamoDBClient, captured: Captured
 ) -> None:
     order, intent, charge = stripe.unique("ord"), stripe.unique("pi"), stripe.unique("ch")
@@ -150,16 +154,15 @@ def test_a_duplicate_costs_its_cancelled_transaction_in_full_and_no_index_write(
 
     world.deliver(payment)
 
+    # Only the read: it finds the effect key, so nothing is written (a cancelled transaction
+    # would have cost its five items in full)
     [request] = captured.take()
-    assert request[0] == "TransactWriteItems"
-    assert request[2] == "TransactionCanceledException"
-    # Nothing written, yet each of the five items costs 2 WRU of its size (all under 1 KB)
-    assert billed(request, before, TableStore(dynamodb)) == Units(
-        {f"wru_transaction:{LEDGER}": 8, f"wru_transaction:{OUTBOX}": 2}
-    )
+    assert request[0] == "BatchGetItem"
+    assert billed(request, before, TableStore(dynamodb)) == Units({f"rru_strong:{LEDGER}": 4})
+    assert TableStore(dynamodb).items == before.items
 
 
-def test_a_stale_payment_pays_for_the_cancelled_attempt_and_then_its_own_transaction(
+def test_a_stale_payment_goes_straight_to_its_own_transaction_without_the_bound_payment(
     world: World, dynamodb: DynamoDBClient, captured: Captured, clock: FakeClock
 ) -> None:
     order, intent, charge = stripe.unique("ord"), stripe.unique("pi"), stripe.unique("ch")
@@ -173,29 +176,30 @@ def test_a_stale_payment_pays_for_the_cancelled_attempt_and_then_its_own_transac
     world.deliver(stripe.payment_intent_succeeded(order, intent, 5000, T0, charge))
 
     after = TableStore(dynamodb)
-    first, second = captured.take()
-    assert first[2] == "TransactionCanceledException"  # the order's guard: stale
-    assert second[2] is None
-    # The key (stale), the order's totals, the late outbox item, both bindings again, the
-    # delivery's audit record
-    assert [next(iter(e)) for e in second[1]["TransactItems"]] == ["Put", "Update"] + ["Put"] * 4
-    # The attempt: five items x 2 WRU, cancelled. Then six items x 2 WRU; the order's
-    # `updated_at` (the index's sort key) moved: its `changes` entry is deleted and put again
-    # (2); the outbox item enters `due` (1).
-    assert billed(first, before, before) == Units(
-        {f"wru_transaction:{LEDGER}": 8, f"wru_transaction:{OUTBOX}": 2}
-    )
-    assert billed(second, before, after) == Units(
+    read, transaction = captured.take()
+    assert (read[0], transaction[2]) == ("BatchGetItem", None)
+    # The order's last event is a later second: no guarded attempt. The key (stale), the
+    # order's totals, the late outbox item, the charge's binding (the refund bound the
+    # PaymentIntent already), the delivery's audit record
+    assert [next(iter(e)) for e in transaction[1]["TransactItems"]] == [
+        "Put",
+        "Update",
+        "Put",
+        "Put",
+        "Put",
+    ]
+    # Four ledger items x 2 WRU, the outbox item x 2; the order's `updated_at` (the index's
+    # sort key) moved: its `changes` entry is deleted and put again (2)
+    assert billed(transaction, before, after) == Units(
         {
-            f"wru_transaction:{LEDGER}": 10,
+            f"wru_transaction:{LEDGER}": 8,
             f"wru_transaction:{OUTBOX}": 2,
             f"wru_index:{LEDGER}/changes": 2,
-            f"wru_index:{OUTBOX}/due": 1,
         }
     )
 
 
-def test_a_refund_reads_its_payments_bindings_consistently_then_writes_three_items(
+def test_a_refund_reads_its_payments_bindings_then_its_key_and_order_then_writes_three_items(
     world: World, dynamodb: DynamoDBClient, captured: Captured, clock: FakeClock
 ) -> None:
     order, intent, charge = stripe.unique("ord"), stripe.unique("pi"), stripe.unique("ch")
@@ -207,19 +211,19 @@ def test_a_refund_reads_its_payments_bindings_consistently_then_writes_three_ite
     world.deliver(stripe.refund_created(intent, stripe.unique("re"), 5000, T0 + 60, charge))
 
     after = TableStore(dynamodb)
-    lookup, transaction = captured.take()
-    assert lookup[0] == "BatchGetItem"
+    lookup, read, transaction = captured.take()
+    assert (lookup[0], read[0]) == ("BatchGetItem", "BatchGetItem")
     [keys] = lookup[1]["RequestItems"].values()
     assert keys["ConsistentRead"] is True
     assert len(keys["Keys"]) == 2  # the PaymentIntent's and the charge's bindings
-    # Two items under 4 KB, strongly consistent: 1 RRU each
+    # Two items under 4 KB, strongly consistent: 1 RRU each; then the key and the order
     assert billed(lookup, before, after) == Units({f"rru_strong:{LEDGER}": 2})
+    assert billed(read, before, after) == Units({f"rru_strong:{LEDGER}": 2})
     assert billed(transaction, before, after) == Units(
         {
             f"wru_transaction:{LEDGER}": 4,
             f"wru_transaction:{OUTBOX}": 2,
             f"wru_index:{LEDGER}/changes": 2,
-            f"wru_index:{OUTBOX}/due": 1,
         }
     )
 

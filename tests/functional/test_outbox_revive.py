@@ -141,8 +141,9 @@ def test_an_item_that_died_in_an_outage_is_revived_and_sent_once_with_its_key(
 def test_reviving_an_item_that_is_not_dead_or_does_not_exist_changes_nothing(
     world: World, sinks: Sinks, sink_up: list[bool], clock: FakeClock
 ) -> None:
-    # Given a pending item and a sent one
+    # Given a pending item the sweeper owns (its first try failed) and a sent one
     pending = paid_order(world)
+    assert sender(world, clock, []).park(pending, "the first try failed")
     sent = paid_order(world)
     assert (
         sender(world, clock, channels(sinks, sink_up)).deliver(sent, only_if_due=False).result
@@ -162,6 +163,26 @@ def test_reviving_an_item_that_is_not_dead_or_does_not_exist_changes_nothing(
         (ReviveResult.NOT_FOUND, None),
     ]
     assert world.snapshot() == before
+
+
+def test_an_item_stuck_outside_the_due_index_is_handed_to_the_sweeper_and_sent_once(
+    world: World, sinks: Sinks, sink_up: list[bool], clock: FakeClock
+) -> None:
+    # Given a new item whose stream try was lost, past the reconciliation's deadline
+    stuck = paid_order(world)
+    clock.advance(2 * HOUR)
+    assert sweep(world, clock, channels(sinks, sink_up)) == {}  # the sweeper cannot see it
+
+    # When the operator revives it (as the reconciliation's report says), and the sweeper runs
+    revived = OutboxReviver(world.dynamodb, TABLES.outbox, clock).revive(stuck)
+    clock.advance(SWEEP_GRACE)
+    swept = sweep(world, clock, channels(sinks, sink_up))
+
+    # Then it was in the due index, and was sent once, with its key
+    assert (revived.result, revived.status) == (ReviveResult.REVIVED, "pending")
+    assert swept == {"sent": 1}
+    assert sinks.events_by_key() == {stuck: 1}
+    assert outbox_item(world, stuck)["status"] == "sent"
 
 
 def test_revive_all_dead_pages_the_dead_bucket_and_touches_nothing_else(

@@ -1,4 +1,5 @@
-"""DynamoDB requests per delivery: the database's conditions decide, nothing is read first."""
+"""DynamoDB requests per delivery: one consistent read spares the writes it can (a duplicate
+writes nothing, a stale entry skips the doomed guarded attempt); the conditions decide."""
 
 from __future__ import annotations
 
@@ -42,10 +43,10 @@ def test_new_duplicate_stale_and_looked_up_deliveries_cost_what_they_must(
         cost[name] = dict(counter.by_operation)
 
     assert cost == {
-        "new": {"TransactWriteItems": 1},
-        "duplicate": {"TransactWriteItems": 1},
-        "stale": {"TransactWriteItems": 2},
-        "stale duplicate": {"TransactWriteItems": 1},
-        "order looked up by payment": {"BatchGetItem": 1, "TransactWriteItems": 1},
+        "new": {"BatchGetItem": 1, "TransactWriteItems": 1},
+        "duplicate": {"BatchGetItem": 1},
+        "stale": {"BatchGetItem": 1, "TransactWriteItems": 1},
+        "stale duplicate": {"BatchGetItem": 1},
+        "order looked up by payment": {"BatchGetItem": 2, "TransactWriteItems": 1},
         "ignored": {"PutItem": 1},
     }
