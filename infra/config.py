@@ -34,6 +34,10 @@ WAF_NEEDS_REST: Final = (
 )
 
 
+# 1% of webhooks: a trace a second at 100 webhooks/s, $0.05 per million events recorded.
+DEFAULT_XRAY_SAMPLING: Final = 0.01
+
+
 @dataclass(frozen=True)
 class StackConfig:
     stage: str = PRODUCTION
@@ -52,6 +56,9 @@ class StackConfig:
     stripe_mode: PaymentMode | None = None
     retention_days: int = settings.DEFAULT_RETENTION_DAYS
     outbox_give_up_hours: int = settings.DEFAULT_OUTBOX_GIVE_UP_HOURS
+    # Share of webhooks traced where X-Ray lets it be chosen (the REST stage's sampling rule);
+    # 0 turns tracing off. Traces Lambda starts itself are sampled at AWS's fixed rate.
+    xray_sampling: float = DEFAULT_XRAY_SAMPLING
 
     def __post_init__(self) -> None:
         if self.stage == PRODUCTION and not (self.alarm_email or self.allow_no_alarm_subscription):
@@ -62,6 +69,8 @@ class StackConfig:
             )
         if self.waf and self.api_type is ApiType.HTTP:
             raise ConfigError(WAF_NEEDS_REST)
+        if not 0 <= self.xray_sampling <= 1:
+            raise ConfigError(f"xraySampling must be between 0 and 1, not {self.xray_sampling}")
         for name in ("retention_days", "outbox_give_up_hours", "process_max_concurrency"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive, not {getattr(self, name)}")
@@ -106,6 +115,7 @@ class StackConfig:
             stripe_mode=_payment_mode(get("stripeMode")),
             retention_days=number("retentionDays", settings.DEFAULT_RETENTION_DAYS),
             outbox_give_up_hours=number("outboxGiveUpHours", settings.DEFAULT_OUTBOX_GIVE_UP_HOURS),
+            xray_sampling=_share("xraySampling", get("xraySampling"), DEFAULT_XRAY_SAMPLING),
         )
 
 
@@ -118,6 +128,15 @@ def cidrs(value: str | list[str] | None) -> tuple[str, ...]:
         return tuple(str(ipaddress.ip_network(entry.strip(), strict=False)) for entry in entries)
     except ValueError as exc:
         raise ConfigError(f"providerIpAllowList: {exc}") from exc
+
+
+def _share(name: str, value: object, default: float) -> float:
+    if value is None:
+        return default
+    try:
+        return float(str(value))
+    except ValueError as exc:
+        raise ConfigError(f"{name} must be a number between 0 and 1, not {value!r}") from exc
 
 
 def _api_type(value: str | None) -> ApiType:

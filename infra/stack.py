@@ -29,6 +29,7 @@ class UmavezStack(cdk.Stack):
             waf=config.waf,
             provider_ip_allow_list=config.provider_ip_allow_list,
             retain_logs=config.retain_data,
+            xray_sampling=config.xray_sampling,
         )
         self.monitoring = Monitoring(
             self,

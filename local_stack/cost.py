@@ -55,6 +55,9 @@ FUNCTION_MEMORY_MB = {
     "reconciliation": 1024,
 }
 SCHEDULE_MINUTES = {"sweeper": 5, "waiting": 5, "reconciliation": 60}
+# Functions whose invocations start a trace of their own (Lambda active tracing): the stream's
+# sender and the schedules. Ingest starts one only with the HTTP API; process never does.
+TRACE_STARTERS = ("outbox", "sweeper", "waiting", "reconciliation")
 # Requests no function made but AWS bills: Lambda's SQS event source mapping receives and
 # deletes on the webhook queue (DynamoDB Streams reads by a Lambda trigger are free).
 EVENT_SOURCE_SQS_OPERATIONS = {
@@ -325,7 +328,15 @@ def usage(sample: Sample, prices: Prices, webhook_queue: str) -> Units:
     used["api_requests"] = sample.invocations("ingest")
     log_bytes += used["api_requests"] * (a["api_access_log_bytes"] + overhead)
     used["log_bytes"] = log_bytes
-    used["xray_traces"] = used["lambda_invocations"] * a["xray_sampling"]
+    # Traces as the stack starts them (infra/constructs/pipeline.py): one per sampled webhook,
+    # started by ingest at Lambda's fixed rate with the HTTP API, by the REST stage at the
+    # stack's `xraySampling`; process continues it; the stream and the schedules start their own.
+    lambda_rate = a["lambda_xray_sampling"]
+    own_traces = (
+        sum(sample.invocations(f) for f in TRACE_STARTERS if f in sample.functions) * lambda_rate
+    )
+    used["xray_traces_http"] = used["api_requests"] * lambda_rate + own_traces
+    used["xray_traces_rest"] = used["api_requests"] * a["xray_sampling"] + own_traces
     used["rru"] = sum(used[m] for m in ("rru_strong", "rru_eventual", "rru_transaction"))
     return used
 
@@ -381,7 +392,8 @@ LINE_ITEMS = (
     LineItem("DynamoDB index writes", "wru_index", "WRU", _rate("dynamodb_write_request_unit")),
     LineItem("DynamoDB reads", "rru", "RRU", _rate("dynamodb_read_request_unit")),
     LineItem("EventBridge", "eventbridge_events", "events", _rate("eventbridge_event")),
-    LineItem("X-Ray", "xray_traces", "traces", _xray),
+    LineItem("X-Ray (HTTP API)", "xray_traces_http", "traces", _xray, rest=False),
+    LineItem("X-Ray (REST API)", "xray_traces_rest", "traces", _xray, http=False),
     LineItem("CloudWatch Logs", "log_bytes", "bytes", _per_byte("cloudwatch_logs_ingested_gb")),
     LineItem("Secrets Manager", "secrets_calls", "calls", _rate("secrets_manager_api_call")),
     LineItem("SES e-mail", "ses_messages", "messages", _rate("ses_message"), False, False),
@@ -504,8 +516,9 @@ def render_block(measurement: Measurement, prices: Prices, webhook_queue: str) -
         README_BEGIN,
         f"Measured by `make cost` (`umavez cost --orders {options['orders']} --per-kind "
         f"{options['per_kind']}`) on {measurement.measured_on}, on the embedded stack; list "
-        "prices in us-east-1 from `local_stack/prices.toml`, arm64, X-Ray sampling "
-        f"{prices.assumptions['xray_sampling']:.0%}. Each kind: "
+        "prices in us-east-1 from `local_stack/prices.toml`, arm64, X-Ray: the REST stage "
+        f"samples {prices.assumptions['xray_sampling']:.0%} (`xraySampling`), Lambda "
+        f"{prices.assumptions['lambda_xray_sampling']:.0%} of the traces it starts. Each kind: "
         f"{options['per_kind']} deliveries of its own; the drill mix: "
         f"{bills[MIX].events if MIX in bills else 0:,} deliveries (HTTP requests, retries "
         f"and forgeries included) of {options['orders']} orders, without faults.",

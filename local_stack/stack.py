@@ -195,6 +195,7 @@ class EmbeddedStack:
             process.effect_processor,
             outbox.outbox_sender,
             sweeper_handler.sweeper,
+            sweeper_handler.stranded_items,
             reconcile.reconciler,
             process.waiting_room,
             waiting_handler.waiting_room,

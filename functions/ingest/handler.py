@@ -24,7 +24,7 @@ from functions.ingest.adapters import SecretsManagerStore, SqsQueue
 from functions.ingest.errors import RejectedError, UnavailableError
 from functions.ingest.request import from_proxy_event, provider_of, source_ip
 from functions.ingest.service import VERIFIERS, Ignored, WebhookIngest
-from functions.shared.observability import powertools
+from functions.shared.observability import powertools, with_request_id
 from functions.shared.settings import payment_mode
 
 logger, tracer, metrics = powertools("ingest")
@@ -100,7 +100,7 @@ def _json(status: int, body: dict[str, Any]) -> dict[str, Any]:
     return {"statusCode": status, "headers": headers, "body": json.dumps(body)}
 
 
-@logger.inject_lambda_context
+@with_request_id(logger)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.outbox.sender import OutboxSender, SendResult
 from functions.outbox.wiring import sender_from_env
-from functions.shared.observability import powertools
+from functions.shared.observability import powertools, with_request_id
 from functions.shared.outbox import OutboxStatus
 
 logger, tracer, metrics = powertools("outbox")
@@ -77,7 +77,7 @@ def record_handler(record: DynamoDBRecord) -> SendResult | None:
     return handle_record(record, outbox_sender())
 
 
-@logger.inject_lambda_context
+@with_request_id(logger)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from functions.outbox.sender import SendResult
 from functions.outbox.stranded import ALREADY_HANDLED, PARKED, UNREADABLE, StrandedItems
 from functions.outbox.sweeper import SWEEP_ERROR, Sweeper
 from functions.outbox.wiring import sender_from_env, sweep_grace_seconds
-from functions.shared.observability import powertools
+from functions.shared.observability import powertools, with_request_id
 from functions.shared.tables import TableNames
 
 logger, tracer, metrics = powertools("sweeper")
@@ -67,11 +67,15 @@ def _log_item_error(outbox_id: str, error: Exception) -> None:
     )
 
 
-@logger.inject_lambda_context
+@with_request_id(logger)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
-    _park_stranded()
+    try:
+        _park_stranded()
+    except Exception:  # the sweep goes on; the messages stay on the (alarmed) queue
+        metrics.add_metric(name="stranded_error", unit=MetricUnit.Count, value=1)
+        logger.exception("could not park the items of the stream's on-failure queue")
     results = sweeper().sweep()
     for name in [*(result.value for result in SendResult), SWEEP_ERROR]:
         metrics.add_metric(name=f"sweep_{name}", unit=MetricUnit.Count, value=results[name])

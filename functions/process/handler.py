@@ -33,7 +33,7 @@ from functions.process.stripe_api import StripeApi
 from functions.process.waiting import PARK_AFTER_RECEIVES, Message, Waiting, waiting_from_env
 from functions.shared.domain import Outcome
 from functions.shared.errors import MalformedEventError, OrderNotYetKnownError, RetryableError
-from functions.shared.observability import powertools
+from functions.shared.observability import powertools, with_request_id
 from functions.shared.providers import Interpreters
 from functions.shared.settings import retention_seconds
 from functions.shared.tables import TableNames
@@ -214,7 +214,7 @@ def within_budget(
     return handle_within_budget
 
 
-@logger.inject_lambda_context
+@with_request_id(logger)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.process.waiting import Waiting, waiting_from_env
-from functions.shared.observability import powertools
+from functions.shared.observability import powertools, with_request_id
 
 logger, tracer, metrics = powertools("waiting")
 
@@ -20,7 +20,7 @@ def waiting_room() -> Waiting:
     return waiting_from_env()
 
 
-@logger.inject_lambda_context
+@with_request_id(logger)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:

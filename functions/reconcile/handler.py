@@ -12,7 +12,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.reconcile.service import Reconciler
-from functions.shared.observability import powertools
+from functions.shared.observability import powertools, with_request_id
 from functions.shared.settings import retention_seconds
 from functions.shared.tables import TableNames
 
@@ -38,7 +38,7 @@ def reconciler() -> Reconciler:
     )
 
 
-@logger.inject_lambda_context
+@with_request_id(logger)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:

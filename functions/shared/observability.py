@@ -11,6 +11,7 @@ adds the subsegments (the handler, the AWS calls).
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from typing import Any, Final, TypeVar, overload
@@ -92,3 +93,25 @@ def powertools(service: str) -> tuple[Logger, Tracer | NoTracer, Metrics]:
         make_tracer(service),
         Metrics(namespace=METRICS_NAMESPACE, service=service),
     )
+
+
+def with_request_id(logger: Logger) -> Callable[[F], F]:
+    """Each line of an invocation carries its request id, and only that of the Lambda context.
+
+    Powertools' `inject_lambda_context` adds the function's name, ARN, memory size and cold
+    start to every line: ~230 bytes a line that the log group already says, about a third of
+    the log bytes an event costs (CloudWatch Logs bills ingestion by the byte).
+    """
+
+    def decorate(handler: F) -> F:
+        @functools.wraps(handler)
+        def invoke(event: Any, context: Any, *args: Any, **kwargs: Any) -> Any:
+            logger.append_keys(request_id=getattr(context, "aws_request_id", None))
+            try:
+                return handler(event, context, *args, **kwargs)
+            finally:
+                logger.remove_keys(["request_id"])
+
+        return invoke  # type: ignore[return-value]
+
+    return decorate

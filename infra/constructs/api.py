@@ -12,12 +12,14 @@ import json
 from collections.abc import Sequence
 from typing import Final
 
+import aws_cdk as cdk
 import jsii
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_wafv2 as wafv2
+from aws_cdk import aws_xray as xray
 from aws_cdk.aws_apigatewayv2_integrations import HttpLambdaIntegration
 from constructs import Construct
 
@@ -101,6 +103,7 @@ class WebhookApi(Construct):
         waf: bool,
         provider_ip_allow_list: Sequence[str] = (),
         retain_logs: bool,
+        xray_sampling: float = 0.0,
     ) -> None:
         super().__init__(scope, construct_id)
         if waf and api_type is ApiType.HTTP:
@@ -110,8 +113,10 @@ class WebhookApi(Construct):
         access_logs = retained_log_group(self, "AccessLogs", retain_logs)
         self.api: apigateway.RestApi | apigwv2.HttpApi
         if api_type is ApiType.REST:
-            self.api = self._rest_api(ingest, access_logs)
+            self.api = self._rest_api(ingest, access_logs, traced=xray_sampling > 0)
             base_url = self.api.url
+            if xray_sampling > 0:
+                self._sampling_rule(xray_sampling)
             if waf:
                 self._add_waf(self.api, provider_ip_allow_list)
         else:
@@ -119,8 +124,29 @@ class WebhookApi(Construct):
             base_url = f"{stage.url}/"  # a REST API's url ends with "/", an HTTP stage's not
         self.urls = {p: f"{base_url}webhooks/{p}" for p in providers}
 
+    def _sampling_rule(self, rate: float) -> None:
+        """The share of webhooks the REST stage traces (ingest and process continue its
+        decision). No reservoir: a fixed share, not a trace a second on top of it."""
+        xray.CfnSamplingRule(
+            self,
+            "Sampling",
+            sampling_rule=xray.CfnSamplingRule.SamplingRuleProperty(
+                rule_name=f"{cdk.Stack.of(self).stack_name}-webhooks"[:32],
+                priority=100,
+                fixed_rate=rate,
+                reservoir_size=0,
+                service_name="*",
+                service_type="AWS::ApiGateway::Stage",
+                host="*",
+                http_method="POST",
+                url_path="/webhooks/*",
+                resource_arn="*",
+                version=1,
+            ),
+        )
+
     def _rest_api(
-        self, ingest: lambda_.IFunction, access_logs: logs.ILogGroup
+        self, ingest: lambda_.IFunction, access_logs: logs.ILogGroup, *, traced: bool
     ) -> apigateway.RestApi:
         api = apigateway.RestApi(
             self,
@@ -134,7 +160,7 @@ class WebhookApi(Construct):
                 stage_name=STAGE,
                 throttling_rate_limit=THROTTLE_RATE,
                 throttling_burst_limit=THROTTLE_BURST,
-                tracing_enabled=True,
+                tracing_enabled=traced,
                 metrics_enabled=True,
                 logging_level=apigateway.MethodLoggingLevel.ERROR,
                 access_log_destination=apigateway.LogGroupLogDestination(access_logs),

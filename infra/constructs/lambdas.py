@@ -83,6 +83,9 @@ class FunctionSpec:
     memory_mb: int = 256
     timeout: cdk.Duration = field(default_factory=lambda: cdk.Duration.seconds(30))
     environment: Mapping[str, str] = field(default_factory=dict)
+    # "Active": Lambda starts a trace for an invocation nobody upstream sampled (at AWS's
+    # fixed 1 a second plus 5%); "PassThrough": only continues a trace its caller sampled.
+    tracing: str = "Active"
 
     @property
     def handler(self) -> str:
@@ -137,6 +140,11 @@ class UmavezFunction(Construct):
             memory_size=spec.memory_mb,
             timeout=spec.timeout,
             logging_format=lambda_.LoggingFormat.JSON,
+            # Lambda's own records (platform.start, platform.report: ~380 bytes an invocation,
+            # more than the function's own line) are INFO; the WARN ones (timeouts, crashes)
+            # stay. Duration and errors are CloudWatch metrics either way.
+            system_log_level_v2=lambda_.SystemLogLevel.WARN,
+            application_log_level_v2=lambda_.ApplicationLogLevel.INFO,
             log_group=self.log_group,
             layers=[layer],
             environment={
@@ -145,12 +153,12 @@ class UmavezFunction(Construct):
                 **spec.environment,
             },
         )
-        # Active tracing, with X-Ray's resource-less actions in a policy of their own: the
-        # cdk-nag acknowledgment for that wildcard is scoped to this policy alone, so a
-        # wildcard added to the role's default policy still fails synth.
+        # Tracing, with X-Ray's resource-less actions in a policy of their own: the cdk-nag
+        # acknowledgment for that wildcard is scoped to this policy alone, so a wildcard added
+        # to the role's default policy still fails synth.
         cfn_function = self.function.node.default_child
         assert isinstance(cfn_function, lambda_.CfnFunction)
-        cfn_function.tracing_config = lambda_.CfnFunction.TracingConfigProperty(mode="Active")
+        cfn_function.tracing_config = lambda_.CfnFunction.TracingConfigProperty(mode=spec.tracing)
         self.tracing_policy = iam.Policy(
             self,
             "Tracing",

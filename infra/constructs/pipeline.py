@@ -4,6 +4,7 @@ plus the scheduled sweeper and reconciliation. Each function gets only the actio
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import aws_cdk as cdk
 from aws_cdk import aws_dynamodb as dynamodb
@@ -17,7 +18,7 @@ from constructs import Construct
 from functions.shared import settings as runtime_settings
 from functions.shared import tables
 from infra import settings
-from infra.config import PROVIDERS, StackConfig
+from infra.config import PROVIDERS, ApiType, StackConfig
 from infra.constructs.lambdas import FunctionSpec, UmavezFunction, powertools_layer
 from infra.constructs.queues import WebhookQueues, secure_queue
 from infra.constructs.secrets import ProviderSecrets
@@ -51,9 +52,19 @@ class Pipeline(Construct):
         retention_env = {runtime_settings.RETENTION_DAYS_ENV: str(config.retention_days)}
         give_up_env = {runtime_settings.OUTBOX_GIVE_UP_HOURS_ENV: str(config.outbox_give_up_hours)}
 
+        # Who starts a trace (README "Observability"): with the REST API, its stage samples by
+        # the stack's rule and ingest continues; with the HTTP API (which does not trace),
+        # ingest starts it at Lambda's fixed rate. Process always continues ingest's trace (the
+        # message's AWSTraceHeader), so an event is one trace; the stream and the schedules
+        # start their own. `xraySampling=0`: nothing is traced.
+        tracing_on = config.xray_sampling > 0
+        starts = "Active" if tracing_on else "PassThrough"
+        ingest_tracing = starts if config.api_type is ApiType.HTTP else "PassThrough"
         self.functions: list[UmavezFunction] = []
 
         def function(construct_id: str, spec: FunctionSpec) -> lambda_.Function:
+            if not tracing_on:
+                spec = replace(spec, tracing="PassThrough")
             created = UmavezFunction(self, construct_id, spec, layer, retain)
             self.functions.append(created)
             return created.function
@@ -74,6 +85,7 @@ class Pipeline(Construct):
                     # providers wait on (README "Performance").
                     "POWERTOOLS_TRACE_DISABLED": "true",
                 },
+                tracing=ingest_tracing,
             ),
         )
         self.queues.queue.grant_send_messages(self.ingest)
@@ -93,6 +105,7 @@ class Pipeline(Construct):
                     "MERCADOPAGO_ACCESS_TOKEN_SECRET": self.secrets.mercadopago_access_token_name,
                     "STRIPE_API_KEY_SECRET": self.secrets.stripe_api_key_name,
                 },
+                tracing="PassThrough",
             ),
         )
         # TransactWriteItems is authorized item by item as PutItem / UpdateItem.

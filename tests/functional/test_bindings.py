@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from functions.shared.domain import Outcome, financial_status
 from functions.shared.errors import OrderNotYetKnownError
 from local_stack import stripe_events as stripe
+from tests.support.clients import intercepted
 from tests.support.world import World
 
 T0 = 1_764_460_800
@@ -145,9 +148,20 @@ def test_one_payment_named_for_two_orders_credits_the_first_and_records_the_conf
 
 
 def test_one_payment_named_for_two_orders_in_parallel_is_credited_once(world: World) -> None:
+    # Given four deliveries naming one payment for four orders, each of which reads before
+    # writing and waits until all four have read (none sees another's binding: only the
+    # transaction's condition can tell them apart)
     orders = [stripe.unique("ord") for _ in range(4)]
     intent = stripe.unique("pi")
-    processor = world.processor()
+    all_read = threading.Barrier(len(orders))
+
+    def after_reading(operation: str, call: Callable[[], Any]) -> Any:
+        result = call()
+        if operation == "batch_get_item":
+            all_read.wait(timeout=30)
+        return result
+
+    processor = world.processor(intercepted(world.dynamodb, after_reading))
     start = threading.Barrier(len(orders))
     outcomes: list[Outcome] = []
 

@@ -12,7 +12,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from functions.outbox import handler
+from functions.outbox import handler, sweeper_handler
 from functions.outbox.channels import Channel, EventBridgeChannel, SesEmailChannel
 from functions.outbox.sender import OutboxSender, SendPolicy, SendResult
 from functions.outbox.stranded import StrandedItems
@@ -623,3 +623,29 @@ def test_channels_that_took_an_item_before_another_failed_are_not_sent_again(
     assert sinks.events_by_key() == {outbox_id: 1}
     assert sinks.emails_by_key() == {outbox_id: 1}
     assert outbox_item(world, outbox_id)["channels_sent"] == {"eventbridge", "email"}
+
+
+def test_the_sweep_goes_on_when_the_on_failure_queue_cannot_be_read(
+    world: World, sinks: Sinks, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an item the sweeper owns, due, and an on-failure queue that cannot be read
+    _, outbox_id = paid_order(world)
+    assert sender(world, clock, []).park(outbox_id, "the first try failed")
+
+    class UnreadableQueue:
+        def park_all(self) -> None:
+            raise ClientError({"Error": {"Code": "AccessDenied", "Message": "no"}}, "Receive")
+
+    swept = Sweeper(
+        world.dynamodb, TABLES.outbox, sender(world, clock, real_channels(sinks)), clock, 0
+    )
+    monkeypatch.setattr(sweeper_handler, "stranded_items", lambda: UnreadableQueue())
+    monkeypatch.setattr(sweeper_handler, "sweeper", lambda: swept)
+    clock.advance(POLICY.backoff(1))
+
+    # When the scheduled sweeper runs
+    results = sweeper_handler.lambda_handler({}, FakeLambdaContext())
+
+    # Then the due item was still sent, once
+    assert results["sent"] == 1
+    assert sinks.events_by_key() == {outbox_id: 1}

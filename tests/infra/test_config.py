@@ -91,3 +91,13 @@ def test_waf_needs_a_rest_api_and_says_so_rather_than_switching_silently() -> No
     for context in ({"waf": "true"}, {"waf": "true", "apiType": "http"}):
         with pytest.raises(ConfigError, match=re.escape("-c apiType=rest -c waf=true")):
             from_context(stage="dev", **context)
+
+
+def test_xray_sampling_is_a_share_of_one_percent_unless_chosen() -> None:
+    assert from_context(stage="dev").xray_sampling == 0.01
+    assert from_context(stage="dev", xraySampling="0.2").xray_sampling == 0.2
+    assert from_context(stage="dev", xraySampling=0).xray_sampling == 0.0
+    with pytest.raises(ConfigError, match="xraySampling must be between 0 and 1"):
+        from_context(stage="dev", xraySampling="5")
+    with pytest.raises(ConfigError, match="xraySampling must be a number"):
+        from_context(stage="dev", xraySampling="often")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from local_stack.cost import FUNCTION_MEMORY_MB, SCHEDULE_MINUTES
+from local_stack.cost import FUNCTION_MEMORY_MB, SCHEDULE_MINUTES, TRACE_STARTERS, Prices
 from tests.infra.conftest import Synthesized
 from tests.infra.test_stack import function, logical_id
 
@@ -28,3 +28,21 @@ def test_the_cost_model_knows_each_schedule(prod: Synthesized) -> None:
         logical_id(prod, "AWS::Lambda::Function", name.capitalize()): minutes
         for name, minutes in SCHEDULE_MINUTES.items()
     }
+
+
+def test_the_cost_model_knows_who_starts_a_trace(
+    prod: Synthesized, dev_with_waf: Synthesized
+) -> None:
+    # Active functions other than ingest start their own traces; process continues ingest's
+    starters = {
+        name
+        for name in FUNCTION_MEMORY_MB
+        if function(prod, name.capitalize())["TracingConfig"]["Mode"] == "Active"
+    }
+    assert starters - {"ingest"} == set(TRACE_STARTERS)
+    # ingest starts one behind the HTTP API only; the REST stage's rule is the model's rate
+    assert "ingest" in starters
+    assert function(dev_with_waf, "Ingest")["TracingConfig"]["Mode"] == "PassThrough"
+    [rule] = dev_with_waf.resources("AWS::XRay::SamplingRule").values()
+    rate = rule["Properties"]["SamplingRule"]["FixedRate"]
+    assert rate == Prices.load().assumptions["xray_sampling"]

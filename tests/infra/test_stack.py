@@ -5,13 +5,15 @@ from __future__ import annotations
 import importlib
 import json
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from aws_cdk.assertions import Match
 
 from functions.shared import settings, tables
-from infra.config import PROVIDERS
+from infra.config import PROVIDERS, StackConfig
 from infra.constructs.lambdas import pinned_powertools_version
 from infra.constructs.pipeline import PROCESS_TIMEOUT
 from infra.settings import LAMBDA_PACKAGES, MAX_RECEIVE_COUNT
@@ -62,8 +64,10 @@ def test_every_function_is_arm64_traced_json_logged_with_limits(
 
     assert props["Architectures"] == ["arm64"]
     assert props["Runtime"] == "python3.13"
-    assert props["TracingConfig"] == {"Mode": "Active"}
+    assert props["TracingConfig"]["Mode"] in {"Active", "PassThrough"}
     assert props["LoggingConfig"]["LogFormat"] == "JSON"
+    # Lambda's INFO platform records (start, report) are not worth their bytes
+    assert props["LoggingConfig"]["SystemLogLevel"] == "WARN"
     assert props["Timeout"] > 0
     assert props["MemorySize"] >= 256
     assert props["Handler"] == FUNCTIONS[name][0]
@@ -156,7 +160,8 @@ EXPECTED_ACTIONS = {
     },
     "Outbox": {
         "dynamodb:UpdateItem",
-        "dynamodb:GetItem",  # the order's financial status and recipient as of sending
+        # The item and its order (financial status, recipient) in one read, then one write
+        "dynamodb:BatchGetItem",
         "dynamodb:DescribeStream",
         "dynamodb:GetRecords",
         "dynamodb:GetShardIterator",
@@ -173,6 +178,17 @@ EXPECTED_ACTIONS = {
         "dynamodb:GetItem",
         "events:PutEvents",
         "ses:SendEmail",
+        # Records the stream gave up on: their coordinates from the on-failure queue, the
+        # records themselves read back from the stream
+        "sqs:ReceiveMessage",
+        "sqs:DeleteMessage",
+        "sqs:ChangeMessageVisibility",
+        "sqs:GetQueueAttributes",
+        "sqs:GetQueueUrl",
+        "dynamodb:DescribeStream",
+        "dynamodb:GetRecords",
+        "dynamodb:GetShardIterator",
+        "dynamodb:ListStreams",
     },
     # Incremental: changed orders by index, their partitions, its checkpoint item, their outbox
     # items, and stuck or dead notifications by the due index. No Scan.
@@ -540,14 +556,47 @@ def test_ingest_and_process_apply_live_events_in_prod_and_test_events_elsewhere(
     assert not any(settings.PAYMENT_MODE_ENV in environment(prod, name) for name in others)
 
 
-def test_ingest_is_traced_by_lambda_alone_and_the_others_by_the_sdk_too(
-    prod: Synthesized,
+def test_one_trace_per_sampled_webhook_started_where_the_sampling_can_be_chosen(
+    prod: Synthesized, dev_with_waf: Synthesized, synth_for: Callable[[StackConfig], Synthesized]
 ) -> None:
-    # Given the synthesized functions
-    # Then every one has active tracing, ingest without the X-Ray SDK (its cold start), the
-    # others with it
-    for name in FUNCTIONS:
-        assert function(prod, name)["TracingConfig"] == {"Mode": "Active"}
+    # Given the HTTP API (which X-Ray does not trace), the REST API, and tracing turned off
+    untraced = synth_for(
+        StackConfig(stage="dev", xray_sampling=0.0, allow_no_alarm_subscription=True)
+    )
+
+    def modes(synth: Synthesized) -> dict[str, str]:
+        return {name: function(synth, name)["TracingConfig"]["Mode"] for name in FUNCTIONS}
+
+    # Then with the HTTP API ingest starts the trace (Lambda's fixed rate), with the REST API
+    # the stage does, by the stack's rule (1% by default, no reservoir), and ingest continues;
+    # process always continues ingest's trace (one trace per webhook); the stream and the
+    # schedules start their own; with xraySampling=0 nothing starts a trace
+    starters = {"Outbox": "Active", "Sweeper": "Active", "Waiting": "Active"}
+    assert modes(prod) == {
+        "Ingest": "Active",
+        "Process": "PassThrough",
+        "Reconciliation": "Active",
+        **starters,
+    }
+    assert modes(dev_with_waf)["Ingest"] == "PassThrough"
+    assert modes(dev_with_waf)["Process"] == "PassThrough"
+    dev_with_waf.template.has_resource_properties(
+        "AWS::XRay::SamplingRule",
+        {
+            "SamplingRule": Match.object_like(
+                {
+                    "FixedRate": 0.01,
+                    "ReservoirSize": 0,
+                    "ServiceType": "AWS::ApiGateway::Stage",
+                    "URLPath": "/webhooks/*",
+                    "HTTPMethod": "POST",
+                }
+            )
+        },
+    )
+    assert prod.resources("AWS::XRay::SamplingRule") == {}
+    assert set(modes(untraced).values()) == {"PassThrough"}
+    # Ingest never loads the X-Ray SDK (its cold start); the others do when traced
     assert environment(prod, "Ingest")["POWERTOOLS_TRACE_DISABLED"] == "true"
     others = set(FUNCTIONS) - {"Ingest"}
     assert not any("POWERTOOLS_TRACE_DISABLED" in environment(prod, name) for name in others)

@@ -117,7 +117,13 @@ def test_usage_bills_the_functions_and_the_event_source_not_the_local_stack(
     platform = a["lambda_platform_log_bytes"] + a["lambda_platform_log_lines"] * overhead
     access = a["api_access_log_bytes"] + a["cloudwatch_log_event_overhead_bytes"]
     assert used["log_bytes"] == pytest.approx(1000 + 4 * platform + 2 * access)
-    assert used["xray_traces"] == pytest.approx(4 * a["xray_sampling"])
+    # Two webhooks: ingest starts a trace with the HTTP API, the REST stage with the REST API;
+    # process continues it, and each outbox invocation starts its own
+    outbox = 1
+    assert used["xray_traces_http"] == pytest.approx((2 + outbox) * a["lambda_xray_sampling"])
+    assert used["xray_traces_rest"] == pytest.approx(
+        2 * a["xray_sampling"] + outbox * a["lambda_xray_sampling"]
+    )
 
 
 def test_totals_per_million_events_for_each_api_type_leave_e_mail_out(prices: Prices) -> None:
@@ -129,9 +135,13 @@ def test_totals_per_million_events_for_each_api_type_leave_e_mail_out(prices: Pr
     assert lines["WAF"] == pytest.approx(0.60)
     assert lines["DynamoDB transactions"] == pytest.approx(10 * 0.625)  # 10 WRU per event
     assert lines["SES e-mail"] == pytest.approx(100.0)
-    shared = sum(lines.values()) - lines["SES e-mail"] - 1.00 - 3.50 - 0.60
-    assert charged.http_total == pytest.approx(shared + 1.00)
-    assert charged.rest_total == pytest.approx(shared + 3.50 + 0.60)
+    # Each API type has its own X-Ray line: who starts the trace differs (README "Observability")
+    http_only = 1.00 + lines["X-Ray (HTTP API)"]
+    rest_only = 3.50 + 0.60 + lines["X-Ray (REST API)"]
+    shared = sum(lines.values()) - lines["SES e-mail"] - http_only - rest_only
+    assert charged.http_total == pytest.approx(shared + http_only)
+    assert charged.rest_total == pytest.approx(shared + rest_only)
+    assert lines["X-Ray (REST API)"] < lines["X-Ray (HTTP API)"]  # 1% of webhooks, not 5%
 
 
 def test_scheduled_runs_are_taken_out_at_their_idle_cost_and_their_extra_work_stays() -> None:
