@@ -35,12 +35,13 @@ OUTBOX_DUE_AT: Final = "next_attempt_at"
 OUTBOX_DUE_SHARDS: Final = 8
 OUTBOX_DEAD_BUCKET: Final = "dead"
 
-# Sparse, keys-only index of orders by when they last changed, for the incremental
+# Sparse, keys-only index of orders by the hour they last changed, for the incremental
 # reconciliation: `changed_bucket` is the order's `updated_at` hour plus a shard
-# (`2026-11-30T06#3`), sort key `updated_at` (ISO-8601, UTC).
-LEDGER_CHANGES_INDEX: Final = "changes"
+# (`2026-11-30T06#3`), and nothing else: no sort key, so an order changed again within the same
+# hour writes nothing to the index (a sort key of `updated_at` cost a delete and a put, 2 WRU,
+# on every change). The reconciliation reads the order's `updated_at` from the order itself.
+LEDGER_CHANGES_INDEX: Final = "changed"
 CHANGES_BUCKET: Final = "changed_bucket"
-CHANGES_AT: Final = "updated_at"
 CHANGES_SHARDS: Final = 4
 
 # TTL attribute (epoch seconds) of both tables. Only DELIVERY audit records and sent outbox
@@ -158,14 +159,12 @@ def create_table_requests(names: TableNames) -> list[dict[str, Any]]:
                 {"AttributeName": PARTITION_KEY, "AttributeType": "S"},
                 {"AttributeName": SORT_KEY, "AttributeType": "S"},
                 {"AttributeName": CHANGES_BUCKET, "AttributeType": "S"},
-                {"AttributeName": CHANGES_AT, "AttributeType": "S"},
             ],
             "GlobalSecondaryIndexes": [
                 {
                     "IndexName": LEDGER_CHANGES_INDEX,
                     "KeySchema": [
                         {"AttributeName": CHANGES_BUCKET, "KeyType": "HASH"},
-                        {"AttributeName": CHANGES_AT, "KeyType": "RANGE"},
                     ],
                     "Projection": {"ProjectionType": "KEYS_ONLY"},
                 }

@@ -24,15 +24,12 @@ class Storage(Construct):
                 name=tables.PARTITION_KEY, type=dynamodb.AttributeType.STRING
             ),
             sort_key=dynamodb.Attribute(name=tables.SORT_KEY, type=dynamodb.AttributeType.STRING),
-            # Orders by when they last changed: the reconciliation checks only those.
+            # Orders by the hour they last changed: the reconciliation checks only those.
             global_secondary_indexes=[
                 dynamodb.GlobalSecondaryIndexPropsV2(
                     index_name=tables.LEDGER_CHANGES_INDEX,
                     partition_key=dynamodb.Attribute(
                         name=tables.CHANGES_BUCKET, type=dynamodb.AttributeType.STRING
-                    ),
-                    sort_key=dynamodb.Attribute(
-                        name=tables.CHANGES_AT, type=dynamodb.AttributeType.STRING
                     ),
                     projection_type=dynamodb.ProjectionType.KEYS_ONLY,
                 )
