@@ -8,10 +8,11 @@
 
 `run` (hourly) is incremental: only orders that changed since the last run's checkpoint, found
 through the keys-only `changed` index (by hour), one order at a time, so memory does not grow
-with the tables and time grows with the traffic, not the history. `audit` reads everything, streaming
-(the fire drill, or by hand after an incident). Either way a mismatch is only a candidate until
-it is read again, consistently, after a settle margin: a Query is read-committed, so it can see
-an order's totals and not yet the entry a concurrent transaction wrote with them.
+with the tables and time grows with the traffic, not the history. `audit` reads everything,
+streaming (the fire drill, or by hand after an incident). Either way a mismatch is only a
+candidate until it is read again, consistently, after a settle margin: a Query is
+read-committed, so it can see an order's totals and not yet the entry a concurrent transaction
+wrote with them.
 """
 
 from __future__ import annotations
