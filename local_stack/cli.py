@@ -318,7 +318,7 @@ def _firedrill(args: argparse.Namespace) -> int:
 
 
 def _serve(port: int, api_type: ApiType) -> int:
-    from local_stack.resources import DEVELOPMENT_SECRETS
+    from local_stack.resources import DEVELOPMENT_SECRETS, MERCADOPAGO_DEVELOPMENT_TOKEN
     from local_stack.stack import EmbeddedStack
 
     with (
@@ -332,9 +332,14 @@ def _serve(port: int, api_type: ApiType) -> int:
             print(f"  POST {url}    secret: {DEVELOPMENT_SECRETS[provider]}")
         print(f"  AWS (moto) endpoint: {stack.aws.endpoint_url}")
         print(f"  provider APIs (fakes): {stack.provider_apis.url}")
+        print(
+            f"  Mercado Pago API (fake): {stack.provider_apis.url}/v1/payments/ID"
+            f"    token: {MERCADOPAGO_DEVELOPMENT_TOKEN}"
+        )
         print(f"  tables: {stack.resources.tables.ledger}, {stack.resources.tables.outbox}")
         print("  try: umavez send tests/events/stripe/payment_intent.succeeded.json")
         print("       umavez show order ord_1042")
+        sys.stdout.flush()  # for a pipe too (a log, a test): the banner is what it waits for
         try:
             while True:
                 time.sleep(3600)
