@@ -5,7 +5,8 @@ umavez firedrill [--orders N] [--no-faults] [--api-type http|rest]
 umavez show order ORDER_ID [--json] [--endpoint-url URL] [--ledger-table T --outbox-table T]
 umavez show waiting|unmatched [--json] [--endpoint-url URL] [--ledger-table T]
 umavez attach PROVIDER OBJECT ORDER_ID [--endpoint-url URL --ledger-table T --queue-url URL]
-umavez send EVENT_FILE [--provider stripe] [--url URL] [--secret S]
+umavez send EVENT_FILE [--provider stripe] [--url URL] [--secret S] [--wait 30]
+       [--api-url URL] [--endpoint-url URL --ledger-table T --outbox-table T]
 umavez replay stripe|mercadopago --since ISO [--until ISO] [--types T1,T2] [--starting-after ID]
        [--wait S] [--endpoint-url URL --ledger-table T --queue-url URL --stage S --api-url URL]
 umavez dlq list [--json] | dlq redrive (--message-id ID ... | --all)
@@ -25,13 +26,17 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from functions.shared.tables import DEFAULT_LEDGER_TABLE, DEFAULT_OUTBOX_TABLE, TableNames
 from infra.config import DEFAULT_API_TYPE, ApiType
 from local_stack.console import warnings_to_log
 from local_stack.metrics_report import add_parser as add_show_metrics_parser
 from local_stack.metrics_report import show as show_metrics
+
+if TYPE_CHECKING:
+    from functions.operations.outcomes import Tracked
+    from local_stack.send import PaymentToSend
 
 DEFAULT_PORT = 8750
 
@@ -139,13 +144,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--force", action="store_true", help="bind even if no delivery waits for the object"
     )
 
-    send = commands.add_parser("send", help="sign and post one event file, as the provider would")
+    send = commands.add_parser(
+        "send",
+        help="sign and post one event file, as the provider would; then show its order",
+        description="Signs and posts EVENT_FILE as the provider would, prints the HTTP status, "
+        "waits until process has handled it and prints its order as `show order` does. "
+        "Mercado Pago: EVENT_FILE is a payment as GET /v1/payments/{id} answers it; it is "
+        "registered with the fake Mercado Pago API and its notification is sent "
+        "(payment.created, or payment.updated if the fake knew the payment). "
+        "Exit status: 0 processed, 1 refused or not processed in time, 2 a bad file.",
+    )
     send.add_argument("event_file", type=Path)
     send.add_argument("--provider", default="stripe", choices=["stripe", "mercadopago", "asaas"])
     send.add_argument(
         "--url", default=None, help=f"default: http://127.0.0.1:{DEFAULT_PORT}/webhooks/PROVIDER"
     )
     send.add_argument("--secret", default=None, help="default: the local development secret")
+    send.add_argument(
+        "--api-url",
+        default=LOCAL_PROVIDER_APIS,
+        help="the fake provider APIs `serve` runs (default: %(default)s)",
+    )
+    send.add_argument(
+        "--wait",
+        type=float,
+        default=30,
+        help="seconds to wait for processing (default: %(default)s; 0: post only)",
+    )
+    _add_endpoint_url(send, "the deployed tables (with --ledger-table, --outbox-table)")
+    send.add_argument("--ledger-table", default=DEFAULT_LEDGER_TABLE)
+    send.add_argument("--outbox-table", default=DEFAULT_OUTBOX_TABLE)
 
     _add_replay_parser(commands)
     _add_dlq_parser(commands)
@@ -318,7 +346,7 @@ def _firedrill(args: argparse.Namespace) -> int:
 
 
 def _serve(port: int, api_type: ApiType) -> int:
-    from local_stack.resources import DEVELOPMENT_SECRETS
+    from local_stack.resources import DEVELOPMENT_SECRETS, MERCADOPAGO_DEVELOPMENT_TOKEN
     from local_stack.stack import EmbeddedStack
 
     with (
@@ -332,9 +360,15 @@ def _serve(port: int, api_type: ApiType) -> int:
             print(f"  POST {url}    secret: {DEVELOPMENT_SECRETS[provider]}")
         print(f"  AWS (moto) endpoint: {stack.aws.endpoint_url}")
         print(f"  provider APIs (fakes): {stack.provider_apis.url}")
+        print(
+            f"  Mercado Pago API (fake): {stack.provider_apis.url}/v1/payments/ID"
+            f"    token: {MERCADOPAGO_DEVELOPMENT_TOKEN}"
+        )
         print(f"  tables: {stack.resources.tables.ledger}, {stack.resources.tables.outbox}")
         print("  try: umavez send tests/events/stripe/payment_intent.succeeded.json")
+        print("       umavez send --provider mercadopago tests/events/mercadopago/payment.json")
         print("       umavez show order ord_1042")
+        sys.stdout.flush()  # for a pipe too (a log, a test): the banner is what it waits for
         try:
             while True:
                 time.sleep(3600)
@@ -432,19 +466,157 @@ def _has_table(dynamodb: Any, name: str) -> bool:
 def _send(args: argparse.Namespace) -> int:
     from local_stack.drill import DeliveryLog, Providers
     from local_stack.resources import DEVELOPMENT_SECRETS
+    from local_stack.send import EventFileError
     from local_stack.stories import Post
 
-    body = args.event_file.read_text()
+    try:
+        body, payment = _event_to_send(args)
+    except EventFileError as exc:
+        print(f"{args.event_file}: {exc}; nothing sent", file=sys.stderr)
+        return 2
     secret = args.secret or DEVELOPMENT_SECRETS[args.provider]
     base = args.url.rsplit("/webhooks/", 1)[0] if args.url else f"http://127.0.0.1:{DEFAULT_PORT}"
     query = {}
     if args.provider == "mercadopago":
         query = {"data.id": str(json.loads(body)["data"]["id"]), "type": "payment"}
-    providers = Providers(base, {args.provider: secret}, DeliveryLog())
+    try:
+        outcomes = _Outcomes(args, payment.resource if payment else None) if args.wait else None
+        tracked = outcomes.track(body) if outcomes else None
+        if payment is not None:
+            body = _register_mercadopago_payment(args, payment)
+    except _NotSentError as exc:
+        print(f"{exc}; nothing sent", file=sys.stderr)
+        return 1
+    log = DeliveryLog()
+    providers = Providers(base, {args.provider: secret}, log)
     statuses = providers.deliver(Post(args.provider, body, query))
     answers = " -> ".join(str(status or "timeout") for status in statuses)
     print(f"{args.provider} {args.event_file.name}: HTTP {answers}")
-    return 0 if statuses[-1] == 200 else 1
+    if statuses[-1] != 200:
+        return 1
+    if log.ignored_event_ids:
+        print("acknowledged and not enqueued: the event's mode is not the stack's (ignored)")
+        return 0
+    if outcomes is None or tracked is None:
+        return 0
+    return outcomes.report(tracked)
+
+
+class _NotSentError(Exception):
+    """Something `send` needs before posting failed: the ledger, or the fake API."""
+
+
+def _event_to_send(args: argparse.Namespace) -> tuple[str, PaymentToSend | None]:
+    """The body to post, and the Mercado Pago payment the file holds if it holds one (its
+    notification is made again once the fake says whether it knew the payment)."""
+    from local_stack import send
+
+    text = args.event_file.read_text()
+    if args.provider != "mercadopago":
+        send.read_event(args.provider, text)
+        return text, None
+    payment = send.read_mercadopago(text)
+    if payment is None:
+        return text, None
+    return payment.notification(send.PAYMENT_CREATED), payment
+
+
+def _register_mercadopago_payment(args: argparse.Namespace, payment: PaymentToSend) -> str:
+    """Registers the payment with the fake; the notification Mercado Pago then sends."""
+    from local_stack import send
+    from local_stack.provider_apis import FakeApiError, register_mercadopago_payment
+    from local_stack.resources import MERCADOPAGO_DEVELOPMENT_TOKEN
+
+    resource = payment.resource
+    try:
+        new = register_mercadopago_payment(args.api_url, MERCADOPAGO_DEVELOPMENT_TOKEN, resource)
+    except FakeApiError as exc:
+        raise _NotSentError(str(exc)) from exc
+    action = send.PAYMENT_CREATED if new else send.PAYMENT_UPDATED
+    print(
+        f"payment {resource['id']} ({resource['status']}) {'registered' if new else 'updated'} "
+        f"with the fake Mercado Pago API at {args.api_url}; its notification: {action}"
+    )
+    return payment.notification(action)
+
+
+class _Outcomes:
+    """What a sent event became, read from the ledger as `replay` reads it; then its order."""
+
+    def __init__(self, args: argparse.Namespace, payment: dict[str, Any] | None) -> None:
+        from functions.operations.outcomes import LedgerOutcomes
+        from functions.process.mercadopago_api import MercadoPagoApi
+        from functions.process.stripe_api import StripeApi
+        from functions.shared.providers import Interpreters
+        from local_stack.resources import MERCADOPAGO_DEVELOPMENT_TOKEN, STRIPE_DEVELOPMENT_API_KEY
+
+        self._args = args
+        payments = MercadoPagoApi(lambda: MERCADOPAGO_DEVELOPMENT_TOKEN, args.api_url).payment
+        interpreters = Interpreters.build(
+            # The payment about to be registered, else the one the fake knows.
+            mercadopago_payments=(lambda _: payment) if payment is not None else payments,
+            stripe_refunds=StripeApi(
+                lambda: STRIPE_DEVELOPMENT_API_KEY, args.api_url
+            ).refunds_of_charge,
+        )
+        self._dynamodb = _operations_client("dynamodb", args.endpoint_url)
+        self._ledger = LedgerOutcomes(self._dynamodb, args.ledger_table, interpreters)
+
+    def track(self, body: str) -> list[Tracked]:
+        """Before posting: the keys the ledger holds already (a duplicate writes nothing)."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        from local_stack import send
+
+        try:
+            return self._ledger.track([send.message(self._args.provider, body)])
+        except (BotoCoreError, ClientError) as exc:
+            raise _NotSentError(
+                f"cannot read the ledger at {self._args.endpoint_url} ({exc}); "
+                "is `umavez serve` running? (--wait 0 posts without reading it)"
+            ) from exc
+
+    def report(self, tracked: list[Tracked]) -> int:
+        from functions.operations.outcomes import PENDING
+
+        args = self._args
+        deadline = time.monotonic() + args.wait
+        [result] = self._ledger.settle(tracked, args.wait, every_seconds=0.5)
+        if result.outcome == PENDING:
+            later = f"; `umavez show order {result.order_id}` later" if result.order_id else ""
+            print(
+                f"not processed within {args.wait:g} s: still queued, being retried, or failing "
+                f"towards the dead-letter queue (`umavez dlq list`){later}",
+                file=sys.stderr,
+            )
+            return 1
+        detail = f" ({result.detail})" if result.detail else ""
+        print(f"processed: {result.outcome}{detail}")
+        if result.order_id is None:
+            return 0
+        self._until_notifications_leave_pending(result.order_id, deadline)
+        return _show_order(
+            argparse.Namespace(
+                order_id=result.order_id,
+                json=False,
+                endpoint_url=args.endpoint_url,
+                ledger_table=args.ledger_table,
+                outbox_table=args.outbox_table,
+            )
+        )
+
+    def _until_notifications_leave_pending(self, order_id: str, deadline: float) -> None:
+        """The outbox sends right after the commit: show the order once it has (or at the
+        deadline, pending)."""
+        from functions.shared.outbox import OutboxStatus
+        from local_stack.state import order_view
+
+        names = TableNames(self._args.ledger_table, self._args.outbox_table)
+        while time.monotonic() < deadline:
+            view = order_view(self._dynamodb, names, order_id)
+            if all(i["status"] != OutboxStatus.PENDING for i in view.outbox):
+                return
+            time.sleep(0.5)
 
 
 # -- replay: a window of provider events through the webhook queue again -----------------------

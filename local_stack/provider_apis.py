@@ -9,6 +9,10 @@ each with its own bearer token:
   as Stripe pages lists: newest first, `limit`, `starting_after`, `has_more`.
 
 Tests and the fire drill register what the providers know (`payments`, `refunds`, `events`).
+From outside (`umavez send --provider mercadopago PAYMENT.json`), a Mercado Pago payment is
+registered with `PUT /__fake__/v1/payments/{id}` (the MP token; the body is the payment as
+`GET /v1/payments/{id}` answers it): 201 when new, 200 when it replaced one. The path says it is
+the fake's: Mercado Pago's own `PUT /v1/payments/{id}` updates a payment with other semantics.
 """
 
 from __future__ import annotations
@@ -16,13 +20,17 @@ from __future__ import annotations
 import json
 import operator
 import threading
+import urllib.error
 import urllib.parse
+import urllib.request
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from local_stack.resources import MERCADOPAGO_DEVELOPMENT_TOKEN, STRIPE_DEVELOPMENT_API_KEY
+
+FAKE_PAYMENTS_PATH = "/__fake__/v1/payments/"
 
 Query = dict[str, list[str]]
 _CREATED_BOUNDS: dict[str, Callable[[int, int], bool]] = {
@@ -78,6 +86,20 @@ class FakeProviderApis:
                 else:
                     self._answer(404, {"message": "not found"})
 
+            def do_PUT(self) -> None:
+                path = urllib.parse.urlsplit(self.path).path
+                fake._record(self.path, path)
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length)
+                if not path.startswith(FAKE_PAYMENTS_PATH):
+                    self._answer(404, {"message": "not found"})
+                elif self.headers.get("Authorization") != f"Bearer {mercadopago_token}":
+                    self._answer(401, {"message": "invalid access token"})
+                else:
+                    self._answer(
+                        *fake.register_payment(path.removeprefix(FAKE_PAYMENTS_PATH), body)
+                    )
+
             def _answer(self, status: int, body: object) -> None:
                 data = json.dumps(body).encode()
                 self.send_response(status)
@@ -104,6 +126,20 @@ class FakeProviderApis:
             self.requests.append(full_path)
             nth = sum(urllib.parse.urlsplit(p).path == path for p in self.requests)
             return self._failures.pop((path, nth), None)
+
+    def register_payment(self, payment_id: str, body: bytes) -> tuple[int, dict[str, Any]]:
+        """A payment as `GET /v1/payments/{id}` will answer it: 201 new, 200 replaced, 400 not
+        a JSON object whose `id` is the path's."""
+        try:
+            payment = json.loads(body)
+        except ValueError:
+            return 400, {"message": "the body is not JSON"}
+        if not isinstance(payment, dict) or str(payment.get("id")) != payment_id:
+            return 400, {"message": f"the body must be a payment whose id is {payment_id!r}"}
+        with self._lock:
+            known = payment_id in self.payments
+            self.payments[payment_id] = payment
+        return (200 if known else 201), payment
 
     def refund_page(self, query: Query) -> dict[str, Any]:
         refunds = self.refunds.get(_first(query, "charge") or "", [])
@@ -153,6 +189,35 @@ class FakeProviderApis:
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+class FakeApiError(Exception):
+    """The fake provider API could not be reached, or refused what it was given."""
+
+
+def register_mercadopago_payment(
+    api_url: str, token: str, payment: dict[str, Any], timeout_seconds: float = 5.0
+) -> bool:
+    """Registers (or replaces) a payment with the fake Mercado Pago API; True if it was new."""
+    url = f"{api_url.rstrip('/')}{FAKE_PAYMENTS_PATH}{payment['id']}"
+    request = urllib.request.Request(  # noqa: S310 - the local fake, http on loopback
+        url,
+        data=json.dumps(payment).encode(),
+        method="PUT",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_seconds) as response:  # noqa: S310
+            return int(response.status) == 201
+    except urllib.error.HTTPError as exc:
+        reason = exc.read().decode(errors="replace")
+        raise FakeApiError(
+            f"the fake Mercado Pago API at {api_url} answered {exc.code}: {reason}"
+        ) from exc
+    except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+        raise FakeApiError(
+            f"no fake Mercado Pago API at {api_url} (is `umavez serve` running?): {exc}"
+        ) from exc
 
 
 def _first(query: Query, name: str) -> str | None:

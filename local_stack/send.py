@@ -1,0 +1,133 @@
+"""`umavez send`: what one delivery is, before it is signed and posted as its provider would.
+
+A Stripe or Asaas event carries its own state. A Mercado Pago notification names a payment and
+nothing else: process reads the payment from the payments API. So `send --provider mercadopago`
+takes the payment itself, as `GET /v1/payments/{id}` answers it, checks it the way process reads
+it, registers it with the fake API, and sends the notification Mercado Pago sends for it. A
+notification file is sent as it is (the payment must be known to the fake already).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from pydantic import ValidationError
+
+from functions.process.waiting import Message
+from functions.shared.errors import UmavezError
+from functions.shared.providers import mercadopago
+
+# Where each provider's event names itself (the fields ingest's envelope reads).
+EVENT_FIELDS: Final = {
+    "stripe": ("id", "type"),
+    "asaas": ("id", "event"),
+    "mercadopago": ("id", "action"),
+}
+PAYMENT_CREATED: Final = "payment.created"
+PAYMENT_UPDATED: Final = "payment.updated"
+
+
+class EventFileError(ValueError):
+    """The file is not something its provider sends: nothing was sent."""
+
+
+def read_event(provider: str, text: str) -> dict[str, Any]:
+    """The file's JSON object, which must name itself as the provider's events do."""
+    document = _json_object(text)
+    id_field, type_field = EVENT_FIELDS[provider]
+    if not document.get(id_field) or not (
+        document.get(type_field) or document.get("type")  # a Mercado Pago topic without action
+    ):
+        raise EventFileError(f"not a {provider} event: it needs {id_field!r} and {type_field!r}")
+    return document
+
+
+def message(provider: str, body: str) -> Message:
+    """The queue message ingest makes of a delivery: what `umavez send` then waits for."""
+    document = json.loads(body)
+    id_field, type_field = EVENT_FIELDS[provider]
+    event_type = document.get(type_field) or document.get("type")
+    return Message(provider, body, str(document[id_field]), str(event_type))
+
+
+def new_notification_id() -> int:
+    """Numeric, as Mercado Pago's notification ids are; a new one per notification."""
+    return 10**11 + secrets.randbelow(9 * 10**11)
+
+
+@dataclass(frozen=True)
+class PaymentToSend:
+    """A payment and the one notification `send` makes of it: its id is fixed before the fake
+    says whether the payment is new (`payment.created`) or known (`payment.updated`)."""
+
+    resource: dict[str, Any]
+    notification_id: int = field(default_factory=new_notification_id)
+    at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    def notification(self, action: str) -> str:
+        return mercadopago_notification(self.resource, action, self.at, self.notification_id)
+
+
+def read_mercadopago(text: str) -> PaymentToSend | None:
+    """The payment the file holds, checked; None if the file is a notification instead."""
+    document = _json_object(text)
+    data = document.get("data")
+    if isinstance(data, dict) and "id" in data and document.get("type"):
+        read_event("mercadopago", text)
+        return None
+    return PaymentToSend(_payment(document))
+
+
+def _payment(document: dict[str, Any]) -> dict[str, Any]:
+    """The payment as process will read it from the API: its fields, its id (the API client
+    takes alphanumeric ids only), its dates and amounts."""
+    try:
+        payment = mercadopago.Payment.model_validate(document)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'payment'}: {e['msg']}" for e in exc.errors()
+        )
+        raise EventFileError(f"not a Mercado Pago payment ({problems})") from exc
+    payment_id = str(payment.id)
+    if not payment_id.isascii() or not payment_id.isalnum():
+        raise EventFileError(f"payment id {payment_id!r} is not alphanumeric")
+    check = mercadopago_notification(document, PAYMENT_UPDATED, datetime.now(UTC), 0)
+    try:
+        mercadopago.Interpreter(lambda _: document)(check)
+    except UmavezError as exc:
+        raise EventFileError(f"process could not read this payment: {exc}") from exc
+    return document
+
+
+def mercadopago_notification(
+    payment: Mapping[str, Any], action: str, at: datetime, notification_id: int
+) -> str:
+    """The notification Mercado Pago sends when a payment is created or updated: `data.id` a
+    string (the resource's `id` is a number), no status."""
+    return json.dumps(
+        {
+            "action": action,
+            "api_version": "v1",
+            "data": {"id": str(payment["id"])},
+            "date_created": at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "id": notification_id,
+            "live_mode": bool(payment.get("live_mode", False)),
+            "type": "payment",
+            "user_id": str(payment.get("collector_id", "")),
+        }
+    )
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise EventFileError(f"not JSON: {exc}") from exc
+    if not isinstance(document, dict):
+        raise EventFileError("not a JSON object")
+    return document
