@@ -59,6 +59,8 @@ class StackConfig:
     # Share of webhooks traced where X-Ray lets it be chosen (the REST stage's sampling rule);
     # 0 turns tracing off. Traces Lambda starts itself are sampled at AWS's fixed rate.
     xray_sampling: float = DEFAULT_XRAY_SAMPLING
+    # One deploy of a stack from before the `changed` index keeps the old `changes` (README).
+    keep_changes_index: bool = False
 
     def __post_init__(self) -> None:
         if self.stage == PRODUCTION and not (self.alarm_email or self.allow_no_alarm_subscription):
@@ -116,6 +118,7 @@ class StackConfig:
             retention_days=number("retentionDays", settings.DEFAULT_RETENTION_DAYS),
             outbox_give_up_hours=number("outboxGiveUpHours", settings.DEFAULT_OUTBOX_GIVE_UP_HOURS),
             xray_sampling=_share("xraySampling", get("xraySampling"), DEFAULT_XRAY_SAMPLING),
+            keep_changes_index=flag("keepChangesIndex"),
         )
 
 

@@ -395,7 +395,6 @@ LINE_ITEMS = (
     LineItem("X-Ray (HTTP API)", "xray_traces_http", "traces", _xray, rest=False),
     LineItem("X-Ray (REST API)", "xray_traces_rest", "traces", _xray, http=False),
     LineItem("CloudWatch Logs", "log_bytes", "bytes", _per_byte("cloudwatch_logs_ingested_gb")),
-    LineItem("Secrets Manager", "secrets_calls", "calls", _rate("secrets_manager_api_call")),
     LineItem("SES e-mail", "ses_messages", "messages", _rate("ses_message"), False, False),
 )
 
@@ -466,6 +465,17 @@ def fixed_monthly(
             "Secrets Manager",
             f"{secrets:.0f} secrets",
             secrets * prices.rate("secrets_manager_secret_month"),
+        )
+    )
+    # Functions read their secrets through a 5-minute cache: the calls follow the containers
+    # kept warm, not the events (a short local run, all cold starts, would bill them per event).
+    reads = a["warm_containers"] * a["secrets_read_per_container"] * hours * 60 / 5
+    items.append(
+        MonthlyItem(
+            "Secrets Manager reads",
+            f"{reads:,.0f} reads ({a['warm_containers']:.0f} warm ingest and process "
+            f"containers x {a['secrets_read_per_container']:.1f} secrets, every 5 min)",
+            reads * prices.rate("secrets_manager_api_call"),
         )
     )
     items.append(MonthlyItem("KMS key (alarm topic)", "1 key", prices.rate("kms_key_month")))

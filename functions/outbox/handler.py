@@ -59,7 +59,7 @@ def handle_record(record: DynamoDBRecord, sender: OutboxSender) -> SendResult | 
             logger.exception(
                 "first try failed; parked for the sweeper", extra={"outbox_id": outbox_id}
             )
-        metrics.add_metric(name="outbox_parked", unit=MetricUnit.Count, value=1)
+            metrics.add_metric(name="outbox_parked", unit=MetricUnit.Count, value=1)
         return SendResult.RETRY_LATER
     metrics.add_metric(name=f"outbox_{sent.result.value}", unit=MetricUnit.Count, value=1)
     extra = {"outbox_id": sent.outbox_id, "result": sent.result.value, "attempts": sent.attempts}

@@ -60,6 +60,7 @@ class StrandedItems:
         results: Counter[str] = Counter()
         for message in self._messages():
             try:
+                # All of the range first: a message is deleted only once all of it was read.
                 outbox_ids = list(self._outbox_ids(message["Body"]))
             except StrandedRangeError:
                 results[UNREADABLE] += 1
@@ -103,13 +104,18 @@ class StrandedItems:
                 records = response.get("Records", [])
                 empty_reads = 0 if records else empty_reads + 1
                 for record in records:
-                    if int(record["dynamodb"]["SequenceNumber"]) > end:
+                    sequence = int(record["dynamodb"]["SequenceNumber"])
+                    if sequence > end:
                         return
                     if outbox_id := _new_item_id(record):
                         yield outbox_id
+                    if sequence == end:
+                        return
                 iterator = response.get("NextShardIterator")
         except ClientError as exc:
             raise StrandedRangeError(f"{shard} from {start}: {exc}") from exc
+        # The range's end was never reached: its items may not all be parked; the message stays.
+        raise StrandedRangeError(f"{shard}: records from {start} to {end} not all read back")
 
 
 def _new_item_id(record: dict[str, Any]) -> str | None:

@@ -37,9 +37,14 @@ BATCH_GET_LIMIT: Final = 100
 T = TypeVar("T")
 
 
+STUCK: Final = "stuck_outbox_item"
+
+
 @dataclass
 class Report:
     orders_checked: int = 0
+    # Orders read, in the window or not, by both passes: what the per-run cap bounds.
+    orders_read: int = 0
     outbox_items_checked: int = 0
     mismatches: list[books.Mismatch] = field(default_factory=list)
     # Candidates that were fine when read again: a concurrent write, not a broken book.
@@ -93,33 +98,67 @@ class Reconciler:
     def run(self) -> Report:
         """Orders changed since the checkpoint up to `now - settle`, hour by hour; the
         checkpoint moves to the end of the last hour finished (a huge backlog is resumed by
-        the next run, not lost)."""
+        the next run, not lost).
+
+        Then the same orders once more, a deadline later (the lagged pass, with its own
+        checkpoint): every outbox item of an order whose last change is that old is past its
+        deadline, so one that is neither sent nor in the due index (its stream try was lost)
+        is reported there, once, however young it was when its order was first checked.
+        """
         now = self._clock()
-        start = self._checkpoint() or iso(now - self._first_lookback)
+        saved = self._checkpoint()
+        start = saved.get("checked_until") or iso(now - self._first_lookback)
         until = iso(now - self._settle)
         report = Report(checked_from=start, checked_until=until)
         candidates: list[OrderBooks] = []
-        checked_until = until
+        checked_until = max(self._pass(start, until, report, candidates), start)
+        report.checked_until = checked_until
+        lag = self._deadline + 60
+        lagged_from = saved.get("lagged_until") or _shifted(start, -lag)
+        lagged_until = _shifted(checked_until, -lag)
+        if lagged_from < lagged_until:
+            # The cap is shared: what the first pass left; the lagged one resumes next run.
+            stuck_only = Report(orders_read=report.orders_read)
+            lagged_until = self._pass(
+                lagged_from, lagged_until, stuck_only, candidates, lagged=True
+            )
+            report.orders_read = stuck_only.orders_read
+        else:
+            lagged_until = lagged_from
+        self._confirm(candidates, report)
+        self._check_outbox_backlog(report)
+        self._check_unmatched(report)
+        self._save_checkpoint(checked_until, lagged_until)
+        return report
+
+    def _pass(
+        self,
+        start: str,
+        until: str,
+        report: Report,
+        candidates: list[OrderBooks],
+        lagged: bool = False,
+    ) -> str:
+        """Check the orders whose last change is in [start, until]; how far it got (an hour
+        boundary when it stopped at the cap on orders read). The first pass reports all but
+        items stuck outside the due index, the lagged pass only those (each once)."""
         for hour_start, hour_end in _hours(start, until):
-            if report.orders_checked >= self._max_orders:
-                checked_until = hour_start
-                break
+            if report.orders_read >= self._max_orders:
+                return hour_start
             for order_id in self._changed_orders(hour_start):
                 read = Report()
                 checked = self._check_order(order_id, read)
-                # The index knows the hour only: an order of that hour outside this run's
-                # window (before the checkpoint, or within the settle margin) is another run's.
+                report.orders_read += 1
+                # The index knows the hour only: an order of that hour outside this window
+                # (before the checkpoint, or within the settle margin) is another run's.
                 if not hour_start <= checked.updated_at <= hour_end:
                     continue
                 report.orders_checked += read.orders_checked
                 report.outbox_items_checked += read.outbox_items_checked
+                kept = [m for m in checked.mismatches if (m.kind == STUCK) == lagged]
+                checked = OrderBooks(checked.order_id, checked.updated_at, kept)
                 self._note(checked, candidates, report)
-        report.checked_until = checked_until = max(checked_until, start)
-        self._confirm(candidates, report)
-        self._check_outbox_backlog(report)
-        self._check_unmatched(report)
-        self._save_checkpoint(checked_until)
-        return report
+        return until
 
     def audit(self) -> Report:
         """Every order and every outbox item, streamed: memory stays flat, time grows with
@@ -261,7 +300,7 @@ class Reconciler:
         if status in (OutboxStatus.SENT.value, OutboxStatus.DEAD.value) or age <= self._deadline:
             return None
         return books.Mismatch(
-            "stuck_outbox_item",
+            STUCK,
             item["order_id"],
             f"{item['outbox_id']} {status} for {int(age)} s ({item.get('attempts', 0)} "
             f"attempts); `umavez outbox revive {item['outbox_id']}`",
@@ -329,7 +368,8 @@ class Reconciler:
 
     # -- the checkpoint ----------------------------------------------------------------------
 
-    def _checkpoint(self) -> str | None:
+    def _checkpoint(self) -> dict[str, str]:
+        """Where the last run's two passes stopped (`checked_until`, `lagged_until`)."""
         response = self._db.get_item(
             TableName=self._tables.ledger,
             Key=to_attributes(
@@ -337,10 +377,10 @@ class Reconciler:
             ),
             ConsistentRead=True,
         )
-        value = from_attributes(response.get("Item", {})).get("checked_until")
-        return str(value) if value else None
+        item = from_attributes(response.get("Item", {}))
+        return {k: str(item[k]) for k in ("checked_until", "lagged_until") if item.get(k)}
 
-    def _save_checkpoint(self, checked_until: str) -> None:
+    def _save_checkpoint(self, checked_until: str, lagged_until: str) -> None:
         self._db.put_item(
             TableName=self._tables.ledger,
             Item=to_attributes(
@@ -348,6 +388,7 @@ class Reconciler:
                     tables.PARTITION_KEY: CHECKPOINT_PK,
                     tables.SORT_KEY: CHECKPOINT_SK,
                     "checked_until": checked_until,
+                    "lagged_until": lagged_until,
                     "saved_at": iso(self._clock()),
                 }
             ),
@@ -363,6 +404,10 @@ def _hours(start: str, until: str) -> Iterator[tuple[str, str]]:
         hour_end = min(end, next_hour - timedelta(milliseconds=1))
         yield _stamp(cursor), _stamp(hour_end)
         cursor = next_hour
+
+
+def _shifted(stamp: str, seconds: float) -> str:
+    return _stamp(datetime.fromisoformat(stamp) + timedelta(seconds=seconds))
 
 
 def _stamp(moment: datetime) -> str:

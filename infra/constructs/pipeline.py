@@ -35,7 +35,9 @@ class Pipeline(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, config: StackConfig) -> None:
         super().__init__(scope, construct_id)
         retain = config.retain_data
-        self.storage = Storage(self, "Storage", retain=retain)
+        self.storage = Storage(
+            self, "Storage", retain=retain, keep_changes_index=config.keep_changes_index
+        )
         self.queues = WebhookQueues(self, "Queues", consumer_timeout=PROCESS_TIMEOUT, retain=retain)
         self.secrets = ProviderSecrets(
             self, "Secrets", stage=config.stage, providers=PROVIDERS, retain=retain

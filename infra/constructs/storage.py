@@ -13,7 +13,14 @@ class Storage(Construct):
     """Both tables expire items through `expires_at` (TTL): the functions set it only on what
     may go (delivery audits, sent notifications), never on an effect key or an order."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, retain: bool) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        retain: bool,
+        keep_changes_index: bool = False,
+    ) -> None:
         super().__init__(scope, construct_id)
         pitr = dynamodb.PointInTimeRecoverySpecification(point_in_time_recovery_enabled=True)
         removal = cdk.RemovalPolicy.RETAIN if retain else cdk.RemovalPolicy.DESTROY
@@ -32,7 +39,8 @@ class Storage(Construct):
                         name=tables.CHANGES_BUCKET, type=dynamodb.AttributeType.STRING
                     ),
                     projection_type=dynamodb.ProjectionType.KEYS_ONLY,
-                )
+                ),
+                *([_retired_changes_index()] if keep_changes_index else []),
             ],
             time_to_live_attribute=tables.EXPIRES_AT,
             billing=dynamodb.Billing.on_demand(),
@@ -59,7 +67,8 @@ class Storage(Construct):
                         name=tables.OUTBOX_DUE_AT, type=dynamodb.AttributeType.NUMBER
                     ),
                     projection_type=dynamodb.ProjectionType.KEYS_ONLY,
-                )
+                ),
+                *([_retired_changes_index()] if keep_changes_index else []),
             ],
             time_to_live_attribute=tables.EXPIRES_AT,
             billing=dynamodb.Billing.on_demand(),
@@ -67,3 +76,17 @@ class Storage(Construct):
             deletion_protection=retain,
             removal_policy=removal,
         )
+
+
+def _retired_changes_index() -> dynamodb.GlobalSecondaryIndexPropsV2:
+    """The index `changed` replaced (sorted by `updated_at`), kept for one deploy of a stack
+    that has it: CloudFormation creates or deletes one index per table update, so the upgrade
+    adds the new one with this kept (`-c keepChangesIndex=true`), then drops it (README)."""
+    return dynamodb.GlobalSecondaryIndexPropsV2(
+        index_name="changes",
+        partition_key=dynamodb.Attribute(
+            name=tables.CHANGES_BUCKET, type=dynamodb.AttributeType.STRING
+        ),
+        sort_key=dynamodb.Attribute(name="updated_at", type=dynamodb.AttributeType.STRING),
+        projection_type=dynamodb.ProjectionType.KEYS_ONLY,
+    )

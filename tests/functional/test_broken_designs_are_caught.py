@@ -38,7 +38,7 @@ CAUGHT_BY: list[tuple[type[EffectProcessor], GuaranteeTest]] = [
     (EventIdKey, guarantees.test_one_payment_announced_by_three_event_types_is_one_effect),
     (
         NoOrderingGuard,
-        guarantees.test_refund_then_older_payment_keeps_the_order_refunded_and_counts_both,
+        guarantees.test_an_older_payment_that_read_the_order_before_a_newer_refund_landed_is_stale,
     ),
     (
         OutboxOutsideTransaction,

@@ -7,6 +7,8 @@ Each test here is also run against deliberately broken processors
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -18,6 +20,7 @@ from tests.support.clients import (
     SimulatedCrashError,
     conflicting_once,
     crashing_after,
+    intercepted,
 )
 from tests.support.world import World
 
@@ -123,6 +126,34 @@ def test_refund_then_older_payment_keeps_the_order_refunded_and_counts_both(worl
     assert world.mismatches(order) == []
     assert late.outcome is Outcome.STALE
     assert [d["outcome"] for d in world.deliveries() if d.get("order_id") == order] == ["stale"]
+
+
+def test_an_older_payment_that_read_the_order_before_a_newer_refund_landed_is_stale(
+    world: World,
+) -> None:
+    # Given a payment whose read before writing finds no order, and a newer refund (naming the
+    # order) that commits right after that read: only the write's guard can see it now
+    order, intent = stripe.unique("ord"), stripe.unique("pi")
+    refund = stripe.refund_created(intent, stripe.unique("re"), AMOUNT, T0 + 60, order_id=order)
+    landed: list[Outcome] = []
+
+    def refund_lands_after_the_read(operation: str, call: Callable[[], Any]) -> Any:
+        result = call()
+        if operation == "batch_get_item" and not landed:
+            landed.append(world.deliver(refund).outcome)
+        return result
+
+    racing = intercepted(world.dynamodb, refund_lands_after_the_read)
+
+    # When the payment's transaction goes ahead
+    late = world.deliver(stripe.payment_intent_succeeded(order, intent, AMOUNT, T0), racing)
+
+    # Then the refund applied, the payment is stale: the order stays refunded, both count
+    state = world.order(order)
+    assert (landed, late.outcome) == ([Outcome.APPLIED], Outcome.STALE)
+    assert (state["lifecycle_status"], financial_status(state)) == ("refunded", "refunded")
+    assert (state["paid_total"], state["refunded_total"]) == (AMOUNT, AMOUNT)
+    assert world.mismatches(order) == []
 
 
 def test_two_partial_refunds_of_one_charge_are_two_effects(world: World) -> None:

@@ -649,3 +649,29 @@ def test_the_sweep_goes_on_when_the_on_failure_queue_cannot_be_read(
     # Then the due item was still sent, once
     assert results["sent"] == 1
     assert sinks.events_by_key() == {outbox_id: 1}
+
+
+def test_a_range_read_back_only_in_part_is_not_deleted(
+    world: World, clock: FakeClock, stream: StreamReader
+) -> None:
+    # Given coordinates whose end the stream never reaches (its records are not all there)
+    paid_order(world)
+    message = on_failure_message(stream.new_records())
+    info = message["DDBStreamBatchInfo"]
+    info["endSequenceNumber"] = str(int(info["endSequenceNumber"]) + 10**6)
+    sqs = boto3.client("sqs")
+    failures = sqs.create_queue(QueueName="outbox-stream-failures")["QueueUrl"]
+    sqs.send_message(QueueUrl=failures, MessageBody=json.dumps(message))
+    stranded = StrandedItems(
+        sqs, boto3.client("dynamodbstreams"), failures, sender(world, clock, [])
+    )
+
+    # When the sweeper reads it back
+    parked = dict(stranded.park_all())
+
+    # Then nothing is parked from a partial range, and the message stays for the next sweep
+    assert parked == {"unreadable": 1}
+    attributes = sqs.get_queue_attributes(
+        QueueUrl=failures, AttributeNames=["ApproximateNumberOfMessagesNotVisible"]
+    )["Attributes"]
+    assert attributes["ApproximateNumberOfMessagesNotVisible"] == "1"

@@ -309,6 +309,30 @@ def test_each_run_checks_only_the_orders_changed_since_the_last(
     assert second.checked_from == first.checked_until
 
 
+def test_an_item_whose_stream_try_was_lost_is_reported_once_in_steady_state(
+    world: World, clock: FakeClock
+) -> None:
+    # Given reconciliation running every hour, and then a payment whose outbox item never had
+    # its stream try (never sent, never in the due index)
+    clock.advance(600)
+    Reconciler(world.dynamodb, TABLES, clock).run()
+    clock.advance(1800)
+    order = stripe.unique("ord")
+    paid = world.deliver(stripe.payment_intent_succeeded(order, stripe.unique("pi"), 5000, T0))
+    assert paid.effect_key
+
+    # When reconciliation goes on running every hour for six hours
+    reports = []
+    for _ in range(6):
+        clock.advance(3600)
+        reports.append(Reconciler(world.dynamodb, TABLES, clock).run())
+
+    # Then the item is reported stuck once, past its deadline, with the command that repairs it
+    stuck = [(n, m) for n, r in enumerate(reports) for m in r.mismatches]
+    assert [(n, m.kind, m.order_id) for n, m in stuck] == [(1, "stuck_outbox_item", order)]
+    assert f"umavez outbox revive {outbox_id_for(paid.effect_key)}" in stuck[0][1].detail
+
+
 def paid_and_notified(world: World, clock: FakeClock) -> tuple[str, str]:
     """An order paid once, its notification sent: the order and the payment's effect key."""
     order = stripe.unique("ord")

@@ -1,5 +1,6 @@
-"""DynamoDB requests per delivery: one consistent read spares the writes it can (a duplicate
-writes nothing, a stale entry skips the doomed guarded attempt); the conditions decide."""
+"""DynamoDB requests per delivery: one (eventually consistent) read spares the writes it can (a
+duplicate writes nothing, a stale entry skips the doomed guarded attempt); the conditions
+decide."""
 
 from __future__ import annotations
 

@@ -101,3 +101,8 @@ def test_xray_sampling_is_a_share_of_one_percent_unless_chosen() -> None:
         from_context(stage="dev", xraySampling="5")
     with pytest.raises(ConfigError, match="xraySampling must be a number"):
         from_context(stage="dev", xraySampling="often")
+
+
+def test_the_retired_changes_index_is_kept_only_when_asked() -> None:
+    assert from_context(stage="dev").keep_changes_index is False
+    assert from_context(stage="dev", keepChangesIndex="true").keep_changes_index is True

@@ -7,14 +7,12 @@ The guarantee tests are run against these to prove that each would be caught
 from __future__ import annotations
 
 import hashlib
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from functions.process.service import (
     KEY_POSITION,
     OUTBOX_POSITION,
     EffectProcessor,
-    Known,
     Processed,
 )
 from functions.shared import tables
@@ -55,11 +53,8 @@ class EventIdKey(EffectProcessor):
 
 
 class NoOrderingGuard(EffectProcessor):
-    """Updates the order whatever its last_event_at: an old event sends it back. (It does not
-    look at the order before writing either: that read only spares a doomed transaction.)"""
-
-    def _read_before_writing(self, routed: RoutedEffect) -> Known:
-        return replace(super()._read_before_writing(routed), order=None)
+    """Updates the order whatever its last_event_at: an old event sends it back whenever the
+    read before writing did not already see the newer one."""
 
     def _order_update(self, routed: RoutedEffect) -> UpdateTypeDef:
         update = super()._order_update(routed)
