@@ -296,7 +296,7 @@ def _attach(args: argparse.Namespace) -> int:
 
 
 def _firedrill(args: argparse.Namespace) -> int:
-    from local_stack.firedrill import DeployedTarget, DrillOptions, run_deployed, run_embedded
+    from firedrill.run import DeployedTarget, DrillOptions, run_deployed, run_embedded
 
     if not args.url:
         options = DrillOptions(
@@ -430,9 +430,9 @@ def _has_table(dynamodb: Any, name: str) -> bool:
 
 
 def _send(args: argparse.Namespace) -> int:
-    from local_stack.drill import DeliveryLog, Providers
+    from firedrill.delivery import DeliveryLog, Providers
+    from firedrill.stories import Post
     from local_stack.resources import DEVELOPMENT_SECRETS
-    from local_stack.stories import Post
 
     body = args.event_file.read_text()
     secret = args.secret or DEVELOPMENT_SECRETS[args.provider]

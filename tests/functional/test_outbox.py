@@ -18,8 +18,8 @@ from functions.outbox.sweeper import Sweeper
 from functions.outbox.wiring import policy_from_env
 from functions.shared import tables
 from functions.shared.outbox import OutboxItem, outbox_id_for
-from local_stack import stripe_events as stripe
 from local_stack.faults import FaultyChannel, first
+from provider_events import stripe
 from tests.conftest import TABLES
 from tests.support.clients import (
     SimulatedCrashError,

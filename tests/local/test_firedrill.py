@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from local_stack.firedrill import DeployedTarget, DrillOptions, run_deployed, run_embedded
+from firedrill.run import DeployedTarget, DrillOptions, run_deployed, run_embedded
 from local_stack.resources import DEVELOPMENT_SECRETS
 from local_stack.stack import EmbeddedStack
 from tests.support.broken_designs import EventIdKey

@@ -1,4 +1,4 @@
-"""`umavez firedrill`: the drill against the embedded stack (default) or a deployed one."""
+"""A whole drill (`umavez firedrill`): against the embedded stack (default) or a deployed one."""
 
 from __future__ import annotations
 
@@ -14,35 +14,25 @@ from typing import Any, TextIO
 
 import boto3
 
+from firedrill.checks import Check, books_checks, check_state, embedded_checks
+from firedrill.delivery import DeliveryLog, Providers, run_stories
+from firedrill.progress import ProgressBar
+from firedrill.report import deliveries_line, embedded_facts, render
+from firedrill.stories import Post, Story, stories
 from functions.ingest.adapters import SqsQueue
 from functions.operations import replay
 from functions.operations.outcomes import LedgerOutcomes, Tracked
-from functions.outbox.templates import emails_customer
 from functions.process.service import EffectProcessor
 from functions.process.stripe_api import StripeApi
 from functions.process.waiting import Waiting
-from functions.reconcile.service import CHECKPOINT_PK, Reconciler
-from functions.shared import books
+from functions.reconcile.service import CHECKPOINT_PK
 from functions.shared.domain import Outcome
-from functions.shared.outbox import OutboxItem
 from functions.shared.providers import Interpreters
 from functions.shared.tables import TableNames
 from infra.config import DEFAULT_API_TYPE, ApiType
-from local_stack.drill import (
-    Check,
-    DeliveryLog,
-    ProgressBar,
-    Providers,
-    check_state,
-    render,
-    run_stories,
-)
-from local_stack.metrics_report import by_function
 from local_stack.resources import DEVELOPMENT_SECRETS, STRIPE_DEVELOPMENT_API_KEY, client
-from local_stack.sink import sink_counts
 from local_stack.stack import EmbeddedStack, Faults
 from local_stack.state import LedgerState, order_view
-from local_stack.stories import Post, Story, stories
 
 DEFAULT_ORDERS = 300
 RESEND_SHARE = 0.1
@@ -90,7 +80,7 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
 
         state = LedgerState.load(dynamodb, names)
         checks = check_state(drill, state, log)
-        checks += _embedded_checks(stack, state, log, drained)
+        checks += embedded_checks(stack, state, log, drained)
         checks.append(unmatched)
         checks.append(
             Check(
@@ -102,7 +92,7 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
                 else "state changed: " + _changed(before_resend, after_resend),
             )
         )
-        facts = _facts(options, drill, log, stack, state, time.monotonic() - started)
+        facts = embedded_facts(options.faults, drill, log, stack, state, time.monotonic() - started)
     render(checks, facts, out)
     return 0 if all(c.ok for c in checks) else 1
 
@@ -160,119 +150,18 @@ def run_deployed(
     while True:
         views = {s.order_id: order_view(dynamodb, target.tables, s.order_id) for s in drill}
         state = LedgerState(views, [], [i for v in views.values() for i in v.outbox])
-        checks = check_state(drill, state, log) + _books_checks(views)
+        checks = check_state(drill, state, log) + books_checks(views)
         if all(c.ok for c in checks) or time.monotonic() > deadline:
             break
         time.sleep(10)
     facts = {
         "target": target.url,
         "orders (stories)": f"{len(drill)} ({', '.join(sorted(providers_given))})",
-        "deliveries (HTTP attempts)": _deliveries(log),
+        "deliveries (HTTP attempts)": deliveries_line(log),
         "elapsed": f"{time.monotonic() - started:.1f} s",
     }
     render(checks, facts, out)
     return 0 if all(c.ok for c in checks) else 1
-
-
-def _deliveries(log: DeliveryLog) -> str:
-    answers = ", ".join(f"{k or 'timeout'}x{v}" for k, v in sorted(log.by_status.items()))
-    return f"{log.attempts}: {answers}"
-
-
-def _books_checks(views: dict[str, Any]) -> list[Check]:
-    mismatches = [
-        m
-        for v in views.values()
-        for m in books.unbalanced_totals(v.order, v.effects)
-        + books.unmatched_outbox(v.effects, v.outbox)
-    ]
-    unsent = [
-        i["outbox_id"][:16] for v in views.values() for i in v.outbox if i["status"] != "sent"
-    ]
-    return [
-        Check(
-            "books balance for the drill's orders", not mismatches, f"{len(mismatches)} mismatches"
-        ),
-        Check("every notification sent", not unsent, f"{len(unsent)} not sent yet"),
-    ]
-
-
-def _embedded_checks(
-    stack: EmbeddedStack, state: LedgerState, log: DeliveryLog, drained: bool
-) -> list[Check]:
-    sinks = sink_counts(stack.aws.endpoint_url)
-    unsent = [i["outbox_id"][:16] for i in state.outbox if i["status"] != "sent"]
-    missing_sink = [
-        i["outbox_id"][:16]
-        for i in state.outbox
-        if sinks.get(i["outbox_id"], {}).get("eventbridge", 0) < 1
-        or (_emailed(i) and sinks.get(i["outbox_id"], {}).get("email", 0) < 1)
-    ]
-    # The full audit: the drill checks every order, not only those changed since the last
-    # scheduled (incremental) run.
-    report = Reconciler(
-        client("dynamodb", stack.aws.endpoint_url),
-        stack.resources.tables,
-        time.time,
-        sleep=time.sleep,
-    ).audit()
-    sqs = client("sqs", stack.aws.endpoint_url)
-    dead_letters = int(
-        sqs.get_queue_attributes(
-            QueueUrl=stack.resources.dead_letter_url, AttributeNames=["ApproximateNumberOfMessages"]
-        )["Attributes"]["ApproximateNumberOfMessages"]
-    )
-    scheduled = _scheduled_reconciliation(stack)
-    seen = set().union(*(p.event_ids for p in stack.process_pollers))
-    unprocessed = sorted(log.accepted_event_ids - seen)
-    most = max((max(c.values(), default=0) for c in sinks.values()), default=0)
-    return [
-        Check(
-            "every notification sent and received by its sinks",
-            not unsent and not missing_sink,
-            f"{len(state.outbox)} keys, at most {most} deliveries of one key"
-            if not (unsent or missing_sink)
-            else f"unsent {unsent[:3]}, missing at a sink {missing_sink[:3]}",
-        ),
-        Check(
-            "books balance (reconciliation)",
-            not report.mismatches,
-            f"{report.orders_checked} orders, 0 mismatches"
-            if not report.mismatches
-            else "; ".join(f"{m.kind} {m.order_id}" for m in report.mismatches[:3]),
-        ),
-        scheduled,
-        Check(
-            "nothing lost: every accepted delivery processed, DLQ empty",
-            drained and not unprocessed and dead_letters == 0,
-            f"drained={drained}, unprocessed={len(unprocessed)}, dead letters={dead_letters}",
-        ),
-    ]
-
-
-BOOKS_MISMATCHES = ("unbalanced_total", "missing_outbox_item", "unexpected_outbox_item")
-
-
-def _scheduled_reconciliation(stack: EmbeddedStack) -> Check:
-    """The hourly (incremental) reconciliation ran on its local schedule while the drill
-    wrote; once more now. Under traffic it must never call the books wrong: a false alarm
-    pages someone. (Unmatched money and unsent items are real while the drill runs.)"""
-    stack.reconciliation.run_now()
-    runs = stack.reconciliation.results
-    false = [
-        f"{kind}={count}"
-        for run in runs
-        for kind, count in run["mismatches"].items()
-        if kind in BOOKS_MISMATCHES
-    ]
-    checked = sum(run["orders_checked"] for run in runs)
-    return Check(
-        "scheduled reconciliation under traffic: no false mismatch",
-        not false,
-        f"{len(runs)} incremental runs, {checked} orders read"
-        if not false
-        else ", ".join(false[:5]),
-    )
 
 
 def _attach_unmatched(stack: EmbeddedStack, drill: Sequence[Story]) -> Check:
@@ -297,14 +186,6 @@ def _attach_unmatched(stack: EmbeddedStack, drill: Sequence[Story]) -> Check:
         not missing,
         f"{len(expected)} unmatched, attached" if not missing else f"not listed: {missing[:3]}",
     )
-
-
-def _emailed(item: dict[str, Any]) -> bool:
-    """Due an e-mail under the policy: to its own recipient, or to the one its order had
-    learned when it was sent (the sender records the channels it used)."""
-    if "email" in item.get("channels_sent", set()):
-        return True
-    return bool(item.get("recipient")) and emails_customer(OutboxItem.model_validate(item))
 
 
 @dataclass
@@ -376,35 +257,3 @@ def _snapshot(dynamodb: Any, names: TableNames) -> list[Any]:
         for page in dynamodb.get_paginator("scan").paginate(TableName=table):
             items += [i for i in page["Items"] if i.get("pk", {}).get("S") != CHECKPOINT_PK]
     return sorted(items, key=repr)
-
-
-def _facts(
-    options: DrillOptions,
-    drill: Sequence[Story],
-    log: DeliveryLog,
-    stack: EmbeddedStack,
-    state: LedgerState,
-    elapsed: float,
-) -> dict[str, Any]:
-    effects = [e for v in state.orders.values() for e in v.effects]
-    process: Counter[str] = sum((p.stats for p in stack.process_pollers), start=Counter())
-    return {
-        "orders (stories)": f"{len(drill)} across {len({s.kind for s in drill})} kinds",
-        "deliveries (HTTP attempts)": _deliveries(log),
-        "provider retries": log.retries,
-        "effects": ", ".join(
-            f"{n} {outcome}" for outcome, n in Counter(e["outcome"] for e in effects).items()
-        ),
-        "faults injected": (
-            f"{stack.aws.stats()['conflicts_injected']} transaction conflicts, "
-            f"{process['crashed_before_delete']} crashes before SQS delete, "
-            f"{stack.faults.channel_failures:.0%} of sends failing, "
-            f"{stack.faults.crash_after_send:.0%} crashing after the send"
-            if options.faults
-            else "none"
-        ),
-        "process records (with redeliveries)": process["records"],
-        # Sums of each function's metrics, as written to .local/metrics (`umavez show metrics`).
-        **{f"metrics: {f}": line for f, line in by_function(stack.metrics.totals()).items()},
-        "elapsed": f"{elapsed:.1f} s",
-    }
