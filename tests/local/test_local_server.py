@@ -186,3 +186,65 @@ def test_a_partition_query_answers_like_moto_reading_only_its_partition(aws: Loc
     assert backwards == expected[::-1]
     assert [i["sk"]["S"] for i in effects] == ["EFFECT#1", "EFFECT#2", "EFFECT#3"]
     assert missing == []
+
+
+def test_sends_and_receives_answer_as_moto_does_without_counting_the_queue(aws: LocalAws) -> None:
+    # Given a standard queue and a FIFO queue with content-based deduplication
+    sqs = client("sqs", aws.endpoint_url)
+    standard = sqs.create_queue(QueueName="local-depth")["QueueUrl"]
+    fifo = sqs.create_queue(
+        QueueName="local-dedup.fifo",
+        Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "true"},
+    )["QueueUrl"]
+
+    # When 30 messages are sent to the first, 5 received (and held), and the same body twice
+    # to the second
+    for n in range(30):
+        sqs.send_message(QueueUrl=standard, MessageBody=f"m{n}")
+    held = sqs.receive_message(QueueUrl=standard, MaxNumberOfMessages=5, VisibilityTimeout=60)
+    for _ in range(2):
+        sqs.send_message(QueueUrl=fifo, MessageBody="same", MessageGroupId="g")
+
+    # Then the counts are exact (the sends' shortcut left the queue's attributes whole), the
+    # received messages are the oldest, and the FIFO queue deduplicated by content
+    counts = sqs.get_queue_attributes(
+        QueueUrl=standard,
+        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    )["Attributes"]
+    assert counts == {
+        "ApproximateNumberOfMessages": "25",
+        "ApproximateNumberOfMessagesNotVisible": "5",
+    }
+    assert sorted(m["Body"] for m in held["Messages"]) == ["m0", "m1", "m2", "m3", "m4"]
+    deduplicated = sqs.get_queue_attributes(
+        QueueUrl=fifo, AttributeNames=["ApproximateNumberOfMessages"]
+    )["Attributes"]
+    assert deduplicated == {"ApproximateNumberOfMessages": "1"}
+
+
+def test_updates_sharing_one_expression_each_apply_their_own_values(aws: LocalAws) -> None:
+    # Given an item, and one update expression the server has parsed before
+    dynamodb = client("dynamodb", aws.endpoint_url)
+    expression = "SET #n = :n, sums = if_not_exists(sums, :zero) + :n"
+
+    def update(key: str, n: int) -> None:
+        dynamodb.update_item(
+            TableName=TABLE,
+            Key={"pk": {"S": key}},
+            UpdateExpression=expression,
+            ExpressionAttributeNames={"#n": "last"},
+            ExpressionAttributeValues={":n": {"N": str(n)}, ":zero": {"N": "0"}},
+        )
+
+    # When it updates two items with other values, one of them twice
+    update("same-expression-a", 5)
+    update("same-expression-b", 7)
+    update("same-expression-a", 2)
+
+    # Then each item holds its own values: the kept parse carries no values of a request
+    def read(key: str) -> dict[str, str]:
+        item = dynamodb.get_item(TableName=TABLE, Key={"pk": {"S": key}})["Item"]
+        return {name: item[name]["N"] for name in ("last", "sums")}
+
+    assert read("same-expression-a") == {"last": "2", "sums": "7"}
+    assert read("same-expression-b") == {"last": "7", "sums": "7"}
