@@ -4,6 +4,7 @@ timeout or a 5xx, answered late where a story plays the incident; and what they 
 from __future__ import annotations
 
 import hashlib
+import heapq
 import hmac
 import json
 import threading
@@ -15,6 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from firedrill.stories import Post, Story
 from functions.ingest.providers.mercadopago import manifest
@@ -130,29 +132,105 @@ def _event_id(post: Post) -> str:
     return str(json.loads(post.body)["id"])
 
 
+class Deliverer(Protocol):
+    """What the schedule delivers through: `Providers`, or a fake in tests."""
+
+    def deliver(self, post: Post) -> object: ...
+
+
 def run_stories(
     stories: Sequence[Story],
-    providers: Providers,
+    providers: Deliverer,
     progress: Callable[[int, int], None],
     workers: int = 8,
+    stories_per_second: float | None = None,
 ) -> None:
+    """Deliver every story, its phases in order, up to `workers` phases at a time.
+
+    A phase the provider sends `after_seconds` after the one before waits on a timer, not in a
+    worker: a story that waits never holds up the others. Phases of stories already under way
+    go before new stories. With `stories_per_second`, story n starts n / rate seconds in (a
+    soak's fixed rate); otherwise all are ready at once.
+    """
     total = sum(post.copies for story in stories for post in story.posts)
-    done = 0
-    lock = threading.Lock()
+    Schedule(stories, providers.deliver, progress, total, workers, stories_per_second).run()
 
-    def tick(count: int) -> None:
-        nonlocal done
-        with lock:
-            done += count
-            progress(done, total)
 
-    def run(story: Story) -> None:
-        with ThreadPoolExecutor(max_workers=8) as phase_pool:
-            for phase in story.phases:
-                time.sleep(max((post.after_seconds for post in phase), default=0))
-                copies = [post for post in phase for _ in range(post.copies)]
-                list(phase_pool.map(providers.deliver, copies))
-                tick(len(copies))
+@dataclass(order=True)
+class _Phase:
+    key: tuple[int, float, int]
+    story: int = field(compare=False)
+    phase: int = field(compare=False)
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        list(pool.map(run, stories))
+
+class Schedule:
+    """The delivery schedule of `run_stories`: timers for phases not yet due, a ready heap."""
+
+    def __init__(
+        self,
+        stories: Sequence[Story],
+        deliver: Callable[[Post], object],
+        progress: Callable[[int, int], None],
+        total: int,
+        workers: int,
+        stories_per_second: float | None,
+    ) -> None:
+        self._stories = stories
+        self._deliver = deliver
+        self._progress = progress
+        self._total = total
+        self._workers = workers
+        self._cond = threading.Condition()
+        self._timers: list[tuple[float, int, int, int]] = []  # (due, sequence, story, phase)
+        self._ready: list[_Phase] = []
+        self._sequence = 0
+        self._running = 0
+        self._unfinished = len(stories)
+        self._done = 0
+        self._errors: list[BaseException] = []
+        started = time.monotonic()
+        for n in range(len(stories)):
+            offset = n / stories_per_second if stories_per_second else 0.0
+            self._at(started + offset, n, 0)
+
+    def _at(self, due: float, story: int, phase: int) -> None:
+        delay = max((post.after_seconds for post in self._stories[story].phases[phase]), default=0)
+        self._sequence += 1
+        heapq.heappush(self._timers, (due + delay, self._sequence, story, phase))
+
+    def run(self) -> None:
+        with (
+            ThreadPoolExecutor(self._workers, thread_name_prefix="phase") as phases,
+            ThreadPoolExecutor(self._workers * 4, thread_name_prefix="post") as posts,
+            self._cond,
+        ):
+            while self._unfinished:
+                now = time.monotonic()
+                while self._timers and self._timers[0][0] <= now:
+                    due, sequence, story, phase = heapq.heappop(self._timers)
+                    # Stories under way first (phase > 0), then by when they became due.
+                    heapq.heappush(self._ready, _Phase((phase == 0, due, sequence), story, phase))
+                while self._ready and self._running < self._workers:
+                    ready = heapq.heappop(self._ready)
+                    self._running += 1
+                    phases.submit(self._run_phase, posts, ready.story, ready.phase)
+                timeout = self._timers[0][0] - now if self._timers else None
+                self._cond.wait(timeout)
+        if self._errors:
+            raise self._errors[0]
+
+    def _run_phase(self, posts: ThreadPoolExecutor, story: int, phase: int) -> None:
+        copies = [p for p in self._stories[story].phases[phase] for _ in range(p.copies)]
+        try:
+            list(posts.map(self._deliver, copies))
+        except BaseException as exc:  # noqa: BLE001 - re-raised by run(), after the others
+            self._errors.append(exc)
+        with self._cond:
+            self._running -= 1
+            self._done += len(copies)
+            self._progress(self._done, self._total)
+            if phase + 1 < len(self._stories[story].phases) and not self._errors:
+                self._at(time.monotonic(), story, phase + 1)
+            else:
+                self._unfinished -= 1
+            self._cond.notify()

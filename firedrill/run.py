@@ -7,7 +7,8 @@ import random
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TextIO
@@ -17,8 +18,8 @@ import boto3
 from firedrill.checks import Check, books_checks, check_state, embedded_checks
 from firedrill.delivery import DeliveryLog, Providers, run_stories
 from firedrill.progress import ProgressBar
-from firedrill.report import deliveries_line, embedded_facts, render
-from firedrill.stories import Post, Story, stories
+from firedrill.report import deliveries_line, embedded_facts, render, server_facts
+from firedrill.stories import Post, Story, stories, stories_for_deliveries
 from functions.ingest.adapters import SqsQueue
 from functions.operations import replay
 from functions.operations.outcomes import LedgerOutcomes, Tracked
@@ -27,14 +28,17 @@ from functions.process.stripe_api import StripeApi
 from functions.process.waiting import Waiting
 from functions.reconcile.service import CHECKPOINT_PK
 from functions.shared.domain import Outcome
+from functions.shared.dynamo import scan_items
 from functions.shared.providers import Interpreters
 from functions.shared.tables import TableNames
 from infra.config import DEFAULT_API_TYPE, ApiType
 from local_stack.resources import DEVELOPMENT_SECRETS, STRIPE_DEVELOPMENT_API_KEY, client
-from local_stack.stack import EmbeddedStack, Faults
+from local_stack.stack import Drained, EmbeddedStack, Faults
 from local_stack.state import LedgerState, order_view
 
 DEFAULT_ORDERS = 300
+DEFAULT_DELIVERIES = 1000  # `make run`
+DEFAULT_SOAK_RATE = 5.0  # deliveries a second
 RESEND_SHARE = 0.1
 DEPLOYED_PROVIDERS = {"stripe", "asaas"}  # Mercado Pago's would need their live payments API
 
@@ -47,54 +51,122 @@ class DrillOptions:
     process_variant: type[EffectProcessor] | None = None
     # The event shape the embedded front hands ingest (the deployed stack's `apiType`).
     api_type: ApiType = DEFAULT_API_TYPE
+    # Sized by deliveries instead of orders: as many stories as make at least this many.
+    deliveries: int | None = None
+    # A soak: deliver for this many minutes at `rate` deliveries a second, then check.
+    soak_minutes: float | None = None
+    rate: float = DEFAULT_SOAK_RATE
+
+    def stories(self, now: int) -> list[Story]:
+        if self.soak_minutes is not None:
+            return stories_for_deliveries(int(self.rate * self.soak_minutes * 60), now)
+        if self.deliveries is not None:
+            return stories_for_deliveries(self.deliveries, now)
+        return stories(self.orders, now)
+
+    def stories_per_second(self, drill: Sequence[Story]) -> float | None:
+        """A soak spreads its stories evenly over its minutes; otherwise all are ready at once."""
+        if self.soak_minutes is None:
+            return None
+        return len(drill) / (self.soak_minutes * 60)
+
+
+class Stopwatch:
+    """Seconds per step of a run, in the order the steps first ran."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._started = time.monotonic()
+
+    @contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.monotonic() - started
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self._started
 
 
 def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
-    started = time.monotonic()
+    watch = Stopwatch()
     faults = Faults.drill() if options.faults else Faults()
     faults.seed = options.seed
     with EmbeddedStack(
         faults=faults, process_variant=options.process_variant, api_type=options.api_type
     ) as stack:
-        drill = stories(options.orders, int(time.time()))
+        drill = options.stories(int(time.time()))
         log = DeliveryLog()
         providers = providers_for(stack, drill, log)
         err.write(
             f"  embedded stack up: {stack.front.url} as a {options.api_type.value} API"
             f" (AWS on {stack.aws.endpoint_url})\n"
         )
-        run_stories(drill, providers, ProgressBar(err))
-        drained = stack.drain()
+        drains: list[Drained] = []
+
+        def drain() -> None:
+            with watch.step("draining"):
+                drains.append(stack.drain(let_waits_pass=True))
+            _progress_line(err, drains[-1])
+
+        with watch.step("delivering"):
+            run_stories(
+                drill,
+                providers,
+                ProgressBar(err),
+                stories_per_second=options.stories_per_second(drill),
+            )
+        drain()
         dynamodb = client("dynamodb", stack.aws.endpoint_url)
         names = stack.resources.tables
-        unmatched = _attach_unmatched(stack, drill)
-        drained = stack.drain() and drained
+        with watch.step("attaching, resending, replaying"):
+            unmatched = _attach_unmatched(stack, drill)
+        drain()
 
-        before_resend = _snapshot(dynamodb, names)
-        resent = _resend(drill, providers, options.seed)
-        drained = stack.drain() and drained
-        replayed = _replay_stripe(stack, drill, log)
-        drained = stack.drain() and drained
-        after_resend = _snapshot(dynamodb, names)
-        replay_outcomes = Counter(r.outcome for r in replayed.ledger.results(replayed.enqueued))
-
-        state = LedgerState.load(dynamodb, names)
-        checks = check_state(drill, state, log)
-        checks += embedded_checks(stack, state, log, drained)
-        checks.append(unmatched)
-        checks.append(
-            Check(
-                "resends and a replay from the events API change nothing",
-                before_resend == after_resend and Outcome.APPLIED.value not in replay_outcomes,
-                f"{resent} old events resent; {len(replayed.enqueued)} replayed: "
-                + ", ".join(f"{n} {outcome}" for outcome, n in sorted(replay_outcomes.items()))
-                if before_resend == after_resend
-                else "state changed: " + _changed(before_resend, after_resend),
+        with watch.step("attaching, resending, replaying"):
+            before_resend = _read_tables(dynamodb, names).business_state()
+            resent = _resend(drill, providers, options.seed)
+        drain()
+        with watch.step("attaching, resending, replaying"):
+            replayed = _replay_stripe(stack, drill, log)
+        drain()
+        with watch.step("checking"):
+            after = _read_tables(dynamodb, names)
+            after_resend = after.business_state()
+            replay_outcomes = Counter(r.outcome for r in replayed.ledger.results(replayed.enqueued))
+            state = LedgerState.of(after.ledger, after.outbox)
+            checks = check_state(drill, state, log)
+            checks += embedded_checks(stack, state, log, drains)
+            checks.append(unmatched)
+            checks.append(
+                Check(
+                    "resends and a replay from the events API change nothing",
+                    before_resend == after_resend and Outcome.APPLIED.value not in replay_outcomes,
+                    f"{resent} old events resent; {len(replayed.enqueued)} replayed: "
+                    + ", ".join(f"{n} {outcome}" for outcome, n in sorted(replay_outcomes.items()))
+                    if before_resend == after_resend
+                    else "state changed: " + _changed(before_resend, after_resend),
+                )
             )
-        )
-        facts = embedded_facts(options.faults, drill, log, stack, state, time.monotonic() - started)
+        facts = embedded_facts(options.faults, drill, log, stack, state, drains, watch.seconds)
+        server = stack.aws.stats()
+    facts |= server_facts(server)
+    facts["elapsed"] = f"{watch.elapsed:.1f} s"
     render(checks, facts, out)
     return 0 if all(c.ok for c in checks) else 1
+
+
+def _progress_line(err: TextIO, drained: Drained) -> None:
+    """The console says what each drain waited for: a line, never redrawn."""
+    outcome = "quiet" if drained else f"gave up with {drained.left}"
+    err.write(
+        f"  drained: {outcome} after {drained.seconds:.0f} s "
+        f"(allowed {drained.bound_seconds:.0f} s for a peak of {drained.peak} in flight)\n"
+    )
+    err.flush()
 
 
 def providers_for(stack: EmbeddedStack, drill: Sequence[Story], log: DeliveryLog) -> Providers:
@@ -249,11 +321,20 @@ def _changed(before: list[Any], after: list[Any]) -> str:
     return "; ".join(notes[:4])
 
 
-def _snapshot(dynamodb: Any, names: TableNames) -> list[Any]:
-    """Every item of the business state. The reconciliation's checkpoint is left out: the
-    scheduled run moves it whenever it runs, resends or not."""
-    items = []
-    for table in (names.ledger, names.outbox):
-        for page in dynamodb.get_paginator("scan").paginate(TableName=table):
-            items += [i for i in page["Items"] if i.get("pk", {}).get("S") != CHECKPOINT_PK]
-    return sorted(items, key=repr)
+def _read_tables(dynamodb: Any, names: TableNames) -> Tables:
+    """Both tables, every item (one scan each)."""
+    return Tables(
+        list(scan_items(dynamodb, names.ledger)), list(scan_items(dynamodb, names.outbox))
+    )
+
+
+@dataclass
+class Tables:
+    ledger: list[dict[str, Any]]
+    outbox: list[dict[str, Any]]
+
+    def business_state(self) -> list[Any]:
+        """Every item of the business state. The reconciliation's checkpoint is left out: the
+        scheduled run moves it whenever it runs, resends or not."""
+        items = [i for i in self.ledger if i.get("pk") != CHECKPOINT_PK] + self.outbox
+        return sorted(items, key=repr)

@@ -88,6 +88,11 @@ class Story:
     def posts(self) -> list[Post]:
         return [post for phase in self.phases for post in phase]
 
+    @property
+    def deliveries(self) -> int:
+        """HTTP deliveries the story makes (each post's copies), before any provider retry."""
+        return sum(post.copies for post in self.posts)
+
 
 def stripe_retries(order: str, at: int) -> Story:
     """Provider retries: the same event four times at once, once more after a timeout, and the
@@ -756,3 +761,16 @@ def stories(orders: int, now: int) -> list[Story]:
     """`orders` stories, every kind in turn, their events a day old."""
     day_ago = now - 86_400
     return [KINDS[n % len(KINDS)](unique("ord"), day_ago + n) for n in range(orders)]
+
+
+def stories_for_deliveries(deliveries: int, now: int) -> list[Story]:
+    """Stories, every kind in turn as `stories` makes them, until they make at least
+    `deliveries` deliveries (provider retries come on top)."""
+    day_ago = now - 86_400
+    made: list[Story] = []
+    total = 0
+    while total < deliveries:
+        story = KINDS[len(made) % len(KINDS)](unique("ord"), day_ago + len(made))
+        made.append(story)
+        total += story.deliveries
+    return made

@@ -5,7 +5,7 @@
 - DynamoDB Streams -> outbox: the same filter as the mapping, partial batch responses, bounded
   retries, then the failed records' metadata to the on-failure queue.
 - a schedule for the sweeper.
-When idle, a poller waits a little longer each time (up to a quarter second), and goes back
+When idle, a poller waits a little longer each time (up to half a second), and goes back
 to full speed as soon as there is work: empty polls cost the single-threaded server time.
 """
 
@@ -29,7 +29,7 @@ from local_stack.resources import client
 
 Handler = Callable[[dict[str, Any], Any], Any]
 IDLE_MIN_SECONDS = 0.01
-IDLE_MAX_SECONDS = 0.25
+IDLE_MAX_SECONDS = 0.5
 
 
 class Poller(threading.Thread):

@@ -39,6 +39,23 @@ def test_small_drill_with_faults_proves_every_guarantee() -> None:
     assert "FAIL" not in report, report
     assert "every guarantee held" in report
     assert exit_code == 0
+    # and the report says where the time went: the delivery rate, each stage, each drain next
+    # to its allowance, the steps of the run and the local server's requests
+    facts = {line.split("  ")[1] for line in report.splitlines() if line.startswith("  ")}
+    for fact in (
+        "delivery rate",
+        "stage: ingest",
+        "stage: process",
+        "stage: outbox",
+        "drains",
+        "time",
+        "server requests",
+        "server: dynamodb",
+        "server: sqs",
+    ):
+        assert fact in facts, report
+    assert re.search(r"^  delivery rate +[\d.]+ deliveries/s \(\d+ in [\d.]+ s\)$", report, re.M)
+    assert re.search(r"^  drains +\d+ s of \d+ s allowed \(peak \d+ in flight", report, re.M)
 
 
 def test_drill_catches_a_broken_process_handler_and_exits_non_zero() -> None:
@@ -78,6 +95,9 @@ def test_make_run_works_from_any_directory_and_its_console_is_clean(tmp_path: Pa
     assert "Warning" not in console, console[-2000:]
     assert "\r" not in console
     assert re.search(r"^  delivered (\d+)/\1 \(100%\), \d+ s$", err, re.MULTILINE), err
+    # every line of it one of those: the stack, the progress, what each drain waited for
+    progress = re.compile(r"^  (embedded stack up: |delivered \d+/\d+ |drained: quiet after )")
+    assert all(progress.match(line) for line in err.splitlines()), err
     # while each function's metrics went to its own EMF file, under its own service
     metrics = tmp_path / ".local" / "metrics"
     functions = ("ingest", "process", "outbox", "sweeper", "reconciliation", "waiting")
