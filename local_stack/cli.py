@@ -326,11 +326,13 @@ def _firedrill(args: argparse.Namespace) -> int:
 
 def _drill_size(args: argparse.Namespace) -> dict[str, Any]:
     """--orders, --soak (at --rate) or --deliveries: 1,000 deliveries when none is given."""
+    from firedrill.run import DEFAULT_DELIVERIES
+
     if args.orders is not None:
         return {"orders": args.orders}
     if args.soak is not None:
         return {"soak_minutes": args.soak, "rate": args.rate}
-    return {"deliveries": args.deliveries or 1000}
+    return {"deliveries": args.deliveries or DEFAULT_DELIVERIES}
 
 
 def _serve(port: int, api_type: ApiType) -> int:

@@ -77,7 +77,10 @@ def test_drill_catches_a_broken_process_handler_and_exits_non_zero() -> None:
 def test_make_run_works_from_any_directory_and_its_console_is_clean(tmp_path: Path) -> None:
     # Given the console script's entry point, run the way `make run` runs it, elsewhere, its
     # output piped (not a terminal)
-    command = [sys.executable, "-m", "local_stack.cli", "firedrill", "--orders", "8", "--no-faults"]
+    command = [
+        *(sys.executable, "-m", "local_stack.cli", "firedrill"),
+        *("--deliveries", "25", "--no-faults"),
+    ]
 
     # When it runs outside the repository
     result = subprocess.run(  # noqa: S603 - our own CLI
@@ -88,6 +91,9 @@ def test_make_run_works_from_any_directory_and_its_console_is_clean(tmp_path: Pa
     out, err = result.stdout.decode(), result.stderr.decode()
     assert "every guarantee held" in out, out + err[-2000:]
     assert result.returncode == 0
+    # sized by deliveries: the first seven kinds of story make 25
+    assert re.search(r"^  orders \(stories\) +7 across 7 kinds$", out, re.MULTILINE), out
+    assert re.search(r"^  delivered 25/25 \(100%\)", err, re.MULTILINE), err
     # and the console holds only the stack's URL, progress lines and the report: no EMF blob,
     # no warning, no carriage return
     console = out + err
