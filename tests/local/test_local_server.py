@@ -248,3 +248,79 @@ def test_updates_sharing_one_expression_each_apply_their_own_values(aws: LocalAw
 
     assert read("same-expression-a") == {"last": "2", "sums": "7"}
     assert read("same-expression-b") == {"last": "7", "sums": "7"}
+
+
+def test_an_index_query_by_a_string_key_answers_like_moto_reading_only_its_items(
+    aws: LocalAws,
+) -> None:
+    # Given a table with an index on (bucket, at): items in three buckets, some without a
+    # bucket, one whose bucket is a number
+    dynamodb = client("dynamodb", aws.endpoint_url)
+    dynamodb.create_table(
+        TableName="local-indexed",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "bucket", "AttributeType": "S"},
+            {"AttributeName": "at", "AttributeType": "N"},
+        ],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "due",
+                "KeySchema": [
+                    {"AttributeName": "bucket", "KeyType": "HASH"},
+                    {"AttributeName": "at", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    for n in range(30):
+        item = {"pk": {"S": f"item-{n:02d}"}, "at": {"N": str((n * 7) % 30)}}
+        if n % 5:
+            item["bucket"] = {"S": f"b{n % 3}"}
+        dynamodb.put_item(TableName="local-indexed", Item=item)
+    dynamodb.put_item(
+        TableName="local-indexed",
+        Item={"pk": {"S": "numbered"}, "bucket": {"N": "1"}, "at": {"N": "1"}},
+    )
+
+    def query(**extra: Any) -> list[str]:
+        pages = dynamodb.get_paginator("query").paginate(
+            TableName="local-indexed",
+            IndexName="due",
+            KeyConditionExpression="#b = :b",
+            ExpressionAttributeNames={"#b": "bucket"},
+            ExpressionAttributeValues={":b": {"S": "b1"}},
+            **extra,
+        )
+        return [i["pk"]["S"] for page in pages for i in page["Items"]]
+
+    # When bucket b1 is queried: whole, backwards, two a page, counted, and after a given time
+    whole = query()
+    backwards = query(ScanIndexForward=False)
+    paged = query(PaginationConfig={"PageSize": 2})
+    counted = dynamodb.query(
+        TableName="local-indexed",
+        IndexName="due",
+        KeyConditionExpression="#b = :b",
+        ExpressionAttributeNames={"#b": "bucket"},
+        ExpressionAttributeValues={":b": {"S": "b1"}},
+        Select="COUNT",
+    )["Count"]
+    later = dynamodb.query(
+        TableName="local-indexed",
+        IndexName="due",
+        KeyConditionExpression="#b = :b AND #at > :at",
+        ExpressionAttributeNames={"#b": "bucket", "#at": "at"},
+        ExpressionAttributeValues={":b": {"S": "b1"}, ":at": {"N": "15"}},
+    )["Items"]
+
+    # Then it holds exactly the string-keyed items of b1, in index order, however it is read
+    b1 = sorted((n for n in range(30) if n % 5 and n % 3 == 1), key=lambda n: ((n * 7) % 30, n))
+    expected = [f"item-{n:02d}" for n in b1]
+    assert whole == paged == expected
+    assert backwards == expected[::-1]
+    assert counted == len(expected)
+    assert [i["pk"]["S"] for i in later] == [f"item-{n:02d}" for n in b1 if (n * 7) % 30 > 15]
