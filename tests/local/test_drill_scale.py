@@ -7,11 +7,14 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
+import pytest
+
 from firedrill.checks import nothing_lost
 from firedrill.delivery import DeliveryLog, Providers, run_stories
 from firedrill.report import drains_line, server_facts, stage_facts
-from firedrill.run import DrillOptions
+from firedrill.run import DrillOptions, attach_as_an_operator
 from firedrill.stories import KINDS, Expected, Post, Story
+from functions.shared.errors import WriteContendedError
 from local_stack.resources import DEVELOPMENT_SECRETS
 from local_stack.stack import Drained, EmbeddedStack, InFlight, StageTimes
 from provider_events import stripe
@@ -158,3 +161,38 @@ def test_the_report_names_each_stage_each_drain_and_the_servers_costliest_reques
     assert server["server requests"] == "190 in 12.5 s under its lock"
     assert server["server: dynamodb"] == "Query 100 (9.5 s), TransactWriteItems 50 (2.0 s)"
     assert list(server) == ["server requests", "server: dynamodb", "server: sqs"]
+
+
+class _ContendedRoom:
+    """A waiting room whose attach is contended the first `times` it is run."""
+
+    def __init__(self, times: int) -> None:
+        self.times = times
+        self.runs = 0
+
+    def attach(self, provider: str, object_id: str, order_id: str) -> int:
+        self.runs += 1
+        if self.runs <= self.times:
+            raise WriteContendedError("attach contended: ('TransactionConflict',)")
+        return 1
+
+
+def test_the_drill_runs_a_contended_attach_again_as_an_operator_would() -> None:
+    # Given `umavez attach` reporting contention twice (three conflicts in a row, twice)
+    room = _ContendedRoom(times=2)
+
+    # When the drill attaches as an operator
+    redriven = attach_as_an_operator(room, "stripe", "pi_1", "ord_1")  # type: ignore[arg-type]
+
+    # Then it ran the command again until it went through
+    assert (redriven, room.runs) == (1, 3)
+
+
+def test_an_attach_contended_every_time_fails_the_drill_after_a_few_runs() -> None:
+    # Given `umavez attach` contended every time
+    room = _ContendedRoom(times=100)
+
+    # When the drill attaches as an operator, Then it gives up after its runs
+    with pytest.raises(WriteContendedError):
+        attach_as_an_operator(room, "stripe", "pi_1", "ord_1", runs=4)  # type: ignore[arg-type]
+    assert room.runs == 4
