@@ -86,7 +86,7 @@ class Recorder:
 
 
 def payments(first: int, count: int) -> list[str]:
-    from local_stack import stripe_events as stripe
+    from provider_events import stripe
 
     return [
         stripe.payment_intent_succeeded(f"ord_bench{n:06d}", f"pi_bench{n:06d}", 1000 + n, T0 + n)

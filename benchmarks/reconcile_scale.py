@@ -26,9 +26,9 @@ from functions.reconcile.service import CHECKPOINT_PK, CHECKPOINT_SK, Reconciler
 from functions.shared import tables
 from functions.shared.dynamo import to_attributes
 from functions.shared.outbox import outbox_id_for
-from local_stack import stripe_events as stripe
 from local_stack.resources import client
 from local_stack.server import LocalAws
+from provider_events import stripe
 
 FRESH_CHANGES = 300
 DAY = 86_400

@@ -1,1 +1,2 @@
-"""The embedded local stack: the whole pipeline on moto, a fire drill, and an inspection CLI."""
+"""The embedded local stack: the whole pipeline on moto, the cost model and the `umavez` CLI
+(the fire drill that runs against it is the `firedrill` package)."""

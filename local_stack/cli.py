@@ -1,7 +1,8 @@
 """`umavez`: run the stack locally, drill it, look inside it, send it an event.
 
 umavez serve [--port 8750] [--api-type http|rest]   the embedded stack until Ctrl-C
-umavez firedrill [--orders N] [--no-faults] [--api-type http|rest]
+umavez firedrill [--deliveries N | --orders N | --soak MINUTES [--rate R]] [--no-faults]
+       [--api-type http|rest]
 umavez show order ORDER_ID [--json] [--endpoint-url URL] [--ledger-table T --outbox-table T]
 umavez show waiting|unmatched [--json] [--endpoint-url URL] [--ledger-table T]
 umavez attach PROVIDER OBJECT ORDER_ID [--endpoint-url URL --ledger-table T --queue-url URL]
@@ -80,9 +81,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     drill = commands.add_parser(
         "firedrill", help="deliver like providers do and check every guarantee"
     )
-    drill.add_argument(
-        "--orders", type=int, default=300, help="orders to simulate (about 3.5 deliveries each)"
+    size = drill.add_mutually_exclusive_group()
+    size.add_argument(
+        "--deliveries", type=int, help="deliveries to make, about 3 an order (default 1000)"
     )
+    size.add_argument("--orders", type=int, help="orders to simulate instead")
+    size.add_argument(
+        "--soak", type=float, metavar="MINUTES", help="deliver at --rate for MINUTES, then check"
+    )
+    drill.add_argument("--rate", type=float, default=5.0, help="a soak's deliveries per second")
     drill.add_argument(
         "--no-faults", action="store_true", help="no injected crashes, conflicts or sink failures"
     )
@@ -324,11 +331,11 @@ def _attach(args: argparse.Namespace) -> int:
 
 
 def _firedrill(args: argparse.Namespace) -> int:
-    from local_stack.firedrill import DeployedTarget, DrillOptions, run_deployed, run_embedded
+    from firedrill.run import DeployedTarget, DrillOptions, run_deployed, run_embedded
 
     if not args.url:
         options = DrillOptions(
-            orders=args.orders, faults=not args.no_faults, seed=args.seed, api_type=args.api_type
+            faults=not args.no_faults, seed=args.seed, api_type=args.api_type, **_drill_size(args)
         )
         with warnings_to_log():  # the console shows progress and the report only
             return run_embedded(options)
@@ -342,7 +349,18 @@ def _firedrill(args: argparse.Namespace) -> int:
         tables=TableNames(args.ledger_table, args.outbox_table),
         region=args.region,
     )
-    return run_deployed(DrillOptions(orders=args.orders, faults=False), target)
+    return run_deployed(DrillOptions(orders=args.orders or 300, faults=False), target)
+
+
+def _drill_size(args: argparse.Namespace) -> dict[str, Any]:
+    """--orders, --soak (at --rate) or --deliveries: 1,000 deliveries when none is given."""
+    from firedrill.run import DEFAULT_DELIVERIES
+
+    if args.orders is not None:
+        return {"orders": args.orders}
+    if args.soak is not None:
+        return {"soak_minutes": args.soak, "rate": args.rate}
+    return {"deliveries": args.deliveries or DEFAULT_DELIVERIES}
 
 
 def _serve(port: int, api_type: ApiType) -> int:
@@ -464,10 +482,10 @@ def _has_table(dynamodb: Any, name: str) -> bool:
 
 
 def _send(args: argparse.Namespace) -> int:
-    from local_stack.drill import DeliveryLog, Providers
+    from firedrill.delivery import DeliveryLog, Providers
+    from firedrill.stories import Post
     from local_stack.resources import DEVELOPMENT_SECRETS
     from local_stack.send import EventFileError
-    from local_stack.stories import Post
 
     try:
         body, payment = _event_to_send(args)

@@ -11,7 +11,7 @@ every handler metered (`local_stack/metering.py`: invocations, duration, log byt
   full refunds of the new payments (`refund.created` naming no order: found through the
   payment's binding). Each scenario: counters before, deliveries, drain, one reconciliation run
   (what the hourly run reads for these orders), counters after;
-- **the drill mix**: the fire drill's stories (`local_stack/stories.py`) for `orders` orders,
+- **the drill mix**: the fire drill's stories (`firedrill/stories.py`) for `orders` orders,
   without faults: retries, resends, forgeries, every provider and kind in their proportions.
 
 Per million events = (the scenario's counters x list price) / its deliveries x 10^6; a delivery

@@ -67,7 +67,7 @@ def measure(options: CostOptions, err: TextIO = sys.stderr) -> Measurement:
 
 class _Scenarios:
     def __init__(self, stack: Any, metering: Any, err: TextIO) -> None:
-        from local_stack.drill import DeliveryLog, Providers
+        from firedrill.delivery import DeliveryLog, Providers
         from local_stack.resources import DEVELOPMENT_SECRETS
 
         self._stack = stack
@@ -104,14 +104,14 @@ class _Scenarios:
         return sample
 
     def _payments(self, n: int) -> list[tuple[str, str, str]]:
-        from local_stack.stripe_events import unique
+        from provider_events.shapes import unique
 
         return [(unique("ord"), unique("pi"), unique("ch")) for _ in range(n)]
 
     def warm_up(self) -> None:
         """A warm container: imports done, clients created (cold starts are not per event)."""
-        from local_stack import stripe_events as stripe
-        from local_stack.stories import Post
+        from firedrill.stories import Post
+        from provider_events import stripe
 
         self._err.write("  warming up the functions\n")
         payments = self._payments(2)
@@ -151,8 +151,8 @@ class _Scenarios:
         return idle
 
     def kinds(self, n: int) -> dict[str, Sample]:
-        from local_stack import stripe_events as stripe
-        from local_stack.stories import Post
+        from firedrill.stories import Post
+        from provider_events import stripe
 
         at = self._now - 600
         payments = self._payments(n)
@@ -184,9 +184,10 @@ class _Scenarios:
         return {kind: samples[kind] for kind in KINDS}
 
     def mix(self, orders: int) -> Sample:
-        from local_stack.drill import DeliveryLog, ProgressBar, run_stories
-        from local_stack.firedrill import providers_for
-        from local_stack.stories import stories
+        from firedrill.delivery import DeliveryLog, run_stories
+        from firedrill.progress import ProgressBar
+        from firedrill.run import providers_for
+        from firedrill.stories import stories
 
         stack = self._stack
         drill = stories(orders, int(time.time()))

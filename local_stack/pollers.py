@@ -2,10 +2,15 @@
 
 - SQS -> process: batches, partial batch responses (only succeeded records are deleted), the
   queue's visibility timeout before a failed record returns, and its redrive policy to the DLQ.
+  A batch stays invisible while its invocation runs: Lambda's timeout is a sixth of the
+  visibility timeout, so AWS never redelivers a message its function still holds. Locally
+  the timeout is seconds and a busy server can make a batch take longer: the poller extends
+  the batch's visibility while the handler runs, or a slow batch would be received again, up
+  to the DLQ, without ever having failed.
 - DynamoDB Streams -> outbox: the same filter as the mapping, partial batch responses, bounded
   retries, then the failed records' metadata to the on-failure queue.
 - a schedule for the sweeper.
-When idle, a poller waits a little longer each time (up to a quarter second), and goes back
+When idle, a poller waits a little longer each time (up to half a second), and goes back
 to full speed as soon as there is work: empty polls cost the single-threaded server time.
 """
 
@@ -15,8 +20,11 @@ import json
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Final
+
+from botocore.exceptions import ClientError
 
 from infra.settings import (
     OUTBOX_BATCH_SIZE,
@@ -29,7 +37,7 @@ from local_stack.resources import client
 
 Handler = Callable[[dict[str, Any], Any], Any]
 IDLE_MIN_SECONDS = 0.01
-IDLE_MAX_SECONDS = 0.25
+IDLE_MAX_SECONDS = 0.5
 
 
 class Poller(threading.Thread):
@@ -79,6 +87,11 @@ class SqsToLambda(Poller):
         self._handler = handler
         self._crash_before_delete = crash_before_delete
         self.event_ids: Counter[str] = Counter()
+        self._visibility = int(
+            self._sqs.get_queue_attributes(
+                QueueUrl=queue_url, AttributeNames=["VisibilityTimeout"]
+            )["Attributes"]["VisibilityTimeout"]
+        )
 
     def poll_once(self) -> bool:
         messages = self._sqs.receive_message(
@@ -96,13 +109,20 @@ class SqsToLambda(Poller):
                 self.event_ids[
                     record["messageAttributes"].get("event_id", {}).get("stringValue", "?")
                 ] += 1
-            response = self._handler({"Records": records}, LambdaContext("umavez-process"))
+            with self._held(messages) as extended:
+                response = self._handler({"Records": records}, LambdaContext("umavez-process"))
             failed = {f["itemIdentifier"] for f in (response or {}).get("batchItemFailures", [])}
             self.stats["records"] += len(records)
             self.stats["failed"] += len(failed)
             if self._crash_before_delete():
                 self.stats["crashed_before_delete"] += 1
+                if extended[0]:  # back after the queue's own timeout, as if never extended
+                    self._set_visibility(messages, self._visibility)
                 return True  # the effects committed; the messages come back after the timeout
+            if extended[0] and failed:
+                self._set_visibility(
+                    [m for m in messages if m["MessageId"] in failed], self._visibility
+                )
             done = [
                 {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
                 for i, m in enumerate(messages)
@@ -112,6 +132,36 @@ class SqsToLambda(Poller):
                 self._sqs.delete_message_batch(QueueUrl=self._queue_url, Entries=done)
         finally:
             self.busy = False
+        return True
+
+    @contextmanager
+    def _held(self, messages: list[dict[str, Any]]) -> Iterator[list[bool]]:
+        """While the handler runs, its messages stay invisible: every half visibility timeout
+        they are hidden for four more. Yields a flag: set once it extended anything."""
+        done, extended = threading.Event(), [False]
+
+        def extend() -> None:
+            while not done.wait(self._visibility / 2):
+                extended[0] = self._set_visibility(messages, self._visibility * 4) or extended[0]
+                self.stats["visibility_extended"] += 1
+
+        keeper = threading.Thread(target=extend, name=f"{self.name}-visibility", daemon=True)
+        keeper.start()
+        try:
+            yield extended
+        finally:
+            done.set()
+            keeper.join()
+
+    def _set_visibility(self, messages: list[dict[str, Any]], seconds: int) -> bool:
+        entries = [
+            {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": seconds}
+            for i, m in enumerate(messages)
+        ]
+        try:
+            self._sqs.change_message_visibility_batch(QueueUrl=self._queue_url, Entries=entries)
+        except ClientError:  # received again meanwhile: its new holder has it now
+            return False
         return True
 
     def _record(self, message: dict[str, Any]) -> dict[str, Any]:

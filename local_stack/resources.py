@@ -61,14 +61,16 @@ class LocalResources:
             "STRIPE_API_KEY_SECRET": self.stripe_api_key_secret,
             "EVENT_BUS_NAME": self.bus_name,
             "EMAIL_SENDER": EMAIL_SENDER,
-            "OUTBOX_LEASE_SECONDS": "2",
+            # Longer than a send takes on the busy local server, or the sweeper sends it again.
+            "OUTBOX_LEASE_SECONDS": "10",
             # Waiting, in seconds instead of days: parked after 2 receives (3 s visibility),
             # unmatched after 120 s without a binding (the drill's late payment comes after 18 s,
             # and a loaded local server can take a minute more to process it).
             "PARK_AFTER_RECEIVES": "2",
             "WAIT_LIMIT_SECONDS": str(LOCAL_WAIT_LIMIT_SECONDS),
             "OUTBOX_BACKOFF_BASE_SECONDS": "1",
-            "SWEEP_GRACE_SECONDS": "1",
+            # New items are the stream's for this long (the sweeper claiming them too is waste).
+            "SWEEP_GRACE_SECONDS": "10",
             "POWERTOOLS_TRACE_DISABLED": "true",
             # On: each function's EMF goes to its own file (local_stack/metrics.py), not stdout.
             "POWERTOOLS_METRICS_DISABLED": "false",

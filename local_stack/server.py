@@ -54,15 +54,20 @@ class SerializedRequests:
         self.requests: Counter[str] = Counter()
         # Time spent inside the lock per operation: where a local run's time goes.
         self.seconds: dict[str, float] = defaultdict(float)
+        # The same per service and operation ("dynamodb Query"): [requests, seconds].
+        self.calls: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
 
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         if environ.get("PATH_INFO") == STATS_PATH:
             return self._stats(start_response)
         target = str(environ.get("HTTP_X_AMZ_TARGET", ""))
         operation = target.rsplit(".", 1)[-1] or str(environ.get("PATH_INFO"))
+        name = f"{_service(target, environ)} {operation}"
         with self._lock:
             started = time.perf_counter()
+            call = self.calls[name]
             self.requests[operation] += 1
+            call[0] += 1
             try:
                 app = self._app
                 if target.endswith(".TransactWriteItems") and self._conflict():
@@ -71,7 +76,9 @@ class SerializedRequests:
                     return self._accountant.serve(app, environ, start_response)
                 return list(app(environ, start_response))
             finally:
-                self.seconds[operation] += time.perf_counter() - started
+                elapsed = time.perf_counter() - started
+                self.seconds[operation] += elapsed
+                call[1] += elapsed
 
     def _conflict(self) -> bool:
         if self._conflict_rate and self._random.random() < self._conflict_rate:
@@ -84,6 +91,7 @@ class SerializedRequests:
             "conflicts_injected": self.conflicts_injected,
             "requests": dict(self.requests),
             "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
+            "calls": {k: [int(n), round(t, 3)] for k, (n, t) in list(self.calls.items())},
         }
         if self._accountant is not None:
             with self._lock:
@@ -115,6 +123,16 @@ class SerializedRequests:
             [("Content-Type", "application/x-amz-json-1.0"), ("Content-Length", str(len(body)))],
         )
         return [body]
+
+
+def _service(target: str, environ: Environ) -> str:
+    """`dynamodb`, `dynamodbstreams`, `sqs`, `events`, `secretsmanager`, ...: from the JSON
+    protocols' target (`DynamoDB_20120810.Query`), else from the signing scope of the request."""
+    if target:
+        prefix = target.split(".", 1)[0].split("_", 1)[0].lower()
+        return {"amazonsqs": "sqs", "awsevents": "events"}.get(prefix, prefix)
+    scope = str(environ.get("HTTP_AUTHORIZATION", "")).split("Credential=", 1)[-1].split("/")
+    return scope[3] if len(scope) > 3 else "other"
 
 
 def serve(port: int, conflict_rate: float, seed: int, account_capacity: bool = False) -> None:

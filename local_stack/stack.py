@@ -9,7 +9,7 @@ import os
 import random
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +24,107 @@ from local_stack.metrics import MetricFiles
 from local_stack.metrics_report import METRICS_DIR
 from local_stack.pollers import Every, Poller, SqsToLambda, StreamToLambda
 from local_stack.provider_apis import FakeProviderApis
-from local_stack.resources import LOCAL_WAIT_LIMIT_SECONDS, LocalResources, client, provision
+from local_stack.resources import (
+    LOCAL_VISIBILITY_TIMEOUT_SECONDS,
+    LOCAL_WAIT_LIMIT_SECONDS,
+    LocalResources,
+    client,
+    provision,
+)
 from local_stack.server import LocalAws
 from local_stack.sink import SinkRecorder, create_sink_table
 
-SWEEP_EVERY_SECONDS = 1.0
-WAITING_EVERY_SECONDS = 2.0
+# Every request holds the local server's one lock: the schedules run as seldom as the drill
+# allows (a sweep is a due-index Query per shard, a waiting run reads every parked delivery).
+SWEEP_EVERY_SECONDS = 5.0
+WAITING_EVERY_SECONDS = 5.0
 RECONCILE_EVERY_SECONDS = 120.0  # it scans both tables: the local server is one lock
+# How long a drain may take: a base, plus this much per unit of work in flight at its peak.
+DRAIN_BASE_SECONDS = 60.0
+DRAIN_SECONDS_PER_ITEM = 1.0
+# Without progress for this long (and nothing left to wait out), the drain gives up early.
+DRAIN_STALL_SECONDS = 60.0
+
+
+class WaitingClock:
+    """The waiting re-drive's clock: real time, plus what a caller lets pass at once. The drill,
+    once every delivery is in and nothing else moves, lets the wait limit pass instead of
+    sleeping through it: what still waits then goes unmatched, as it would after the limit."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self.offset
+
+
+@dataclass
+class Stage:
+    """One function's invocations, the records they were handed, and their wall-clock time."""
+
+    invocations: int = 0
+    records: int = 0
+    seconds: float = 0.0
+
+
+class StageTimes:
+    """Times every handler the stack runs: where a local run's time goes, function by function."""
+
+    def __init__(self) -> None:
+        self.stages: dict[str, Stage] = {}
+        self._lock = threading.Lock()
+
+    def wrap(self, name: str, handler: Any) -> Any:
+        stage = self.stages.setdefault(name, Stage())
+
+        def timed(event: dict[str, Any], context: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return handler(event, context)
+            finally:
+                elapsed = time.perf_counter() - started
+                with self._lock:
+                    stage.invocations += 1
+                    stage.records += len(event.get("Records", ())) or 1
+                    stage.seconds += elapsed
+
+        return timed
+
+
+@dataclass(frozen=True)
+class InFlight:
+    """Work the pipeline has not finished: messages in the queue (visible, or received and not
+    yet deleted), deliveries parked until their order is bound, notifications not yet sent."""
+
+    queued: int = 0
+    receiving: int = 0
+    waiting: int = 0
+    outbox: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.queued + self.receiving + self.waiting + self.outbox
+
+    def __str__(self) -> str:
+        return (
+            f"{self.queued} queued, {self.receiving} being received, {self.waiting} waiting, "
+            f"{self.outbox} notifications unsent"
+        )
+
+
+@dataclass(frozen=True)
+class Drained:
+    """How a drain ended: quiet (`ok`), or what was still in flight when it gave up."""
+
+    ok: bool
+    seconds: float
+    bound_seconds: float
+    peak: int
+    left: InFlight
+    waits_let_pass: bool = False
+
+    def __bool__(self) -> bool:
+        return self.ok
 
 
 @dataclass
@@ -78,6 +172,8 @@ class EmbeddedStack:
         self._rng_lock = threading.Lock()
         self._undo: list[Any] = []
         self.pollers: list[Poller] = []
+        self.waiting_clock = WaitingClock()
+        self.stage_times = StageTimes()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -98,6 +194,7 @@ class EmbeddedStack:
             }
         )
         handlers = self._load_handlers()
+        handlers = {name: self.stage_times.wrap(name, h) for name, h in handlers.items()}
         if self._metering is not None:
             handlers = {name: self._metering.wrap(name, h) for name, h in handlers.items()}
         self.front = ApiFront(handlers["ingest"], self._front_port, self.api_type).start()
@@ -180,6 +277,7 @@ class EmbeddedStack:
         from functions.outbox import sweeper_handler, wiring
         from functions.process import handler as process
         from functions.process import waiting_handler
+        from functions.process.waiting import Waiting
         from functions.reconcile import handler as reconcile
 
         self._log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -203,6 +301,20 @@ class EmbeddedStack:
             cached.cache_clear()
             self._undo.append(cached.cache_clear)
         self._patch(wiring, "channels_from_env", self._faulty_channels(wiring.channels_from_env))
+        self._patch(
+            waiting_handler,
+            "waiting_room",
+            functools.cache(
+                lambda: Waiting(
+                    client("dynamodb", self.aws.endpoint_url),
+                    client("sqs", self.aws.endpoint_url),
+                    self.resources.tables,
+                    self.resources.queue_url,
+                    self.waiting_clock,
+                    LOCAL_WAIT_LIMIT_SECONDS,
+                )
+            ),
+        )
         if self._variant is not None:
             variant = self._variant
             self._patch(
@@ -276,40 +388,108 @@ class EmbeddedStack:
         )
         return int(response["Count"])
 
-    def queued_messages(self) -> int:
+    def queued_messages(self) -> tuple[int, int]:
+        """Messages in the webhook queue: (visible, received and not yet deleted)."""
         attributes = client("sqs", self.aws.endpoint_url).get_queue_attributes(
             QueueUrl=self.resources.queue_url,
             AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
         )["Attributes"]
-        return sum(int(v) for v in attributes.values())
+        return (
+            int(attributes["ApproximateNumberOfMessages"]),
+            int(attributes["ApproximateNumberOfMessagesNotVisible"]),
+        )
+
+    def dead_letters(self) -> int:
+        attributes = client("sqs", self.aws.endpoint_url).get_queue_attributes(
+            QueueUrl=self.resources.dead_letter_url, AttributeNames=["ApproximateNumberOfMessages"]
+        )["Attributes"]
+        return int(attributes["ApproximateNumberOfMessages"])
+
+    def stop_processing_and_read_queue(self) -> set[str]:
+        """The event ids of every message still in the webhook queue. Stops the process pollers
+        first and waits out the visibility timeout of what they held: for the end of a run."""
+        for poller in self.process_pollers:
+            poller.stop()
+        for poller in self.process_pollers:
+            poller.join(timeout=30)
+        time.sleep(LOCAL_VISIBILITY_TIMEOUT_SECONDS + 0.5)
+        sqs = client("sqs", self.aws.endpoint_url)
+        event_ids: set[str] = set()
+        while messages := sqs.receive_message(
+            QueueUrl=self.resources.queue_url,
+            MaxNumberOfMessages=10,
+            VisibilityTimeout=600,
+            MessageAttributeNames=["event_id"],
+        ).get("Messages", []):
+            event_ids |= {
+                m.get("MessageAttributes", {}).get("event_id", {}).get("StringValue", "?")
+                for m in messages
+            }
+        return event_ids
+
+    def in_flight(self) -> InFlight:
+        queued, receiving = self.queued_messages()
+        return InFlight(
+            queued, receiving, self.waiting_deliveries(), self.unfinished_outbox_items()
+        )
 
     def drain(
-        self, stall_seconds: float = LOCAL_WAIT_LIMIT_SECONDS + 30, cap_seconds: float = 1800
-    ) -> bool:
-        """Wait until queues, stream and outbox are quiet (three checks in a row).
+        self,
+        *,
+        let_waits_pass: bool = False,
+        base_seconds: float = DRAIN_BASE_SECONDS,
+        seconds_per_item: float = DRAIN_SECONDS_PER_ITEM,
+        stall_seconds: float | None = None,
+    ) -> Drained:
+        """Wait until queues, stream and outbox are quiet (three checks in a row), for as long
+        as the work in flight needs: at most `base_seconds` plus `seconds_per_item` for each
+        unit of work at its peak, and never more than `stall_seconds` while nothing moves.
 
-        Waits as long as the work in flight keeps shrinking: it gives up only when nothing
-        moved for `stall_seconds` (work that is stuck, not slow), or after `cap_seconds`. A
-        delivery waiting for its binding moves on its own only at the wait limit: the stall
-        allowance is longer than that.
+        A delivery waiting for its binding moves on its own only at the wait limit. With
+        `let_waits_pass` (every delivery is in), once nothing else is in flight the waiting
+        re-drive's clock is moved past the limit: what still waits goes unmatched now instead
+        of after the limit. Without it, the stall allowance outlasts the limit.
         """
+        if stall_seconds is None:
+            stall_seconds = DRAIN_STALL_SECONDS if let_waits_pass else LOCAL_WAIT_LIMIT_SECONDS + 30
         started = time.monotonic()
-        deadline = started + stall_seconds
-        quiet, least_in_flight = 0, None
-        while time.monotonic() < min(deadline, started + cap_seconds):
-            busy = any(p.busy for p in [*self.process_pollers, self.stream_poller, self.sink])
-            in_flight = (
-                self.queued_messages() + self.unfinished_outbox_items() + self.waiting_deliveries()
-            )
-            if least_in_flight is None or in_flight < least_in_flight:
-                least_in_flight, deadline = in_flight, time.monotonic() + stall_seconds
-            quiet_now = not busy and in_flight == 0 and self.sink.settled()
-            if quiet_now:
-                quiet += 1
-                if quiet >= 3:
-                    return True
-            else:
-                quiet = 0
-            # Each check is two requests through the server's one lock: look every so often.
-            time.sleep(0.5 if in_flight == 0 else 2.0)
-        return False
+        stalled_at = started + stall_seconds
+        quiet = only_waiting = peak = 0
+        bound = base_seconds
+        waits_let_pass = False
+        left = previous = InFlight()
+        try:
+            while True:
+                busy = any(p.busy for p in [*self.process_pollers, self.stream_poller, self.sink])
+                # The queue first (one request); the tables (nine Queries) once it is empty.
+                queued, receiving = self.queued_messages()
+                if queued or receiving:
+                    left = replace(left, queued=queued, receiving=receiving)
+                else:
+                    left = self.in_flight()
+                now = time.monotonic()
+                peak = max(peak, left.total)
+                bound = base_seconds + seconds_per_item * peak
+                if busy or left != previous:  # progress: the stall allowance starts again
+                    stalled_at, previous = now + stall_seconds, left
+                if not busy and left.total == 0 and self.sink.settled():
+                    quiet += 1
+                    if quiet >= 3:
+                        return Drained(True, now - started, bound, peak, left, waits_let_pass)
+                else:
+                    quiet = 0
+                only_waiting = (
+                    only_waiting + 1 if left.total == left.waiting > 0 and not busy else 0
+                )
+                if let_waits_pass and only_waiting >= 3 and self.waiting_clock.offset == 0:
+                    self.waiting_clock.offset = LOCAL_WAIT_LIMIT_SECONDS + 1
+                    waits_let_pass = True
+                if now >= min(started + bound, stalled_at):
+                    break
+                # Every check goes through the server's one lock: the queue is one request, the
+                # tables nine (notifications being retried take seconds anyway).
+                time.sleep(0.5 if left.total == 0 else 2.0 if queued or receiving else 5.0)
+            left = self.in_flight()  # all of it, for the report
+        finally:
+            self.waiting_clock.offset = 0  # items parked from now on wait their own time
+        return Drained(False, time.monotonic() - started, bound, peak, left, waits_let_pass)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,13 +28,18 @@ class LedgerState:
 
     @classmethod
     def load(cls, dynamodb: Any, names: tables.TableNames) -> LedgerState:
+        return cls.of(scan_items(dynamodb, names.ledger), scan_items(dynamodb, names.outbox))
+
+    @classmethod
+    def of(cls, ledger: Iterable[dict[str, Any]], outbox: Iterable[dict[str, Any]]) -> LedgerState:
+        """From items already read (plain values): one scan serves several checks."""
         orders: dict[str, OrderView] = {}
         deliveries = []
 
         def view(order_id: str) -> OrderView:
             return orders.setdefault(order_id, OrderView(order_id, {}))
 
-        for item in scan_items(dynamodb, names.ledger):
+        for item in ledger:
             pk, sk = item[tables.PARTITION_KEY], item[tables.SORT_KEY]
             if sk == tables.ORDER_SORT:
                 view(pk.removeprefix("ORDER#")).order = item
@@ -41,13 +47,13 @@ class LedgerState:
                 view(pk.removeprefix("ORDER#")).effects.append(item)
             elif sk == tables.DELIVERY_SORT:
                 deliveries.append(item)
-        outbox = list(scan_items(dynamodb, names.outbox))
+        items = list(outbox)
         by_order: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for item in outbox:
+        for item in items:
             by_order[item["order_id"]].append(item)
-        for order_id, items in by_order.items():
-            view(order_id).outbox = items
-        return cls(orders, deliveries, outbox)
+        for order_id, of_order in by_order.items():
+            view(order_id).outbox = of_order
+        return cls(orders, deliveries, items)
 
 
 def order_view(dynamodb: Any, names: tables.TableNames, order_id: str) -> OrderView:

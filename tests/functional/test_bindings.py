@@ -13,7 +13,7 @@ import pytest
 
 from functions.shared.domain import Outcome, financial_status
 from functions.shared.errors import OrderNotYetKnownError
-from local_stack import stripe_events as stripe
+from provider_events import stripe
 from tests.support.clients import intercepted
 from tests.support.world import World
 

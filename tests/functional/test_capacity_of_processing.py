@@ -12,8 +12,8 @@ import pytest
 
 from functions.shared import tables
 from functions.shared.tables import create_table_requests
-from local_stack import stripe_events as stripe
 from local_stack.capacity import Accounting, TableSchema, Units, item_size
+from provider_events import stripe
 from tests.conftest import TABLES
 from tests.support.clock import FakeClock
 from tests.support.world import World

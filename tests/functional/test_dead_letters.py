@@ -14,8 +14,8 @@ from botocore.exceptions import ClientError
 from functions.ingest.adapters import SqsQueue
 from functions.operations.dlq import DeadLetters
 from infra.settings import MAX_RECEIVE_COUNT
-from local_stack import stripe_events as stripe
-from local_stack.stripe_events import EVENTS_DIR
+from provider_events import stripe
+from provider_events.shapes import EVENTS_DIR
 from tests.support.clients import intercepted
 from tests.support.pipeline import Pipeline, pipeline_on_moto
 

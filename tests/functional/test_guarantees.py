@@ -14,7 +14,7 @@ import pytest
 
 from functions.shared.domain import Outcome, financial_status
 from functions.shared.errors import WriteContendedError
-from local_stack import stripe_events as stripe
+from provider_events import stripe
 from tests.support.clients import (
     PauseAfterFirstRequest,
     SimulatedCrashError,

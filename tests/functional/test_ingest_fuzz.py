@@ -17,7 +17,8 @@ from hypothesis.internal.constants_ast import Constants
 
 from functions.ingest import handler
 from functions.ingest.service import VERIFIERS, WebhookIngest
-from local_stack.stripe_events import EVENTS_DIR, fixture_text
+from provider_events.shapes import EVENTS_DIR
+from provider_events.stripe import fixture_text
 from tests.support.fakes import RecordingQueue, StaticSecrets
 from tests.support.lambda_events import api_gateway_event, http_api_event
 from tests.support.signing import mercadopago_signature, stripe_signature

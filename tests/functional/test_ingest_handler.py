@@ -19,7 +19,8 @@ import pytest
 from moto import mock_aws
 
 from functions.ingest import handler
-from local_stack.stripe_events import EVENTS_DIR, fixture_text
+from provider_events.shapes import EVENTS_DIR
+from provider_events.stripe import fixture_text
 from tests.support.lambda_events import (
     SOURCE_IP,
     FakeLambdaContext,

@@ -13,9 +13,9 @@ from functions.process.service import EffectProcessor
 from functions.process.stripe_api import StripeApi
 from functions.shared.domain import Outcome, financial_status
 from functions.shared.providers import Interpreters
-from local_stack import stripe_events as stripe
 from local_stack.provider_apis import FakeProviderApis
-from local_stack.stripe_events import EVENTS_DIR
+from provider_events import stripe
+from provider_events.shapes import EVENTS_DIR
 from tests.functional.test_mercadopago_and_asaas_processing import NOTIFICATION, processor_with
 from tests.support.clients import RequestCounter
 from tests.support.clock import FakeClock

@@ -19,7 +19,7 @@ from functions.shared.domain import Outcome, financial_status
 from functions.shared.errors import MalformedEventError
 from functions.shared.providers import Interpreters
 from local_stack.provider_apis import FakeProviderApis
-from local_stack.stripe_events import EVENTS_DIR
+from provider_events.shapes import EVENTS_DIR
 from tests.support.clock import FakeClock
 from tests.support.world import World
 

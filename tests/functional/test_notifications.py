@@ -11,7 +11,7 @@ import pytest
 from functions.outbox.channels import Channel, EventBridgeChannel, SesEmailChannel
 from functions.outbox.sender import OutboxSender, SendPolicy, SendResult
 from functions.shared.outbox import OutboxItem, outbox_id_for
-from local_stack import stripe_events as stripe
+from provider_events import stripe
 from tests.conftest import TABLES
 from tests.support.clock import FakeClock
 from tests.support.sinks import EMAIL_SENDER, Sinks

@@ -21,9 +21,9 @@ from functions.outbox.wiring import policy_from_env
 from functions.shared import tables
 from functions.shared.outbox import OutboxItem, outbox_id_for
 from infra.settings import OUTBOX_RETRY_ATTEMPTS
-from local_stack import stripe_events as stripe
 from local_stack.faults import FaultyChannel, first
 from local_stack.pollers import on_failure_message
+from provider_events import stripe
 from tests.conftest import TABLES
 from tests.support.clients import (
     RequestCounter,

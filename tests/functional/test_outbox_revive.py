@@ -14,8 +14,8 @@ from functions.outbox.sender import OutboxSender, SendPolicy, SendResult
 from functions.outbox.sweeper import Sweeper
 from functions.shared import tables
 from functions.shared.outbox import iso_time, outbox_id_for
-from local_stack import stripe_events as stripe
 from local_stack.faults import FaultyChannel
+from provider_events import stripe
 from tests.conftest import TABLES
 from tests.support.clock import FakeClock
 from tests.support.outbox import in_bucket

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from functions.process import handler
-from local_stack import stripe_events as stripe
+from provider_events import stripe
 from tests.conftest import TABLES
 from tests.support.lambda_events import FakeLambdaContext, sqs_event, sqs_record
 from tests.support.world import World

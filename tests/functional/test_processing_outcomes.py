@@ -14,7 +14,7 @@ from functions.shared.errors import (
     OrderNotYetKnownError,
     UnknownProviderError,
 )
-from local_stack import stripe_events as stripe
+from provider_events import stripe
 from tests.support.world import World
 
 T0 = 1_764_460_800

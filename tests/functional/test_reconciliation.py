@@ -17,7 +17,7 @@ from functions.reconcile import handler
 from functions.reconcile.service import Reconciler
 from functions.shared import tables
 from functions.shared.outbox import outbox_id_for
-from local_stack import stripe_events as stripe
+from provider_events import stripe
 from tests.conftest import TABLES
 from tests.support.clock import FakeClock
 from tests.support.lambda_events import FakeLambdaContext

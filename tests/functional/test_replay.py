@@ -30,8 +30,8 @@ from functions.operations.replay import (
 )
 from functions.process.stripe_api import StripeApi
 from functions.shared.providers import Interpreters
-from local_stack import stripe_events as stripe
-from local_stack.stripe_events import EVENTS_DIR
+from provider_events import stripe
+from provider_events.shapes import EVENTS_DIR
 from tests.support.clock import FakeClock
 from tests.support.pipeline import MERCADOPAGO_TOKEN, STRIPE_KEY, Pipeline, pipeline_on_moto
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from local_stack import stripe_events as stripe
+from provider_events import stripe
 from tests.support.clients import RequestCounter
 from tests.support.world import World
 

@@ -21,7 +21,7 @@ from functions.process.waiting import (
 from functions.reconcile.service import Reconciler
 from functions.shared.domain import Outcome
 from functions.shared.errors import BindingConflictError, OrderNotYetKnownError
-from local_stack import stripe_events as stripe
+from provider_events import stripe
 from tests.conftest import TABLES
 from tests.support.clients import conflicting_once
 from tests.support.clock import FakeClock

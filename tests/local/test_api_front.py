@@ -19,16 +19,16 @@ import functions.outbox.sweeper_handler
 import functions.process.handler
 import functions.process.waiting_handler
 import functions.reconcile.handler  # noqa: F401
+from firedrill.delivery import DeliveryLog, Providers
+from firedrill.stories import Post
 from functions.ingest.request import from_proxy_event
 from functions.shared.domain import Outcome
 from infra.config import ApiType
-from local_stack import stripe_events as stripe
-from local_stack.drill import DeliveryLog, Providers
 from local_stack.front import ApiFront
 from local_stack.resources import DEVELOPMENT_SECRETS, client
 from local_stack.stack import EmbeddedStack
 from local_stack.state import order_view
-from local_stack.stories import Post
+from provider_events import stripe
 
 T0 = 1_764_460_800
 

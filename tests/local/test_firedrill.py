@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from local_stack.firedrill import DeployedTarget, DrillOptions, run_deployed, run_embedded
+from firedrill.run import DeployedTarget, DrillOptions, run_deployed, run_embedded
 from local_stack.resources import DEVELOPMENT_SECRETS
 from local_stack.stack import EmbeddedStack
 from tests.support.broken_designs import EventIdKey
@@ -39,6 +39,23 @@ def test_small_drill_with_faults_proves_every_guarantee() -> None:
     assert "FAIL" not in report, report
     assert "every guarantee held" in report
     assert exit_code == 0
+    # and the report says where the time went: the delivery rate, each stage, each drain next
+    # to its allowance, the steps of the run and the local server's requests
+    facts = {line.split("  ")[1] for line in report.splitlines() if line.startswith("  ")}
+    for fact in (
+        "delivery rate",
+        "stage: ingest",
+        "stage: process",
+        "stage: outbox",
+        "drains",
+        "time",
+        "server requests",
+        "server: dynamodb",
+        "server: sqs",
+    ):
+        assert fact in facts, report
+    assert re.search(r"^  delivery rate +[\d.]+ deliveries/s \(\d+ in [\d.]+ s\)$", report, re.M)
+    assert re.search(r"^  drains +\d+ s of \d+ s allowed \(peak \d+ in flight", report, re.M)
 
 
 def test_drill_catches_a_broken_process_handler_and_exits_non_zero() -> None:
@@ -60,7 +77,10 @@ def test_drill_catches_a_broken_process_handler_and_exits_non_zero() -> None:
 def test_make_run_works_from_any_directory_and_its_console_is_clean(tmp_path: Path) -> None:
     # Given the console script's entry point, run the way `make run` runs it, elsewhere, its
     # output piped (not a terminal)
-    command = [sys.executable, "-m", "local_stack.cli", "firedrill", "--orders", "8", "--no-faults"]
+    command = [
+        *(sys.executable, "-m", "local_stack.cli", "firedrill"),
+        *("--deliveries", "25", "--no-faults"),
+    ]
 
     # When it runs outside the repository
     result = subprocess.run(  # noqa: S603 - our own CLI
@@ -71,6 +91,9 @@ def test_make_run_works_from_any_directory_and_its_console_is_clean(tmp_path: Pa
     out, err = result.stdout.decode(), result.stderr.decode()
     assert "every guarantee held" in out, out + err[-2000:]
     assert result.returncode == 0
+    # sized by deliveries: the first seven kinds of story make 25
+    assert re.search(r"^  orders \(stories\) +7 across 7 kinds$", out, re.MULTILINE), out
+    assert re.search(r"^  delivered 25/25 \(100%\)", err, re.MULTILINE), err
     # and the console holds only the stack's URL, progress lines and the report: no EMF blob,
     # no warning, no carriage return
     console = out + err
@@ -78,6 +101,9 @@ def test_make_run_works_from_any_directory_and_its_console_is_clean(tmp_path: Pa
     assert "Warning" not in console, console[-2000:]
     assert "\r" not in console
     assert re.search(r"^  delivered (\d+)/\1 \(100%\), \d+ s$", err, re.MULTILINE), err
+    # every line of it one of those: the stack, the progress, what each drain waited for
+    progress = re.compile(r"^  (embedded stack up: |delivered \d+/\d+ |drained: quiet after )")
+    assert all(progress.match(line) for line in err.splitlines()), err
     # while each function's metrics went to its own EMF file, under its own service
     metrics = tmp_path / ".local" / "metrics"
     functions = ("ingest", "process", "outbox", "sweeper", "reconciliation", "waiting")

@@ -186,3 +186,141 @@ def test_a_partition_query_answers_like_moto_reading_only_its_partition(aws: Loc
     assert backwards == expected[::-1]
     assert [i["sk"]["S"] for i in effects] == ["EFFECT#1", "EFFECT#2", "EFFECT#3"]
     assert missing == []
+
+
+def test_sends_and_receives_answer_as_moto_does_without_counting_the_queue(aws: LocalAws) -> None:
+    # Given a standard queue and a FIFO queue with content-based deduplication
+    sqs = client("sqs", aws.endpoint_url)
+    standard = sqs.create_queue(QueueName="local-depth")["QueueUrl"]
+    fifo = sqs.create_queue(
+        QueueName="local-dedup.fifo",
+        Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "true"},
+    )["QueueUrl"]
+
+    # When 30 messages are sent to the first, 5 received (and held), and the same body twice
+    # to the second
+    for n in range(30):
+        sqs.send_message(QueueUrl=standard, MessageBody=f"m{n}")
+    held = sqs.receive_message(QueueUrl=standard, MaxNumberOfMessages=5, VisibilityTimeout=60)
+    for _ in range(2):
+        sqs.send_message(QueueUrl=fifo, MessageBody="same", MessageGroupId="g")
+
+    # Then the counts are exact (the sends' shortcut left the queue's attributes whole), the
+    # received messages are the oldest, and the FIFO queue deduplicated by content
+    counts = sqs.get_queue_attributes(
+        QueueUrl=standard,
+        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    )["Attributes"]
+    assert counts == {
+        "ApproximateNumberOfMessages": "25",
+        "ApproximateNumberOfMessagesNotVisible": "5",
+    }
+    assert sorted(m["Body"] for m in held["Messages"]) == ["m0", "m1", "m2", "m3", "m4"]
+    deduplicated = sqs.get_queue_attributes(
+        QueueUrl=fifo, AttributeNames=["ApproximateNumberOfMessages"]
+    )["Attributes"]
+    assert deduplicated == {"ApproximateNumberOfMessages": "1"}
+
+
+def test_updates_sharing_one_expression_each_apply_their_own_values(aws: LocalAws) -> None:
+    # Given an item, and one update expression the server has parsed before
+    dynamodb = client("dynamodb", aws.endpoint_url)
+    expression = "SET #n = :n, sums = if_not_exists(sums, :zero) + :n"
+
+    def update(key: str, n: int) -> None:
+        dynamodb.update_item(
+            TableName=TABLE,
+            Key={"pk": {"S": key}},
+            UpdateExpression=expression,
+            ExpressionAttributeNames={"#n": "last"},
+            ExpressionAttributeValues={":n": {"N": str(n)}, ":zero": {"N": "0"}},
+        )
+
+    # When it updates two items with other values, one of them twice
+    update("same-expression-a", 5)
+    update("same-expression-b", 7)
+    update("same-expression-a", 2)
+
+    # Then each item holds its own values: the kept parse carries no values of a request
+    def read(key: str) -> dict[str, str]:
+        item = dynamodb.get_item(TableName=TABLE, Key={"pk": {"S": key}})["Item"]
+        return {name: item[name]["N"] for name in ("last", "sums")}
+
+    assert read("same-expression-a") == {"last": "2", "sums": "7"}
+    assert read("same-expression-b") == {"last": "7", "sums": "7"}
+
+
+def test_an_index_query_by_a_string_key_answers_like_moto_reading_only_its_items(
+    aws: LocalAws,
+) -> None:
+    # Given a table with an index on (bucket, at): items in three buckets, some without a
+    # bucket, one whose bucket is a number
+    dynamodb = client("dynamodb", aws.endpoint_url)
+    dynamodb.create_table(
+        TableName="local-indexed",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "bucket", "AttributeType": "S"},
+            {"AttributeName": "at", "AttributeType": "N"},
+        ],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "due",
+                "KeySchema": [
+                    {"AttributeName": "bucket", "KeyType": "HASH"},
+                    {"AttributeName": "at", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    for n in range(30):
+        item = {"pk": {"S": f"item-{n:02d}"}, "at": {"N": str((n * 7) % 30)}}
+        if n % 5:
+            item["bucket"] = {"S": f"b{n % 3}"}
+        dynamodb.put_item(TableName="local-indexed", Item=item)
+    dynamodb.put_item(
+        TableName="local-indexed",
+        Item={"pk": {"S": "numbered"}, "bucket": {"N": "1"}, "at": {"N": "1"}},
+    )
+
+    def query(**extra: Any) -> list[str]:
+        pages = dynamodb.get_paginator("query").paginate(
+            TableName="local-indexed",
+            IndexName="due",
+            KeyConditionExpression="#b = :b",
+            ExpressionAttributeNames={"#b": "bucket"},
+            ExpressionAttributeValues={":b": {"S": "b1"}},
+            **extra,
+        )
+        return [i["pk"]["S"] for page in pages for i in page["Items"]]
+
+    # When bucket b1 is queried: whole, backwards, two a page, counted, and after a given time
+    whole = query()
+    backwards = query(ScanIndexForward=False)
+    paged = query(PaginationConfig={"PageSize": 2})
+    counted = dynamodb.query(
+        TableName="local-indexed",
+        IndexName="due",
+        KeyConditionExpression="#b = :b",
+        ExpressionAttributeNames={"#b": "bucket"},
+        ExpressionAttributeValues={":b": {"S": "b1"}},
+        Select="COUNT",
+    )["Count"]
+    later = dynamodb.query(
+        TableName="local-indexed",
+        IndexName="due",
+        KeyConditionExpression="#b = :b AND #at > :at",
+        ExpressionAttributeNames={"#b": "bucket", "#at": "at"},
+        ExpressionAttributeValues={":b": {"S": "b1"}, ":at": {"N": "15"}},
+    )["Items"]
+
+    # Then it holds exactly the string-keyed items of b1, in index order, however it is read
+    b1 = sorted((n for n in range(30) if n % 5 and n % 3 == 1), key=lambda n: ((n * 7) % 30, n))
+    expected = [f"item-{n:02d}" for n in b1]
+    assert whole == paged == expected
+    assert backwards == expected[::-1]
+    assert counted == len(expected)
+    assert [i["pk"]["S"] for i in later] == [f"item-{n:02d}" for n in b1 if (n * 7) % 30 > 15]

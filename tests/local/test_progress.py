@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from local_stack.drill import ProgressBar
+from firedrill.progress import ProgressBar
 
 
 class FakeTerminal(io.StringIO):

@@ -21,13 +21,13 @@ import functions.outbox.sweeper_handler
 import functions.process.handler
 import functions.process.waiting_handler
 import functions.reconcile.handler  # noqa: F401
-from local_stack import stripe_events as stripe
+from firedrill.delivery import DeliveryLog, Providers
+from firedrill.stories import Post
 from local_stack.cli import main
-from local_stack.drill import DeliveryLog, Providers
 from local_stack.resources import DEVELOPMENT_SECRETS
 from local_stack.stack import EmbeddedStack
-from local_stack.stories import Post
-from local_stack.stripe_events import EVENTS_DIR
+from provider_events import stripe
+from provider_events.shapes import EVENTS_DIR
 
 DLQ_WAIT_SECONDS = 90  # five receives, 3 s apart, on a busy machine
 

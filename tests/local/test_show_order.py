@@ -16,12 +16,12 @@ import functions.outbox.sweeper_handler
 import functions.process.handler
 import functions.process.waiting_handler
 import functions.reconcile.handler  # noqa: F401
-from local_stack import stripe_events as stripe
+from firedrill.delivery import DeliveryLog, Providers
+from firedrill.stories import Post
 from local_stack.cli import main
-from local_stack.drill import DeliveryLog, Providers
 from local_stack.resources import DEVELOPMENT_SECRETS
 from local_stack.stack import EmbeddedStack
-from local_stack.stories import Post
+from provider_events import stripe
 
 T0 = 1_764_460_800
 

@@ -12,7 +12,7 @@ import pytest
 from functions.shared.domain import Effect, Interpretation, Money, NoEffect, Transition, effect_key
 from functions.shared.errors import MalformedEventError
 from functions.shared.providers import Interpreters
-from local_stack.stripe_events import EVENTS_DIR
+from provider_events.shapes import EVENTS_DIR
 
 
 def asaas_event(name: str, **changes: Any) -> str:

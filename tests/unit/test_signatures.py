@@ -10,7 +10,7 @@ from functions.ingest.providers.asaas import AsaasVerifier
 from functions.ingest.providers.mercadopago import MercadoPagoVerifier, manifest
 from functions.ingest.providers.stripe import StripeVerifier
 from functions.ingest.request import WebhookRequest
-from local_stack.stripe_events import fixture_text
+from provider_events.stripe import fixture_text
 from tests.support.signing import generated_secret, mercadopago_signature, stripe_signature
 
 NOW = 1_764_460_800

@@ -9,7 +9,7 @@ import pytest
 from functions.shared.domain import Effect, Interpretation, Money, NoEffect, Transition, effect_key
 from functions.shared.errors import MalformedEventError
 from functions.shared.providers import Interpreters
-from local_stack.stripe_events import fixture_text
+from provider_events.stripe import fixture_text
 
 INTENT = "pi_3QpLqRJz8fEoYh0N1kWc2DxT"
 CHARGE = "ch_3QpLqRJz8fEoYh0N1Yt9sLq2"

@@ -11,7 +11,8 @@ import pytest
 
 from functions.shared.domain import Effect, Interpretation, Money, NoEffect, Transition, effect_key
 from functions.shared.providers.stripe import Interpreter, StripeApiNotConfiguredError
-from local_stack.stripe_events import EVENTS_DIR, fixture_text
+from provider_events.shapes import EVENTS_DIR
+from provider_events.stripe import fixture_text
 
 CHARGE = "ch_3QpLqRJz8fEoYh0N1Yt9sLq2"
 INTENT = "pi_3QpLqRJz8fEoYh0N1kWc2DxT"

@@ -1,12 +1,12 @@
 """What the fire drill delivers: per order, a story of real-shaped provider events and what the
 order must look like once everything has arrived, whatever the order and number of arrivals.
 
-The payloads are the real shapes in tests/events, built by the same factory the tests use.
+The payloads are the real shapes in tests/events, built by the same factories the tests use
+(`provider_events`).
 """
 
 from __future__ import annotations
 
-import copy
 import itertools
 import json
 import uuid
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from local_stack import stripe_events as stripe
-from local_stack.stripe_events import EVENTS_DIR, unique
+from provider_events import stripe
+from provider_events.shapes import shape, unique
 
 _numbers = itertools.count(1)
 BRAZIL = timezone(timedelta(hours=-3))
@@ -88,10 +88,10 @@ class Story:
     def posts(self) -> list[Post]:
         return [post for phase in self.phases for post in phase]
 
-
-def _shape(path: str) -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads((EVENTS_DIR / path).read_text())
-    return copy.deepcopy(loaded)
+    @property
+    def deliveries(self) -> int:
+        """HTTP deliveries the story makes (each post's copies), before any provider retry."""
+        return sum(post.copies for post in self.posts)
 
 
 def stripe_retries(order: str, at: int) -> Story:
@@ -220,7 +220,7 @@ def asaas_payment_refunded(order: str, at: int) -> Story:
     refund_at = _brazil(at + 58)
 
     def event(name: str, seconds: int) -> str:
-        event = _shape(
+        event = shape(
             f"asaas/{'PAYMENT_REFUNDED' if name == 'PAYMENT_REFUNDED' else 'PAYMENT_RECEIVED'}.json"
         )
         event["id"] = f"evt_{uuid.uuid4().hex}&{next(_numbers)}"
@@ -257,7 +257,7 @@ def asaas_payment_refunded(order: str, at: int) -> Story:
 def mercadopago_refunded(order: str, at: int) -> Story:
     """Notified when created and when updated; the API shows it paid and refunded twice."""
     payment_id = str(9_000_000_000 + next(_numbers))
-    payment = _shape("mercadopago/payment.refunded.json")
+    payment = shape("mercadopago/payment.refunded.json")
     payment.update({"id": int(payment_id), "external_reference": order})
     payment["metadata"] = {"order_id": order}
     payment["refunds"] = [
@@ -267,7 +267,7 @@ def mercadopago_refunded(order: str, at: int) -> Story:
     query = {"data.id": payment_id, "type": "payment"}
 
     def notification(action: str) -> str:
-        note = _shape("mercadopago/payment.updated.json")
+        note = shape("mercadopago/payment.updated.json")
         note.update({"id": 100_000_000_000 + next(_numbers), "action": action})
         note["data"] = {"id": payment_id}
         return json.dumps(note)
@@ -294,10 +294,10 @@ def mercadopago_refunded(order: str, at: int) -> Story:
 def mercadopago_chargeback_lost(order: str, at: int) -> Story:
     """Read when approved, then after a chargeback settled against the seller."""
     payment_id = str(9_000_000_000 + next(_numbers))
-    payment = _shape("mercadopago/payment.charged_back_settled.json")
+    payment = shape("mercadopago/payment.charged_back_settled.json")
     payment.update({"id": int(payment_id), "external_reference": order, "metadata": {}})
     query = {"data.id": payment_id, "type": "payment"}
-    note = _shape("mercadopago/payment.updated.json")
+    note = shape("mercadopago/payment.updated.json")
     note.update({"id": 100_000_000_000 + next(_numbers), "data": {"id": payment_id}})
     return Story(
         "mercadopago chargeback lost",
@@ -322,7 +322,7 @@ def asaas_chargeback_won(order: str, at: int) -> Story:
     payment = unique("pay")
 
     def event(name: str, seconds: int) -> str:
-        event = _shape(f"asaas/{name}.json")
+        event = shape(f"asaas/{name}.json")
         event["id"] = f"evt_{uuid.uuid4().hex}&{next(_numbers)}"
         event["dateCreated"] = _brazil(at + seconds)
         event["payment"].update({"id": payment, "externalReference": order, "value": 50})
@@ -542,7 +542,7 @@ def asaas_partial_refunds(order: str, at: int) -> Story:
     payment = unique("pay")
 
     def event(name: str, seconds: int, refunds: Sequence[tuple[int, float]]) -> str:
-        event = _shape("asaas/PAYMENT_PARTIALLY_REFUNDED.json")
+        event = shape("asaas/PAYMENT_PARTIALLY_REFUNDED.json")
         event["id"] = f"evt_{uuid.uuid4().hex}&{next(_numbers)}"
         event["event"] = name
         event["dateCreated"] = _brazil(at + seconds)
@@ -761,3 +761,16 @@ def stories(orders: int, now: int) -> list[Story]:
     """`orders` stories, every kind in turn, their events a day old."""
     day_ago = now - 86_400
     return [KINDS[n % len(KINDS)](unique("ord"), day_ago + n) for n in range(orders)]
+
+
+def stories_for_deliveries(deliveries: int, now: int) -> list[Story]:
+    """Stories, every kind in turn as `stories` makes them, until they make at least
+    `deliveries` deliveries (provider retries come on top)."""
+    day_ago = now - 86_400
+    made: list[Story] = []
+    total = 0
+    while total < deliveries:
+        story = KINDS[len(made) % len(KINDS)](unique("ord"), day_ago + len(made))
+        made.append(story)
+        total += story.deliveries
+    return made

@@ -2,33 +2,19 @@
 
 from __future__ import annotations
 
-import copy
-import itertools
 import json
-from functools import cache
-from pathlib import Path
 from typing import Any
 
-EVENTS_DIR = Path(__file__).resolve().parent.parent / "tests" / "events"
-_sequence = itertools.count(1)
-
-
-@cache
-def _template(name: str) -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads((EVENTS_DIR / "stripe" / f"{name}.json").read_text())
-    return loaded
+from provider_events.shapes import EVENTS_DIR, shape
+from provider_events.shapes import unique as unique  # stripe.unique("pi"): ids for these events
 
 
 def fixture_text(name: str) -> str:
     return (EVENTS_DIR / "stripe" / f"{name}.json").read_text()
 
 
-def unique(prefix: str) -> str:
-    return f"{prefix}_test{next(_sequence):08d}"
-
-
 def _event(template: str, created: int, fields: dict[str, Any]) -> str:
-    event = copy.deepcopy(_template(template))
+    event = shape(f"stripe/{template}.json")
     event["id"] = unique("evt")
     event["created"] = created
     event["data"]["object"].update(fields)

@@ -1,0 +1,359 @@
+"""A whole drill (`umavez firedrill`): against the embedded stack (default) or a deployed one."""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+import boto3
+
+from firedrill.checks import Check, books_checks, check_state, embedded_checks
+from firedrill.delivery import DeliveryLog, Providers, run_stories
+from firedrill.progress import ProgressBar
+from firedrill.report import deliveries_line, embedded_facts, render, server_facts
+from firedrill.stories import Post, Story, stories, stories_for_deliveries
+from functions.ingest.adapters import SqsQueue
+from functions.operations import replay
+from functions.operations.outcomes import LedgerOutcomes, Tracked
+from functions.process.service import EffectProcessor
+from functions.process.stripe_api import StripeApi
+from functions.process.waiting import Waiting
+from functions.reconcile.service import CHECKPOINT_PK
+from functions.shared.domain import Outcome
+from functions.shared.dynamo import scan_items
+from functions.shared.errors import WriteContendedError
+from functions.shared.providers import Interpreters
+from functions.shared.tables import TableNames
+from infra.config import DEFAULT_API_TYPE, ApiType
+from local_stack.resources import DEVELOPMENT_SECRETS, STRIPE_DEVELOPMENT_API_KEY, client
+from local_stack.stack import Drained, EmbeddedStack, Faults
+from local_stack.state import LedgerState, order_view
+
+DEFAULT_ORDERS = 300
+DEFAULT_DELIVERIES = 1000  # `make run`
+DEFAULT_SOAK_RATE = 5.0  # deliveries a second
+RESEND_SHARE = 0.1
+DEPLOYED_PROVIDERS = {"stripe", "asaas"}  # Mercado Pago's would need their live payments API
+
+
+@dataclass
+class DrillOptions:
+    orders: int = DEFAULT_ORDERS
+    faults: bool = True
+    seed: int = 42
+    process_variant: type[EffectProcessor] | None = None
+    # The event shape the embedded front hands ingest (the deployed stack's `apiType`).
+    api_type: ApiType = DEFAULT_API_TYPE
+    # Sized by deliveries instead of orders: as many stories as make at least this many.
+    deliveries: int | None = None
+    # A soak: deliver for this many minutes at `rate` deliveries a second, then check.
+    soak_minutes: float | None = None
+    rate: float = DEFAULT_SOAK_RATE
+
+    def stories(self, now: int) -> list[Story]:
+        if self.soak_minutes is not None:
+            return stories_for_deliveries(int(self.rate * self.soak_minutes * 60), now)
+        if self.deliveries is not None:
+            return stories_for_deliveries(self.deliveries, now)
+        return stories(self.orders, now)
+
+    def stories_per_second(self, drill: Sequence[Story]) -> float | None:
+        """A soak spreads its stories evenly over its minutes; otherwise all are ready at once."""
+        if self.soak_minutes is None:
+            return None
+        return len(drill) / (self.soak_minutes * 60)
+
+
+class Stopwatch:
+    """Seconds per step of a run, in the order the steps first ran."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._started = time.monotonic()
+
+    @contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.monotonic() - started
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self._started
+
+
+def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    watch = Stopwatch()
+    faults = Faults.drill() if options.faults else Faults()
+    faults.seed = options.seed
+    with EmbeddedStack(
+        faults=faults, process_variant=options.process_variant, api_type=options.api_type
+    ) as stack:
+        drill = options.stories(int(time.time()))
+        log = DeliveryLog()
+        providers = providers_for(stack, drill, log)
+        err.write(
+            f"  embedded stack up: {stack.front.url} as a {options.api_type.value} API"
+            f" (AWS on {stack.aws.endpoint_url})\n"
+        )
+        drains: list[Drained] = []
+
+        def drain() -> None:
+            with watch.step("draining"):
+                drains.append(stack.drain(let_waits_pass=True))
+            _progress_line(err, drains[-1])
+
+        with watch.step("delivering"):
+            run_stories(
+                drill,
+                providers,
+                ProgressBar(err),
+                stories_per_second=options.stories_per_second(drill),
+            )
+        drain()
+        dynamodb = client("dynamodb", stack.aws.endpoint_url)
+        names = stack.resources.tables
+        with watch.step("attaching, resending, replaying"):
+            unmatched = _attach_unmatched(stack, drill)
+        drain()
+
+        with watch.step("attaching, resending, replaying"):
+            before_resend = _read_tables(dynamodb, names).business_state()
+            resent = _resend(drill, providers, options.seed)
+        drain()
+        with watch.step("attaching, resending, replaying"):
+            replayed = _replay_stripe(stack, drill, log)
+        drain()
+        with watch.step("checking"):
+            after = _read_tables(dynamodb, names)
+            after_resend = after.business_state()
+            replay_outcomes = Counter(r.outcome for r in replayed.ledger.results(replayed.enqueued))
+            state = LedgerState.of(after.ledger, after.outbox)
+            checks = check_state(drill, state, log)
+            checks += embedded_checks(stack, state, log, drains)
+            checks.append(unmatched)
+            checks.append(
+                Check(
+                    "resends and a replay from the events API change nothing",
+                    before_resend == after_resend and Outcome.APPLIED.value not in replay_outcomes,
+                    f"{resent} old events resent; {len(replayed.enqueued)} replayed: "
+                    + ", ".join(f"{n} {outcome}" for outcome, n in sorted(replay_outcomes.items()))
+                    if before_resend == after_resend
+                    else "state changed: " + _changed(before_resend, after_resend),
+                )
+            )
+        facts = embedded_facts(options.faults, drill, log, stack, state, drains, watch.seconds)
+        server = stack.aws.stats()
+    facts |= server_facts(server)
+    facts["elapsed"] = f"{watch.elapsed:.1f} s"
+    render(checks, facts, out)
+    return 0 if all(c.ok for c in checks) else 1
+
+
+def _progress_line(err: TextIO, drained: Drained) -> None:
+    """The console says what each drain waited for: a line, never redrawn."""
+    outcome = "quiet" if drained else f"gave up with {drained.left}"
+    err.write(
+        f"  drained: {outcome} after {drained.seconds:.0f} s "
+        f"(allowed {drained.bound_seconds:.0f} s for a peak of {drained.peak} in flight)\n"
+    )
+    err.flush()
+
+
+def providers_for(stack: EmbeddedStack, drill: Sequence[Story], log: DeliveryLog) -> Providers:
+    """The simulated providers for `drill`: what their APIs answer is registered with the
+    stack's fakes, and the front answers late where a story plays the incident."""
+    for story in drill:
+        stack.provider_apis.refunds.update(story.stripe_refunds)
+        if story.mercadopago_payment:
+            stack.provider_apis.payments[str(story.mercadopago_payment["id"])] = (
+                story.mercadopago_payment
+            )
+    providers = Providers(stack.front.url, DEVELOPMENT_SECRETS, log)
+    stack.front.slow_seconds = providers.ingest_delay
+    return providers
+
+
+@dataclass
+class DeployedTarget:
+    url: str
+    secrets: dict[str, str]
+    tables: TableNames
+    region: str | None = None
+    timeout_seconds: float = 600
+
+
+def run_deployed(
+    options: DrillOptions,
+    target: DeployedTarget,
+    out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
+) -> int:
+    """The drill against a deployed stack: Stripe and Asaas stories, no injected faults.
+
+    Processing there is asynchronous and a refund that precedes its payment waits a visibility
+    timeout, so the checks are repeated until they pass or `timeout_seconds` runs out. Only the
+    drill's own orders are read; sinks and queues are the deployment's to watch.
+    """
+    started = time.monotonic()
+    providers_given = DEPLOYED_PROVIDERS & set(target.secrets)
+    drill = [
+        s
+        for s in stories(options.orders, int(time.time()))
+        if {p.provider for p in s.posts} <= providers_given
+        # Stories that need the embedded fakes of the providers' APIs, or its waiting seconds.
+        and not s.stripe_refunds
+        and not s.unmatched_object
+    ]
+    log = DeliveryLog()
+    err.write(f"  delivering {len(drill)} stories to {target.url}\n")
+    run_stories(drill, Providers(target.url, target.secrets, log), ProgressBar(err))
+    dynamodb = boto3.client("dynamodb", region_name=target.region)
+    deadline = time.monotonic() + target.timeout_seconds
+    while True:
+        views = {s.order_id: order_view(dynamodb, target.tables, s.order_id) for s in drill}
+        state = LedgerState(views, [], [i for v in views.values() for i in v.outbox])
+        checks = check_state(drill, state, log) + books_checks(views)
+        if all(c.ok for c in checks) or time.monotonic() > deadline:
+            break
+        time.sleep(10)
+    facts = {
+        "target": target.url,
+        "orders (stories)": f"{len(drill)} ({', '.join(sorted(providers_given))})",
+        "deliveries (HTTP attempts)": deliveries_line(log),
+        "elapsed": f"{time.monotonic() - started:.1f} s",
+    }
+    render(checks, facts, out)
+    return 0 if all(c.ok for c in checks) else 1
+
+
+def _attach_unmatched(stack: EmbeddedStack, drill: Sequence[Story]) -> Check:
+    """Every payment nobody could route is listed as unmatched; an operator attaches it to its
+    order (twice: the second changes nothing), as `umavez attach` does."""
+    room = Waiting(
+        client("dynamodb", stack.aws.endpoint_url),
+        client("sqs", stack.aws.endpoint_url),
+        stack.resources.tables,
+        stack.resources.queue_url,
+        time.time,
+    )
+    listed = {item.get("external_ref") for item in room.unmatched()}
+    expected = [s for s in drill if s.unmatched_object]
+    missing = [s.unmatched_object for s in expected if s.unmatched_object not in listed]
+    for story in expected:
+        assert story.unmatched_object is not None
+        for _ in range(2):
+            attach_as_an_operator(room, "stripe", story.unmatched_object, story.order_id)
+    return Check(
+        "every unmatched payment listed, then attached once",
+        not missing,
+        f"{len(expected)} unmatched, attached" if not missing else f"not listed: {missing[:3]}",
+    )
+
+
+OPERATOR_RUNS = 5
+
+
+def attach_as_an_operator(
+    room: Waiting, provider: str, object_id: str, order_id: str, runs: int = OPERATOR_RUNS
+) -> int:
+    """`umavez attach`, run again when it reports contention, as its operator would: the
+    command retries a transaction conflict itself (three times) and is idempotent, but the
+    local server cancels 5% of all transactions, and a drill of thousands of orders attaches
+    hundreds of payments: three conflicts in a row happen."""
+    for _ in range(runs - 1):
+        try:
+            return room.attach(provider, object_id, order_id)
+        except WriteContendedError:
+            continue
+    return room.attach(provider, object_id, order_id)
+
+
+@dataclass
+class Replayed:
+    ledger: LedgerOutcomes
+    enqueued: list[Tracked]
+
+
+def _replay_stripe(stack: EmbeddedStack, drill: Sequence[Story], log: DeliveryLog) -> Replayed:
+    """`umavez replay stripe` over the drill's window: Stripe's events API (the local fake)
+    lists every event the endpoint accepted; all were processed, so none applies again."""
+    posted = [json.loads(p.body) for s in drill for p in s.posts if p.provider == "stripe"]
+    events = [event for event in posted if event["id"] in log.accepted_event_ids]
+    stack.provider_apis.events.extend(events)
+    created = [int(event["created"]) for event in events]
+    window = replay.Window.parse(
+        datetime.fromtimestamp(min(created), tz=UTC).isoformat(),
+        datetime.fromtimestamp(max(created), tz=UTC).isoformat(),
+        time.time(),
+    )
+    api_key = STRIPE_DEVELOPMENT_API_KEY  # the local stack's, for its fake Stripe API
+    pages = replay.StripeEvents(lambda: api_key, time.time, stack.provider_apis.url).pages(window)
+    refunds = StripeApi(lambda: api_key, stack.provider_apis.url).refunds_of_charge
+    ledger = LedgerOutcomes(
+        client("dynamodb", stack.aws.endpoint_url),
+        stack.resources.tables.ledger,
+        Interpreters.build(stripe_refunds=refunds),
+    )
+    queue = SqsQueue(client("sqs", stack.aws.endpoint_url), stack.resources.queue_url)
+    enqueued = replay.Replayer(queue, ledger, replay.STRIPE_EVENTS_API).replay(pages)
+    return Replayed(ledger, enqueued)
+
+
+def _resend(drill: Sequence[Story], providers: Providers, seed: int) -> int:
+    """A provider's dashboard "resend", weeks later: an old event, freshly signed."""
+    rng = random.Random(seed)  # noqa: S311 - sampling
+    sample = [
+        s.posts[0] for s in drill if s.posts[0].forgery is None and rng.random() < RESEND_SHARE
+    ]
+    for post in sample:
+        providers.deliver(Post(post.provider, post.body, post.query))
+    return len(sample)
+
+
+def _changed(before: list[Any], after: list[Any]) -> str:
+    """The first items that differ, by key, and which of their attributes changed."""
+
+    def by_key(items: list[Any]) -> dict[str, Any]:
+        return {
+            "/".join(str(item[k]) for k in ("pk", "sk", "outbox_id") if k in item): item
+            for item in items
+        }
+
+    old, new = by_key(before), by_key(after)
+    notes = [f"new {key}" for key in new.keys() - old.keys()]
+    notes += [f"gone {key}" for key in old.keys() - new.keys()]
+    for key in old.keys() & new.keys():
+        if old[key] != new[key]:
+            names = old[key].keys() | new[key].keys()
+            notes.append(f"{key}: {sorted(n for n in names if old[key].get(n) != new[key].get(n))}")
+    return "; ".join(notes[:4])
+
+
+def _read_tables(dynamodb: Any, names: TableNames) -> Tables:
+    """Both tables, every item (one scan each)."""
+    return Tables(
+        list(scan_items(dynamodb, names.ledger)), list(scan_items(dynamodb, names.outbox))
+    )
+
+
+@dataclass
+class Tables:
+    ledger: list[dict[str, Any]]
+    outbox: list[dict[str, Any]]
+
+    def business_state(self) -> list[Any]:
+        """Every item of the business state. The reconciliation's checkpoint is left out: the
+        scheduled run moves it whenever it runs, resends or not."""
+        items = [i for i in self.ledger if i.get("pk") != CHECKPOINT_PK] + self.outbox
+        return sorted(items, key=repr)
