@@ -243,6 +243,10 @@ class StreamToLambda(Poller):
 
     def poll_once(self) -> bool:
         records = self._records.next_records()
+        if not records:
+            # A new outbox item is in no index until its first try: the drain knows the
+            # stream has none left unread only from reads of it that found nothing.
+            self.stats["empty_reads"] += 1
         batch = [r for r in records if matches_outbox_filter(r)]
         self.stats["filtered_out"] += len(records) - len(batch)
         if batch:

@@ -361,7 +361,8 @@ class EmbeddedStack:
     # -- waiting for quiet -------------------------------------------------------------------
 
     def unfinished_outbox_items(self) -> int:
-        """Items still pending or sending: exactly those in the due index's shards."""
+        """Items a try could not send yet (the due index's shards). A new item awaiting its
+        first try is in no index: the drain waits for the stream to read empty instead."""
         dynamodb = client("dynamodb", self.aws.endpoint_url)
         return sum(
             int(
@@ -454,7 +455,7 @@ class EmbeddedStack:
             stall_seconds = DRAIN_STALL_SECONDS if let_waits_pass else LOCAL_WAIT_LIMIT_SECONDS + 30
         started = time.monotonic()
         stalled_at = started + stall_seconds
-        quiet = only_waiting = peak = 0
+        quiet = only_waiting = peak = empty_reads = 0
         bound = base_seconds
         waits_let_pass = False
         left = previous = InFlight()
@@ -474,7 +475,11 @@ class EmbeddedStack:
                     stalled_at, previous = now + stall_seconds, left
                 if not busy and left.total == 0 and self.sink.settled():
                     quiet += 1
-                    if quiet >= 3:
+                    if quiet == 1:
+                        empty_reads = self.stream_poller.stats["empty_reads"]
+                    # Quiet, and the stream read empty twice since: no new item is unread.
+                    stream_read = self.stream_poller.stats["empty_reads"] >= empty_reads + 2
+                    if quiet >= 3 and stream_read:
                         return Drained(True, now - started, bound, peak, left, waits_let_pass)
                 else:
                     quiet = 0
