@@ -50,7 +50,7 @@ class StrandedItems:
     ) -> None:
         self._sqs = sqs
         self._streams = streams
-        self._queue_url = queue_url
+        self.queue_url = queue_url
         self._sender = sender
         self._max_messages = max_messages
 
@@ -69,7 +69,7 @@ class StrandedItems:
                 parked = self._sender.park(outbox_id, "its stream record was given up on")
                 results[PARKED if parked else ALREADY_HANDLED] += 1
             self._sqs.delete_message(
-                QueueUrl=self._queue_url, ReceiptHandle=message["ReceiptHandle"]
+                QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"]
             )
         return results
 
@@ -77,7 +77,7 @@ class StrandedItems:
         received = 0
         while received < self._max_messages:
             batch = self._sqs.receive_message(
-                QueueUrl=self._queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=0
+                QueueUrl=self.queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=0
             ).get("Messages", [])
             if not batch:
                 return

@@ -337,43 +337,68 @@ def test_a_record_the_stream_gives_up_on_is_parked_from_the_on_failure_queue_and
     # When Lambda puts the batch's coordinates on the on-failure queue, DynamoDB recovers,
     # and the sweeper runs (twice)
     refusing = False
-    sqs = boto3.client("sqs")
-    failures = sqs.create_queue(QueueName="outbox-stream-failures")["QueueUrl"]
-    sqs.send_message(QueueUrl=failures, MessageBody=json.dumps(on_failure_message(records)))
-    stranded = StrandedItems(
-        sqs, boto3.client("dynamodbstreams"), failures, sender(world, clock, [])
-    )
+    stranded = on_failure_queue(world, clock, on_failure_message(records))
     parked = [dict(stranded.park_all()) for _ in range(2)]
     clock.advance(POLICY.backoff(1) + SWEEP_GRACE)
     swept = sweep(world, clock, real_channels(sinks))
 
     # Then the item was parked once, the message is gone, and the sweep sent it once
     assert parked == [{"parked": 1}, {}]
+    assert messages_held(stranded) == 0
     assert swept == {"sent": 1}
     assert sinks.events_by_key() == {outbox_id: 1}
     assert sinks.emails_by_key() == {outbox_id: 1}
 
 
-def test_coordinates_whose_records_cannot_be_read_back_stay_on_the_queue(
-    world: World, clock: FakeClock
-) -> None:
-    # Given an on-failure message that is not a stream batch's coordinates
+def on_failure_queue(world: World, clock: FakeClock, body: dict[str, Any]) -> StrandedItems:
+    """The stream's on-failure queue holding one message, and the sweeper's reader of it."""
     sqs = boto3.client("sqs")
     failures = sqs.create_queue(QueueName="outbox-stream-failures")["QueueUrl"]
-    sqs.send_message(QueueUrl=failures, MessageBody=json.dumps({"version": "1.0"}))
-    stranded = StrandedItems(
-        sqs, boto3.client("dynamodbstreams"), failures, sender(world, clock, [])
-    )
+    sqs.send_message(QueueUrl=failures, MessageBody=json.dumps(body))
+    return StrandedItems(sqs, boto3.client("dynamodbstreams"), failures, sender(world, clock, []))
 
-    # When the sweeper reads the queue
+
+def messages_held(stranded: StrandedItems) -> int:
+    attributes = boto3.client("sqs").get_queue_attributes(
+        QueueUrl=stranded.queue_url,
+        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    )["Attributes"]
+    return sum(int(v) for v in attributes.values())
+
+
+def _not_coordinates(_records: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"version": "1.0"}
+
+
+def _range_never_ending(records: list[dict[str, Any]]) -> dict[str, Any]:
+    message = on_failure_message(records)
+    info = message["DDBStreamBatchInfo"]
+    info["endSequenceNumber"] = str(int(info["endSequenceNumber"]) + 10**6)
+    return message
+
+
+@pytest.mark.parametrize(
+    "message", [_not_coordinates, _range_never_ending], ids=["not-coordinates", "partial-range"]
+)
+def test_a_message_whose_records_cannot_all_be_read_back_stays_on_the_queue(
+    world: World,
+    clock: FakeClock,
+    stream: StreamReader,
+    message: Callable[[list[dict[str, Any]]], dict[str, Any]],
+) -> None:
+    # Given an on-failure message that names no stream batch, or one whose end the stream
+    # never reaches (its records are not all there)
+    _, outbox_id = paid_order(world)
+    stranded = on_failure_queue(world, clock, message(stream.new_records()))
+
+    # When the sweeper reads it back
     parked = dict(stranded.park_all())
 
-    # Then it is counted unreadable and left for a person (the queue is alarmed)
+    # Then nothing is parked from it, it is counted unreadable, and it stays for the next sweep
+    # and for a person (the queue is alarmed)
     assert parked == {"unreadable": 1}
-    attributes = sqs.get_queue_attributes(
-        QueueUrl=failures, AttributeNames=["ApproximateNumberOfMessagesNotVisible"]
-    )["Attributes"]
-    assert attributes["ApproximateNumberOfMessagesNotVisible"] == "1"
+    assert messages_held(stranded) == 1
+    assert tables.OUTBOX_DUE_BUCKET not in outbox_item(world, outbox_id)
 
 
 def test_crash_after_claim_before_send_is_sent_once_after_the_lease(
@@ -649,29 +674,3 @@ def test_the_sweep_goes_on_when_the_on_failure_queue_cannot_be_read(
     # Then the due item was still sent, once
     assert results["sent"] == 1
     assert sinks.events_by_key() == {outbox_id: 1}
-
-
-def test_a_range_read_back_only_in_part_is_not_deleted(
-    world: World, clock: FakeClock, stream: StreamReader
-) -> None:
-    # Given coordinates whose end the stream never reaches (its records are not all there)
-    paid_order(world)
-    message = on_failure_message(stream.new_records())
-    info = message["DDBStreamBatchInfo"]
-    info["endSequenceNumber"] = str(int(info["endSequenceNumber"]) + 10**6)
-    sqs = boto3.client("sqs")
-    failures = sqs.create_queue(QueueName="outbox-stream-failures")["QueueUrl"]
-    sqs.send_message(QueueUrl=failures, MessageBody=json.dumps(message))
-    stranded = StrandedItems(
-        sqs, boto3.client("dynamodbstreams"), failures, sender(world, clock, [])
-    )
-
-    # When the sweeper reads it back
-    parked = dict(stranded.park_all())
-
-    # Then nothing is parked from a partial range, and the message stays for the next sweep
-    assert parked == {"unreadable": 1}
-    attributes = sqs.get_queue_attributes(
-        QueueUrl=failures, AttributeNames=["ApproximateNumberOfMessagesNotVisible"]
-    )["Attributes"]
-    assert attributes["ApproximateNumberOfMessagesNotVisible"] == "1"
