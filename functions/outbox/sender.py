@@ -155,34 +155,22 @@ class OutboxSender:
             return Sent(outbox_id, SendResult.SKIPPED, attempts, "handed to the sweeper")
 
     def park(self, outbox_id: str, error: str) -> bool:
-        """Hand a new item to the sweeper after an error the first try did not handle: due
-        after the first backoff, in its shard of the due index. False if it was not new."""
-        now = int(self._clock())
+        """Hand a new item to the sweeper after an error the first try did not handle (or a
+        try the stream gave up on): due after the first backoff, in its shard of the due
+        index, that try counted. False if it was not new any more."""
         try:
-            self._db.update_item(
-                TableName=self._table,
-                Key=to_attributes({tables.OUTBOX_KEY: outbox_id}),
-                UpdateExpression="SET #bucket = :bucket, #due = :retry_at, last_error = :error",
-                ConditionExpression=f"attribute_exists(#id) AND {STILL_NEW}",
-                ExpressionAttributeNames={
-                    "#id": tables.OUTBOX_KEY,
-                    "#status": "status",
-                    "#bucket": tables.OUTBOX_DUE_BUCKET,
-                    "#due": tables.OUTBOX_DUE_AT,
+            self._update(
+                outbox_id,
+                None,
+                "SET #bucket = :bucket, #due = :retry_at, last_error = :error",
+                {
+                    ":bucket": tables.due_bucket(outbox_id),
+                    ":retry_at": int(self._clock()) + self._policy.backoff(1),
+                    ":error": error[:500],
                 },
-                ExpressionAttributeValues=to_attributes(
-                    {
-                        ":pending": OutboxStatus.PENDING.value,
-                        ":bucket": tables.due_bucket(outbox_id),
-                        ":retry_at": now + self._policy.backoff(1),
-                        ":error": error[:500],
-                    }
-                ),
             )
-        except ClientError as exc:
-            if is_condition_failure(exc):
-                return False
-            raise_unclassified(exc, "UpdateItem")
+        except LeaseLostError:
+            return False
         return True
 
     def _read_with_order(
@@ -378,7 +366,8 @@ class OutboxSender:
         self, outbox_id: str, token: str | None, expression: str, values: dict[str, object]
     ) -> None:
         """An update that only the current claim holder may make; without a claim (the
-        first try), only while the item is still new, and it records the attempt."""
+        first try), only while the item is still new, and it records the attempt. A failed
+        condition raises LeaseLostError: someone else owns the item now."""
         if token is None:
             expression = expression.replace("SET ", "SET attempts = :attempts, ", 1)
             values = {**values, ":attempts": 1, ":pending": OutboxStatus.PENDING.value}
