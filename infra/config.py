@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from functions.shared import settings
 from functions.shared.settings import PaymentMode
@@ -142,21 +142,23 @@ def _share(name: str, value: object, default: float) -> float:
         raise ConfigError(f"{name} must be a number between 0 and 1, not {value!r}") from exc
 
 
-def _api_type(value: str | None) -> ApiType:
-    if value is None:
-        return DEFAULT_API_TYPE
-    try:
-        return ApiType(str(value).lower())
-    except ValueError as exc:
-        choices = "|".join(t.value for t in ApiType)
-        raise ConfigError(f"apiType must be {choices}, not {value!r}") from exc
+E = TypeVar("E", ApiType, PaymentMode)
 
 
-def _payment_mode(value: str | None) -> PaymentMode | None:
+def _choice(name: str, value: str | None, choices: type[E]) -> E | None:
+    """One of an enum's values, case-insensitive; None when not given; else a clear error."""
     if value is None:
         return None
     try:
-        return PaymentMode(str(value).lower())
+        return choices(str(value).lower())
     except ValueError as exc:
-        choices = "|".join(m.value for m in PaymentMode)
-        raise ConfigError(f"stripeMode must be {choices}, not {value!r}") from exc
+        allowed = "|".join(c.value for c in choices)
+        raise ConfigError(f"{name} must be {allowed}, not {value!r}") from exc
+
+
+def _api_type(value: str | None) -> ApiType:
+    return _choice("apiType", value, ApiType) or DEFAULT_API_TYPE
+
+
+def _payment_mode(value: str | None) -> PaymentMode | None:
+    return _choice("stripeMode", value, PaymentMode)
