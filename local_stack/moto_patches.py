@@ -1,4 +1,4 @@
-"""Seven changes to moto, installed only in the local stack's server process.
+"""Nine changes to moto, installed only in the local stack's server process.
 
 1. SQS: moto checks each received message's retention by computing *all* the queue's
    attributes, approximate counts included, each a pass over every message: a receive costs
@@ -44,6 +44,17 @@ table's `all_items` returns that partition's items, in the same (range key) orde
    `all_items` hands moto only the items whose attribute equals the key (same type "S", same
    string: exactly moto's own test for strings), in moto's order; moto's loop, sort and paging
    then run on those.
+
+8. moto's response serializer walks a result through the service's model, and for each member
+   of each structure asks five alias providers where the value might be: a DynamoDB
+   `AttributeValue` (ten members, one present) costs dozens of lookups, so an order with its
+   ledger cost milliseconds to serialize, and serializing was half of the server's time. An
+   `AttributeValue` that is already in the wire's shape (moto's items are: `to_json()`), made
+   of S, N, BOOL, NULL, SS, NS, M and L only, is what the walk would produce: it is written as
+   it is. Anything else (binary, an unexpected shape) takes moto's walk.
+
+9. EventBridge's input transformer builds a JSONPath parser (a yacc table) for every input
+   path of every event it delivers. Parsed paths are kept, by their text: parsing is pure.
 """
 
 from __future__ import annotations
@@ -53,9 +64,11 @@ import functools
 import time
 from typing import Any
 
+import jsonpath_ng.ext
 import moto.backends
 import moto.core.responses
 import moto.sqs.models
+from moto.core.serialize import BaseJSONSerializer
 from moto.core.utils import method_names_from_class as _original_method_names
 from moto.core.utils import unix_time
 from moto.core.utils import unix_time_millis as _original_millis
@@ -80,6 +93,9 @@ _ORIGINAL_ALL_ITEMS = Table.all_items
 _ONE_PARTITION = "_umavez_query_partition"
 _ONE_INDEX_KEY = "_umavez_query_index_key"
 _ORIGINAL_MODULES = moto.backends.list_of_moto_modules
+_ORIGINAL_JSON_SERIALIZE = BaseJSONSerializer._serialize
+_JSONPATH: Any = jsonpath_ng.ext  # untyped; moto imports `parse` from it at each event
+_ORIGINAL_JSONPATH_PARSE = _JSONPATH.parse
 
 
 UpdateExpressionParser: Any = getattr(expressions, "UpdateExpressionParser")  # noqa: B009 - untyped
@@ -256,6 +272,41 @@ def transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, A
         raise
 
 
+_SCALAR_ATTRIBUTES = {"S": str, "N": str, "BOOL": bool, "NULL": bool}
+
+
+def is_wire_attribute_value(value: Any) -> bool:
+    """True if `value` is a DynamoDB AttributeValue exactly as the wire carries it, built only
+    of types the serializer would copy unchanged (no binary: that one is base64-encoded)."""
+    if type(value) is not dict or len(value) != 1:
+        return False
+    ((kind, held),) = value.items()
+    scalar = _SCALAR_ATTRIBUTES.get(kind)
+    if scalar is not None:
+        return type(held) is scalar
+    if kind in ("SS", "NS"):
+        return type(held) is list and all(type(member) is str for member in held)
+    if kind == "M":
+        return type(held) is dict and all(
+            type(name) is str and is_wire_attribute_value(member) for name, member in held.items()
+        )
+    if kind == "L":
+        return type(held) is list and all(is_wire_attribute_value(member) for member in held)
+    return False
+
+
+def serialize_json(
+    self: BaseJSONSerializer, serialized: Any, value: Any, shape: Any, key: str
+) -> None:
+    if key and shape.name == "AttributeValue" and is_wire_attribute_value(value):
+        serialized[self.get_serialized_name(shape, key)] = value
+        return
+    _ORIGINAL_JSON_SERIALIZE(self, serialized, value, shape, key)
+
+
+parse_jsonpath = functools.lru_cache(maxsize=256)(_ORIGINAL_JSONPATH_PARSE)
+
+
 def install() -> None:
     """Patch moto in this process (the local stack's server only)."""
     DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
@@ -269,6 +320,8 @@ def install() -> None:
     setattr(moto.core.responses, "method_names_from_class", method_names_from_class)  # noqa: B010
     setattr(moto.sqs.models, "unix_time_millis", unix_time_millis)  # noqa: B010
     UpdateExpressionParser.make = classmethod(parse_update_expression)
+    setattr(BaseJSONSerializer, "_serialize", serialize_json)  # noqa: B010
+    _JSONPATH.parse = parse_jsonpath
 
 
 def uninstall() -> None:
@@ -281,3 +334,5 @@ def uninstall() -> None:
     setattr(moto.core.responses, "method_names_from_class", _original_method_names)  # noqa: B010
     setattr(moto.sqs.models, "unix_time_millis", _original_millis)  # noqa: B010
     UpdateExpressionParser.make = _ORIGINAL_PARSE_METHOD
+    setattr(BaseJSONSerializer, "_serialize", _ORIGINAL_JSON_SERIALIZE)  # noqa: B010
+    _JSONPATH.parse = _ORIGINAL_JSONPATH_PARSE

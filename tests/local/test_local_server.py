@@ -324,3 +324,63 @@ def test_an_index_query_by_a_string_key_answers_like_moto_reading_only_its_items
     assert backwards == expected[::-1]
     assert counted == len(expected)
     assert [i["pk"]["S"] for i in later] == [f"item-{n:02d}" for n in b1 if (n * 7) % 30 > 15]
+
+
+def test_items_of_every_attribute_type_read_back_as_written_directly_and_through_the_stream(
+    aws: LocalAws,
+) -> None:
+    # Given an item holding every attribute type, nested, binary included (which the server's
+    # serializer shortcut leaves to moto), written to a streamed table
+    dynamodb = client("dynamodb", aws.endpoint_url)
+    item = {
+        "pk": {"S": "every-type"},
+        "n": {"N": "-12.50"},
+        "yes": {"BOOL": True},
+        "nothing": {"NULL": True},
+        "names": {"SS": ["a", "b"]},
+        "amounts": {"NS": ["1", "2.5"]},
+        "raw": {"B": b"\x00\xffbytes"},
+        "raws": {"BS": [b"x", b"y"]},
+        "empty": {"M": {}},
+        "entries": {
+            "M": {
+                "e1": {
+                    "M": {
+                        "amount": {"N": "1990"},
+                        "kinds": {"L": [{"S": "payment"}, {"N": "3"}, {"L": []}]},
+                        "blob": {"B": b"inside"},
+                    }
+                },
+                "e2": {"M": {"voided": {"BOOL": False}, "note": {"S": ""}}},
+            }
+        },
+    }
+    dynamodb.put_item(TableName=STREAMED, Item=item)
+
+    # When it is read by GetItem, BatchGetItem, Query and from the table's stream
+    streams = client("dynamodbstreams", aws.endpoint_url)
+    stream_arn = dynamodb.describe_table(TableName=STREAMED)["Table"]["LatestStreamArn"]
+    shard = streams.describe_stream(StreamArn=stream_arn)["StreamDescription"]["Shards"][0]
+    iterator = streams.get_shard_iterator(
+        StreamArn=stream_arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+    )["ShardIterator"]
+    records = streams.get_records(ShardIterator=iterator)["Records"]
+    read = [
+        dynamodb.get_item(TableName=STREAMED, Key={"pk": {"S": "every-type"}})["Item"],
+        dynamodb.batch_get_item(RequestItems={STREAMED: {"Keys": [{"pk": {"S": "every-type"}}]}})[
+            "Responses"
+        ][STREAMED][0],
+        dynamodb.query(
+            TableName=STREAMED,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": "every-type"}},
+        )["Items"][0],
+        next(
+            r["dynamodb"]["NewImage"]
+            for r in records
+            if r["dynamodb"]["Keys"]["pk"]["S"] == "every-type"
+        ),
+    ]
+
+    # Then every read is the item exactly as written
+    assert read == [item] * 4
