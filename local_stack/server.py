@@ -15,6 +15,7 @@ Run as `python -m local_stack.server --port N [--conflict-rate R] [--seed S] [--
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import random
 import socket
@@ -22,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 import urllib.request
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
@@ -136,21 +138,10 @@ def _service(target: str, environ: Environ) -> str:
 
 
 def serve(port: int, conflict_rate: float, seed: int, account_capacity: bool = False) -> None:
-    from moto.moto_server.werkzeug_app import (
-        DomainDispatcherApplication,
-        MotoRequestHandler,
-        create_backend_app,
-    )
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
     from werkzeug.serving import make_server
 
     from local_stack import moto_patches
-
-    class QuietHandler(MotoRequestHandler):
-        # Keep-alive: without it every AWS call opens a new TCP connection.
-        protocol_version = "HTTP/1.1"
-
-        def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
-            return
 
     moto_patches.install()
     app = SerializedRequests(
@@ -159,8 +150,70 @@ def serve(port: int, conflict_rate: float, seed: int, account_capacity: bool = F
         seed,
         Accountant() if account_capacity else None,
     )
-    server = make_server("127.0.0.1", port, app, threaded=True, request_handler=QuietHandler)
+    server = make_server(
+        "127.0.0.1", port, app, threaded=True, request_handler=keep_alive_handler()
+    )
     server.serve_forever()
+
+
+def keep_alive_handler() -> type[Any]:
+    """moto's request handler, keeping connections open.
+
+    Werkzeug's development server answers every request with `Connection: close`: each AWS
+    call then opened a TCP connection (and the server a thread for it), a third of the
+    functions' own time in a drill. AWS SDKs send a `Content-Length` with every request, so
+    the body is read whole before the app runs and the answer carries its length: the next
+    request on the connection starts exactly where this one ended. A request whose body has no
+    length (chunked) is answered and its connection closed, as Werkzeug does.
+    """
+    from moto.moto_server.werkzeug_app import MotoRequestHandler
+
+    class KeepAliveHandler(MotoRequestHandler):
+        protocol_version = "HTTP/1.1"
+        # Headers and body are two writes: with Nagle's algorithm on a kept connection, the
+        # second waits for the client's delayed ACK (40 ms a request).
+        disable_nagle_algorithm = True
+
+        def run_wsgi(self) -> None:
+            length = self.headers.get("Content-Length")
+            if length is None and self.headers.get("Transfer-Encoding"):
+                self.close_connection = True
+                super().run_wsgi()
+                return
+            if self.headers.get("Expect", "").lower().strip() == "100-continue":
+                self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            environ = self.make_environ()
+            environ["wsgi.input"] = io.BytesIO(self.rfile.read(int(length or 0)))
+            started: list[Any] = []
+            written: list[bytes] = []
+
+            def start_response(status: str, headers: list[tuple[str, str]], *_: Any) -> Any:
+                started[:] = [status, headers]
+                return written.append
+
+            try:
+                returned = list(self.server.app(environ, start_response))
+                body = b"".join(written + returned)
+                status, headers = started
+            except Exception:  # noqa: BLE001 - the client gets a 500 and the connection closes
+                traceback.print_exc()
+                body, status, headers = b"internal error", "500 INTERNAL SERVER ERROR", []
+                self.close_connection = True
+            code, _, reason = status.partition(" ")
+            self.send_response(int(code), reason)
+            for name, value in headers:
+                if name.lower() not in ("content-length", "connection", "transfer-encoding"):
+                    self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+            self.wfile.flush()
+
+        def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+            return
+
+    return KeepAliveHandler
 
 
 class LocalAws:

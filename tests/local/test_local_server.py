@@ -5,8 +5,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from typing import Any
+from unittest.mock import patch
 
 import pytest
+import urllib3
 from botocore.exceptions import ClientError
 
 from local_stack.resources import client
@@ -384,3 +386,34 @@ def test_items_of_every_attribute_type_read_back_as_written_directly_and_through
 
     # Then every read is the item exactly as written
     assert read == [item] * 4
+
+
+def test_one_client_making_many_calls_keeps_one_connection(aws: LocalAws) -> None:
+    # Given one client, whose first call has opened its connection
+    dynamodb = client("dynamodb", aws.endpoint_url)
+    dynamodb.put_item(TableName=TABLE, Item={"pk": {"S": "kept-0"}})
+    opened: list[object] = []
+    original = urllib3.connection.HTTPConnection._new_conn
+
+    def counting(connection: Any) -> Any:
+        opened.append(connection)
+        return original(connection)
+
+    # When it makes 30 more calls: writes, reads, one refused by its condition, a large answer
+    with patch.object(urllib3.connection.HTTPConnection, "_new_conn", counting):
+        for n in range(1, 11):
+            dynamodb.put_item(
+                TableName=TABLE, Item={"pk": {"S": f"kept-{n}"}, "pad": {"S": "x" * 5000}}
+            )
+            dynamodb.get_item(TableName=TABLE, Key={"pk": {"S": f"kept-{n}"}})
+            with pytest.raises(ClientError):
+                dynamodb.put_item(
+                    TableName=TABLE,
+                    Item={"pk": {"S": f"kept-{n}"}},
+                    ConditionExpression="attribute_not_exists(pk)",
+                )
+        items = dynamodb.scan(TableName=TABLE)["Items"]
+
+    # Then every answer arrived whole over the connection it already had
+    assert {f"kept-{n}" for n in range(11)} <= {i["pk"]["S"] for i in items}
+    assert opened == []
