@@ -150,10 +150,14 @@ def run_stories(
     A phase the provider sends `after_seconds` after the one before waits on a timer, not in a
     worker: a story that waits never holds up the others. Phases of stories already under way
     go before new stories. With `stories_per_second`, story n starts n / rate seconds in (a
-    soak's fixed rate); otherwise all are ready at once.
+    soak's fixed rate); otherwise all are ready at once, those that wait between phases first.
     """
     total = sum(post.copies for story in stories for post in story.posts)
     Schedule(stories, providers.deliver, progress, total, workers, stories_per_second).run()
+
+
+def _waits(story: Story) -> bool:
+    return any(post.after_seconds for phase in story.phases for post in phase)
 
 
 @dataclass(order=True)
@@ -189,9 +193,15 @@ class Schedule:
         self._done = 0
         self._errors: list[BaseException] = []
         started = time.monotonic()
-        for n in range(len(stories)):
-            offset = n / stories_per_second if stories_per_second else 0.0
-            self._at(started + offset, n, 0)
+        if stories_per_second:
+            for n in range(len(stories)):
+                self._at(started + n / stories_per_second, n, 0)
+        else:
+            # All ready at once: stories that wait between phases go first, so that their waits
+            # run while the others are delivered instead of after them.
+            waiting_first = sorted(range(len(stories)), key=lambda n: not _waits(stories[n]))
+            for n in waiting_first:
+                self._at(started, n, 0)
 
     def _at(self, due: float, story: int, phase: int) -> None:
         delay = max((post.after_seconds for post in self._stories[story].phases[phase]), default=0)

@@ -89,6 +89,22 @@ def test_the_schedule_delivers_every_copy_and_each_storys_phases_in_order() -> N
     assert progress[-1] == (total, total)
 
 
+def test_stories_that_wait_between_phases_start_first_so_their_waits_overlap_the_rest() -> None:
+    # Given six stories ready at once: five of one phase, then one whose second phase the
+    # provider sends a moment after its first
+    stories = [_story(f"plain{n}", phases=1) for n in range(5)]
+    stories.append(_story("late", phases=2, after=0.05))
+    handed: list[str] = []
+
+    # When the schedule runs them with one worker
+    run_stories(stories, _Recorder(lambda post: handed.append(post.body)), lambda d, t: None, 1)
+
+    # Then the waiting story's first phase went first, and its wait did not hold up the others
+    assert handed[0] == "late:0"
+    assert handed[1:6] == [f"plain{n}:0" for n in range(5)]
+    assert handed[-1] == "late:1"
+
+
 class _Recorder:
     """Delivers to a function instead of over HTTP."""
 
