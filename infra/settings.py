@@ -21,6 +21,10 @@ PROCESS_TIMEOUT_SECONDS: Final = 30
 PROCESS_BATCH_SIZE: Final = 10
 OUTBOX_BATCH_SIZE: Final = 10
 OUTBOX_RETRY_ATTEMPTS: Final = 3
+# Concurrent batches per stream shard. Every outbox item has a key of its own (Lambda keeps the
+# order of records of one key only), so a burst of notifications is sent by this many
+# invocations at once instead of one batch after another.
+OUTBOX_PARALLELIZATION_FACTOR: Final = 4
 # The outbox event source mapping's filter: new outbox items only, which are always pending.
 OUTBOX_STREAM_FILTER: Final[dict[str, Any]] = {
     "eventName": ["INSERT"],

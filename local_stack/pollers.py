@@ -7,8 +7,9 @@
   the timeout is seconds and a busy server can make a batch take longer: the poller extends
   the batch's visibility while the handler runs, or a slow batch would be received again, up
   to the DLQ, without ever having failed.
-- DynamoDB Streams -> outbox: the same filter as the mapping, partial batch responses, bounded
-  retries, then the failed records' metadata to the on-failure queue.
+- DynamoDB Streams -> outbox: the same filter as the mapping, its parallelization factor (the
+  shard's records in lanes by partition key, the lanes' batches invoked at once), partial batch
+  responses, bounded retries, then the failed records' metadata to the on-failure queue.
 - a schedule for the sweeper.
 When idle, a poller waits a little longer each time (up to half a second), and goes back
 to full speed as soon as there is work: empty polls cost the single-threaded server time.
@@ -19,8 +20,10 @@ from __future__ import annotations
 import json
 import threading
 import time
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, Final
 
@@ -28,6 +31,7 @@ from botocore.exceptions import ClientError
 
 from infra.settings import (
     OUTBOX_BATCH_SIZE,
+    OUTBOX_PARALLELIZATION_FACTOR,
     OUTBOX_RETRY_ATTEMPTS,
     PROCESS_BATCH_SIZE,
     matches_outbox_filter,
@@ -236,10 +240,22 @@ class StreamToLambda(Poller):
         self._sqs = client("sqs", endpoint_url)
         self._arn = dynamodb.describe_table(TableName=table_name)["Table"]["LatestStreamArn"]
         self._records = StreamRecords(
-            client("dynamodbstreams", endpoint_url), self._arn, OUTBOX_BATCH_SIZE
+            client("dynamodbstreams", endpoint_url),
+            self._arn,
+            OUTBOX_BATCH_SIZE * OUTBOX_PARALLELIZATION_FACTOR,
         )
         self._handler = handler
         self._failures_url = failures_url
+        self._stats_lock = threading.Lock()
+        self._lanes = ThreadPoolExecutor(
+            OUTBOX_PARALLELIZATION_FACTOR, thread_name_prefix=f"{name}-lane"
+        )
+
+    def run(self) -> None:
+        try:
+            super().run()
+        finally:
+            self._lanes.shutdown(wait=True)
 
     def poll_once(self) -> bool:
         records = self._records.next_records()
@@ -247,15 +263,25 @@ class StreamToLambda(Poller):
             # A new outbox item is in no index until its first try: the drain knows the
             # stream has none left unread only from reads of it that found nothing.
             self.stats["empty_reads"] += 1
-        batch = [r for r in records if matches_outbox_filter(r)]
-        self.stats["filtered_out"] += len(records) - len(batch)
-        if batch:
+        matching = [r for r in records if matches_outbox_filter(r)]
+        self.stats["filtered_out"] += len(records) - len(matching)
+        if matching:
             self.busy = True
             try:
-                self._invoke_with_retries(batch)
+                lanes = by_partition_key(matching, OUTBOX_PARALLELIZATION_FACTOR)
+                for _ in self._lanes.map(self._invoke_lane, lanes):
+                    pass  # each lane's batches in order; the lanes at once; all before the next
             finally:
                 self.busy = False
         return bool(records)
+
+    def _invoke_lane(self, lane: list[dict[str, Any]]) -> None:
+        for start in range(0, len(lane), OUTBOX_BATCH_SIZE):
+            self._invoke_with_retries(lane[start : start + OUTBOX_BATCH_SIZE])
+
+    def _count(self, name: str, n: int = 1) -> None:
+        with self._stats_lock:
+            self.stats[name] += n
 
     def _invoke_with_retries(self, batch: list[dict[str, Any]]) -> None:
         for _attempt in range(1 + OUTBOX_RETRY_ATTEMPTS):
@@ -263,18 +289,28 @@ class StreamToLambda(Poller):
             records = [{k: v for k, v in r.items() if k != SHARD_OF} for r in batch]
             response = self._handler({"Records": records}, LambdaContext("umavez-outbox"))
             failed = [f["itemIdentifier"] for f in (response or {}).get("batchItemFailures", [])]
-            self.stats["records"] += len(batch)
+            self._count("records", len(batch))
             if not failed:
                 return
-            self.stats["retried"] += 1
+            self._count("retried")
             first = next(
                 i for i, r in enumerate(batch) if r["dynamodb"]["SequenceNumber"] in failed
             )
             batch = batch[first:]
-        self.stats["sent_to_on_failure"] += len(batch)
+        self._count("sent_to_on_failure", len(batch))
         self._sqs.send_message(
             QueueUrl=self._failures_url, MessageBody=json.dumps(on_failure_message(batch))
         )
+
+
+def by_partition_key(records: list[dict[str, Any]], lanes: int) -> list[list[dict[str, Any]]]:
+    """A shard's records split as Lambda's parallelization factor splits them: every record of
+    one partition key in the same lane, in stream order; lanes that got nothing left out."""
+    split: list[list[dict[str, Any]]] = [[] for _ in range(lanes)]
+    for record in records:
+        key = json.dumps(record["dynamodb"]["Keys"], sort_keys=True).encode()
+        split[zlib.crc32(key) % lanes].append(record)
+    return [lane for lane in split if lane]
 
 
 def on_failure_message(batch: list[dict[str, Any]]) -> dict[str, Any]:

@@ -61,16 +61,20 @@ class LocalResources:
             "STRIPE_API_KEY_SECRET": self.stripe_api_key_secret,
             "EVENT_BUS_NAME": self.bus_name,
             "EMAIL_SENDER": EMAIL_SENDER,
-            # Longer than a send takes on the busy local server, or the sweeper sends it again.
-            "OUTBOX_LEASE_SECONDS": "10",
+            # Longer than a sweep's sends take on the busy local server, or the next sweep sends
+            # them again.
+            "OUTBOX_LEASE_SECONDS": "5",
             # Waiting, in seconds instead of days: parked after 2 receives (3 s visibility),
             # unmatched after 120 s without a binding (the drill's late payment comes after 18 s,
             # and a loaded local server can take a minute more to process it).
             "PARK_AFTER_RECEIVES": "2",
             "WAIT_LIMIT_SECONDS": str(LOCAL_WAIT_LIMIT_SECONDS),
+            # Retries 1 s, 2 s, then every 4 s: the product's minutes to an hour, in seconds.
             "OUTBOX_BACKOFF_BASE_SECONDS": "1",
-            # New items are the stream's for this long (the sweeper claiming them too is waste).
-            "SWEEP_GRACE_SECONDS": "10",
+            "OUTBOX_BACKOFF_CAP_SECONDS": "4",
+            # A new item is in no index until its first try (it is the stream's); what is in the
+            # index is the sweeper's once due: the grace only spaces a retry from the last try.
+            "SWEEP_GRACE_SECONDS": "1",
             "POWERTOOLS_TRACE_DISABLED": "true",
             # On: each function's EMF goes to its own file (local_stack/metrics.py), not stdout.
             "POWERTOOLS_METRICS_DISABLED": "false",

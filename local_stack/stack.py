@@ -34,10 +34,11 @@ from local_stack.resources import (
 from local_stack.server import LocalAws
 from local_stack.sink import SinkRecorder, create_sink_table
 
-# Every request holds the local server's one lock: the schedules run as seldom as the drill
-# allows (a sweep is a due-index Query per shard, a waiting run reads every parked delivery).
-SWEEP_EVERY_SECONDS = 5.0
-WAITING_EVERY_SECONDS = 5.0
+# Every request holds the local server's one lock: a sweep is a due-index Query per shard and a
+# waiting run a Query of the parked deliveries, a few ms each; every 2 s, a retried notification
+# or an unmatched payment is not left waiting for the schedule.
+SWEEP_EVERY_SECONDS = 2.0
+WAITING_EVERY_SECONDS = 2.0
 RECONCILE_EVERY_SECONDS = 120.0  # it scans both tables: the local server is one lock
 # How long a drain may take: a base, plus this much per unit of work in flight at its peak.
 DRAIN_BASE_SECONDS = 60.0
@@ -483,8 +484,14 @@ class EmbeddedStack:
                         return Drained(True, now - started, bound, peak, left, waits_let_pass)
                 else:
                     quiet = 0
+                # Only process binds a waiting delivery: once the queue is empty and no batch
+                # is being processed, nothing will bind what still waits (notifications still
+                # being retried bind nothing).
+                processing = any(p.busy for p in self.process_pollers)
                 only_waiting = (
-                    only_waiting + 1 if left.total == left.waiting > 0 and not busy else 0
+                    only_waiting + 1
+                    if left.waiting > 0 and left.queued == left.receiving == 0 and not processing
+                    else 0
                 )
                 if let_waits_pass and only_waiting >= 3 and self.waiting_clock.offset == 0:
                     self.waiting_clock.offset = LOCAL_WAIT_LIMIT_SECONDS + 1
@@ -492,8 +499,8 @@ class EmbeddedStack:
                 if now >= min(started + bound, stalled_at):
                     break
                 # Every check goes through the server's one lock: the queue is one request, the
-                # tables nine (notifications being retried take seconds anyway).
-                time.sleep(0.5 if left.total == 0 else 2.0 if queued or receiving else 5.0)
+                # tables nine Queries of an index or a partition (a few ms each).
+                time.sleep(0.5 if left.total == 0 else 1.0)
             left = self.in_flight()  # all of it, for the report
         finally:
             self.waiting_clock.offset = 0  # items parked from now on wait their own time

@@ -187,6 +187,7 @@ class Pipeline(Construct):
                 self.storage.outbox,
                 starting_position=lambda_.StartingPosition.TRIM_HORIZON,
                 batch_size=settings.OUTBOX_BATCH_SIZE,
+                parallelization_factor=settings.OUTBOX_PARALLELIZATION_FACTOR,
                 bisect_batch_on_error=True,
                 retry_attempts=settings.OUTBOX_RETRY_ATTEMPTS,
                 max_record_age=cdk.Duration.hours(1),

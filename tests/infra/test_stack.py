@@ -327,6 +327,7 @@ def test_outbox_mapping_filters_new_pending_items_and_is_fully_bounded(prod: Syn
     }
     assert outbox["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert outbox["BisectBatchOnFunctionError"] is True
+    assert outbox["ParallelizationFactor"] == 4
     assert outbox["MaximumRetryAttempts"] == 3
     assert outbox["MaximumRecordAgeInSeconds"] == 3600
     assert outbox["DestinationConfig"] == {

@@ -1,4 +1,5 @@
-"""The SQS event source mapping of the local stack holds a batch for as long as it runs."""
+"""The local event source mappings: the SQS one holds a batch for as long as it runs; the stream
+one splits a shard's records into lanes as Lambda's parallelization factor does."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from local_stack.pollers import SqsToLambda
+from local_stack.pollers import SqsToLambda, by_partition_key
 from local_stack.resources import client
 from local_stack.server import LocalAws
 
@@ -80,3 +81,28 @@ def test_a_failed_record_of_a_slow_batch_returns_after_the_queues_own_timeout(
     [message] = again["Messages"]
     assert message["Body"] == "fails"
     assert message["Attributes"]["ApproximateReceiveCount"] == "2"
+
+
+def test_a_shards_records_split_into_lanes_keep_each_keys_order() -> None:
+    # Given 40 stream records of 12 keys, several records for some keys, in stream order
+    records = [
+        {"dynamodb": {"Keys": {"pk": {"S": f"item-{n % 12}"}}, "SequenceNumber": str(100 + n)}}
+        for n in range(40)
+    ]
+
+    # When they are split for a parallelization factor of 4
+    lanes = by_partition_key(records, 4)
+
+    # Then every record is in exactly one lane, all of a key's records in the same lane in
+    # stream order, and there are at most 4 lanes, none empty
+    def sequence(lane: list[dict[str, Any]]) -> list[str]:
+        return [r["dynamodb"]["SequenceNumber"] for r in lane]
+
+    assert sorted(s for lane in lanes for s in sequence(lane)) == sequence(records)
+    assert 1 < len(lanes) <= 4
+    assert all(lanes)
+    for lane in lanes:
+        assert sequence(lane) == sorted(sequence(lane))
+    lane_of = {r["dynamodb"]["Keys"]["pk"]["S"]: n for n, lane in enumerate(lanes) for r in lane}
+    for n, lane in enumerate(lanes):
+        assert all(lane_of[r["dynamodb"]["Keys"]["pk"]["S"]] == n for r in lane)
