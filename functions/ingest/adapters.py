@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
 from botocore.exceptions import BotoCoreError, ClientError
@@ -13,6 +13,11 @@ from functions.ingest.errors import UnavailableError
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
+
+
+# SendMessageBatch: at most 10 entries, and 256 KiB for all of them together.
+BATCH_ENTRIES: Final = 10
+BATCH_BYTES: Final = 256 * 1024
 
 
 class SqsQueue:
@@ -25,14 +30,65 @@ class SqsQueue:
             response = self._client.send_message(
                 QueueUrl=self._queue_url,
                 MessageBody=body,
-                MessageAttributes={
-                    name: {"DataType": "String", "StringValue": value}
-                    for name, value in attributes.items()
-                },
+                MessageAttributes=_message_attributes(attributes),
             )
         except (ClientError, BotoCoreError) as exc:
             raise UnavailableError("enqueue_failed", "could not enqueue; retry") from exc
         return response["MessageId"]
+
+    def send_batch(self, messages: Sequence[tuple[str, Mapping[str, str]]]) -> list[str | None]:
+        """Enqueue many, ten a request (fewer when large): each message's id, or None for one
+        the queue refused (the others are enqueued all the same). Raises UnavailableError
+        when a request fails as a whole: which of that request's messages got in is unknown."""
+        ids: list[str | None] = []
+        for chunk in _batches(messages):
+            try:
+                response = self._client.send_message_batch(
+                    QueueUrl=self._queue_url,
+                    Entries=[
+                        {
+                            "Id": str(n),
+                            "MessageBody": body,
+                            "MessageAttributes": _message_attributes(attributes),
+                        }
+                        for n, (body, attributes) in enumerate(chunk)
+                    ],
+                )
+            except (ClientError, BotoCoreError) as exc:
+                raise UnavailableError("enqueue_failed", "could not enqueue; retry") from exc
+            sent = {
+                int(entry["Id"]): entry["MessageId"] for entry in response.get("Successful", [])
+            }
+            ids += [sent.get(n) for n in range(len(chunk))]
+        return ids
+
+
+def _message_attributes(attributes: Mapping[str, str]) -> dict[str, Any]:
+    return {
+        name: {"DataType": "String", "StringValue": value} for name, value in attributes.items()
+    }
+
+
+def _batches(
+    messages: Sequence[tuple[str, Mapping[str, str]]],
+) -> Iterator[list[tuple[str, Mapping[str, str]]]]:
+    """Consecutive runs of at most BATCH_ENTRIES messages and BATCH_BYTES (bodies, attribute
+    names and values, as SQS counts them); a message alone over the limit goes alone, and
+    the queue refuses it."""
+    chunk: list[tuple[str, Mapping[str, str]]] = []
+    size = 0
+    for body, attributes in messages:
+        weight = len(body.encode()) + sum(
+            len(name.encode()) + len("String") + len(value.encode())
+            for name, value in attributes.items()
+        )
+        if chunk and (len(chunk) == BATCH_ENTRIES or size + weight > BATCH_BYTES):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append((body, attributes))
+        size += weight
+    if chunk:
+        yield chunk
 
 
 class SecretsManagerStore:

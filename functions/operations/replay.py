@@ -21,11 +21,10 @@ import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from functions.ingest.service import Queue
 from functions.operations.outcomes import LedgerOutcomes, Tracked
 from functions.process import stripe_api
 from functions.process.mercadopago_api import BASE_URL as MERCADOPAGO_BASE_URL
@@ -58,6 +57,16 @@ class ReplayInterruptedError(UmavezError):
         super().__init__(detail)
         self.enqueued = enqueued
         self.resume = resume
+
+
+class ReplayPageRefusedError(UmavezError):
+    """The queue took some of a page's messages and refused others (throttled, too large)."""
+
+
+class BatchQueue(Protocol):
+    def send_batch(self, messages: Sequence[tuple[str, Mapping[str, str]]]) -> list[str | None]:
+        """Enqueue each; its message id, or None if the queue refused it. Raises
+        UnavailableError when the queue could not be reached."""
 
 
 @dataclass(frozen=True)
@@ -276,21 +285,31 @@ def notification(payment: Mapping[str, Any]) -> Message:
 class Replayer:
     """Enqueues each page's deliveries, noting first what the ledger already holds of them."""
 
-    def __init__(self, queue: Queue, ledger: LedgerOutcomes, source: str) -> None:
+    def __init__(self, queue: BatchQueue, ledger: LedgerOutcomes, source: str) -> None:
         self._queue = queue
         self._ledger = ledger
         self._source = source
 
     def replay(self, pages: Iterator[Page]) -> list[Tracked]:
+        """Each page's messages in batches (ten a request); a page is done when all of its
+        messages are enqueued, and a resume starts after the last page done."""
         enqueued: list[Tracked] = []
         resume: Resume | None = None
         try:
             for page in pages:
-                for tracked in self._ledger.track(page.messages):
-                    tracked.queue_message_id = self._queue.send(
-                        tracked.message.body, self._attributes(tracked.message)
+                tracked = self._ledger.track(page.messages)
+                ids = self._queue.send_batch(
+                    [(t.message.body, self._attributes(t.message)) for t in tracked]
+                )
+                for t, message_id in zip(tracked, ids, strict=True):
+                    if message_id is not None:
+                        t.queue_message_id = message_id
+                        enqueued.append(t)
+                refused = ids.count(None)
+                if refused:
+                    raise ReplayPageRefusedError(
+                        f"the queue refused {refused} of the page's {len(ids)} messages"
                     )
-                    enqueued.append(tracked)
                 resume = page.resume
         except (UmavezError, ClientError, BotoCoreError) as exc:
             raise ReplayInterruptedError(str(exc), enqueued, resume) from exc

@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -199,6 +199,83 @@ def test_an_api_error_mid_way_says_how_to_resume_and_nothing_applies_twice(
         )
         assert len(pipeline.world.outbox(order)) == 1
         assert pipeline.world.mismatches(order) == []
+
+
+def test_a_page_is_enqueued_ten_messages_a_request(pipeline: Pipeline, clock: FakeClock) -> None:
+    # Given 25 lost payments, read back as one page
+    window = Window(at(clock.now - 24 * HOUR), at(clock.now))
+    payments = [stripe_payment(100 + n, clock.now - 10 * HOUR + n) for n in range(25)]
+    pipeline.apis.events += [event for _, event in payments]
+    operations: list[str] = []
+    pipeline.sqs.meta.events.register(
+        "before-call.sqs.*", lambda model, **_: operations.append(model.name)
+    )
+
+    # When the window is replayed and the queue processed
+    replayed = replay_stripe(pipeline, clock, window, page_size=100)
+    enqueuing = list(operations)
+    pipeline.process()
+
+    # Then three requests enqueued all 25, each with its own message id, and each applied once
+    assert enqueuing == ["SendMessageBatch"] * 3
+    assert len({t.queue_message_id for t in replayed}) == 25
+    for order, event in payments:
+        view = pipeline.world.order(order)
+        assert (view["paid_total"], view["effect_count"]) == (
+            event["data"]["object"]["amount"],
+            1,
+        )
+
+
+class RefusingOne(SqsQueue):
+    """The queue refusing one message of the batch whose position is given (throttled)."""
+
+    def __init__(self, queue: SqsQueue, batch: int, position: int) -> None:
+        self._queue, self._batch, self._position, self.batches = queue, batch, position, 0
+
+    def send_batch(self, messages: Sequence[tuple[str, Mapping[str, str]]]) -> list[str | None]:
+        self.batches += 1
+        if self.batches != self._batch:
+            return self._queue.send_batch(messages)
+        taken = [m for n, m in enumerate(messages) if n != self._position]
+        ids = iter(self._queue.send_batch(taken))
+        return [None if n == self._position else next(ids) for n in range(len(messages))]
+
+
+def test_a_page_the_queue_partly_refuses_stops_the_replay_resumable_before_that_page(
+    pipeline: Pipeline, clock: FakeClock
+) -> None:
+    # Given six lost payments, read two a page, and a queue refusing one of the second page's
+    window = Window(at(clock.now - 24 * HOUR), at(clock.now))
+    payments = [stripe_payment(100 * (n + 1), clock.now - 10 * HOUR + n) for n in range(6)]
+    newest_first = list(reversed(payments))
+    pipeline.apis.events += [event for _, event in payments]
+    events = StripeEvents(lambda: STRIPE_KEY, clock, pipeline.apis.url, page_size=2)
+    queue = RefusingOne(SqsQueue(pipeline.sqs, pipeline.queue_url), batch=2, position=1)
+
+    # When the window is replayed
+    with pytest.raises(ReplayInterruptedError) as interrupted:
+        Replayer(queue, stripe_ledger(pipeline), STRIPE_EVENTS_API).replay(events.pages(window))
+    pipeline.process()
+
+    # Then it stopped at that page: what the queue took is enqueued, the resume repeats the page
+    assert "refused 1 of the page's 2 messages" in str(interrupted.value)
+    assert [t.message.event_id for t in interrupted.value.enqueued] == [
+        e["id"] for _, e in newest_first[:3]
+    ]
+    assert interrupted.value.resume == Resume("--starting-after", newest_first[1][1]["id"])
+
+    # When it is resumed from there
+    replay_stripe(pipeline, clock, window, starting_after=interrupted.value.resume.value)
+    pipeline.process()
+
+    # Then every payment is applied once
+    for order, event in payments:
+        view = pipeline.world.order(order)
+        assert (view["paid_total"], view["effect_count"]) == (
+            event["data"]["object"]["amount"],
+            1,
+        )
 
 
 def test_a_window_older_than_stripe_keeps_events_is_refused_before_any_request(
