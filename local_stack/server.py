@@ -34,6 +34,9 @@ from local_stack.accounting import Accountant
 StartResponse = Callable[..., Any]
 Environ = dict[str, Any]
 STATS_PATH = "/umavez-local/stats"
+# The bodies of the e-mails SES took, every account and region: what `/moto-api/data.json`
+# would say, without serializing every table and queue of the server with them.
+EMAILS_PATH = "/umavez-local/emails"
 
 
 class SerializedRequests:
@@ -62,6 +65,9 @@ class SerializedRequests:
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         if environ.get("PATH_INFO") == STATS_PATH:
             return self._stats(start_response)
+        if environ.get("PATH_INFO") == EMAILS_PATH:
+            with self._lock:
+                return _json_response(start_response, {"bodies": _email_bodies()})
         target = str(environ.get("HTTP_X_AMZ_TARGET", ""))
         operation = target.rsplit(".", 1)[-1] or str(environ.get("PATH_INFO"))
         name = f"{_service(target, environ)} {operation}"
@@ -99,9 +105,7 @@ class SerializedRequests:
             with self._lock:
                 stats["accounting"] = self._accountant.snapshot()
                 stats["accounting_errors"] = self._accountant.errors
-        body = json.dumps(stats).encode()
-        start_response("200 OK", [("Content-Type", "application/json")])
-        return [body]
+        return _json_response(start_response, stats)
 
     @staticmethod
     def _transaction_conflict(environ: Environ, start_response: StartResponse) -> list[bytes]:
@@ -125,6 +129,23 @@ class SerializedRequests:
             [("Content-Type", "application/x-amz-json-1.0"), ("Content-Length", str(len(body)))],
         )
         return [body]
+
+
+def _json_response(start_response: StartResponse, document: Any) -> list[bytes]:
+    start_response("200 OK", [("Content-Type", "application/json")])
+    return [json.dumps(document).encode()]
+
+
+def _email_bodies() -> list[str]:
+    from moto.ses.models import ses_backends
+
+    return [
+        str(message.body)
+        for account in ses_backends.values()
+        for backend in account.values()
+        for message in backend.sent_messages
+        if hasattr(message, "body")
+    ]
 
 
 def _service(target: str, environ: Environ) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 
 from local_stack.pollers import Poller
 from local_stack.resources import client
+from local_stack.server import EMAILS_PATH
 
 SINK_TABLE = "umavez-local-sink"
 REFERENCE = re.compile(r"Reference: (obx_[0-9a-f]{64})")
@@ -99,10 +100,10 @@ def sink_counts(endpoint_url: str) -> dict[str, dict[str, int]]:
             counts[item["outbox_id"]["S"]] = {
                 name: int(value["N"]) for name, value in item.items() if name != "outbox_id"
             }
-    with urllib.request.urlopen(endpoint_url + "/moto-api/data.json", timeout=60) as response:  # noqa: S310
-        emails = json.load(response).get("ses", {}).get("Message", [])
-    for email in emails:
-        for key in REFERENCE.findall(email.get("body", "")):
+    with urllib.request.urlopen(endpoint_url + EMAILS_PATH, timeout=60) as response:  # noqa: S310
+        bodies = json.load(response)["bodies"]
+    for body in bodies:
+        for key in REFERENCE.findall(body):
             channels = counts.setdefault(key, {})
             channels["email"] = channels.get("email", 0) + 1
     return counts
