@@ -417,3 +417,88 @@ def test_one_client_making_many_calls_keeps_one_connection(aws: LocalAws) -> Non
     # Then every answer arrived whole over the connection it already had
     assert {f"kept-{n}" for n in range(11)} <= {i["pk"]["S"] for i in items}
     assert opened == []
+
+
+def test_an_update_expression_is_judged_by_its_names_and_values_every_time(
+    aws: LocalAws,
+) -> None:
+    # Given an item, and expressions the server has validated (and passed) before
+    dynamodb = client("dynamodb", aws.endpoint_url)
+    dynamodb.put_item(TableName=TABLE, Item={"pk": {"S": "judged"}, "n": {"N": "1"}})
+
+    def update(expression: str, names: dict[str, str], value: dict[str, str]) -> str:
+        try:
+            dynamodb.update_item(
+                TableName=TABLE,
+                Key={"pk": {"S": "judged"}},
+                UpdateExpression=expression,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues={":v": value},
+            )
+        except ClientError as exc:
+            return str(exc.response["Error"]["Message"])
+        return "ok"
+
+    add = "SET #a = #a + :v"
+    overlapping = "SET #a = :v, #a = :v"
+
+    # When the same texts are sent again with names and values that make them wrong
+    outcomes = [
+        update(add, {"#a": "n"}, {"N": "2"}),
+        update(add, {"#a": "n"}, {"S": "two"}),  # a string added to a number
+        update(add, {"#a": "pk"}, {"N": "2"}),  # the key attribute
+        update(add, {"#a": "n"}, {"N": "2"}),
+        update(overlapping, {"#a": "n"}, {"N": "1"}),
+        update(overlapping, {"#a": "n"}, {"N": "1"}),
+    ]
+
+    # Then each is refused as moto refuses it, however often the text passed before
+    assert outcomes[0] == outcomes[3] == "ok"
+    assert "operand type" in outcomes[1].lower()
+    assert "key" in outcomes[2].lower()
+    assert "overlap" in outcomes[4].lower() or "two document paths" in outcomes[4].lower()
+    assert outcomes[5] == outcomes[4]
+    item = dynamodb.get_item(TableName=TABLE, Key={"pk": {"S": "judged"}})["Item"]
+    assert item["n"] == {"N": "5"}
+
+
+def test_a_streamed_tables_updates_carry_their_old_image(aws: LocalAws) -> None:
+    # Given a table streaming old and new images, and an item in it
+    dynamodb = client("dynamodb", aws.endpoint_url)
+    dynamodb.create_table(
+        TableName="local-images",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+    )
+    dynamodb.put_item(
+        TableName="local-images", Item={"pk": {"S": "i"}, "m": {"M": {"n": {"N": "1"}}}}
+    )
+
+    # When it is updated twice
+    for n in (2, 3):
+        dynamodb.update_item(
+            TableName="local-images",
+            Key={"pk": {"S": "i"}},
+            UpdateExpression="SET m.n = :n",
+            ExpressionAttributeValues={":n": {"N": str(n)}},
+        )
+
+    # Then each update's record holds the item before it and after it
+    streams = client("dynamodbstreams", aws.endpoint_url)
+    arn = dynamodb.describe_table(TableName="local-images")["Table"]["LatestStreamArn"]
+    shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]["ShardId"]
+    iterator = streams.get_shard_iterator(
+        StreamArn=arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON"
+    )["ShardIterator"]
+    records = streams.get_records(ShardIterator=iterator)["Records"]
+    images = [
+        (
+            r["dynamodb"]["OldImage"]["m"]["M"]["n"]["N"],
+            r["dynamodb"]["NewImage"]["m"]["M"]["n"]["N"],
+        )
+        for r in records
+        if r["eventName"] == "MODIFY"
+    ]
+    assert images == [("1", "2"), ("2", "3")]
