@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any, Final
 
 from functions.process.waiting import Message
 from functions.shared import tables
-from functions.shared.bindings import bound_orders
 from functions.shared.domain import Effect, Outcome, effect_key
 from functions.shared.dynamo import from_attributes, to_attributes
 from functions.shared.errors import RetryableError, UmavezError
@@ -77,7 +76,7 @@ class LedgerOutcomes:
     def track(self, messages: Sequence[Message]) -> list[Tracked]:
         """Read each message's entries, and note the keys the ledger holds already."""
         tracked = [self._read(message) for message in messages]
-        routes = [self._routes(t) for t in tracked]
+        routes = self._routes(tracked)
         held = self._get({key for route in routes for key in _entry_keys(route)})
         for t, route in zip(tracked, routes, strict=True):
             t.known_before = frozenset(
@@ -86,7 +85,7 @@ class LedgerOutcomes:
         return tracked
 
     def results(self, tracked: Sequence[Tracked]) -> list[Result]:
-        routes = [self._routes(t) for t in tracked]
+        routes = self._routes(tracked)
         keys = {key for t in tracked for key in _delivery_keys(t.message)}
         keys |= {key for route in routes for key in _entry_keys(route)}
         items = self._get(keys)
@@ -121,22 +120,37 @@ class LedgerOutcomes:
         entries = tuple(r for r in readings if isinstance(r, Effect))
         return Tracked(message, entries, frozenset())
 
-    def _routes(self, tracked: Tracked) -> list[Route]:
-        """(order, key) of each entry, as process routes it."""
-        routes: list[Route] = []
-        for entry in tracked.entries:
-            order_id = entry.order_id or self._bound_order(entry)
-            routes.append((order_id, effect_key(entry, order_id) if order_id else None))
-        return routes
+    def _routes(self, tracked: Sequence[Tracked]) -> list[list[Route]]:
+        """(order, key) of each delivery's entries, as process routes them: by the order the
+        entry names, else by the first of its objects bound to one. Every delivery's bindings
+        are read together, 100 a request (a page of refunds is one read, not one each)."""
+        bindings = self._get(
+            _binding_key(entry, ref)
+            for t in tracked
+            for entry in t.entries
+            if not entry.order_id
+            for ref in entry.order_lookup
+        )
 
-    def _bound_order(self, entry: Effect) -> str | None:
-        found, _ = bound_orders(self._db, self._ledger, entry.delivery.provider, entry.order_lookup)
-        return next((found[ref] for ref in entry.order_lookup if ref in found), None)
+        def order_of(entry: Effect) -> str | None:
+            if entry.order_id:
+                return entry.order_id
+            bound = (bindings.get(_binding_key(entry, ref)) for ref in entry.order_lookup)
+            return next((str(item["order_id"]) for item in bound if item is not None), None)
+
+        return [
+            [
+                (order_id, effect_key(entry, order_id) if order_id else None)
+                for entry in t.entries
+                for order_id in [order_of(entry)]
+            ]
+            for t in tracked
+        ]
 
     def _get(self, keys: Iterable[Key]) -> dict[Key, dict[str, Any]]:
         """Consistent reads of the items that exist, 100 keys a request; keys DynamoDB leaves
         unprocessed are asked again, a few times."""
-        wanted = sorted(keys)
+        wanted = sorted(set(keys))  # BatchGetItem refuses a key asked twice
         found: dict[Key, dict[str, Any]] = {}
         for start in range(0, len(wanted), BATCH_GET_LIMIT):
             request: Any = {
@@ -206,6 +220,10 @@ class LedgerOutcomes:
                 str(audit.get("reason", "")),
             )
         return Result(tracked, PENDING, order_id, tracked.unreadable or "")
+
+
+def _binding_key(entry: Effect, ref: str) -> Key:
+    return (tables.ref_pk(entry.delivery.provider, ref), tables.REF_SORT)
 
 
 def _entry_key(order_id: str | None, key: str) -> Key:

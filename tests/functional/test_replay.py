@@ -328,6 +328,49 @@ def test_outcomes_are_pending_until_processed_then_what_process_made_of_them(
     assert pipeline.world.order(order)["paid_total"] == 2500
 
 
+def test_a_page_of_refunds_finds_all_their_orders_in_one_read(
+    pipeline: Pipeline, clock: FakeClock
+) -> None:
+    # Given twelve paid orders (their payments bound), and for each a lost refund naming only
+    # the payment; two refunds for the last payment
+    paid = []
+    for _ in range(12):
+        order, intent = stripe.unique("ord"), stripe.unique("pi")
+        created = int(clock.now) - 2 * HOUR
+        pipeline.world.deliver(stripe.payment_intent_succeeded(order, intent, 1000, created))
+        paid.append((order, intent))
+    refunds = [
+        json.loads(
+            stripe.refund_created(intent, stripe.unique("re"), 100, int(clock.now - HOUR) + n)
+        )
+        for n, (_, intent) in enumerate([*paid, paid[-1]])
+    ]
+    pipeline.apis.events += refunds
+    window = Window(at(clock.now - 2 * HOUR), at(clock.now))
+    reads: list[str] = []
+    pipeline.world.dynamodb.meta.events.register(
+        "before-call.dynamodb.*", lambda model, **_: reads.append(model.name)
+    )
+
+    # When the window is replayed as one page, processed, and its outcomes read
+    replayed = replay_stripe(pipeline, clock, window, page_size=100)
+    before_enqueueing = list(reads)
+    pipeline.process()
+    results = stripe_ledger(pipeline).results(replayed)
+
+    # Then the page found every refund's order with one read of the bindings (and one of the
+    # keys already held), and each refund counted on its own order (the older of the last
+    # payment's two came second, newest first: counted, flagged late)
+    assert before_enqueueing == ["BatchGetItem", "BatchGetItem"]
+    assert {r.tracked.message.event_id: r.order_id for r in results} == {
+        refund["id"]: order for refund, (order, _) in zip(refunds, [*paid, paid[-1]], strict=True)
+    }
+    assert [r.outcome for r in results if r.outcome != "applied"] == ["stale"]
+    assert [pipeline.world.order(order)["refunded_total"] for order, _ in paid] == [100] * 11 + [
+        200
+    ]
+
+
 # -- Mercado Pago -----------------------------------------------------------------------------
 
 
