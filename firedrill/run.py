@@ -97,7 +97,10 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
     faults = Faults.drill() if options.faults else Faults()
     faults.seed = options.seed
     with EmbeddedStack(
-        faults=faults, process_variant=options.process_variant, api_type=options.api_type
+        faults=faults,
+        process_variant=options.process_variant,
+        api_type=options.api_type,
+        split_aws=True,
     ) as stack:
         drill = options.stories(int(time.time()))
         log = DeliveryLog()

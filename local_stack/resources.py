@@ -48,6 +48,11 @@ class LocalResources:
         """What the stack gives each Lambda, pointed at the local server."""
         return {
             "AWS_ENDPOINT_URL": self.endpoint_url,
+            # boto3's per-service endpoints (`AWS_ENDPOINT_URL_<SERVICE ID>`): a split server
+            **{
+                f"AWS_ENDPOINT_URL_{SERVICE_IDS[service]}": url
+                for service, url in _ROUTES.get(self.endpoint_url, {}).items()
+            },
             "AWS_DEFAULT_REGION": REGION,
             "AWS_ACCESS_KEY_ID": "local",
             "AWS_SECRET_ACCESS_KEY": "local",
@@ -82,10 +87,23 @@ class LocalResources:
         }
 
 
+SERVICE_IDS = {"dynamodb": "DYNAMODB", "dynamodbstreams": "DYNAMODB_STREAMS"}
+# Per local server URL, the services another process serves (a split server: `LocalAws`).
+_ROUTES: dict[str, dict[str, str]] = {}
+
+
+def route_services(endpoint_url: str, elsewhere: dict[str, str]) -> None:
+    """From now on, `client(service, endpoint_url)` goes to `elsewhere[service]` if named."""
+    if elsewhere:
+        _ROUTES[endpoint_url] = dict(elsewhere)
+    else:
+        _ROUTES.pop(endpoint_url, None)
+
+
 def client(service: str, endpoint_url: str) -> Any:
     return boto3.client(  # type: ignore[call-overload]  # the service name is a variable
         service,
-        endpoint_url=endpoint_url,
+        endpoint_url=_ROUTES.get(endpoint_url, {}).get(service, endpoint_url),
         region_name=REGION,
         aws_access_key_id="local",
         aws_secret_access_key="local",

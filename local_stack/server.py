@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import random
 import socket
 import subprocess
@@ -174,7 +175,16 @@ def serve(port: int, conflict_rate: float, seed: int, account_capacity: bool = F
     server = make_server(
         "127.0.0.1", port, app, threaded=True, request_handler=keep_alive_handler()
     )
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
     server.serve_forever()
+
+
+def _exit_with_parent(parent: int) -> None:
+    """A stack killed without its cleanup (`kill` of the drill) leaves no server behind: once
+    its parent is gone (the process is re-parented), the server exits."""
+    while os.getppid() == parent:
+        time.sleep(1)
+    os._exit(0)
 
 
 def keep_alive_handler() -> type[Any]:
@@ -237,16 +247,14 @@ def keep_alive_handler() -> type[Any]:
     return KeepAliveHandler
 
 
-class LocalAws:
-    """The moto server process for one embedded stack."""
+# Served by the DynamoDB process of a split server: DynamoDB and its streams share a backend.
+DYNAMODB_SERVICES = ("dynamodb", "dynamodbstreams")
 
-    def __init__(
-        self,
-        port: int = 0,
-        conflict_rate: float = 0.0,
-        seed: int = 7,
-        account_capacity: bool = False,
-    ) -> None:
+
+class _ServerProcess:
+    """One `python -m local_stack.server` process."""
+
+    def __init__(self, port: int, conflict_rate: float, seed: int, account_capacity: bool) -> None:
         self.port = port or _free_port()
         self._command = [
             sys.executable,
@@ -263,25 +271,23 @@ class LocalAws:
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
-    def endpoint_url(self) -> str:
+    def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout_seconds: float = 30) -> LocalAws:
+    def launch(self) -> None:
         self._process = subprocess.Popen(self._command)  # noqa: S603 - our own module
-        deadline = time.monotonic() + timeout_seconds
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                raise RuntimeError(f"the local AWS server exited with {self._process.returncode}")
-            try:
-                self.stats()
-            except OSError:
-                time.sleep(0.1)
-            else:
-                return self
-        raise TimeoutError("the local AWS server did not start")
+
+    def ready(self) -> bool:
+        if self._process is not None and self._process.poll() is not None:
+            raise RuntimeError(f"the local AWS server exited with {self._process.returncode}")
+        try:
+            self.stats()
+        except OSError:
+            return False
+        return True
 
     def stats(self) -> dict[str, Any]:
-        with urllib.request.urlopen(self.endpoint_url + STATS_PATH, timeout=2) as response:  # noqa: S310
+        with urllib.request.urlopen(self.url + STATS_PATH, timeout=2) as response:  # noqa: S310
             stats: dict[str, Any] = json.load(response)
         return stats
 
@@ -289,6 +295,98 @@ class LocalAws:
         if self._process is not None:
             self._process.terminate()
             self._process.wait(timeout=10)
+
+
+class LocalAws:
+    """The moto server for one embedded stack: one process, or two with `split_dynamodb`.
+
+    Split, DynamoDB and its streams are served by a process of their own (with the injected
+    transaction conflicts) and every other service by the first: two locks on two cores, for
+    the fire drill's throughput. `endpoint_url` is the first; `service_endpoints` says which
+    services go elsewhere (`local_stack.resources.client` and the Lambdas' environment follow
+    it). One process is what `umavez serve` runs: a command in another shell knows one URL.
+    """
+
+    def __init__(
+        self,
+        port: int = 0,
+        conflict_rate: float = 0.0,
+        seed: int = 7,
+        account_capacity: bool = False,
+        split_dynamodb: bool = False,
+    ) -> None:
+        self._main = _ServerProcess(
+            port, 0.0 if split_dynamodb else conflict_rate, seed, account_capacity
+        )
+        self._dynamodb = (
+            _ServerProcess(0, conflict_rate, seed, account_capacity) if split_dynamodb else None
+        )
+        self.port = self._main.port
+
+    @property
+    def endpoint_url(self) -> str:
+        return self._main.url
+
+    @property
+    def service_endpoints(self) -> dict[str, str]:
+        """Services served elsewhere than `endpoint_url`, by their boto3 name."""
+        if self._dynamodb is None:
+            return {}
+        return dict.fromkeys(DYNAMODB_SERVICES, self._dynamodb.url)
+
+    @property
+    def _processes(self) -> list[_ServerProcess]:
+        return [self._main, *([self._dynamodb] if self._dynamodb else [])]
+
+    def start(self, timeout_seconds: float = 30) -> LocalAws:
+        from local_stack.resources import route_services
+
+        for process in self._processes:
+            process.launch()
+        deadline = time.monotonic() + timeout_seconds
+        waiting = list(self._processes)
+        while waiting and time.monotonic() < deadline:
+            waiting = [p for p in waiting if not p.ready()]
+            if waiting:
+                time.sleep(0.1)
+        if waiting:
+            raise TimeoutError("the local AWS server did not start")
+        route_services(self.endpoint_url, self.service_endpoints)
+        return self
+
+    def stats(self) -> dict[str, Any]:
+        """Both processes' statistics added up (their accounting too)."""
+        return merge_stats([p.stats() for p in self._processes])
+
+    def stop(self) -> None:
+        from local_stack.resources import route_services
+
+        route_services(self.endpoint_url, {})
+        for process in self._processes:
+            process.stop()
+
+
+def merge_stats(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The processes' statistics as one server's: counts and seconds added up per operation,
+    accounting entries (each process bills its own services) put together."""
+    merged: dict[str, Any] = {
+        "conflicts_injected": sum(p["conflicts_injected"] for p in parts),
+        "requests": dict(sum((Counter(p["requests"]) for p in parts), Counter())),
+        "seconds": {},
+        "calls": {},
+    }
+    for part in parts:
+        for operation, seconds in part["seconds"].items():
+            merged["seconds"][operation] = round(merged["seconds"].get(operation, 0) + seconds, 3)
+        for name, (n, seconds) in part["calls"].items():
+            was = merged["calls"].get(name, [0, 0.0])
+            merged["calls"][name] = [was[0] + n, round(was[1] + seconds, 3)]
+        if "accounting" in part:
+            merged["accounting"] = merged.get("accounting", []) + part["accounting"]
+            merged["accounting_errors"] = (
+                merged.get("accounting_errors", 0) + part["accounting_errors"]
+            )
+    return merged
 
 
 def _free_port() -> int:

@@ -156,6 +156,7 @@ class EmbeddedStack:
         metrics_dir: Path = METRICS_DIR,
         api_type: ApiType = DEFAULT_API_TYPE,
         metering: Metering | None = None,
+        split_aws: bool = False,
     ) -> None:
         self.faults = faults or Faults()
         # Which API Gateway the front plays: the event shape ingest receives (payload 2.0 or 1.0)
@@ -166,6 +167,8 @@ class EmbeddedStack:
         self._aws_port = aws_port
         self._provider_apis_port = provider_apis_port
         self._concurrency = process_concurrency
+        # DynamoDB in a server process of its own (the drill's throughput; see LocalAws)
+        self._split_aws = split_aws
         self._log_path = log_path
         self.metrics = MetricFiles(metrics_dir)  # one EMF file per function, as CloudWatch gets
         self._variant = process_variant
@@ -184,6 +187,7 @@ class EmbeddedStack:
             self.faults.transaction_conflicts,
             self.faults.seed,
             account_capacity=self._metering is not None,
+            split_dynamodb=self._split_aws,
         ).start()
         self.provider_apis = FakeProviderApis(port=self._provider_apis_port).start()
         self.resources: LocalResources = provision(self.aws.endpoint_url)

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 from unittest.mock import patch
 
+import boto3
 import pytest
 import urllib3
 from botocore.exceptions import ClientError
 
-from local_stack.resources import client
+from local_stack.resources import client, provision
 from local_stack.server import LocalAws
 
 TABLE = "local-ledger"
@@ -502,3 +506,80 @@ def test_a_streamed_tables_updates_carry_their_old_image(aws: LocalAws) -> None:
         if r["eventName"] == "MODIFY"
     ]
     assert images == [("1", "2"), ("2", "3")]
+
+
+def test_a_split_server_serves_dynamodb_from_a_process_of_its_own() -> None:
+    # Given a split server, and the local resources provisioned on it
+    server = LocalAws(split_dynamodb=True).start()
+    try:
+        resources = provision(server.endpoint_url)
+        environment = resources.environment()
+        dynamodb_url = server.service_endpoints["dynamodb"]
+
+        # When a Lambda's clients (from the environment alone) write an item and enqueue a
+        # message, and the local clients read them back
+        with patch.dict("os.environ", environment):
+            session = boto3.Session()
+            session.client("dynamodb").put_item(
+                TableName=resources.tables.ledger,
+                Item={"pk": {"S": "split"}, "sk": {"S": "ORDER"}},
+            )
+            session.client("sqs").send_message(QueueUrl=resources.queue_url, MessageBody="m")
+        item = client("dynamodb", server.endpoint_url).get_item(
+            TableName=resources.tables.ledger, Key={"pk": {"S": "split"}, "sk": {"S": "ORDER"}}
+        )
+        stats = server.stats()
+    finally:
+        server.stop()
+
+    # Then DynamoDB and its streams were served by the other process, SQS by the first, and
+    # the statistics count both
+    assert dynamodb_url != server.endpoint_url
+    assert server.service_endpoints["dynamodbstreams"] == dynamodb_url
+    assert environment["AWS_ENDPOINT_URL_DYNAMODB"] == dynamodb_url
+    assert environment["AWS_ENDPOINT_URL_DYNAMODB_STREAMS"] == dynamodb_url
+    assert item["Item"]["pk"] == {"S": "split"}
+    assert stats["calls"]["dynamodb PutItem"][0] == 1
+    assert stats["calls"]["dynamodb GetItem"][0] == 1
+    assert stats["calls"]["sqs SendMessage"][0] == 1
+    assert client("dynamodb", server.endpoint_url).meta.endpoint_url == server.endpoint_url
+
+
+def test_a_server_whose_stack_was_killed_exits_on_its_own() -> None:
+    # Given a process that started a split server, and printed the servers' ports
+    owner = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time; from local_stack.server import LocalAws;"
+            "aws = LocalAws(split_dynamodb=True).start();"
+            "print(aws.port, aws.service_endpoints['dynamodb'].rsplit(':', 1)[1], flush=True);"
+            "time.sleep(120)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert owner.stdout is not None
+    ports = [int(p) for p in owner.stdout.readline().split()]
+
+    def answering() -> list[int]:
+        alive = []
+        for port in ports:
+            try:
+                LocalAws(port).stats()
+            except OSError:
+                continue
+            alive.append(port)
+        return alive
+
+    assert answering() == ports
+
+    # When that process is killed, without any cleanup
+    owner.kill()
+    owner.wait()
+
+    # Then both servers are gone within a few seconds
+    deadline = time.monotonic() + 10
+    while answering() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert answering() == []
