@@ -583,3 +583,54 @@ def test_a_server_whose_stack_was_killed_exits_on_its_own() -> None:
     while answering() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert answering() == []
+
+
+def test_a_delete_batch_answers_each_entry_as_moto_does(aws: LocalAws) -> None:
+    # Given a queue of 20 messages, six of them received (one of those twice, so that it has an
+    # old receipt handle too), and one deleted already
+    sqs = client("sqs", aws.endpoint_url)
+    queue = sqs.create_queue(QueueName="local-deletes")["QueueUrl"]
+    for n in range(20):
+        sqs.send_message(QueueUrl=queue, MessageBody=f"m{n}")
+    received = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=6, VisibilityTimeout=60)[
+        "Messages"
+    ]
+    again_id = received[5]["MessageId"]
+    sqs.change_message_visibility(
+        QueueUrl=queue, ReceiptHandle=received[5]["ReceiptHandle"], VisibilityTimeout=0
+    )
+    again = next(
+        m
+        for _ in range(20)
+        for m in sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10, VisibilityTimeout=60)[
+            "Messages"
+        ]
+        if m["MessageId"] == again_id
+    )
+    assert again["ReceiptHandle"] != received[5]["ReceiptHandle"]
+    sqs.delete_message(QueueUrl=queue, ReceiptHandle=received[0]["ReceiptHandle"])
+
+    # When one batch deletes: two received, the one deleted already, a handle no message had,
+    # the twice-received one by its old handle
+    answer = sqs.delete_message_batch(
+        QueueUrl=queue,
+        Entries=[
+            {"Id": "a", "ReceiptHandle": received[1]["ReceiptHandle"]},
+            {"Id": "b", "ReceiptHandle": received[2]["ReceiptHandle"]},
+            {"Id": "gone", "ReceiptHandle": received[0]["ReceiptHandle"]},
+            {"Id": "bogus", "ReceiptHandle": "not-a-handle"},
+            {"Id": "old", "ReceiptHandle": received[5]["ReceiptHandle"]},
+        ],
+    )
+
+    # Then every real handle succeeds (a repeated delete too), the bogus one fails alone, and
+    # exactly the four messages are gone: 16 left, of which two still held
+    assert sorted(e["Id"] for e in answer["Successful"]) == ["a", "b", "gone", "old"]
+    assert [(e["Id"], e["Code"]) for e in answer["Failed"]] == [("bogus", "ReceiptHandleIsInvalid")]
+    counts = sqs.get_queue_attributes(
+        QueueUrl=queue,
+        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    )["Attributes"]
+    held = int(counts["ApproximateNumberOfMessagesNotVisible"])
+    assert int(counts["ApproximateNumberOfMessages"]) + held == 16
+    assert held >= 2
