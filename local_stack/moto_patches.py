@@ -105,10 +105,7 @@ from moto.dynamodb.models.table import Table
 from moto.dynamodb.parsing import expressions, validators
 from moto.sqs.models import Message, Queue, SQSBackend
 
-_ORIGINAL_TRANSACTIONS = DynamoDBBackend.transact_write_items
-_ORIGINAL_RETENTION = SQSBackend.is_message_valid_based_on_retention_period
 _ORIGINAL_SEND = SQSBackend.send_message
-_ORIGINAL_DELETE_BATCH = SQSBackend.delete_message_batch
 _WITHOUT_COUNTS = [a for a in Queue.BASE_ATTRIBUTES if not a.startswith("ApproximateNumberOf")]
 _ORIGINAL_QUERY = Table.query
 _ORIGINAL_ALL_ITEMS = Table.all_items
@@ -122,7 +119,6 @@ _ORIGINAL_JSONPATH_PARSE = _JSONPATH.parse
 
 UpdateExpressionParser: Any = getattr(expressions, "UpdateExpressionParser")  # noqa: B009 - untyped
 _ORIGINAL_PARSE = UpdateExpressionParser.make
-_ORIGINAL_PARSE_METHOD = UpdateExpressionParser.__dict__["make"]
 
 
 # A kept parse, by id, with its pickle (kept alive here too, so that no other object takes its id).
@@ -136,9 +132,7 @@ _EXPRESSION_ONLY_CHECKS = (
 )
 _ORIGINAL_VALIDATOR_DEEPCOPY = copy.deepcopy  # what `validators` imported
 _ORIGINAL_VALIDATOR_INIT = validators.UpdateExpressionValidator.__init__
-_ORIGINAL_VALIDATE = validators.UpdateExpressionValidator.validate
 _ORIGINAL_UPDATE_ITEM = DynamoDBBackend.update_item
-_MODELS_COPY = copy  # what moto.dynamodb.models imported
 
 
 @functools.lru_cache(maxsize=1024)
@@ -434,44 +428,51 @@ def delete_message_batch(
     return success, errors
 
 
+_ABSENT = object()
+# What install() replaced, to put back: (owner, attribute, its own value or _ABSENT).
+_REPLACED: list[tuple[Any, str, Any]] = []
+
+
+def _patches() -> list[tuple[Any, str, Any]]:
+    """(owner, attribute, replacement) for each change above."""
+    return [
+        (DynamoDBBackend, "transact_write_items", transact_write_items),
+        (
+            SQSBackend,
+            "is_message_valid_based_on_retention_period",
+            is_message_valid_based_on_retention_period,
+        ),
+        (Table, "query", query),
+        (Table, "all_items", all_items),
+        (SQSBackend, "send_message", send_message),
+        (moto.backends, "list_of_moto_modules", list_of_moto_modules),
+        (moto.core.responses, "method_names_from_class", method_names_from_class),
+        (moto.sqs.models, "unix_time_millis", unix_time_millis),
+        (UpdateExpressionParser, "make", classmethod(parse_update_expression)),
+        (BaseJSONSerializer, "_serialize", serialize_json),
+        (_JSONPATH, "parse", parse_jsonpath),
+        (validators, "deepcopy", fresh_copy),
+        (validators.UpdateExpressionValidator, "__init__", validator_init),
+        (validators.UpdateExpressionValidator, "validate", validate_update),
+        (moto.dynamodb.models, "copy", _COPY_UNLESS_UNREAD),
+        (DynamoDBBackend, "update_item", update_item),
+        (SQSBackend, "delete_message_batch", delete_message_batch),
+    ]
+
+
 def install() -> None:
     """Patch moto in this process (the local stack's server only)."""
-    DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
-    SQSBackend.is_message_valid_based_on_retention_period = (  # type: ignore[method-assign]
-        is_message_valid_based_on_retention_period
-    )
-    Table.query = query  # type: ignore[method-assign]
-    Table.all_items = all_items  # type: ignore[method-assign]
-    SQSBackend.send_message = send_message  # type: ignore[method-assign]
-    moto.backends.list_of_moto_modules = list_of_moto_modules
-    setattr(moto.core.responses, "method_names_from_class", method_names_from_class)  # noqa: B010
-    setattr(moto.sqs.models, "unix_time_millis", unix_time_millis)  # noqa: B010
-    UpdateExpressionParser.make = classmethod(parse_update_expression)
-    setattr(BaseJSONSerializer, "_serialize", serialize_json)  # noqa: B010
-    _JSONPATH.parse = parse_jsonpath
-    setattr(validators, "deepcopy", fresh_copy)  # noqa: B010
-    setattr(validators.UpdateExpressionValidator, "__init__", validator_init)  # noqa: B010
-    setattr(validators.UpdateExpressionValidator, "validate", validate_update)  # noqa: B010
-    setattr(moto.dynamodb.models, "copy", _COPY_UNLESS_UNREAD)  # noqa: B010
-    DynamoDBBackend.update_item = update_item  # type: ignore[method-assign]
-    SQSBackend.delete_message_batch = delete_message_batch  # type: ignore[method-assign]
+    if _REPLACED:
+        return
+    for owner, name, replacement in _patches():
+        _REPLACED.append((owner, name, vars(owner).get(name, _ABSENT)))
+        setattr(owner, name, replacement)
 
 
 def uninstall() -> None:
-    DynamoDBBackend.transact_write_items = _ORIGINAL_TRANSACTIONS  # type: ignore[method-assign]
-    SQSBackend.is_message_valid_based_on_retention_period = _ORIGINAL_RETENTION  # type: ignore[method-assign]
-    Table.query = _ORIGINAL_QUERY  # type: ignore[method-assign]
-    Table.all_items = _ORIGINAL_ALL_ITEMS  # type: ignore[method-assign]
-    SQSBackend.send_message = _ORIGINAL_SEND  # type: ignore[method-assign]
-    moto.backends.list_of_moto_modules = _ORIGINAL_MODULES
-    setattr(moto.core.responses, "method_names_from_class", _original_method_names)  # noqa: B010
-    setattr(moto.sqs.models, "unix_time_millis", _original_millis)  # noqa: B010
-    UpdateExpressionParser.make = _ORIGINAL_PARSE_METHOD
-    setattr(BaseJSONSerializer, "_serialize", _ORIGINAL_JSON_SERIALIZE)  # noqa: B010
-    _JSONPATH.parse = _ORIGINAL_JSONPATH_PARSE
-    setattr(validators, "deepcopy", _ORIGINAL_VALIDATOR_DEEPCOPY)  # noqa: B010
-    setattr(validators.UpdateExpressionValidator, "__init__", _ORIGINAL_VALIDATOR_INIT)  # noqa: B010
-    setattr(validators.UpdateExpressionValidator, "validate", _ORIGINAL_VALIDATE)  # noqa: B010
-    setattr(moto.dynamodb.models, "copy", _MODELS_COPY)  # noqa: B010
-    DynamoDBBackend.update_item = _ORIGINAL_UPDATE_ITEM  # type: ignore[method-assign]
-    SQSBackend.delete_message_batch = _ORIGINAL_DELETE_BATCH  # type: ignore[method-assign]
+    for owner, name, original in reversed(_REPLACED):
+        if original is _ABSENT:
+            delattr(owner, name)  # it was inherited: the base's shows through again
+        else:
+            setattr(owner, name, original)
+    _REPLACED.clear()

@@ -79,6 +79,17 @@ def replay_stripe(
     return replayer.replay(events.pages(window, starting_after=starting_after))
 
 
+def six_lost_payments(
+    pipeline: Pipeline, clock: FakeClock
+) -> tuple[Window, list[tuple[str, dict[str, Any]]], list[tuple[str, dict[str, Any]]]]:
+    """A day's window, and six payments in it that Stripe keeps (1.00 to 6.00), oldest first and
+    newest first (the order Stripe lists them)."""
+    window = Window(at(clock.now - 24 * HOUR), at(clock.now))
+    payments = [stripe_payment(100 * (n + 1), clock.now - 10 * HOUR + n) for n in range(6)]
+    pipeline.apis.events += [event for _, event in payments]
+    return window, payments, list(reversed(payments))
+
+
 def outcomes(results: list[Result]) -> dict[str, str]:
     return {r.tracked.message.event_id: r.outcome for r in results}
 
@@ -153,10 +164,7 @@ def test_an_api_error_mid_way_says_how_to_resume_and_nothing_applies_twice(
     pipeline: Pipeline, clock: FakeClock
 ) -> None:
     # Given six lost payments, and Stripe failing on the third page of a first replay
-    window = Window(at(clock.now - 24 * HOUR), at(clock.now))
-    payments = [stripe_payment(100 * (n + 1), clock.now - 10 * HOUR + n) for n in range(6)]
-    newest_first = list(reversed(payments))
-    pipeline.apis.events += [event for _, event in payments]
+    window, payments, newest_first = six_lost_payments(pipeline, clock)
     pipeline.apis.fail("/v1/events", request=3)
 
     # When it is replayed and the queue processed
@@ -246,10 +254,7 @@ def test_a_page_the_queue_partly_refuses_stops_the_replay_resumable_before_that_
     pipeline: Pipeline, clock: FakeClock
 ) -> None:
     # Given six lost payments, read two a page, and a queue refusing one of the second page's
-    window = Window(at(clock.now - 24 * HOUR), at(clock.now))
-    payments = [stripe_payment(100 * (n + 1), clock.now - 10 * HOUR + n) for n in range(6)]
-    newest_first = list(reversed(payments))
-    pipeline.apis.events += [event for _, event in payments]
+    window, payments, newest_first = six_lost_payments(pipeline, clock)
     events = StripeEvents(lambda: STRIPE_KEY, clock, pipeline.apis.url, page_size=2)
     queue = RefusingOne(SqsQueue(pipeline.sqs, pipeline.queue_url), batch=2, position=1)
 
