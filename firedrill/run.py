@@ -107,7 +107,9 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
         providers = providers_for(stack, drill, log)
         err.write(
             f"  embedded stack up: {stack.front.url} as a {options.api_type.value} API"
-            f" (AWS on {stack.aws.endpoint_url})\n"
+            f" (AWS on {stack.aws.endpoint_url}"
+            + "".join(f", {name} on {url}" for name, url in stack.aws.service_endpoints.items())
+            + ")\n"
         )
         drains: list[Drained] = []
 

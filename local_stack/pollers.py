@@ -23,7 +23,7 @@ import time
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from typing import Any, Final
 
@@ -269,8 +269,12 @@ class StreamToLambda(Poller):
             self.busy = True
             try:
                 lanes = by_partition_key(matching, OUTBOX_PARALLELIZATION_FACTOR)
-                for _ in self._lanes.map(self._invoke_lane, lanes):
-                    pass  # each lane's batches in order; the lanes at once; all before the next
+                # Each lane's batches in order, the lanes at once, all done before the next
+                # read (a lane that raised too: then its error).
+                running = [self._lanes.submit(self._invoke_lane, lane) for lane in lanes]
+                wait(running)
+                for lane in running:
+                    lane.result()
             finally:
                 self.busy = False
         return bool(records)

@@ -48,10 +48,13 @@ class LocalResources:
         """What the stack gives each Lambda, pointed at the local server."""
         return {
             "AWS_ENDPOINT_URL": self.endpoint_url,
-            # boto3's per-service endpoints (`AWS_ENDPOINT_URL_<SERVICE ID>`): a split server
+            # boto3's per-service endpoints (`AWS_ENDPOINT_URL_<SERVICE ID>`): another process
+            # for a split server, else this one (never a URL an earlier stack left behind)
             **{
-                f"AWS_ENDPOINT_URL_{SERVICE_IDS[service]}": url
-                for service, url in _ROUTES.get(self.endpoint_url, {}).items()
+                f"AWS_ENDPOINT_URL_{service_id}": _ROUTES.get(self.endpoint_url, {}).get(
+                    service, self.endpoint_url
+                )
+                for service, service_id in SERVICE_IDS.items()
             },
             "AWS_DEFAULT_REGION": REGION,
             "AWS_ACCESS_KEY_ID": "local",

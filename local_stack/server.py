@@ -236,6 +236,8 @@ def keep_alive_handler() -> type[Any]:
                 if name.lower() not in ("content-length", "connection", "transfer-encoding"):
                     self.send_header(name, value)
             self.send_header("Content-Length", str(len(body)))
+            if self.close_connection:
+                self.send_header("Connection", "close")
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(body)
@@ -350,6 +352,7 @@ class LocalAws:
             if waiting:
                 time.sleep(0.1)
         if waiting:
+            self.stop()
             raise TimeoutError("the local AWS server did not start")
         route_services(self.endpoint_url, self.service_endpoints)
         return self

@@ -39,7 +39,7 @@ from local_stack.sink import SinkRecorder, create_sink_table
 # or an unmatched payment is not left waiting for the schedule.
 SWEEP_EVERY_SECONDS = 2.0
 WAITING_EVERY_SECONDS = 2.0
-RECONCILE_EVERY_SECONDS = 120.0  # it scans both tables: the local server is one lock
+RECONCILE_EVERY_SECONDS = 120.0  # it reads every changed order through the server's lock
 # How long a drain may take: a base, plus this much per unit of work in flight at its peak.
 DRAIN_BASE_SECONDS = 60.0
 DRAIN_SECONDS_PER_ITEM = 1.0

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
 
-# SendMessageBatch: at most 10 entries, and 256 KiB for all of them together.
+# SendMessageBatch: at most 10 entries; 256 KiB for all of them together is the limit SQS
+# long had (now 1 MiB): kept, so that a batch fits whichever a queue enforces.
 BATCH_ENTRIES: Final = 10
 BATCH_BYTES: Final = 256 * 1024
 
@@ -73,8 +74,9 @@ def _batches(
     messages: Sequence[tuple[str, Mapping[str, str]]],
 ) -> Iterator[list[tuple[str, Mapping[str, str]]]]:
     """Consecutive runs of at most BATCH_ENTRIES messages and BATCH_BYTES (bodies, attribute
-    names and values, as SQS counts them); a message alone over the limit goes alone, and
-    the queue refuses it."""
+    names and values, as SQS counts them). A message over the limit goes alone; SQS refuses
+    that whole request (`BatchRequestTooLong`), as it refuses a SendMessage that large: the
+    replay stops there, on an UnavailableError."""
     chunk: list[tuple[str, Mapping[str, str]]] = []
     size = 0
     for body, attributes in messages:

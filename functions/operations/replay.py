@@ -39,6 +39,7 @@ REPLAY_ATTRIBUTE: Final = "replay"
 STRIPE_EVENTS_API: Final = "stripe-events-api"
 MERCADOPAGO_PAYMENTS_SEARCH: Final = "mercadopago-payments-search"
 PAGE_SIZE: Final = 100  # the most either API gives per page
+SEND_BATCH_ENTRIES: Final = 10  # SendMessageBatch's limit
 STRIPE_RETENTION: Final = timedelta(days=30)  # GET /v1/events lists the last 30 days
 STRIPE_MAX_TYPES: Final = 20  # Stripe's limit on `types[]`
 # Every event type the Stripe map reads (charge.refunded is read by the interpreter itself).
@@ -298,17 +299,21 @@ class Replayer:
         try:
             for page in pages:
                 tracked = self._ledger.track(page.messages)
-                ids = self._queue.send_batch(
-                    [(t.message.body, self._attributes(t.message)) for t in tracked]
-                )
-                for t, message_id in zip(tracked, ids, strict=True):
-                    if message_id is not None:
-                        t.queue_message_id = message_id
-                        enqueued.append(t)
-                refused = ids.count(None)
+                refused = 0
+                # A group at a time: what a failing request leaves out was enqueued before it.
+                for start in range(0, len(tracked), SEND_BATCH_ENTRIES):
+                    group = tracked[start : start + SEND_BATCH_ENTRIES]
+                    ids = self._queue.send_batch(
+                        [(t.message.body, self._attributes(t.message)) for t in group]
+                    )
+                    for t, message_id in zip(group, ids, strict=True):
+                        if message_id is not None:
+                            t.queue_message_id = message_id
+                            enqueued.append(t)
+                    refused += ids.count(None)
                 if refused:
                     raise ReplayPageRefusedError(
-                        f"the queue refused {refused} of the page's {len(ids)} messages"
+                        f"the queue refused {refused} of the page's {len(tracked)} messages"
                     )
                 resume = page.resume
         except (UmavezError, ClientError, BotoCoreError) as exc:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from functions.ingest.adapters import SqsQueue
+from functions.ingest.errors import UnavailableError
 from functions.operations.outcomes import PENDING, LedgerOutcomes, Result, Tracked
 from functions.operations.replay import (
     MERCADOPAGO_PAYMENTS_SEARCH,
@@ -248,6 +249,44 @@ class RefusingOne(SqsQueue):
         taken = [m for n, m in enumerate(messages) if n != self._position]
         ids = iter(self._queue.send_batch(taken))
         return [None if n == self._position else next(ids) for n in range(len(messages))]
+
+
+class FailingOnRequest(SqsQueue):
+    """The queue unreachable from its n-th request on."""
+
+    def __init__(self, queue: SqsQueue, request: int) -> None:
+        self._queue, self._request, self.requests = queue, request, 0
+
+    def send_batch(self, messages: Sequence[tuple[str, Mapping[str, str]]]) -> list[str | None]:
+        self.requests += 1
+        if self.requests >= self._request:
+            raise UnavailableError("enqueue_failed", "could not enqueue; retry")
+        return self._queue.send_batch(messages)
+
+
+def test_a_queue_failing_mid_page_reports_what_it_took_before(
+    pipeline: Pipeline, clock: FakeClock
+) -> None:
+    # Given 25 lost payments read as one page, and a queue failing on its second request
+    window = Window(at(clock.now - 24 * HOUR), at(clock.now))
+    payments = [stripe_payment(100 + n, clock.now - 10 * HOUR + n) for n in range(25)]
+    pipeline.apis.events += [event for _, event in payments]
+    events = StripeEvents(lambda: STRIPE_KEY, clock, pipeline.apis.url, page_size=100)
+    queue = FailingOnRequest(SqsQueue(pipeline.sqs, pipeline.queue_url), request=2)
+
+    # When the window is replayed
+    with pytest.raises(ReplayInterruptedError) as interrupted:
+        Replayer(queue, stripe_ledger(pipeline), STRIPE_EVENTS_API).replay(events.pages(window))
+    pipeline.process()
+
+    # Then the ten the first request took are reported enqueued, and are applied; the resume
+    # starts the window again (no page was done)
+    enqueued = interrupted.value.enqueued
+    assert len(enqueued) == 10
+    assert all(t.queue_message_id for t in enqueued)
+    assert interrupted.value.resume is None
+    applied = [o for o, _ in payments if pipeline.world.order(o).get("paid_total")]
+    assert len(applied) == 10
 
 
 def test_a_page_the_queue_partly_refuses_stops_the_replay_resumable_before_that_page(

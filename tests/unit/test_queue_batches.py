@@ -28,6 +28,6 @@ def test_large_messages_go_as_many_a_request_as_fit_in_256_kib() -> None:
     batches = list(_batches(messages))
 
     # Then two a request (three would pass 256 KiB), and the oversized one alone: SQS refuses
-    # it, and only it
+    # that request, and no other
     assert [len(b) for b in batches] == [2, 2, 1, 1]
     assert batches[-1] == [messages[-1]]
