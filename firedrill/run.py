@@ -245,13 +245,7 @@ def run_deployed(
 def _attach_unmatched(stack: EmbeddedStack, drill: Sequence[Story]) -> Check:
     """Every payment nobody could route is listed as unmatched; an operator attaches it to its
     order (twice: the second changes nothing), as `umavez attach` does."""
-    room = Waiting(
-        client("dynamodb", stack.aws.endpoint_url),
-        client("sqs", stack.aws.endpoint_url),
-        stack.resources.tables,
-        stack.resources.queue_url,
-        time.time,
-    )
+    room = stack.waiting_room()
     listed = {item.get("external_ref") for item in room.unmatched()}
     expected = [s for s in drill if s.unmatched_object]
     missing = [s.unmatched_object for s in expected if s.unmatched_object not in listed]

@@ -205,17 +205,7 @@ class _Scenarios:
 
     def _attach_unmatched(self, drill: Sequence[Any]) -> None:
         """As an operator would (`umavez attach`): the re-driven delivery is traffic too."""
-        from functions.process.waiting import Waiting
-        from local_stack.resources import client
-
-        stack = self._stack
-        room = Waiting(
-            client("dynamodb", stack.aws.endpoint_url),
-            client("sqs", stack.aws.endpoint_url),
-            stack.resources.tables,
-            stack.resources.queue_url,
-            time.time,
-        )
+        room = self._stack.waiting_room()
         for story in drill:
             if story.unmatched_object:
                 room.attach("stripe", story.unmatched_object, story.order_id)

@@ -9,9 +9,10 @@ import os
 import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from functions.outbox.channels import Channel
 from functions.process.service import EffectProcessor
@@ -33,6 +34,9 @@ from local_stack.resources import (
 )
 from local_stack.server import LocalAws
 from local_stack.sink import SinkRecorder, create_sink_table
+
+if TYPE_CHECKING:
+    from functions.process.waiting import Waiting
 
 # Every request holds the local server's one lock: a sweep is a due-index Query per shard and a
 # waiting run a Query of the parked deliveries, a few ms each; every 2 s, a retried notification
@@ -282,7 +286,6 @@ class EmbeddedStack:
         from functions.outbox import sweeper_handler, wiring
         from functions.process import handler as process
         from functions.process import waiting_handler
-        from functions.process.waiting import Waiting
         from functions.reconcile import handler as reconcile
 
         self._log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -310,14 +313,7 @@ class EmbeddedStack:
             waiting_handler,
             "waiting_room",
             functools.cache(
-                lambda: Waiting(
-                    client("dynamodb", self.aws.endpoint_url),
-                    client("sqs", self.aws.endpoint_url),
-                    self.resources.tables,
-                    self.resources.queue_url,
-                    self.waiting_clock,
-                    LOCAL_WAIT_LIMIT_SECONDS,
-                )
+                lambda: self.waiting_room(self.waiting_clock, LOCAL_WAIT_LIMIT_SECONDS)
             ),
         )
         if self._variant is not None:
@@ -362,6 +358,22 @@ class EmbeddedStack:
             return [FaultyChannel(channel, fails, crashes) for channel in build()]
 
         return channels
+
+    def waiting_room(
+        self, clock: Callable[[], float] = time.time, limit_seconds: int | None = None
+    ) -> Waiting:
+        """The waiting room on this stack's ledger and queue: the operator's (`umavez attach`),
+        on the wall clock, unless the re-drive's clock and limit are given."""
+        from functions.process.waiting import WAIT_LIMIT_SECONDS, Waiting
+
+        return Waiting(
+            client("dynamodb", self.aws.endpoint_url),
+            client("sqs", self.aws.endpoint_url),
+            self.resources.tables,
+            self.resources.queue_url,
+            clock,
+            WAIT_LIMIT_SECONDS if limit_seconds is None else limit_seconds,
+        )
 
     # -- waiting for quiet -------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from typing import Any, Final, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from functions.ingest.adapters import BATCH_ENTRIES
 from functions.operations.outcomes import LedgerOutcomes, Tracked
 from functions.process import stripe_api
 from functions.process.mercadopago_api import BASE_URL as MERCADOPAGO_BASE_URL
@@ -39,7 +40,6 @@ REPLAY_ATTRIBUTE: Final = "replay"
 STRIPE_EVENTS_API: Final = "stripe-events-api"
 MERCADOPAGO_PAYMENTS_SEARCH: Final = "mercadopago-payments-search"
 PAGE_SIZE: Final = 100  # the most either API gives per page
-SEND_BATCH_ENTRIES: Final = 10  # SendMessageBatch's limit
 STRIPE_RETENTION: Final = timedelta(days=30)  # GET /v1/events lists the last 30 days
 STRIPE_MAX_TYPES: Final = 20  # Stripe's limit on `types[]`
 # Every event type the Stripe map reads (charge.refunded is read by the interpreter itself).
@@ -301,8 +301,8 @@ class Replayer:
                 tracked = self._ledger.track(page.messages)
                 refused = 0
                 # A group at a time: what a failing request leaves out was enqueued before it.
-                for start in range(0, len(tracked), SEND_BATCH_ENTRIES):
-                    group = tracked[start : start + SEND_BATCH_ENTRIES]
+                for start in range(0, len(tracked), BATCH_ENTRIES):
+                    group = tracked[start : start + BATCH_ENTRIES]
                     ids = self._queue.send_batch(
                         [(t.message.body, self._attributes(t.message)) for t in group]
                     )
