@@ -41,6 +41,8 @@ DEFAULT_ORDERS = 300
 DEFAULT_DELIVERIES = 1000  # `make run`
 DEFAULT_SOAK_RATE = 5.0  # deliveries a second
 RESEND_SHARE = 0.1
+# The replay's window: at most about this many events (the default drill has ~700).
+REPLAYED_EVENTS = 1000
 DEPLOYED_PROVIDERS = {"stripe", "asaas"}  # Mercado Pago's would need their live payments API
 
 
@@ -285,15 +287,17 @@ class Replayed:
 
 
 def _replay_stripe(stack: EmbeddedStack, drill: Sequence[Story], log: DeliveryLog) -> Replayed:
-    """`umavez replay stripe` over the drill's window: Stripe's events API (the local fake)
-    lists every event the endpoint accepted; all were processed, so none applies again."""
+    """`umavez replay stripe` over an incident's window: Stripe's events API (the local fake)
+    lists every event the endpoint accepted; all were processed, so none applies again. The
+    window is the drill's first `REPLAYED_EVENTS` events (all of them at `make run`'s size):
+    an operator replays an incident's hours, not the whole history."""
     posted = [json.loads(p.body) for s in drill for p in s.posts if p.provider == "stripe"]
     events = [event for event in posted if event["id"] in log.accepted_event_ids]
     stack.provider_apis.events.extend(events)
-    created = [int(event["created"]) for event in events]
+    created = sorted(int(event["created"]) for event in events)
     window = replay.Window.parse(
-        datetime.fromtimestamp(min(created), tz=UTC).isoformat(),
-        datetime.fromtimestamp(max(created), tz=UTC).isoformat(),
+        datetime.fromtimestamp(created[0], tz=UTC).isoformat(),
+        datetime.fromtimestamp(created[:REPLAYED_EVENTS][-1], tz=UTC).isoformat(),
         time.time(),
     )
     api_key = STRIPE_DEVELOPMENT_API_KEY  # the local stack's, for its fake Stripe API

@@ -1,4 +1,4 @@
-"""Twelve changes to moto, installed only in the local stack's server process.
+"""Thirteen changes to moto, installed only in the local stack's server process.
 
 1. SQS: moto checks each received message's retention by computing *all* the queue's
    attributes, approximate counts included, each a pass over every message: a receive costs
@@ -74,10 +74,19 @@ table's `all_items` returns that partition's items, in the same (range key) orde
     ms a batch with thousands queued. The batch's handles are deleted in one walk, with moto's
     answers: a handle of a message deleted already succeeds again, one no message ever had
     fails as `ReceiptHandleIsInvalid`, in the entries' order.
+
+13. A Scan of a table sorts every item by its keys through DynamoType comparisons (each a
+    Decimal or a string built again), and a page after the first then walks every item before
+    its `ExclusiveStartKey`, comparing keys the same way: a full scan cost O(N² / page), 1.3 s a
+    page at 10,000 deliveries, and the fire drill and the audit scan both tables. While a Scan
+    without an index runs, the table's `all_items` sorts by the keys' plain values (the order
+    DynamoType's comparisons give) and hands moto only the items after the start key, found by
+    bisection; moto's loop, limits and filters then run on those.
 """
 
 from __future__ import annotations
 
+import bisect
 import copy
 import functools
 import pickle
@@ -101,6 +110,7 @@ from moto.dynamodb.exceptions import (
     TransactWriteSingleOpException,
 )
 from moto.dynamodb.models import DynamoDBBackend
+from moto.dynamodb.models.dynamo_type import DynamoType
 from moto.dynamodb.models.table import Table
 from moto.dynamodb.parsing import expressions, validators
 from moto.sqs.models import Message, Queue, SQSBackend
@@ -109,6 +119,9 @@ _ORIGINAL_SEND = SQSBackend.send_message
 _WITHOUT_COUNTS = [a for a in Queue.BASE_ATTRIBUTES if not a.startswith("ApproximateNumberOf")]
 _ORIGINAL_QUERY = Table.query
 _ORIGINAL_ALL_ITEMS = Table.all_items
+_ORIGINAL_SCAN = Table.scan
+_SCAN_AFTER = "_umavez_scan_after"
+_FROM_THE_START: dict[str, Any] = {}
 _ONE_PARTITION = "_umavez_query_partition"
 _ONE_INDEX_KEY = "_umavez_query_index_key"
 _ORIGINAL_MODULES = moto.backends.list_of_moto_modules
@@ -236,7 +249,56 @@ def query(self: Table, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
         setattr(self, _ONE_PARTITION, None)
 
 
+def scan(
+    self: Table,
+    filters: dict[str, Any],
+    limit: int,
+    exclusive_start_key: Any,
+    filter_expression: Any = None,
+    index_name: str | None = None,
+    *args: Any,
+    **kwargs: Any,
+) -> Any:
+    """Without an index, tell `all_items` where the page starts; moto then starts at the top."""
+    if index_name is not None:
+        start = exclusive_start_key
+        return _ORIGINAL_SCAN(
+            self, filters, limit, start, filter_expression, index_name, *args, **kwargs
+        )
+    setattr(self, _SCAN_AFTER, exclusive_start_key or _FROM_THE_START)
+    try:
+        from_the_top: Any = None
+        return _ORIGINAL_SCAN(
+            self, filters, limit, from_the_top, filter_expression, None, *args, **kwargs
+        )
+    finally:
+        setattr(self, _SCAN_AFTER, None)
+
+
+def _items_after(self: Table, start: dict[str, Any]) -> list[Any]:
+    """The table's items in key order, after `start` (every item when it is empty)."""
+    range_key = self.range_key_attr
+
+    def key(item: Any) -> tuple[Any, ...]:
+        return (item.hash_key.cast_value, item.range_key.cast_value if range_key else None)
+
+    partitions: Any = self.items.values()
+    items = sorted(
+        (item for p in partitions for item in (p.values() if range_key else (p,))), key=key
+    )
+    if not start:
+        return items
+    after = (
+        DynamoType(start[self.hash_key_attr]).cast_value,
+        DynamoType(start[range_key]).cast_value if range_key else None,
+    )
+    return items[bisect.bisect_right(items, after, key=key) :]
+
+
 def all_items(self: Table) -> Any:
+    scan_after = getattr(self, _SCAN_AFTER, None)
+    if scan_after is not None:
+        return _items_after(self, scan_after)
     index_key = getattr(self, _ONE_INDEX_KEY, None)
     if index_key is not None:
         name, value = index_key
@@ -444,6 +506,7 @@ def _patches() -> list[tuple[Any, str, Any]]:
         ),
         (Table, "query", query),
         (Table, "all_items", all_items),
+        (Table, "scan", scan),
         (SQSBackend, "send_message", send_message),
         (moto.backends, "list_of_moto_modules", list_of_moto_modules),
         (moto.core.responses, "method_names_from_class", method_names_from_class),

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from functions.process.waiting import Message
 from functions.shared import tables
+from functions.shared.bindings import Key, binding_key, ledger_items
 from functions.shared.domain import Effect, Outcome, effect_key
-from functions.shared.dynamo import from_attributes, to_attributes
 from functions.shared.errors import RetryableError, UmavezError
 from functions.shared.providers import Interpreters
 
@@ -30,11 +30,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 PENDING: Final = "pending"
-BATCH_GET_LIMIT: Final = 100
 POLL_EVERY_SECONDS: Final = 2.0
-UNPROCESSED_ATTEMPTS: Final = 3
-
-Key = tuple[str, str]
 
 
 @dataclass
@@ -150,27 +146,9 @@ class LedgerOutcomes:
     def _get(self, keys: Iterable[Key]) -> dict[Key, dict[str, Any]]:
         """Consistent reads of the items that exist, 100 keys a request; keys DynamoDB leaves
         unprocessed are asked again, a few times."""
-        wanted = sorted(set(keys))  # BatchGetItem refuses a key asked twice
-        found: dict[Key, dict[str, Any]] = {}
-        for start in range(0, len(wanted), BATCH_GET_LIMIT):
-            request: Any = {
-                self._ledger: {
-                    "Keys": [
-                        to_attributes({tables.PARTITION_KEY: pk, tables.SORT_KEY: sk})
-                        for pk, sk in wanted[start : start + BATCH_GET_LIMIT]
-                    ],
-                    "ConsistentRead": True,
-                }
-            }
-            for _ in range(UNPROCESSED_ATTEMPTS):
-                response = self._db.batch_get_item(RequestItems=request)
-                for item in map(from_attributes, response["Responses"].get(self._ledger, [])):
-                    found[(item[tables.PARTITION_KEY], item[tables.SORT_KEY])] = item
-                request = response.get("UnprocessedKeys")
-                if not request:
-                    break
-            else:
-                raise LedgerUnreadError("DynamoDB left ledger keys unread; try again later")
+        found, unread = ledger_items(self._db, self._ledger, keys)
+        if unread:
+            raise LedgerUnreadError("DynamoDB left ledger keys unread; try again later")
         return found
 
     # -- judging ------------------------------------------------------------------------------
@@ -223,7 +201,7 @@ class LedgerOutcomes:
 
 
 def _binding_key(entry: Effect, ref: str) -> Key:
-    return (tables.ref_pk(entry.delivery.provider, ref), tables.REF_SORT)
+    return binding_key(entry.delivery.provider, ref)
 
 
 def _entry_key(order_id: str | None, key: str) -> Key:

@@ -23,7 +23,7 @@ import boto3
 from botocore.exceptions import ClientError
 
 from functions.shared import tables
-from functions.shared.bindings import bound_orders
+from functions.shared.bindings import binding_key, bound_orders, ledger_items
 from functions.shared.dynamo import (
     cancellation_of,
     from_attributes,
@@ -130,9 +130,18 @@ class Waiting:
             }
         )
         now = int(self._clock())
-        for item in list(self.waiting()):
+        waiting, unmatched = list(self.waiting()), list(self.unmatched())
+        try:
+            bound: list[bool | None] | None = self._bound_items(waiting + unmatched)
+        except (ClientError, UmavezError):
+            bound = None  # nothing is re-driven or declared unmatched on a read that failed
+        for n, item in enumerate(waiting):
             try:
-                result = self._check_waiting(item, now)
+                result = (
+                    "redrive_failures"
+                    if bound is None
+                    else self._check_waiting(item, bound[n], now)
+                )
             except (ClientError, UmavezError):
                 # One item the database or the queue refused must not stop the others.
                 result = "redrive_failures"
@@ -141,17 +150,37 @@ class Waiting:
                 counts["waiting_over_an_hour"] += 1
         # Unmatched money whose binding arrived after all (an event resent weeks later) is
         # re-driven too: nothing routable stays unmatched.
-        for item in list(self.unmatched()):
+        for n, item in enumerate(unmatched, start=len(waiting)):
+            if bound is None:
+                counts["redrive_failures"] += 1
+                continue
             try:
-                if self._bound(item["provider"], item.get("objects", [])):
+                if bound[n]:
                     self._enqueue_and_forget(item, tables.UNMATCHED_PK)
                     counts["redriven"] += 1
             except (ClientError, UmavezError):
                 counts["redrive_failures"] += 1
         return counts
 
-    def _check_waiting(self, item: dict[str, Any], now: int) -> str:
-        bound = self._bound(item["provider"], item.get("objects", []))
+    def _bound_items(self, items: list[dict[str, Any]]) -> list[bool | None]:
+        """For each parked item, whether any of its objects is bound (None: DynamoDB could not
+        say). Every item's bindings are read together, 100 a request: a run costs a read per
+        hundred objects, not one per parked delivery."""
+        found, unread = ledger_items(
+            self._db,
+            self._tables.ledger,
+            (binding_key(i["provider"], ref) for i in items for ref in i.get("objects", [])),
+        )
+
+        def bound(item: dict[str, Any]) -> bool | None:
+            keys = [binding_key(item["provider"], ref) for ref in item.get("objects", [])]
+            if any(k in found for k in keys):
+                return True
+            return None if any(k in unread for k in keys) else False
+
+        return [bound(item) for item in items]
+
+    def _check_waiting(self, item: dict[str, Any], bound: bool | None, now: int) -> str:
         if bound:
             self._enqueue_and_forget(item, tables.WAITING_PK)
             return "redriven"

@@ -17,7 +17,9 @@ wrote with them.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -160,15 +162,22 @@ class Reconciler:
                 self._note(checked, candidates, report)
         return until
 
-    def audit(self) -> Report:
+    def audit(self, workers: int = 1) -> Report:
         """Every order and every outbox item, streamed: memory stays flat, time grows with
-        the tables. Leaves the checkpoint alone."""
+        the tables. `workers` orders are read at a time (an audit of a large table, by hand,
+        waits on its reads, not on the CPU). Leaves the checkpoint alone."""
         report = Report(checked_from="", checked_until=iso(self._clock()))
         candidates: list[OrderBooks] = []
-        for item in scan_items(self._db, self._tables.ledger):
-            pk = str(item[tables.PARTITION_KEY])
-            if item[tables.SORT_KEY] == tables.ORDER_SORT and pk.startswith("ORDER#"):
-                self._note(self._check_order(pk.removeprefix("ORDER#"), report), candidates, report)
+        order_ids = (
+            str(item[tables.PARTITION_KEY]).removeprefix("ORDER#")
+            for item in scan_items(self._db, self._tables.ledger)
+            if item[tables.SORT_KEY] == tables.ORDER_SORT
+            and str(item[tables.PARTITION_KEY]).startswith("ORDER#")
+        )
+        for checked, read in self._checked_orders(order_ids, workers):
+            report.orders_checked += read.orders_checked
+            report.outbox_items_checked += read.outbox_items_checked
+            self._note(checked, candidates, report)
         orphans: list[dict[str, Any]] = []
         for page in _chunks(scan_items(self._db, self._tables.outbox), BATCH_GET_LIMIT):
             report.outbox_items_checked += len(page)
@@ -178,6 +187,28 @@ class Reconciler:
         self._check_outbox_backlog(report)
         self._check_unmatched(report)
         return report
+
+    def _checked_orders(
+        self, order_ids: Iterable[str], workers: int
+    ) -> Iterator[tuple[OrderBooks, Report]]:
+        """Each order's books and what reading them counted, in the order given; `workers`
+        read at a time, at most twice as many waiting to be taken (memory stays flat)."""
+
+        def check(order_id: str) -> tuple[OrderBooks, Report]:
+            read = Report()
+            return self._check_order(order_id, read), read
+
+        if workers <= 1:
+            yield from map(check, order_ids)
+            return
+        with ThreadPoolExecutor(workers, thread_name_prefix="audit") as reads:
+            pending: deque[Future[tuple[OrderBooks, Report]]] = deque()
+            for order_id in order_ids:
+                pending.append(reads.submit(check, order_id))
+                if len(pending) >= 2 * workers:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
 
     # -- one order -----------------------------------------------------------------------------
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
+import threading
 import time
 from collections.abc import Callable, Iterator
 from functools import cache
@@ -401,3 +404,49 @@ def test_audit_records_of_no_change_expire_and_the_memory_of_effects_does_not(
     partition = [i for i in world.snapshot()[TABLES.ledger] if i["pk"] == tables.order_pk(order)]
     assert len(partition) == 2
     assert all(tables.EXPIRES_AT not in item for item in partition)
+
+
+def test_an_audit_reading_orders_side_by_side_reports_what_one_reading_in_turn_does(
+    world: World, clock: FakeClock, dynamodb: DynamoDBClient
+) -> None:
+    # Given a busy day, sent, then one entry deleted and one total changed by hand
+    orders = busy_day(world) + busy_day(world)
+    send_everything(world, clock)
+    *_, last = world.effects(orders[0])
+    dynamodb.delete_item(
+        TableName=TABLES.ledger,
+        Key={"pk": {"S": tables.order_pk(orders[0])}, "sk": {"S": last["sk"]}},
+    )
+    dynamodb.update_item(
+        TableName=TABLES.ledger,
+        Key={"pk": {"S": tables.order_pk(orders[1])}, "sk": {"S": tables.ORDER_SORT}},
+        UpdateExpression="SET paid_total = :n",
+        ExpressionAttributeValues={":n": {"N": "1"}},
+    )
+    clock.advance(600)
+    serial = Reconciler(world.dynamodb, TABLES, clock).audit()
+    # (the first four orders' reads wait for each other: only reads side by side get past)
+    together, reads = threading.Barrier(4, timeout=10), itertools.count()
+
+    def first_reads_meet(**_: Any) -> None:
+        if next(reads) < 4:
+            with contextlib.suppress(threading.BrokenBarrierError):
+                together.wait()
+
+    world.dynamodb.meta.events.register("before-call.dynamodb.Query", first_reads_meet)
+    try:
+        # When the audit reads four orders at a time
+        parallel = Reconciler(world.dynamodb, TABLES, clock).audit(workers=4)
+    finally:
+        world.dynamodb.meta.events.unregister("before-call.dynamodb.Query", first_reads_meet)
+
+    # Then it read them side by side and reports the same mismatches and counts
+    assert not together.broken
+    assert sorted((m.kind, m.order_id) for m in parallel.mismatches) == sorted(
+        (m.kind, m.order_id) for m in serial.mismatches
+    )
+    assert {m.order_id for m in serial.mismatches} == {orders[0], orders[1]}
+    assert (parallel.orders_checked, parallel.outbox_items_checked) == (
+        serial.orders_checked,
+        serial.outbox_items_checked,
+    )

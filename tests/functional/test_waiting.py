@@ -23,7 +23,7 @@ from functions.shared.domain import Outcome
 from functions.shared.errors import BindingConflictError, OrderNotYetKnownError
 from provider_events import stripe
 from tests.conftest import TABLES
-from tests.support.clients import conflicting_once
+from tests.support.clients import RequestCounter, conflicting_once
 from tests.support.clock import FakeClock
 from tests.support.lambda_events import sqs_record
 from tests.support.world import World
@@ -199,3 +199,31 @@ def test_unmatched_delivery_whose_binding_arrives_after_all_is_applied(
     assert (counts["redriven"], process_queue(world, queue)) == (1, [Outcome.APPLIED])
     assert world.order(order)["refunded_total"] == 1000
     assert list(room.unmatched()) == []
+
+
+def test_a_redrive_reads_the_bindings_of_every_parked_delivery_together(
+    world: World, room: Waiting, queue: tuple[SQSClient, str], clock: FakeClock
+) -> None:
+    # Given thirty refunds parked before their payments, two of them unmatched already, and
+    # the payments of ten of the others delivered since
+    parked = [refund_before_its_payment() for _ in range(30)]
+    for _, _, refund in parked[:2]:
+        handle_message(record(refund, PARK_AFTER_RECEIVES), world.processor(), room)
+    clock.advance(WAIT_LIMIT_SECONDS + 1)
+    room.redrive()
+    for _, _, refund in parked[2:]:
+        handle_message(record(refund, PARK_AFTER_RECEIVES), world.processor(), room)
+    for order, intent, _ in parked[2:12]:
+        world.deliver(stripe.payment_intent_succeeded(order, intent, AMOUNT, T0))
+    counter = RequestCounter(world.dynamodb)
+
+    # When the re-drive runs
+    counts = room.redrive()
+
+    # Then one read told it which of the thirty are bound: the ten are re-driven and applied
+    # once, the others still wait or stay unmatched
+    assert counter.by_operation["BatchGetItem"] == 1
+    assert (counts["redriven"], counts["still_waiting"]) == (10, 18)
+    assert process_queue(world, queue) == [Outcome.APPLIED] * 10
+    assert [world.order(order)["refunded_total"] for order, _, _ in parked[2:12]] == [1000] * 10
+    assert len(list(room.unmatched())) == 2
