@@ -1,4 +1,4 @@
-"""Thirteen changes to moto, installed only in the local stack's server process.
+"""Sixteen changes to moto, installed only in the local stack's server process.
 
 1. SQS: moto checks each received message's retention by computing *all* the queue's
    attributes, approximate counts included, each a pass over every message: a receive costs
@@ -82,6 +82,20 @@ table's `all_items` returns that partition's items, in the same (range key) orde
     without an index runs, the table's `all_items` sorts by the keys' plain values (the order
     DynamoType's comparisons give) and hands moto only the items after the start key, found by
     bisection; moto's loop, limits and filters then run on those.
+
+14. The traversals that validate an update expression (10) ask each node of the tree which
+    node classes their processor handles, and moto answers by building a dict of bound
+    methods and a tuple of its keys, for every node of every traversal: most of a traversal's
+    time. The processor's answer never changes; it is built once per processor.
+
+15. A condition expression (every Put, Update and ConditionCheck of a transaction, every
+    conditional write) is lexed by a dozen regular expressions at each request, the same few
+    expressions every time. The lexing depends on the text alone: it is kept, by the text,
+    and each parse gets fresh nodes; names and values are resolved after it, every time.
+
+16. The request side of 8: moto parses each request's JSON through the service model, member
+    by member, and an `AttributeValue` parses to exactly what the wire carries when it is made
+    of S, N, BOOL, NULL, SS, NS, M and L (no blob to decode): such a value is taken as it is.
 """
 
 from __future__ import annotations
@@ -91,6 +105,7 @@ import copy
 import functools
 import pickle
 import time
+from collections import deque
 from typing import Any
 
 import jsonpath_ng.ext
@@ -98,11 +113,12 @@ import moto.backends
 import moto.core.responses
 import moto.dynamodb.models
 import moto.sqs.models
+from moto.core.parse import BaseJSONParser
 from moto.core.serialize import BaseJSONSerializer
 from moto.core.utils import method_names_from_class as _original_method_names
 from moto.core.utils import unix_time
 from moto.core.utils import unix_time_millis as _original_millis
-from moto.dynamodb.comparisons import get_filter_expression
+from moto.dynamodb.comparisons import ConditionExpressionParser, get_filter_expression
 from moto.dynamodb.exceptions import (
     MultipleTransactionsException,
     TooManyTransactionsException,
@@ -113,6 +129,7 @@ from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import DynamoType
 from moto.dynamodb.models.table import Table
 from moto.dynamodb.parsing import expressions, validators
+from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser  # type: ignore[attr-defined]
 from moto.sqs.models import Message, Queue, SQSBackend
 
 _ORIGINAL_SEND = SQSBackend.send_message
@@ -126,6 +143,7 @@ _ONE_PARTITION = "_umavez_query_partition"
 _ONE_INDEX_KEY = "_umavez_query_index_key"
 _ORIGINAL_MODULES = moto.backends.list_of_moto_modules
 _ORIGINAL_JSON_SERIALIZE = BaseJSONSerializer._serialize
+_ORIGINAL_PARSE_STRUCTURE: Any = BaseJSONParser._parse_structure
 _JSONPATH: Any = jsonpath_ng.ext  # untyped; moto imports `parse` from it at each event
 _ORIGINAL_JSONPATH_PARSE = _JSONPATH.parse
 
@@ -146,6 +164,42 @@ _EXPRESSION_ONLY_CHECKS = (
 _ORIGINAL_VALIDATOR_DEEPCOPY = copy.deepcopy  # what `validators` imported
 _ORIGINAL_VALIDATOR_INIT = validators.UpdateExpressionValidator.__init__
 _ORIGINAL_UPDATE_ITEM = DynamoDBBackend.update_item
+_ORIGINAL_NODE_TYPES = DepthFirstTraverser.nodes_to_be_processed
+_NODE_TYPES = "_umavez_node_types"
+_HANDLERS = "_umavez_handlers"
+_ORIGINAL_LEX = ConditionExpressionParser._lex_condition_expression
+
+
+@functools.lru_cache(maxsize=1024)
+def nodes_to_be_processed(self: Any) -> Any:
+    kept = self.__dict__.get(_NODE_TYPES)
+    if kept is None:
+        kept = self.__dict__[_NODE_TYPES] = _ORIGINAL_NODE_TYPES(self)
+    return kept
+
+
+def process_node(self: Any, node: Any) -> Any:
+    """moto's `process`: the first handler whose node class the node is, from a kept map."""
+    kept = self.__dict__.get(_HANDLERS)
+    if kept is None:
+        kept = self.__dict__[_HANDLERS] = tuple(self._processing_map().items())
+    for node_class, handler in kept:
+        if isinstance(node, node_class):
+            return handler(node)
+    return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _lexed(expression: str) -> tuple[Any, ...]:
+    return tuple(_ORIGINAL_LEX(ConditionExpressionParser(expression, {}, {})))
+
+
+def lex_condition_expression(self: Any) -> deque[Any]:
+    """The kept lexing of the expression's text, in fresh nodes (a lexing error is raised
+    again each time: it is not kept)."""
+    if not self.condition_expression:
+        return _ORIGINAL_LEX(self)
+    return deque(node._replace(children=[]) for node in _lexed(self.condition_expression))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -445,6 +499,12 @@ def is_wire_attribute_value(value: Any) -> bool:
     return False
 
 
+def parse_json_structure(self: Any, shape: Any, value: Any) -> Any:
+    if shape.name == "AttributeValue" and is_wire_attribute_value(value):
+        return value
+    return _ORIGINAL_PARSE_STRUCTURE(self, shape, value)
+
+
 def serialize_json(
     self: BaseJSONSerializer, serialized: Any, value: Any, shape: Any, key: str
 ) -> None:
@@ -507,12 +567,16 @@ def _patches() -> list[tuple[Any, str, Any]]:
         (Table, "query", query),
         (Table, "all_items", all_items),
         (Table, "scan", scan),
+        (DepthFirstTraverser, "nodes_to_be_processed", nodes_to_be_processed),
+        (DepthFirstTraverser, "process", process_node),
+        (ConditionExpressionParser, "_lex_condition_expression", lex_condition_expression),
         (SQSBackend, "send_message", send_message),
         (moto.backends, "list_of_moto_modules", list_of_moto_modules),
         (moto.core.responses, "method_names_from_class", method_names_from_class),
         (moto.sqs.models, "unix_time_millis", unix_time_millis),
         (UpdateExpressionParser, "make", classmethod(parse_update_expression)),
         (BaseJSONSerializer, "_serialize", serialize_json),
+        (BaseJSONParser, "_parse_structure", parse_json_structure),
         (_JSONPATH, "parse", parse_jsonpath),
         (validators, "deepcopy", fresh_copy),
         (validators.UpdateExpressionValidator, "__init__", validator_init),

@@ -706,3 +706,63 @@ def test_a_scan_pages_through_a_table_as_moto_does(aws: LocalAws) -> None:
     # Then every page holds the same items and ends at the same key
     assert read == expected
     assert len(read) > 30
+
+
+def test_a_condition_expression_is_judged_by_its_names_and_values_every_time(
+    aws: LocalAws,
+) -> None:
+    # Given the same condition texts, with other names and values each time
+    def writes(dynamodb: Any) -> list[str]:
+        dynamodb.create_table(
+            TableName="local-conditioned",
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        dynamodb.put_item(
+            TableName="local-conditioned",
+            Item={"pk": {"S": "a"}, "n": {"N": "5"}, "s": {"S": "x"}},
+        )
+        outcomes = []
+        attempts = [
+            ("attribute_not_exists(#k) OR #v < :v", {"#k": "pk", "#v": "n"}, {":v": {"N": "9"}}),
+            ("attribute_not_exists(#k) OR #v < :v", {"#k": "pk", "#v": "n"}, {":v": {"N": "1"}}),
+            ("attribute_not_exists(#k) OR #v < :v", {"#k": "nope", "#v": "n"}, {":v": {"N": "1"}}),
+            ("attribute_not_exists(#k) OR #v < :v", {"#k": "pk", "#v": "s"}, {":v": {"S": "a"}}),
+            (
+                "#v = :v AND begins_with(#k, :p)",
+                {"#k": "pk", "#v": "n"},
+                {":v": {"N": "5"}, ":p": {"S": "a"}},
+            ),
+            (
+                "#v = :v AND begins_with(#k, :p)",
+                {"#k": "pk", "#v": "n"},
+                {":v": {"N": "5"}, ":p": {"S": "b"}},
+            ),
+            ("#v = :v OR #w = :v", {"#v": "n", "#w": "s"}, {":v": {"N": "4"}}),
+            ("#v = :v OR #w = :v", {"#v": "n", "#w": "s"}, {":v": {"S": "x"}}),
+        ]
+        for expression, names, values in attempts:
+            try:
+                dynamodb.put_item(
+                    TableName="local-conditioned",
+                    Item={"pk": {"S": "a"}, "n": {"N": "5"}, "s": {"S": "x"}},
+                    ConditionExpression=expression,
+                    ExpressionAttributeNames=names,
+                    ExpressionAttributeValues=values,
+                )
+                outcomes.append("written")
+            except ClientError as exc:
+                outcomes.append(exc.response["Error"]["Code"])
+        return outcomes
+
+    with mock_aws():
+        expected = writes(boto3.client("dynamodb", region_name="us-east-1"))
+
+    # When they are written to the local server
+    outcomes = writes(client("dynamodb", aws.endpoint_url))
+
+    # Then each is judged as bare moto judges it
+    assert outcomes == expected
+    assert outcomes[:6] == ["written", "ConditionalCheckFailedException"] * 3
+    assert outcomes[6:] == ["ConditionalCheckFailedException", "written"]
