@@ -44,6 +44,19 @@ def aws() -> Iterator[LocalAws]:
     server.stop()
 
 
+def create_table(dynamodb: Any, name: str, *keys: tuple[str, str]) -> None:
+    """A pay-per-request table keyed by (attribute, type) pairs: the hash key, then the range."""
+    dynamodb.create_table(
+        TableName=name,
+        KeySchema=[
+            {"AttributeName": attribute, "KeyType": kind}
+            for (attribute, _), kind in zip(keys, ("HASH", "RANGE"), strict=False)
+        ],
+        AttributeDefinitions=[{"AttributeName": a, "AttributeType": t} for a, t in keys],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+
 def reserve(key: str) -> list[dict[str, Any]]:
     return [
         {
@@ -148,18 +161,7 @@ def test_a_write_failing_midway_is_rolled_back(aws: LocalAws) -> None:
 def test_a_partition_query_answers_like_moto_reading_only_its_partition(aws: LocalAws) -> None:
     # Given a table with a range key: three partitions, one with items written out of order
     dynamodb = client("dynamodb", aws.endpoint_url)
-    dynamodb.create_table(
-        TableName="local-ranged",
-        KeySchema=[
-            {"AttributeName": "pk", "KeyType": "HASH"},
-            {"AttributeName": "sk", "KeyType": "RANGE"},
-        ],
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_table(dynamodb, "local-ranged", ("pk", "S"), ("sk", "S"))
     for pk in ("A", "B", "C"):
         for sk in ("EFFECT#3", "ORDER", "EFFECT#1", "EFFECT#2"):
             dynamodb.put_item(
@@ -641,24 +643,8 @@ def test_a_scan_pages_through_a_table_as_moto_does(aws: LocalAws) -> None:
     # Given the same two tables on the local server and on bare moto: one keyed by a string
     # and a number (numbers sort by value, not as text), one by a string alone
     def fill(dynamodb: Any) -> None:
-        dynamodb.create_table(
-            TableName="local-scanned",
-            KeySchema=[
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "n", "KeyType": "RANGE"},
-            ],
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "n", "AttributeType": "N"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        dynamodb.create_table(
-            TableName="local-scanned-flat",
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        create_table(dynamodb, "local-scanned", ("pk", "S"), ("n", "N"))
+        create_table(dynamodb, "local-scanned-flat", ("pk", "S"))
         for i in range(61):
             item = {
                 "pk": {"S": f"p{i % 5}"},
@@ -713,12 +699,7 @@ def test_a_condition_expression_is_judged_by_its_names_and_values_every_time(
 ) -> None:
     # Given the same condition texts, with other names and values each time
     def writes(dynamodb: Any) -> list[str]:
-        dynamodb.create_table(
-            TableName="local-conditioned",
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        create_table(dynamodb, "local-conditioned", ("pk", "S"))
         dynamodb.put_item(
             TableName="local-conditioned",
             Item={"pk": {"S": "a"}, "n": {"N": "5"}, "s": {"S": "x"}},
