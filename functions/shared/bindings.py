@@ -43,10 +43,8 @@ def ledger_items(
             }
         }
         for _ in range(UNPROCESSED_ATTEMPTS):
-            try:
-                response = dynamodb.batch_get_item(RequestItems=request)
-            except ClientError as exc:
-                raise_unclassified(exc, "BatchGetItem")
+            # A refused request raises botocore's own error, as the callers' callers expect.
+            response = dynamodb.batch_get_item(RequestItems=request)
             for item in map(from_attributes, response["Responses"].get(ledger, [])):
                 found[(item[tables.PARTITION_KEY], item[tables.SORT_KEY])] = item
             request = response.get("UnprocessedKeys")
