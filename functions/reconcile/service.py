@@ -25,6 +25,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from functions.shared import books, tables
+from functions.shared.bindings import BATCH_GET_LIMIT
 from functions.shared.domain import COUNTED_OUTCOMES
 from functions.shared.dynamo import from_attributes, scan_items, to_attributes
 from functions.shared.outbox import OutboxStatus, outbox_id_for
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
 
 CHECKPOINT_PK: Final = "RECONCILIATION"
 CHECKPOINT_SK: Final = "CHECKPOINT"
-BATCH_GET_LIMIT: Final = 100
 T = TypeVar("T")
 
 
