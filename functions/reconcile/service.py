@@ -148,13 +148,15 @@ class Reconciler:
             if report.orders_read >= self._max_orders:
                 return hour_start
             for order_id in self._changed_orders(hour_start):
-                read = Report()
-                checked = self._check_order(order_id, read)
+                items = self._order_items(order_id)
                 report.orders_read += 1
                 # The index knows the hour only: an order of that hour outside this window
-                # (before the checkpoint, or within the settle margin) is another run's.
-                if not hour_start <= checked.updated_at <= hour_end:
+                # (before the checkpoint, or within the settle margin) is another run's, and
+                # its outbox items are not read.
+                if not hour_start <= _updated_at(items) <= hour_end:
                     continue
+                read = Report()
+                checked = self._books(order_id, items, read)
                 report.orders_checked += read.orders_checked
                 report.outbox_items_checked += read.outbox_items_checked
                 kept = [m for m in checked.mismatches if (m.kind == STUCK) == lagged]
@@ -213,15 +215,21 @@ class Reconciler:
     # -- one order -----------------------------------------------------------------------------
 
     def _check_order(self, order_id: str, report: Report) -> OrderBooks:
-        """Its items in one consistent Query; then its counted entries' outbox items."""
-        items = self._query_all(
+        return self._books(order_id, self._order_items(order_id), report)
+
+    def _order_items(self, order_id: str) -> list[dict[str, Any]]:
+        """The order and its entries, in one consistent Query."""
+        return self._query_all(
             TableName=self._tables.ledger,
             KeyConditionExpression="#pk = :pk",
             ExpressionAttributeNames={"#pk": tables.PARTITION_KEY},
             ExpressionAttributeValues={":pk": {"S": tables.order_pk(order_id)}},
             ConsistentRead=True,
         )
-        order = next((i for i in items if i[tables.SORT_KEY] == tables.ORDER_SORT), {})
+
+    def _books(self, order_id: str, items: list[dict[str, Any]], report: Report) -> OrderBooks:
+        """The order's books from its items, and its counted entries' outbox items."""
+        order = _order_of(items)
         effects = [i for i in items if i[tables.SORT_KEY].startswith(tables.EFFECT_SORT_PREFIX)]
         report.orders_checked += 1
         mismatches = books.unbalanced_totals({"order_id": order_id, **order}, effects)
@@ -239,7 +247,7 @@ class Reconciler:
             for item in outbox.values()
             if tables.OUTBOX_DUE_BUCKET not in item and (stuck := self._stuck(item))
         ]
-        return OrderBooks(order_id, str(order.get("updated_at", "")), mismatches)
+        return OrderBooks(order_id, _updated_at(items), mismatches)
 
     def _note(self, checked: OrderBooks, candidates: list[OrderBooks], report: Report) -> None:
         if not checked.mismatches:
@@ -454,3 +462,11 @@ def _chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
             chunk = []
     if chunk:
         yield chunk
+
+
+def _order_of(items: list[dict[str, Any]]) -> dict[str, Any]:
+    return next((i for i in items if i[tables.SORT_KEY] == tables.ORDER_SORT), {})
+
+
+def _updated_at(items: list[dict[str, Any]]) -> str:
+    return str(_order_of(items).get("updated_at", ""))

@@ -312,6 +312,47 @@ def test_each_run_checks_only_the_orders_changed_since_the_last(
     assert second.checked_from == first.checked_until
 
 
+def test_a_run_reads_the_outbox_only_for_the_orders_in_its_window(
+    world: World, clock: FakeClock
+) -> None:
+    # Given three orders checked by a first run, and one of them refunded later in the hour
+    orders = busy_day(world)
+    send_everything(world, clock)
+    clock.advance(600)
+    Reconciler(world.dynamodb, TABLES, clock).run()
+    clock.advance(600)
+    world.deliver(
+        stripe.refund_created(
+            stripe.unique("pi"), stripe.unique("re"), 100, int(clock.now), order_id=orders[2]
+        )
+    )
+    send_everything(world, clock)
+    clock.advance(60)
+    outbox_reads: list[str] = []
+
+    def record_outbox_reads(params: dict[str, Any], **_: Any) -> None:
+        keys = params["RequestItems"].get(TABLES.outbox, {}).get("Keys", [])
+        outbox_reads.extend(key[tables.OUTBOX_KEY]["S"] for key in keys)
+
+    world.dynamodb.meta.events.register(
+        "provide-client-params.dynamodb.BatchGetItem", record_outbox_reads
+    )
+    try:
+        # When reconciliation runs again within the same hour (the index knows the hour only)
+        second = Reconciler(world.dynamodb, TABLES, clock).run()
+    finally:
+        world.dynamodb.meta.events.unregister(
+            "provide-client-params.dynamodb.BatchGetItem", record_outbox_reads
+        )
+
+    # Then it reads the hour's three orders, checks the refunded one, and reads that one's
+    # outbox items only
+    refunded = {outbox_id_for(e["effect_key"]) for e in world.effects(orders[2])}
+    assert (second.orders_read, second.orders_checked, second.mismatches) == (3, 1, [])
+    assert outbox_reads
+    assert set(outbox_reads) <= refunded
+
+
 def test_an_item_whose_stream_try_was_lost_is_reported_once_in_steady_state(
     world: World, clock: FakeClock
 ) -> None:
