@@ -19,6 +19,7 @@ import io
 import json
 import os
 import random
+import shutil
 import socket
 import subprocess
 import sys
@@ -251,6 +252,24 @@ def keep_alive_handler() -> type[Any]:
 
 # Served by the DynamoDB process of a split server: DynamoDB and its streams share a backend.
 DYNAMODB_SERVICES = ("dynamodb", "dynamodbstreams")
+# How much lower than the DynamoDB process the rest of a split stack runs (nice(1) steps).
+YIELDING_NICENESS = 10
+
+
+def yield_cpu(niceness: int) -> None:
+    """Lower the calling thread's priority by `niceness` (never raise it: that needs
+    privileges), where the platform lets a process do so; elsewhere nothing changes."""
+    if not hasattr(os, "setpriority"):
+        return
+    current = os.getpriority(os.PRIO_PROCESS, 0)
+    os.setpriority(os.PRIO_PROCESS, 0, min(current + niceness, 19))
+
+
+def _lowered(niceness: int) -> list[str]:
+    """The prefix that starts a command `niceness` lower, if the platform has `nice`."""
+    if niceness <= 0 or shutil.which("nice") is None:
+        return []
+    return ["nice", "-n", str(niceness)]
 
 
 class _ServerProcess:
@@ -276,8 +295,15 @@ class _ServerProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def launch(self) -> None:
-        self._process = subprocess.Popen(self._command)  # noqa: S603 - our own module
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    def launch(self, niceness: int = 0) -> None:
+        """Start the process, `niceness` lower in priority than its parent."""
+        self._process = subprocess.Popen(  # noqa: S603 - our own module
+            [*_lowered(niceness), *self._command]
+        )
 
     def ready(self) -> bool:
         if self._process is not None and self._process.poll() is not None:
@@ -337,14 +363,30 @@ class LocalAws:
         return dict.fromkeys(DYNAMODB_SERVICES, self._dynamodb.url)
 
     @property
+    def pids(self) -> dict[str, int]:
+        """The running processes by what they serve: `main`, and `dynamodb` when split."""
+        named = {"main": self._main, "dynamodb": self._dynamodb}
+        return {name: p.pid for name, p in named.items() if p is not None and p.pid is not None}
+
+    @property
     def _processes(self) -> list[_ServerProcess]:
         return [self._main, *([self._dynamodb] if self._dynamodb else [])]
 
     def start(self, timeout_seconds: float = 30) -> LocalAws:
+        """Launch the processes. Split, the DynamoDB process keeps the caller's priority and
+        everything else yields the CPU to it: the other server from its start, the calling
+        thread from now on (with every thread it starts after this, as Linux threads inherit
+        their creator's). The DynamoDB process serializes the pipeline's every write and most
+        of its reads; when the other processes keep both cores busy, it waited for a core while
+        holding its lock, and everything waited with it (measured: NOTES.md)."""
         from local_stack.resources import route_services
 
-        for process in self._processes:
-            process.launch()
+        if self._dynamodb is not None:
+            self._dynamodb.launch()
+            self._main.launch(YIELDING_NICENESS)
+            yield_cpu(YIELDING_NICENESS)
+        else:
+            self._main.launch()
         deadline = time.monotonic() + timeout_seconds
         waiting = list(self._processes)
         while waiting and time.monotonic() < deadline:

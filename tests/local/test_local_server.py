@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -17,7 +18,7 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from local_stack.resources import client, provision
-from local_stack.server import LocalAws
+from local_stack.server import YIELDING_NICENESS, LocalAws
 
 TABLE = "local-ledger"
 STREAMED = "local-outbox"
@@ -546,6 +547,41 @@ def test_a_split_server_serves_dynamodb_from_a_process_of_its_own() -> None:
     assert stats["calls"]["dynamodb GetItem"][0] == 1
     assert stats["calls"]["sqs SendMessage"][0] == 1
     assert client("dynamodb", server.endpoint_url).meta.endpoint_url == server.endpoint_url
+
+
+@pytest.mark.skipif(not hasattr(os, "setpriority"), reason="no process priorities here")
+def test_a_split_server_gives_the_dynamodb_process_the_cpu_first() -> None:
+    # Given a thread at some priority (not the test runner's own: starting lowers the caller)
+    seen: dict[str, int] = {}
+
+    def start_and_look() -> None:
+        seen["caller before"] = os.getpriority(os.PRIO_PROCESS, 0)
+        server = LocalAws(split_dynamodb=True).start()
+        try:
+            seen["caller after"] = os.getpriority(os.PRIO_PROCESS, 0)
+            seen.update(
+                {name: os.getpriority(os.PRIO_PROCESS, pid) for name, pid in server.pids.items()}
+            )
+            started_after = threading.Thread(
+                target=lambda: seen.update(thread=os.getpriority(os.PRIO_PROCESS, 0))
+            )
+            started_after.start()
+            started_after.join()
+        finally:
+            server.stop()
+
+    # When it starts a split server
+    starter = threading.Thread(target=start_and_look)
+    starter.start()
+    starter.join()
+
+    # Then the DynamoDB process runs at the caller's former priority, and the other server, the
+    # caller and the threads it starts from then on run lower (the caller's never goes up)
+    before = seen["caller before"]
+    lowered = min(before + YIELDING_NICENESS, 19)
+    assert seen["dynamodb"] == before
+    assert seen["main"] == seen["caller after"] == seen["thread"] == lowered
+    assert lowered > before or before == 19
 
 
 def test_a_server_whose_stack_was_killed_exits_on_its_own() -> None:
