@@ -783,3 +783,188 @@ def test_a_condition_expression_is_judged_by_its_names_and_values_every_time(
     assert outcomes == expected
     assert outcomes[:6] == ["written", "ConditionalCheckFailedException"] * 3
     assert outcomes[6:] == ["ConditionalCheckFailedException", "written"]
+
+
+def test_reads_with_projections_indexes_and_filters_answer_as_moto_does_and_change_nothing(
+    aws: LocalAws,
+) -> None:
+    # Given items with nested maps and lists, a keys-only index and a full one
+    def fill(dynamodb: Any) -> None:
+        dynamodb.create_table(
+            TableName="local-read",
+            KeySchema=[
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            AttributeDefinitions=[
+                {"AttributeName": a, "AttributeType": "S"} for a in ("pk", "sk", "bucket")
+            ],
+            GlobalSecondaryIndexes=[
+                {
+                    "IndexName": name,
+                    "KeySchema": [{"AttributeName": "bucket", "KeyType": "HASH"}],
+                    "Projection": {"ProjectionType": projection},
+                }
+                for name, projection in (("keys", "KEYS_ONLY"), ("all", "ALL"))
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        for i in range(12):
+            dynamodb.put_item(
+                TableName="local-read",
+                Item={
+                    "pk": {"S": f"p{i % 3}"},
+                    "sk": {"S": f"s{i:02}"},
+                    "bucket": {"S": f"b{i % 2}"},
+                    "n": {"N": str(i)},
+                    "m": {"M": {"deep": {"M": {"x": {"N": str(i)}}}, "t": {"S": "é" * i}}},
+                    "l": {"L": [{"N": str(i)}, {"M": {"y": {"BOOL": i % 2 == 0}}}]},
+                },
+            )
+
+    def reads(dynamodb: Any) -> list[Any]:
+        projected = {"ProjectionExpression": "pk, m.deep, l[1]"}
+        filtered = {
+            "FilterExpression": "n > :n",
+            "ExpressionAttributeValues": {":n": {"N": "4"}},
+        }
+        answers = [
+            dynamodb.query(
+                TableName="local-read",
+                KeyConditionExpression="pk = :p",
+                ExpressionAttributeValues={":p": {"S": "p1"}},
+                **projected,
+            )["Items"],
+            dynamodb.query(
+                TableName="local-read",
+                IndexName="keys",
+                KeyConditionExpression="bucket = :b",
+                ExpressionAttributeValues={":b": {"S": "b0"}},
+            )["Items"],
+            dynamodb.query(
+                TableName="local-read",
+                IndexName="all",
+                KeyConditionExpression="bucket = :b",
+                **{
+                    **filtered,
+                    "ExpressionAttributeValues": {":b": {"S": "b1"}, ":n": {"N": "4"}},
+                },
+            )["Items"],
+            dynamodb.scan(TableName="local-read", **projected)["Items"],
+            dynamodb.scan(TableName="local-read", IndexName="keys")["Items"],
+            dynamodb.scan(TableName="local-read", **filtered)["Items"],
+        ]
+        # and the items as they are after all those reads
+        return [*answers, dynamodb.scan(TableName="local-read")["Items"]]
+
+    local = client("dynamodb", aws.endpoint_url)
+    fill(local)
+    with mock_aws():
+        bare = boto3.client("dynamodb", region_name="us-east-1")
+        fill(bare)
+        expected = reads(bare)
+
+    # When they are read through projections, indexes and filters (twice: a read that had
+    # changed a stored item would show the second time)
+    first, second = reads(local), reads(local)
+
+    # Then every answer is bare moto's, and the stored items are whole
+    assert first == second == expected
+    assert {"pk", "sk", "bucket", "n", "m", "l"} == set(first[-1][0])
+
+
+def test_update_expressions_of_every_clause_apply_and_fail_as_moto_does(aws: LocalAws) -> None:
+    # Given one item, and updates of every clause: nested paths, functions, arithmetic, sets,
+    # and updates moto refuses
+    updates: list[tuple[str, dict[str, str], dict[str, Any]]] = [
+        (
+            "SET a.b.c = :v, #l = list_append(#l, :l)",
+            {"#l": "l"},
+            {":v": {"N": "1"}, ":l": {"L": [{"S": "z"}]}},
+        ),
+        (
+            "SET n = if_not_exists(n, :z) + :one, m2 = :m",
+            {},
+            {":z": {"N": "0"}, ":one": {"N": "1"}, ":m": {"M": {"k": {"S": "v"}}}},
+        ),
+        (
+            "ADD tags :t, #total :one",
+            {"#total": "total"},
+            {":t": {"SS": ["x", "y"]}, ":one": {"N": "5"}},
+        ),
+        (
+            "DELETE tags :t SET l[0] = :s REMOVE a.b.c",
+            {},
+            {":t": {"SS": ["x"]}, ":s": {"S": "first"}},
+        ),
+        ("SET n = n - :one, a.b = :v", {}, {":one": {"N": "2"}, ":v": {"S": "flat"}}),
+        ("SET a = :v, a.b = :v", {}, {":v": {"S": "overlap"}}),
+        ("SET pk = :v", {}, {":v": {"S": "key"}}),
+        ("SET n = n + :s", {}, {":s": {"S": "text"}}),
+        ("SET nope.deeper = :v", {}, {":v": {"S": "missing parent"}}),
+    ]
+
+    def apply(dynamodb: Any) -> list[Any]:
+        create_table(dynamodb, "local-updated", ("pk", "S"))
+        dynamodb.put_item(
+            TableName="local-updated",
+            Item={"pk": {"S": "u"}, "a": {"M": {"b": {"M": {}}}}, "l": {"L": [{"S": "y"}]}},
+        )
+        seen: list[Any] = []
+        for expression, names, values in updates:
+            try:
+                dynamodb.update_item(
+                    TableName="local-updated",
+                    Key={"pk": {"S": "u"}},
+                    UpdateExpression=expression,
+                    ExpressionAttributeValues=values,
+                    **({"ExpressionAttributeNames": names} if names else {}),
+                )
+                seen.append("updated")
+            except ClientError as exc:
+                seen.append(exc.response["Error"]["Code"])
+            seen.append(
+                dynamodb.get_item(TableName="local-updated", Key={"pk": {"S": "u"}})["Item"]
+            )
+        return seen
+
+    with mock_aws():
+        expected = apply(boto3.client("dynamodb", region_name="us-east-1"))
+
+    # When they are applied on the local server, in turn
+    seen = apply(client("dynamodb", aws.endpoint_url))
+
+    # Then each applies, or fails, as on bare moto, and leaves the same item
+    assert seen == expected
+    assert seen[0::2] == ["updated"] * 5 + ["ValidationException"] * 4
+
+
+def test_the_size_of_every_kind_of_value_is_motos() -> None:
+    # Given values of every type, nested, with multi-byte text
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    from local_stack.moto_patches import _ORIGINAL_SIZE, dynamo_type_size
+
+    values: list[dict[str, Any]] = [
+        {"S": "plain"},
+        {"S": "ação €"},
+        {"N": "-12.50"},
+        {"N": "1E+3"},
+        {"BOOL": False},
+        {"NULL": True},
+        {"B": "YmluYXJ5"},
+        {"SS": ["a", "ção"]},
+        {"NS": ["1", "22.5"]},
+        {"BS": ["YQ==", "YmI="]},
+        {"L": [{"S": "x"}, {"N": "7"}, {"L": [{"BOOL": True}]}, {"M": {"k": {"S": "ü"}}}]},
+        {"M": {"ñ": {"M": {"deep": {"L": [{"NULL": True}, {"SS": ["q"]}]}}}, "n": {"N": "3"}}},
+        {"M": {}},
+        {"L": []},
+    ]
+
+    # When their sizes are computed by type, and by moto
+    sizes = [dynamo_type_size(DynamoType(v)) for v in values]
+
+    # Then each is moto's
+    assert sizes == [_ORIGINAL_SIZE(DynamoType(v)) for v in values]
+    assert sizes[1] == len("ação €".encode())
