@@ -8,6 +8,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -41,6 +42,7 @@ DEFAULT_ORDERS = 300
 DEFAULT_DELIVERIES = 1000  # `make run`
 DEFAULT_SOAK_RATE = 5.0  # deliveries a second
 RESEND_SHARE = 0.1
+RESEND_WORKERS = 8
 # The replay's window: at most about this many events (the default drill has ~700).
 REPLAYED_EVENTS = 1000
 DEPLOYED_PROVIDERS = {"stripe", "asaas"}  # Mercado Pago's would need their live payments API
@@ -314,13 +316,18 @@ def _replay_stripe(stack: EmbeddedStack, drill: Sequence[Story], log: DeliveryLo
 
 
 def _resend(drill: Sequence[Story], providers: Providers, seed: int) -> int:
-    """A provider's dashboard "resend", weeks later: an old event, freshly signed."""
+    """A provider's dashboard "resend", weeks later: old events, freshly signed, several at a
+    time (as a "resend all" of a day's failures does)."""
     rng = random.Random(seed)  # noqa: S311 - sampling
     sample = [
         s.posts[0] for s in drill if s.posts[0].forgery is None and rng.random() < RESEND_SHARE
     ]
-    for post in sample:
-        providers.deliver(Post(post.provider, post.body, post.query))
+    with ThreadPoolExecutor(RESEND_WORKERS, thread_name_prefix="resend") as posts:
+        list(
+            posts.map(
+                lambda post: providers.deliver(Post(post.provider, post.body, post.query)), sample
+            )
+        )
     return len(sample)
 
 

@@ -182,6 +182,7 @@ class EmbeddedStack:
         self.pollers: list[Poller] = []
         self.waiting_clock = WaitingClock()
         self.stage_times = StageTimes()
+        self._clients: dict[str, Any] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -377,10 +378,18 @@ class EmbeddedStack:
 
     # -- waiting for quiet -------------------------------------------------------------------
 
+    def _client(self, service: str) -> Any:
+        """One client per service for the drain's checks, made once: a drain checks every
+        second, and making a client costs more CPU than the call it makes."""
+        made = self._clients.get(service)
+        if made is None:
+            made = self._clients[service] = client(service, self.aws.endpoint_url)
+        return made
+
     def unfinished_outbox_items(self) -> int:
         """Items a try could not send yet (the due index's shards). A new item awaiting its
         first try is in no index: the drain waits for the stream to read empty instead."""
-        dynamodb = client("dynamodb", self.aws.endpoint_url)
+        dynamodb = self._client("dynamodb")
         return sum(
             int(
                 dynamodb.query(
@@ -397,7 +406,7 @@ class EmbeddedStack:
 
     def waiting_deliveries(self) -> int:
         """Deliveries parked until their order is bound (until unmatched, locally in seconds)."""
-        response = client("dynamodb", self.aws.endpoint_url).query(
+        response = self._client("dynamodb").query(
             TableName=self.resources.tables.ledger,
             KeyConditionExpression="#pk = :waiting",
             ExpressionAttributeNames={"#pk": tables.PARTITION_KEY},
@@ -408,7 +417,7 @@ class EmbeddedStack:
 
     def queued_messages(self) -> tuple[int, int]:
         """Messages in the webhook queue: (visible, received and not yet deleted)."""
-        attributes = client("sqs", self.aws.endpoint_url).get_queue_attributes(
+        attributes = self._client("sqs").get_queue_attributes(
             QueueUrl=self.resources.queue_url,
             AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
         )["Attributes"]
@@ -418,7 +427,7 @@ class EmbeddedStack:
         )
 
     def dead_letters(self) -> int:
-        attributes = client("sqs", self.aws.endpoint_url).get_queue_attributes(
+        attributes = self._client("sqs").get_queue_attributes(
             QueueUrl=self.resources.dead_letter_url, AttributeNames=["ApproximateNumberOfMessages"]
         )["Attributes"]
         return int(attributes["ApproximateNumberOfMessages"])
