@@ -968,3 +968,46 @@ def test_the_size_of_every_kind_of_value_is_motos() -> None:
     # Then each is moto's
     assert sizes == [_ORIGINAL_SIZE(DynamoType(v)) for v in values]
     assert sizes[1] == len("ação €".encode())
+
+
+def test_queue_attributes_by_name_answer_as_moto_does(aws: LocalAws) -> None:
+    # Given a queue with visible, received (invisible) and delayed messages
+    asked: list[list[str]] = [
+        ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+        ["ApproximateNumberOfMessagesDelayed"],
+        ["VisibilityTimeout", "ApproximateNumberOfMessages", "DelaySeconds"],
+        ["RedrivePolicy"],
+        ["NoSuchAttribute"],
+    ]
+
+    def look(sqs: Any) -> list[Any]:
+        url = sqs.create_queue(QueueName="local-attributes")["QueueUrl"]
+        for n in range(9):
+            sqs.send_message(QueueUrl=url, MessageBody=str(n), DelaySeconds=600 if n < 2 else 0)
+        sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=3, VisibilityTimeout=600)
+        answers: list[Any] = []
+        for names in asked:
+            try:
+                answers.append(
+                    sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names).get("Attributes")
+                )
+            except ClientError as exc:
+                answers.append(exc.response["Error"]["Code"])
+        answers.append(
+            sorted(sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"])
+        )
+        return answers
+
+    with mock_aws():
+        expected = look(boto3.client("sqs", region_name="us-east-1"))
+
+    # When the local server is asked the same, by name and for all
+    answers = look(client("sqs", aws.endpoint_url))
+
+    # Then it answers what bare moto answers: the counts, in the order asked
+    assert answers == expected
+    assert answers[0] == {
+        "ApproximateNumberOfMessages": "4",
+        "ApproximateNumberOfMessagesNotVisible": "3",
+    }
+    assert answers[1] == {"ApproximateNumberOfMessagesDelayed": "2"}
