@@ -16,6 +16,7 @@ from local_stack.resources import client
 from local_stack.server import EMAILS_PATH
 
 SINK_TABLE = "umavez-local-sink"
+RECEIVE_LIMIT = 10  # SQS's most per receive
 REFERENCE = re.compile(r"Reference: (obx_[0-9a-f]{64})")
 
 
@@ -39,9 +40,12 @@ class SinkRecorder(Poller):
         self._dirty: set[str] = set()
 
     def poll_once(self) -> bool:
-        messages = self._sqs.receive_message(QueueUrl=self._queue_url, MaxNumberOfMessages=10).get(
-            "Messages", []
-        )
+        """Count one receive's events. Only a full receive is polled again at once: events
+        trickle in one by one, and a receive at every arrival cost the functions' process
+        and the server a request for each (a batching window, as Lambda's)."""
+        messages = self._sqs.receive_message(
+            QueueUrl=self._queue_url, MaxNumberOfMessages=RECEIVE_LIMIT
+        ).get("Messages", [])
         for message in messages:
             self._count(json.loads(message["Body"])["detail"]["idempotency_key"], "eventbridge")
         if messages:
@@ -54,7 +58,7 @@ class SinkRecorder(Poller):
             )
         if not messages:
             self._flush()
-        return bool(messages)
+        return len(messages) == RECEIVE_LIMIT
 
     def _count(self, key: str, channel: str) -> None:
         with self._lock:

@@ -3,6 +3,7 @@ one splits a shard's records into lanes as Lambda's parallelization factor does.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 from local_stack.pollers import SqsToLambda, by_partition_key
 from local_stack.resources import client
 from local_stack.server import LocalAws
+from local_stack.sink import SinkRecorder, create_sink_table, sink_counts
 
 
 @pytest.fixture(scope="module")
@@ -106,3 +108,27 @@ def test_a_shards_records_split_into_lanes_keep_each_keys_order() -> None:
     lane_of = {r["dynamodb"]["Keys"]["pk"]["S"]: n for n, lane in enumerate(lanes) for r in lane}
     for n, lane in enumerate(lanes):
         assert all(lane_of[r["dynamodb"]["Keys"]["pk"]["S"]] == n for r in lane)
+
+
+def test_the_sink_recorder_polls_again_at_once_only_after_a_full_receive(aws: LocalAws) -> None:
+    # Given twelve events from the bus's rule in the sink queue
+    sqs = client("sqs", aws.endpoint_url)
+    url = sqs.create_queue(QueueName="local-sink-batches")["QueueUrl"]
+    create_sink_table(aws.endpoint_url)
+    keys = [f"obx_{n:064x}" for n in range(12)]
+    for key in keys:
+        sqs.send_message(QueueUrl=url, MessageBody=json.dumps({"detail": {"idempotency_key": key}}))
+    recorder = SinkRecorder(aws.endpoint_url, url)
+
+    # When it polls until the queue reads empty
+    again = [recorder.poll_once(), recorder.poll_once(), recorder.poll_once()]
+
+    # Then a full receive (ten) asks for another at once, a partial one and an empty one wait
+    # (the poller's back-off: more events arrive meanwhile), every event is counted once and
+    # written to the sink table, and the queue is empty
+    assert again == [True, False, False]
+    assert {k: c["eventbridge"] for k, c in recorder.counts.items()} == dict.fromkeys(keys, 1)
+    assert {k: c["eventbridge"] for k, c in sink_counts(aws.endpoint_url).items()} == (
+        dict.fromkeys(keys, 1)
+    )
+    assert recorder.settled()
