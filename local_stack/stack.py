@@ -43,7 +43,10 @@ if TYPE_CHECKING:
 # or an unmatched payment is not left waiting for the schedule.
 SWEEP_EVERY_SECONDS = 2.0
 WAITING_EVERY_SECONDS = 2.0
-RECONCILE_EVERY_SECONDS = 120.0  # it reads every changed order through the server's lock
+# A run reads every order changed in the hour so far (the changed index knows the hour only):
+# every 2 minutes, the runs of a 10,000-delivery drill re-read the same orders four times, a
+# tenth of the server's requests while the pipeline ran.
+RECONCILE_EVERY_SECONDS = 300.0
 # How long a drain may take: a base, plus this much per unit of work in flight at its peak.
 DRAIN_BASE_SECONDS = 60.0
 DRAIN_SECONDS_PER_ITEM = 1.0
