@@ -101,16 +101,21 @@ def with_request_id(logger: Logger) -> Callable[[F], F]:
     Powertools' `inject_lambda_context` adds the function's name, ARN, memory size and cold
     start to every line: ~230 bytes a line that the log group already says, about a third of
     the log bytes an event costs (CloudWatch Logs bills ingestion by the byte).
+
+    The key is the invocation's thread's own (Powertools' thread-safe keys): Lambda runs one
+    invocation at a time, the local stack many side by side in one process, where keys shared
+    by every thread named another invocation's request, and a line formatted while another
+    invocation removed its key failed to log at all.
     """
 
     def decorate(handler: F) -> F:
         @functools.wraps(handler)
         def invoke(event: Any, context: Any, *args: Any, **kwargs: Any) -> Any:
-            logger.append_keys(request_id=getattr(context, "aws_request_id", None))
+            logger.thread_safe_append_keys(request_id=getattr(context, "aws_request_id", None))
             try:
                 return handler(event, context, *args, **kwargs)
             finally:
-                logger.remove_keys(["request_id"])
+                logger.thread_safe_remove_keys(["request_id"])
 
         return invoke  # type: ignore[return-value]
 
