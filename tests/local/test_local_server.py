@@ -7,8 +7,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 from unittest.mock import patch
 
 import boto3
@@ -20,6 +20,7 @@ from moto import mock_aws
 from local_stack.resources import client, provision
 from local_stack.server import YIELDING_NICENESS, LocalAws
 
+T = TypeVar("T")
 TABLE = "local-ledger"
 STREAMED = "local-outbox"
 
@@ -56,6 +57,19 @@ def create_table(dynamodb: Any, name: str, *keys: tuple[str, str]) -> None:
         AttributeDefinitions=[{"AttributeName": a, "AttributeType": t} for a, t in keys],
         BillingMode="PAY_PER_REQUEST",
     )
+
+
+def filled_alike_and_read_by_bare_moto(
+    aws: LocalAws, fill: Callable[[Any], None], read: Callable[[Any], T]
+) -> tuple[Any, T]:
+    """A DynamoDB client of the local server and bare moto's answer to `read`, both filled by
+    `fill`."""
+    local = client("dynamodb", aws.endpoint_url)
+    fill(local)
+    with mock_aws():
+        bare = boto3.client("dynamodb", region_name="us-east-1")
+        fill(bare)
+        return local, read(bare)
 
 
 def reserve(key: str) -> list[dict[str, Any]]:
@@ -715,12 +729,7 @@ def test_a_scan_pages_through_a_table_as_moto_does(aws: LocalAws) -> None:
                 start = {"ExclusiveStartKey": page["LastEvaluatedKey"]}
         return read
 
-    local = client("dynamodb", aws.endpoint_url)
-    fill(local)
-    with mock_aws():
-        bare = boto3.client("dynamodb", region_name="us-east-1")
-        fill(bare)
-        expected = pages(bare)
+    local, expected = filled_alike_and_read_by_bare_moto(aws, fill, pages)
 
     # When both are scanned whole and in pages: by count, with a filter, by segment
     read = pages(local)
@@ -828,41 +837,32 @@ def test_reads_with_projections_indexes_and_filters_answer_as_moto_does_and_chan
             "FilterExpression": "n > :n",
             "ExpressionAttributeValues": {":n": {"N": "4"}},
         }
-        answers = [
-            dynamodb.query(
-                TableName="local-read",
-                KeyConditionExpression="pk = :p",
-                ExpressionAttributeValues={":p": {"S": "p1"}},
+        queries: list[dict[str, Any]] = [
+            {
+                "KeyConditionExpression": "pk = :p",
+                "ExpressionAttributeValues": {":p": {"S": "p1"}},
                 **projected,
-            )["Items"],
-            dynamodb.query(
-                TableName="local-read",
-                IndexName="keys",
-                KeyConditionExpression="bucket = :b",
-                ExpressionAttributeValues={":b": {"S": "b0"}},
-            )["Items"],
-            dynamodb.query(
-                TableName="local-read",
-                IndexName="all",
-                KeyConditionExpression="bucket = :b",
-                **{
-                    **filtered,
-                    "ExpressionAttributeValues": {":b": {"S": "b1"}, ":n": {"N": "4"}},
-                },
-            )["Items"],
-            dynamodb.scan(TableName="local-read", **projected)["Items"],
-            dynamodb.scan(TableName="local-read", IndexName="keys")["Items"],
-            dynamodb.scan(TableName="local-read", **filtered)["Items"],
+            },
+            {
+                "IndexName": "keys",
+                "KeyConditionExpression": "bucket = :b",
+                "ExpressionAttributeValues": {":b": {"S": "b0"}},
+            },
+            {
+                "IndexName": "all",
+                "KeyConditionExpression": "bucket = :b",
+                **filtered,
+                "ExpressionAttributeValues": {":b": {"S": "b1"}, ":n": {"N": "4"}},
+            },
+        ]
+        scans: list[dict[str, Any]] = [projected, {"IndexName": "keys"}, filtered]
+        answers = [dynamodb.query(TableName="local-read", **q)["Items"] for q in queries] + [
+            dynamodb.scan(TableName="local-read", **q)["Items"] for q in scans
         ]
         # and the items as they are after all those reads
         return [*answers, dynamodb.scan(TableName="local-read")["Items"]]
 
-    local = client("dynamodb", aws.endpoint_url)
-    fill(local)
-    with mock_aws():
-        bare = boto3.client("dynamodb", region_name="us-east-1")
-        fill(bare)
-        expected = reads(bare)
+    local, expected = filled_alike_and_read_by_bare_moto(aws, fill, reads)
 
     # When they are read through projections, indexes and filters (twice: a read that had
     # changed a stored item would show the second time)
