@@ -1,4 +1,4 @@
-"""Twenty changes to moto, installed only in the local stack's server process.
+"""Twenty-one changes to moto, installed only in the local stack's server process.
 
 1. SQS: moto checks each received message's retention by computing *all* the queue's
    attributes, approximate counts included, each a pass over every message: a receive costs
@@ -118,6 +118,12 @@ table's `all_items` returns that partition's items, in the same (range key) orde
     approximate counts are each a pass over every message) three times for each name asked:
     the drain's look at a queue thousands deep cost 50 ms. The named attributes are read from
     one computation, in the order asked; `All`, and a name moto refuses, go to moto.
+
+21. An SQS receive walks the list of the queue's visible messages, built whole first (two
+    clock reads per message, thousands queued behind a backlog), to take the first ten: ten
+    milliseconds a receive. In a receive that does not wait, the visible messages are handed
+    to moto's loop one at a time, in the same order, as it takes them; a receive that waits
+    (its loop asks whether any message is visible) gets moto's list.
 """
 
 from __future__ import annotations
@@ -161,6 +167,7 @@ from moto.sqs.models import Message, Queue, SQSBackend
 
 _ORIGINAL_SEND = SQSBackend.send_message
 _ORIGINAL_QUEUE_ATTRIBUTES = SQSBackend.get_queue_attributes
+_ORIGINAL_RECEIVE = SQSBackend.receive_message
 _WITHOUT_COUNTS = [a for a in Queue.BASE_ATTRIBUTES if not a.startswith("ApproximateNumberOf")]
 _ORIGINAL_QUERY = Table.query
 _ORIGINAL_ALL_ITEMS = Table.all_items
@@ -660,6 +667,35 @@ def delete_message_batch(
     return success, errors
 
 
+class _LazyMessages:
+    """Whether a receive is running that never waits: `Queue.messages` is then read once,
+    front to back, and only until the receive has its messages."""
+
+    on = False
+
+
+def queue_messages(self: Queue) -> Any:
+    """moto's visible, undelayed messages, in the queue's order: a list, or, in a receive
+    that never waits, the same messages one by one as the receive takes them."""
+    visible = (m for m in self._messages if m.visible and not m.delayed)
+    return visible if _LazyMessages.on else list(visible)
+
+
+def receive_message(
+    self: SQSBackend,
+    queue_name: str,
+    count: int,
+    wait_seconds_timeout: int,
+    *args: Any,
+    **kwargs: Any,
+) -> Any:
+    _LazyMessages.on = not wait_seconds_timeout
+    try:
+        return _ORIGINAL_RECEIVE(self, queue_name, count, wait_seconds_timeout, *args, **kwargs)
+    finally:
+        _LazyMessages.on = False
+
+
 def get_queue_attributes(
     self: SQSBackend, queue_name: str, attribute_names: list[str]
 ) -> dict[str, Any]:
@@ -711,6 +747,8 @@ def _patches() -> list[tuple[Any, str, Any]]:
         (DynamoDBBackend, "update_item", update_item),
         (SQSBackend, "delete_message_batch", delete_message_batch),
         (SQSBackend, "get_queue_attributes", get_queue_attributes),
+        (Queue, "messages", property(queue_messages)),
+        (SQSBackend, "receive_message", receive_message),
     ]
 
 

@@ -1011,3 +1011,37 @@ def test_queue_attributes_by_name_answer_as_moto_does(aws: LocalAws) -> None:
         "ApproximateNumberOfMessagesNotVisible": "3",
     }
     assert answers[1] == {"ApproximateNumberOfMessagesDelayed": "2"}
+
+
+def test_receives_take_the_visible_messages_in_moto_s_order(aws: LocalAws) -> None:
+    # Given a queue of twelve messages, two of them delayed, three already received
+    def receive_all(sqs: Any) -> list[Any]:
+        url = sqs.create_queue(QueueName="local-receives")["QueueUrl"]
+        for n in range(12):
+            sqs.send_message(
+                QueueUrl=url, MessageBody=f"m{n}", DelaySeconds=600 if n in (4, 9) else 0
+            )
+        taken = [
+            [
+                m["Body"]
+                for m in sqs.receive_message(
+                    QueueUrl=url, MaxNumberOfMessages=3, VisibilityTimeout=600
+                ).get("Messages", [])
+            ]
+        ]
+        while batch := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=4).get("Messages", []):
+            taken.append([m["Body"] for m in batch])
+        return taken
+
+    with mock_aws():
+        expected = receive_all(boto3.client("sqs", region_name="us-east-1"))
+
+    # When the local server's queue is received from until it reads empty
+    taken = receive_all(client("sqs", aws.endpoint_url))
+
+    # Then each receive takes the messages bare moto takes: the visible ones, oldest first,
+    # never the delayed ones or those in flight
+    assert taken == expected
+    assert [body for batch in taken for body in batch] == [
+        f"m{n}" for n in range(12) if n not in (4, 9)
+    ]
