@@ -1,4 +1,4 @@
-"""Twenty-one changes to moto, installed only in the local stack's server process.
+"""Twenty-two changes to moto, installed only in the local stack's server process.
 
 1. SQS: moto checks each received message's retention by computing *all* the queue's
    attributes, approximate counts included, each a pass over every message: a receive costs
@@ -124,6 +124,11 @@ table's `all_items` returns that partition's items, in the same (range key) orde
     milliseconds a receive. In a receive that does not wait, the visible messages are handed
     to moto's loop one at a time, in the same order, as it takes them; a receive that waits
     (its loop asks whether any message is visible) gets moto's list.
+
+22. moto draws its identifiers a character at a time: 52 `random.choice` calls for the request
+    id of every answer, 185 for the receipt handle of every message received (a twentieth of
+    the SQS server's time). Each is drawn in one `choices` call, from the same characters, by
+    the same (seedable) generator.
 """
 
 from __future__ import annotations
@@ -132,6 +137,7 @@ import bisect
 import copy
 import functools
 import pickle
+import string
 import time
 from collections import deque
 from typing import Any
@@ -163,11 +169,14 @@ from moto.dynamodb.parsing.ast_nodes import (  # type: ignore[attr-defined]
     DepthFirstTraverser,
     Node,
 )
+from moto.moto_api._internal import mock_random
+from moto.moto_api._internal.moto_random import MotoRandom
 from moto.sqs.models import Message, Queue, SQSBackend
 
 _ORIGINAL_SEND = SQSBackend.send_message
 _ORIGINAL_QUEUE_ATTRIBUTES = SQSBackend.get_queue_attributes
 _ORIGINAL_RECEIVE = SQSBackend.receive_message
+RECEIPT_HANDLE_LENGTH = 185
 _WITHOUT_COUNTS = [a for a in Queue.BASE_ATTRIBUTES if not a.startswith("ApproximateNumberOf")]
 _ORIGINAL_QUERY = Table.query
 _ORIGINAL_ALL_ITEMS = Table.all_items
@@ -667,6 +676,20 @@ def delete_message_batch(
     return success, errors
 
 
+def random_string(
+    self: MotoRandom, length: int = 20, include_digits: bool = True, lower_case: bool = False
+) -> str:
+    """moto's identifiers (a request id on every answer), drawn in one call."""
+    pool = string.ascii_letters + (string.digits if include_digits else "")
+    drawn = "".join(self.choices(pool, k=length))
+    return drawn.lower() if lower_case else drawn
+
+
+def receipt_handle() -> str:
+    """A receipt handle as moto makes one (185 lowercase letters), drawn in one call."""
+    return "".join(mock_random.choices(string.ascii_lowercase, k=RECEIPT_HANDLE_LENGTH))
+
+
 class _LazyMessages:
     """Whether a receive is running that never waits: `Queue.messages` is then read once,
     front to back, and only until the receive has its messages."""
@@ -749,6 +772,8 @@ def _patches() -> list[tuple[Any, str, Any]]:
         (SQSBackend, "get_queue_attributes", get_queue_attributes),
         (Queue, "messages", property(queue_messages)),
         (SQSBackend, "receive_message", receive_message),
+        (MotoRandom, "get_random_string", random_string),
+        (moto.sqs.models, "generate_receipt_handle", receipt_handle),
     ]
 
 

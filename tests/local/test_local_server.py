@@ -1045,3 +1045,31 @@ def test_receives_take_the_visible_messages_in_moto_s_order(aws: LocalAws) -> No
     assert [body for batch in taken for body in batch] == [
         f"m{n}" for n in range(12) if n not in (4, 9)
     ]
+
+
+def test_receipt_handles_and_request_ids_are_shaped_as_moto_makes_them(aws: LocalAws) -> None:
+    # Given messages in a queue, and moto's own request id for a call
+    def look(sqs: Any) -> tuple[list[str], str]:
+        url = sqs.create_queue(QueueName="local-handles")["QueueUrl"]
+        for n in range(10):
+            sqs.send_message(QueueUrl=url, MessageBody=str(n))
+        received = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)
+        return [m["ReceiptHandle"] for m in received["Messages"]], received["ResponseMetadata"][
+            "RequestId"
+        ]
+
+    with mock_aws():
+        bare_handles, bare_id = look(boto3.client("sqs", region_name="us-east-1"))
+
+    # When the local server hands out receipt handles and answers with request ids
+    handles, request_id = look(client("sqs", aws.endpoint_url))
+
+    # Then they have moto's lengths and characters, and no two handles are the same
+    def shape(text: str) -> tuple[int, bool, bool]:
+        return len(text), text.isascii() and text.isalnum(), text.islower()
+
+    assert (
+        [shape(h) for h in handles] == [shape(h) for h in bare_handles] == [(185, True, True)] * 10
+    )
+    assert len(set(handles)) == 10
+    assert shape(request_id)[:2] == shape(bare_id)[:2] == (52, True)
