@@ -174,23 +174,40 @@ def books_checks(views: dict[str, Any]) -> list[Check]:
     ]
 
 
+class EmbeddedReads:
+    """What the embedded checks read besides the tables, started together once the drill is
+    drained: the full audit (every order, not only those changed since the last scheduled
+    run), the last look at the scheduled runs, the sinks' counts. They only read: they run side
+    by side, and beside the drill's own read of the tables, each waiting on the servers while
+    the others work."""
+
+    def __init__(self, stack: EmbeddedStack) -> None:
+        auditor = Reconciler(
+            client("dynamodb", stack.aws.endpoint_url),
+            stack.resources.tables,
+            time.time,
+            sleep=time.sleep,
+        )
+        self._reads = ThreadPoolExecutor(3, thread_name_prefix="check")
+        self.audit = self._reads.submit(auditor.audit, AUDIT_WORKERS)
+        self.scheduled = self._reads.submit(_scheduled_reconciliation, stack)
+        self.sinks = self._reads.submit(sink_counts, stack.aws.endpoint_url)
+
+    def __enter__(self) -> EmbeddedReads:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._reads.shutdown(wait=True)
+
+
 def embedded_checks(
-    stack: EmbeddedStack, state: LedgerState, log: DeliveryLog, drains: Sequence[Drained]
+    stack: EmbeddedStack,
+    state: LedgerState,
+    log: DeliveryLog,
+    drains: Sequence[Drained],
+    reads: EmbeddedReads,
 ) -> list[Check]:
-    # The full audit: the drill checks every order, not only those changed since the last
-    # scheduled (incremental) run. It, one more scheduled run and the sinks' counts only read:
-    # they run side by side, each waiting on the server while the others work.
-    auditor = Reconciler(
-        client("dynamodb", stack.aws.endpoint_url),
-        stack.resources.tables,
-        time.time,
-        sleep=time.sleep,
-    )
-    with ThreadPoolExecutor(3, thread_name_prefix="check") as reads:
-        audited = reads.submit(auditor.audit, AUDIT_WORKERS)
-        scheduled_run = reads.submit(_scheduled_reconciliation, stack)
-        sinks = sink_counts(stack.aws.endpoint_url)
-        report, scheduled = audited.result(), scheduled_run.result()
+    report, scheduled, sinks = reads.audit.result(), reads.scheduled.result(), reads.sinks.result()
     unsent = [i["outbox_id"][:16] for i in state.outbox if i["status"] != "sent"]
     missing_sink = [
         i["outbox_id"][:16]

@@ -16,7 +16,13 @@ from typing import Any, TextIO
 
 import boto3
 
-from firedrill.checks import Check, books_checks, check_state, embedded_checks
+from firedrill.checks import (
+    Check,
+    EmbeddedReads,
+    books_checks,
+    check_state,
+    embedded_checks,
+)
 from firedrill.delivery import DeliveryLog, Providers, run_stories
 from firedrill.progress import ProgressBar
 from firedrill.report import deliveries_line, embedded_facts, render, server_facts
@@ -143,13 +149,13 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
         with watch.step("attaching, resending, replaying"):
             replayed = _replay_stripe(stack, drill, log)
         drain()
-        with watch.step("checking"):
+        with watch.step("checking"), EmbeddedReads(stack) as reads:
             after = _read_tables(dynamodb, names)
             after_resend = after.business_state()
             replay_outcomes = Counter(r.outcome for r in replayed.ledger.results(replayed.enqueued))
             state = LedgerState.of(after.ledger, after.outbox)
             checks = check_state(drill, state, log)
-            checks += embedded_checks(stack, state, log, drains)
+            checks += embedded_checks(stack, state, log, drains, reads)
             checks.append(unmatched)
             checks.append(
                 Check(
