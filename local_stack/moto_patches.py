@@ -698,10 +698,15 @@ class _LazyMessages:
 
 
 def queue_messages(self: Queue) -> Any:
-    """moto's visible, undelayed messages, in the queue's order: a list, or, in a receive
-    that never waits, the same messages one by one as the receive takes them."""
+    """moto's visible, undelayed messages, in the queue's order: a list, or, to the first read
+    of a receive that never waits (its loop), the same messages one by one as the receive
+    takes them. Any later read in that receive (a FIFO dead-letter queue counting its
+    messages) gets the list."""
     visible = (m for m in self._messages if m.visible and not m.delayed)
-    return visible if _LazyMessages.on else list(visible)
+    if _LazyMessages.on:
+        _LazyMessages.on = False
+        return visible
+    return list(visible)
 
 
 def receive_message(

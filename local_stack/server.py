@@ -256,20 +256,36 @@ DYNAMODB_SERVICES = ("dynamodb", "dynamodbstreams")
 YIELDING_NICENESS = 10
 
 
+# The priority this process started at: what `niceness` is counted from, however many
+# stacks it starts (a lowered priority cannot be raised again without privileges).
+_STARTING_PRIORITY = os.getpriority(os.PRIO_PROCESS, 0) if hasattr(os, "getpriority") else 0
+
+
+def _steps_down(niceness: int) -> int:
+    """How many nice steps lower the caller must go to run `niceness` below the process's
+    starting priority (0 when it is there already)."""
+    if not hasattr(os, "getpriority"):
+        return 0
+    target = min(_STARTING_PRIORITY + niceness, 19)
+    return max(0, target - os.getpriority(os.PRIO_PROCESS, 0))
+
+
 def yield_cpu(niceness: int) -> None:
-    """Lower the calling thread's priority by `niceness` (never raise it: that needs
-    privileges), where the platform lets a process do so; elsewhere nothing changes."""
-    if not hasattr(os, "setpriority"):
-        return
-    current = os.getpriority(os.PRIO_PROCESS, 0)
-    os.setpriority(os.PRIO_PROCESS, 0, min(current + niceness, 19))
+    """Run the calling thread (Linux; elsewhere the process) `niceness` steps below the
+    process's starting priority, never higher than it runs now; where the platform has no
+    priorities, nothing changes."""
+    steps = _steps_down(niceness)
+    if steps:
+        os.setpriority(os.PRIO_PROCESS, 0, os.getpriority(os.PRIO_PROCESS, 0) + steps)
 
 
 def _lowered(niceness: int) -> list[str]:
-    """The prefix that starts a command `niceness` lower, if the platform has `nice`."""
-    if niceness <= 0 or shutil.which("nice") is None:
+    """The prefix that starts a command `niceness` below the process's starting priority, if
+    the platform has `nice`."""
+    steps = _steps_down(niceness)
+    if steps <= 0 or shutil.which("nice") is None:
         return []
-    return ["nice", "-n", str(niceness)]
+    return ["nice", "-n", str(steps)]
 
 
 class _ServerProcess:
@@ -378,7 +394,10 @@ class LocalAws:
         thread from now on (with every thread it starts after this, as Linux threads inherit
         their creator's). The DynamoDB process serializes the pipeline's every write and most
         of its reads; when the other processes keep both cores busy, it waited for a core while
-        holding its lock, and everything waited with it (measured: NOTES.md)."""
+        holding its lock, and everything waited with it (measured: NOTES.md). Priorities are
+        counted from the process's starting one: a second stack in the same process lowers
+        nothing further, and its DynamoDB process runs as low as the rest (a process cannot
+        raise a priority again)."""
         from local_stack.resources import route_services
 
         if self._dynamodb is not None:

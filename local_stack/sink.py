@@ -88,6 +88,10 @@ class SinkRecorder(Poller):
             )
 
     def settled(self) -> bool:
+        """Nothing queued or in flight for the recorder, and every count written."""
+        with self._lock:
+            if self._dirty:
+                return False
         attributes = self._sqs.get_queue_attributes(
             QueueUrl=self._queue_url,
             AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],

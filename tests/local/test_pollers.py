@@ -121,12 +121,15 @@ def test_the_sink_recorder_polls_again_at_once_only_after_a_full_receive(aws: Lo
     recorder = SinkRecorder(aws.endpoint_url, url)
 
     # When it polls until the queue reads empty
-    again = [recorder.poll_once(), recorder.poll_once(), recorder.poll_once()]
+    again = [recorder.poll_once(), recorder.poll_once()]
+    settled_before_writing = recorder.settled()
+    again.append(recorder.poll_once())
 
     # Then a full receive (ten) asks for another at once, a partial one and an empty one wait
     # (the poller's back-off: more events arrive meanwhile), every event is counted once and
     # written to the sink table, and the queue is empty
     assert again == [True, False, False]
+    assert not settled_before_writing  # the queue was empty, the counts not written yet
     assert {k: c["eventbridge"] for k, c in recorder.counts.items()} == dict.fromkeys(keys, 1)
     assert {k: c["eventbridge"] for k, c in sink_counts(aws.endpoint_url).items()} == (
         dict.fromkeys(keys, 1)

@@ -53,5 +53,8 @@ def test_invocations_side_by_side_each_log_their_own_request_id() -> None:
     assert not errors
     assert len(lines) == 8 * LINES_PER_INVOCATION
     assert all(line["request_id"] == f"req-{line['invocation']}" for line in lines)
+    with_request_id(logger)(lambda event, context: logger.info("inside"))({}, Context("req-main"))
     logger.info("after")
-    assert "request_id" not in json.loads(stream.getvalue().splitlines()[-1])
+    *_, inside, after = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert inside["request_id"] == "req-main"
+    assert "request_id" not in after
