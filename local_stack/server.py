@@ -316,7 +316,8 @@ class _ServerProcess:
         return self._process.pid if self._process is not None else None
 
     def launch(self, niceness: int = 0) -> None:
-        """Start the process, `niceness` lower in priority than its parent."""
+        """Start the process, `niceness` steps below the caller's process's starting
+        priority (`_lowered`)."""
         self._process = subprocess.Popen(  # noqa: S603 - our own module
             [*_lowered(niceness), *self._command]
         )
