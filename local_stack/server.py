@@ -398,7 +398,10 @@ class LocalAws:
         holding its lock, and everything waited with it (measured: NOTES.md). Priorities are
         counted from the process's starting one: a second stack in the same process lowers
         nothing further, and its DynamoDB process runs as low as the rest (a process cannot
-        raise a priority again)."""
+        raise a priority again). From now on, this process's calls to loopback skip SigV4 and
+        urllib3 (`local_stack/loopback_calls.py`): no local server verifies a signature, and
+        the two took ~40% of the functions' process's time."""
+        from local_stack import loopback_calls
         from local_stack.resources import route_services
 
         if self._dynamodb is not None:
@@ -417,6 +420,7 @@ class LocalAws:
             self.stop()
             raise TimeoutError("the local AWS server did not start")
         route_services(self.endpoint_url, self.service_endpoints)
+        loopback_calls.install()
         return self
 
     def stats(self) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import subprocess
@@ -14,7 +15,6 @@ from unittest.mock import patch
 
 import boto3
 import pytest
-import urllib3
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
@@ -416,14 +416,15 @@ def test_one_client_making_many_calls_keeps_one_connection(aws: LocalAws) -> Non
     dynamodb = client("dynamodb", aws.endpoint_url)
     dynamodb.put_item(TableName=TABLE, Item={"pk": {"S": "kept-0"}})
     opened: list[object] = []
-    original = urllib3.connection.HTTPConnection._new_conn
+    original = http.client.HTTPConnection.connect
 
     def counting(connection: Any) -> Any:
         opened.append(connection)
         return original(connection)
 
     # When it makes 30 more calls: writes, reads, one refused by its condition, a large answer
-    with patch.object(urllib3.connection.HTTPConnection, "_new_conn", counting):
+    # (over the loopback transport, `local_stack/loopback_calls.py`)
+    with patch.object(http.client.HTTPConnection, "connect", counting):
         for n in range(1, 11):
             dynamodb.put_item(
                 TableName=TABLE, Item={"pk": {"S": f"kept-{n}"}, "pad": {"S": "x" * 5000}}

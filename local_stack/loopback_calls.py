@@ -1,0 +1,196 @@
+"""AWS calls to the local servers skip what only real endpoints need: SigV4 signatures and
+urllib3's connection pool. Only the local stack installs this (`LocalAws.start`); deployed code
+never runs it, and every call to any other address goes through botocore unchanged.
+
+Why: the local stack's handlers, pollers and drill share one interpreter, and that interpreter's
+time is what limits the fire drill (NOTES.md, "10,000 deliveries with faults"). botocore spent
+most of it preparing and sending calls, ~2 ms each:
+- **Signing** (a canonical request, a SHA-256 of the body, five HMACs) was a seventh of it. moto
+  checks no signature: it reads the Authorization header's credential scope (the access key
+  names the account; the region and service route the request) and the date. A loopback
+  request carries the same headers, scope and date as a signed one, with a fixed signature.
+- **Sending** through urllib3 (pool lookup, URL parsing, retries and timeouts objects per call)
+  cost about as much again. A loopback request goes over a keep-alive `http.client` connection
+  of its thread's own, and botocore gets the same `AWSResponse` it builds itself. Failures map to
+  botocore's own errors, so its retries behave as they do over urllib3: a refused connection is
+  an `EndpointConnectionError`, a timeout a `ConnectTimeoutError` or `ReadTimeoutError`, a
+  connection closed mid-call a `ConnectionClosedError`; a kept connection the server closed
+  while idle is opened again before the call, as urllib3 does.
+Requests these shortcuts do not cover (streamed or chunked bodies, a signer other than plain
+SigV4: S3's, presigned URLs) take botocore's own path.
+"""
+
+from __future__ import annotations
+
+import http.client
+import select
+import threading
+from collections.abc import Iterator
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+from botocore import auth as botocore_auth
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSResponse
+from botocore.exceptions import (
+    ConnectionClosedError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    ReadTimeoutError,
+)
+from botocore.httpsession import URLLib3Session
+from urllib3.util.timeout import Timeout
+
+LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "::1"})
+# What stands where the signature would be: no local server verifies it.
+UNSIGNED: Final = "0" * 64
+SIGV4_TIMESTAMP: Final = "%Y%m%dT%H%M%SZ"
+
+_signed = SigV4Auth.add_auth
+_sent = URLLib3Session.send
+_install_lock = threading.Lock()
+_connections = threading.local()
+
+
+def is_loopback(url: str) -> bool:
+    return urlsplit(url).hostname in LOOPBACK_HOSTS
+
+
+# -- signing ---------------------------------------------------------------------------------
+
+
+def _add_auth(self: SigV4Auth, request: Any) -> None:
+    if type(self) is not SigV4Auth or self.credentials is None or not is_loopback(request.url):
+        _signed(self, request)  # and botocore's NoCredentialsError without credentials
+        return
+    # botocore's own clock, so that whatever sets it sets both paths'.
+    now = botocore_auth.get_current_datetime()  # type: ignore[attr-defined]
+    request.context["timestamp"] = now.strftime(SIGV4_TIMESTAMP)
+    # The date header, the session token, a retry's old Authorization removed: as signed.
+    self._modify_request_before_signing(request)  # type: ignore[attr-defined]
+    request.headers["Authorization"] = (
+        f"AWS4-HMAC-SHA256 Credential={self.scope(request)}, "
+        f"SignedHeaders=host;x-amz-date, Signature={UNSIGNED}"
+    )
+
+
+# -- sending ---------------------------------------------------------------------------------
+
+
+class _ReadBody:
+    """The response body, already read, as botocore reads a urllib3 response's."""
+
+    def __init__(self, body: bytes) -> None:
+        self._body = body
+
+    def stream(self, *_: Any, **__: Any) -> Iterator[bytes]:
+        body, self._body = self._body, b""
+        if body:
+            yield body
+
+    def read(self, *_: Any, **__: Any) -> bytes:
+        body, self._body = self._body, b""
+        return body
+
+    def close(self) -> None:
+        self._body = b""
+
+
+def _timeouts(session: URLLib3Session) -> tuple[float | None, float | None]:
+    # The client's configured connect and read timeouts, as urllib3 would get them.
+    timeout = getattr(session, "_timeout", None)
+    if isinstance(timeout, Timeout):
+        return timeout.connect_timeout, timeout.read_timeout  # type: ignore[return-value]
+    return timeout, timeout
+
+
+def _dropped(connection: http.client.HTTPConnection) -> bool:
+    """A kept connection the server closed (or wrote to) while it was idle."""
+    if connection.sock is None:
+        return True
+    readable, _, _ = select.select([connection.sock], [], [], 0)
+    return bool(readable)
+
+
+def _connection(host: str, port: int, connect_timeout: float | None) -> http.client.HTTPConnection:
+    kept: dict[tuple[str, int], http.client.HTTPConnection] = _connections.__dict__.setdefault(
+        "kept", {}
+    )
+    connection = kept.get((host, port))
+    if connection is not None and _dropped(connection):
+        connection.close()
+        connection = None
+    if connection is None:
+        connection = http.client.HTTPConnection(host, port, timeout=connect_timeout)
+        kept[(host, port)] = connection
+    return connection
+
+
+def _forget(host: str, port: int) -> None:
+    connection = _connections.__dict__.get("kept", {}).pop((host, port), None)
+    if connection is not None:
+        connection.close()
+
+
+def _covered(request: Any) -> bool:
+    return (
+        is_loopback(request.url)
+        and not request.stream_output
+        and isinstance(request.body, bytes | type(None))
+        and str(request.headers.get("Transfer-Encoding", "")).lower() != "chunked"
+    )
+
+
+def _send(self: URLLib3Session, request: Any) -> AWSResponse:
+    if not _covered(request):
+        return _sent(self, request)
+    url = urlsplit(request.url)
+    host, port = url.hostname or "127.0.0.1", url.port or 80
+    connect_timeout, read_timeout = _timeouts(self)
+    connection = _connection(host, port, connect_timeout)
+    target = (url.path or "/") + (f"?{url.query}" if url.query else "")
+    try:
+        if connection.sock is None:
+            connection.connect()
+        connection.sock.settimeout(read_timeout)
+        connection.request(
+            request.method, target, body=request.body, headers=dict(request.headers.items())
+        )
+        response = connection.getresponse()
+        body = response.read()
+    except ConnectionRefusedError as exc:
+        _forget(host, port)
+        raise EndpointConnectionError(endpoint_url=request.url, error=exc) from exc
+    except TimeoutError as exc:
+        connected = connection.sock is not None
+        _forget(host, port)
+        if not connected:
+            raise ConnectTimeoutError(endpoint_url=request.url, error=exc) from exc
+        raise ReadTimeoutError(endpoint_url=request.url, error=exc) from exc
+    except (OSError, http.client.HTTPException) as exc:
+        _forget(host, port)
+        raise ConnectionClosedError(endpoint_url=request.url, request=request, error=exc) from exc
+    if response.will_close:
+        _forget(host, port)
+    headers: Any = response.getheaders()  # AWSResponse makes them a case-blind HeadersDict
+    return AWSResponse(request.url, response.status, headers, _ReadBody(body))
+
+
+# -- installing ------------------------------------------------------------------------------
+
+
+def install() -> None:
+    """From now on, in this process, loopback calls are stamped and sent lean (idempotent)."""
+    with _install_lock:
+        SigV4Auth.add_auth = _add_auth  # type: ignore[method-assign]
+        URLLib3Session.send = _send  # type: ignore[method-assign]
+
+
+def uninstall() -> None:
+    with _install_lock:
+        SigV4Auth.add_auth = _signed  # type: ignore[method-assign]
+        URLLib3Session.send = _sent  # type: ignore[method-assign]
+
+
+def installed() -> bool:
+    return bool(URLLib3Session.send is _send and SigV4Auth.add_auth is _add_auth)
