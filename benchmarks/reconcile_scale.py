@@ -7,8 +7,8 @@ apply 300 fresh payments through the real process code, and measure
 
 - the incremental run (what the hourly Lambda does): its Python heap peak (tracemalloc) and
   time. It reads only the changed orders, so both should stay flat as N grows;
-- with `--audit`, the full audit (the fire drill's, or by hand): time grows with N (one Query
-  per order: about 20 ms each on the local server, so keep N small), the heap peak should not.
+- with `--audit`, the full audit (the fire drill's, or by hand): time grows with N (a scan of
+  each table, and one read per 100 of the orders' outbox items), the heap peak should not.
 """
 
 from __future__ import annotations

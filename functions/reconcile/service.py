@@ -164,19 +164,19 @@ class Reconciler:
                 self._note(checked, candidates, report)
         return until
 
-    def audit(self, workers: int = 1) -> Report:
-        """Every order and every outbox item, streamed: memory stays flat, time grows with
-        the tables. `workers` orders are read at a time (an audit of a large table, by hand,
-        waits on its reads, not on the CPU). Leaves the checkpoint alone."""
+    def audit(self, workers: int = 1, outbox_keys_per_read: int = BATCH_GET_LIMIT) -> Report:
+        """Every order and every outbox item, streamed: one consistent scan of the ledger, whose
+        pages carry each order's items together (a partition's items are stored, and scanned,
+        together), the orders' outbox items read 100 keys a request, then one scan of the
+        outbox for items without their entry. Memory stays flat; requests grow with the
+        tables' pages, not with their orders (a Query per order made the drill's audit of
+        3,300 orders its slowest check). `workers` outbox reads at a time. Should an order's
+        items come split (a page boundary, a write in between), its books look wrong and are
+        read again, whole, before anything is reported. Leaves the checkpoint alone."""
         report = Report(checked_from="", checked_until=iso(self._clock()))
         candidates: list[OrderBooks] = []
-        order_ids = (
-            str(item[tables.PARTITION_KEY]).removeprefix("ORDER#")
-            for item in scan_items(self._db, self._tables.ledger)
-            if item[tables.SORT_KEY] == tables.ORDER_SORT
-            and str(item[tables.PARTITION_KEY]).startswith("ORDER#")
-        )
-        for checked, read in self._checked_orders(order_ids, workers):
+        groups = _groups(self._scanned_orders(), self._announced_ids, outbox_keys_per_read)
+        for checked, read in self._checked_groups(groups, workers):
             report.orders_checked += read.orders_checked
             report.outbox_items_checked += read.outbox_items_checked
             self._note(checked, candidates, report)
@@ -190,27 +190,47 @@ class Reconciler:
         self._check_unmatched(report)
         return report
 
-    def _checked_orders(
-        self, order_ids: Iterable[str], workers: int
+    def _scanned_orders(self) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+        """Each order and its entries, as one consistent scan of the ledger reads them."""
+        partition, items = "", list[dict[str, Any]]()
+        for item in scan_items(self._db, self._tables.ledger, consistent_read=True):
+            key = str(item[tables.PARTITION_KEY])
+            if key != partition:
+                if _order_of(items):
+                    yield partition.removeprefix("ORDER#"), items
+                partition, items = key, []
+            if key.startswith("ORDER#"):
+                items.append(item)
+        if _order_of(items):
+            yield partition.removeprefix("ORDER#"), items
+
+    def _checked_groups(
+        self, groups: Iterable[list[ScannedOrder]], workers: int
     ) -> Iterator[tuple[OrderBooks, Report]]:
-        """Each order's books and what reading them counted, in the order given; `workers`
-        read at a time, at most twice as many waiting to be taken (memory stays flat)."""
-
-        def check(order_id: str) -> tuple[OrderBooks, Report]:
-            read = Report()
-            return self._check_order(order_id, read), read
-
+        """Each order's books and what reading them counted, in the order given; a group's
+        outbox items are one read, `workers` groups read at a time, at most twice as many
+        waiting to be taken (memory stays flat)."""
         if workers <= 1:
-            yield from map(check, order_ids)
+            for group in groups:
+                yield from self._check_group(group)
             return
         with ThreadPoolExecutor(workers, thread_name_prefix="audit") as reads:
-            pending: deque[Future[tuple[OrderBooks, Report]]] = deque()
-            for order_id in order_ids:
-                pending.append(reads.submit(check, order_id))
+            pending: deque[Future[list[tuple[OrderBooks, Report]]]] = deque()
+            for group in groups:
+                pending.append(reads.submit(self._check_group, group))
                 if len(pending) >= 2 * workers:
-                    yield pending.popleft().result()
+                    yield from pending.popleft().result()
             while pending:
-                yield pending.popleft().result()
+                yield from pending.popleft().result()
+
+    def _check_group(self, group: list[ScannedOrder]) -> list[tuple[OrderBooks, Report]]:
+        outbox = self._outbox_items([i for order in group for i in order.outbox_ids])
+        checked = []
+        for order in group:
+            read = Report()
+            own = {i: outbox[i] for i in order.outbox_ids if i in outbox}
+            checked.append((self._books(order.order_id, order.items, read, own), read))
+        return checked
 
     # -- one order -----------------------------------------------------------------------------
 
@@ -227,17 +247,22 @@ class Reconciler:
             ConsistentRead=True,
         )
 
-    def _books(self, order_id: str, items: list[dict[str, Any]], report: Report) -> OrderBooks:
-        """The order's books from its items, and its counted entries' outbox items."""
+    def _books(
+        self,
+        order_id: str,
+        items: list[dict[str, Any]],
+        report: Report,
+        outbox: dict[str, dict[str, Any]] | None = None,
+    ) -> OrderBooks:
+        """The order's books from its items, and its counted entries' outbox items (read now
+        unless given: those of `_announced_ids` that exist)."""
         order = _order_of(items)
-        effects = [i for i in items if i[tables.SORT_KEY].startswith(tables.EFFECT_SORT_PREFIX)]
+        effects = _effects(items)
         report.orders_checked += 1
         mismatches = books.unbalanced_totals({"order_id": order_id, **order}, effects)
-        counted = [e for e in effects if e["outcome"] in COUNTED_OUTCOMES]
-        # A sent item expires after the retention; its entry stays. Not a missing item.
-        horizon = iso(self._clock() - self._retention)
-        within_retention = [e for e in counted if str(e.get("recorded_at", "")) > horizon]
-        outbox = self._outbox_items([outbox_id_for(e["effect_key"]) for e in within_retention])
+        within_retention = self._announced(effects)
+        if outbox is None:
+            outbox = self._outbox_items([outbox_id_for(e["effect_key"]) for e in within_retention])
         report.outbox_items_checked += len(outbox)
         mismatches += books.unmatched_outbox(within_retention, outbox.values())
         # Items in the due index are the backlog check's; an item outside it that is not sent
@@ -248,6 +273,19 @@ class Reconciler:
             if tables.OUTBOX_DUE_BUCKET not in item and (stuck := self._stuck(item))
         ]
         return OrderBooks(order_id, _updated_at(items), mismatches)
+
+    def _announced(self, effects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The counted entries whose outbox item must exist. A sent item expires after the
+        retention; its entry stays. Not a missing item."""
+        horizon = iso(self._clock() - self._retention)
+        return [
+            e
+            for e in effects
+            if e["outcome"] in COUNTED_OUTCOMES and str(e.get("recorded_at", "")) > horizon
+        ]
+
+    def _announced_ids(self, items: list[dict[str, Any]]) -> list[str]:
+        return [outbox_id_for(e["effect_key"]) for e in self._announced(_effects(items))]
 
     def _note(self, checked: OrderBooks, candidates: list[OrderBooks], report: Report) -> None:
         if not checked.mismatches:
@@ -462,6 +500,37 @@ def _chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
             chunk = []
     if chunk:
         yield chunk
+
+
+@dataclass(frozen=True)
+class ScannedOrder:
+    order_id: str
+    items: list[dict[str, Any]]
+    outbox_ids: list[str]
+
+
+def _groups(
+    orders: Iterable[tuple[str, list[dict[str, Any]]]],
+    outbox_ids: Callable[[list[dict[str, Any]]], list[str]],
+    keys_per_read: int,
+) -> Iterator[list[ScannedOrder]]:
+    """Orders in turn, gathered while their outbox items fit one read (an order with more is
+    a group of its own, read in several)."""
+    group: list[ScannedOrder] = []
+    keys = 0
+    for order_id, items in orders:
+        order = ScannedOrder(order_id, items, outbox_ids(items))
+        if group and keys + len(order.outbox_ids) > keys_per_read:
+            yield group
+            group, keys = [], 0
+        group.append(order)
+        keys += len(order.outbox_ids)
+    if group:
+        yield group
+
+
+def _effects(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [i for i in items if str(i[tables.SORT_KEY]).startswith(tables.EFFECT_SORT_PREFIX)]
 
 
 def _order_of(items: list[dict[str, Any]]) -> dict[str, Any]:

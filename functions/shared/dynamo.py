@@ -70,9 +70,14 @@ def from_attributes(item: Mapping[str, Any]) -> dict[str, Any]:
     return {name: _plain_number(value) for name, value in plain.items()}
 
 
-def scan_items(dynamodb: Any, table: str) -> Iterator[dict[str, Any]]:
+def scan_items(
+    dynamodb: Any, table: str, *, consistent_read: bool = False
+) -> Iterator[dict[str, Any]]:
     """Every item of `table`, page after page, as plain values."""
-    for page in dynamodb.get_paginator("scan").paginate(TableName=table):
+    pages = dynamodb.get_paginator("scan").paginate(
+        TableName=table, **({"ConsistentRead": True} if consistent_read else {})
+    )
+    for page in pages:
         for item in page["Items"]:
             yield from_attributes(item)
 

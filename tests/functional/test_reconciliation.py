@@ -474,12 +474,13 @@ def test_an_audit_reading_orders_side_by_side_reports_what_one_reading_in_turn_d
             with contextlib.suppress(threading.BrokenBarrierError):
                 together.wait()
 
-    world.dynamodb.meta.events.register("before-call.dynamodb.Query", first_reads_meet)
+    # (the client itself, not the world's, which lets one call through at a time)
+    dynamodb.meta.events.register("before-call.dynamodb.BatchGetItem", first_reads_meet)
     try:
-        # When the audit reads four orders at a time
-        parallel = Reconciler(world.dynamodb, TABLES, clock).audit(workers=4)
+        # When the audit reads four orders' outbox items at a time (one order a read)
+        parallel = Reconciler(dynamodb, TABLES, clock).audit(workers=4, outbox_keys_per_read=1)
     finally:
-        world.dynamodb.meta.events.unregister("before-call.dynamodb.Query", first_reads_meet)
+        dynamodb.meta.events.unregister("before-call.dynamodb.BatchGetItem", first_reads_meet)
 
     # Then it read them side by side and reports the same mismatches and counts
     assert not together.broken
@@ -491,3 +492,51 @@ def test_an_audit_reading_orders_side_by_side_reports_what_one_reading_in_turn_d
         serial.orders_checked,
         serial.outbox_items_checked,
     )
+
+
+def test_an_audit_reads_the_tables_page_by_page_not_order_by_order(
+    world: World, clock: FakeClock, dynamodb: DynamoDBClient
+) -> None:
+    # Given two busy days, sent, and one total changed by hand
+    orders = busy_day(world) + busy_day(world)
+    send_everything(world, clock)
+    dynamodb.update_item(
+        TableName=TABLES.ledger,
+        Key={"pk": {"S": tables.order_pk(orders[2])}, "sk": {"S": tables.ORDER_SORT}},
+        UpdateExpression="SET paid_total = :n",
+        ExpressionAttributeValues={":n": {"N": "1"}},
+    )
+    clock.advance(600)
+    calls: list[tuple[str, dict[str, Any]]] = []
+
+    def count(model: Any, params: dict[str, Any], **_: Any) -> None:
+        calls.append((model.name, params))
+
+    # When the full audit runs
+    world.dynamodb.meta.events.register("before-parameter-build.dynamodb", count)
+    try:
+        report = Reconciler(world.dynamodb, TABLES, clock).audit()
+    finally:
+        world.dynamodb.meta.events.unregister("before-parameter-build.dynamodb", count)
+
+    # Then it read every order (one mismatch, read again whole before it was reported) ...
+    assert report.orders_checked == len(orders)
+    assert [(m.kind, m.order_id) for m in report.mismatches] == [("unbalanced_total", orders[2])]
+    # ... from one consistent scan of the ledger and one read of all the orders' outbox items:
+    # the only order read on its own (with its outbox items) is the one found wrong
+    ledger_scans = [
+        p for name, p in calls if name == "Scan" and p.get("TableName") == TABLES.ledger
+    ]
+    assert ledger_scans
+    assert all(p.get("ConsistentRead") for p in ledger_scans)
+    order_queries = [
+        p["ExpressionAttributeValues"][":pk"]["S"]
+        for name, p in calls
+        if name == "Query"
+        and p["ExpressionAttributeValues"].get(":pk", {}).get("S", "").startswith("ORDER#")
+    ]
+    assert order_queries == [tables.order_pk(orders[2])]
+    outbox_reads = [
+        p for name, p in calls if name == "BatchGetItem" and TABLES.outbox in p["RequestItems"]
+    ]
+    assert len(outbox_reads) == 2
