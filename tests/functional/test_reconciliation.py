@@ -447,6 +447,15 @@ def test_audit_records_of_no_change_expire_and_the_memory_of_effects_does_not(
     assert all(tables.EXPIRES_AT not in item for item in partition)
 
 
+def total_changed_by_hand(dynamodb: DynamoDBClient, order_id: str) -> None:
+    dynamodb.update_item(
+        TableName=TABLES.ledger,
+        Key={"pk": {"S": tables.order_pk(order_id)}, "sk": {"S": tables.ORDER_SORT}},
+        UpdateExpression="SET paid_total = :n",
+        ExpressionAttributeValues={":n": {"N": "1"}},
+    )
+
+
 def test_an_audit_reading_orders_side_by_side_reports_what_one_reading_in_turn_does(
     world: World, clock: FakeClock, dynamodb: DynamoDBClient
 ) -> None:
@@ -458,12 +467,7 @@ def test_an_audit_reading_orders_side_by_side_reports_what_one_reading_in_turn_d
         TableName=TABLES.ledger,
         Key={"pk": {"S": tables.order_pk(orders[0])}, "sk": {"S": last["sk"]}},
     )
-    dynamodb.update_item(
-        TableName=TABLES.ledger,
-        Key={"pk": {"S": tables.order_pk(orders[1])}, "sk": {"S": tables.ORDER_SORT}},
-        UpdateExpression="SET paid_total = :n",
-        ExpressionAttributeValues={":n": {"N": "1"}},
-    )
+    total_changed_by_hand(dynamodb, orders[1])
     clock.advance(600)
     serial = Reconciler(world.dynamodb, TABLES, clock).audit()
     # (the first four orders' reads wait for each other: only reads side by side get past)
@@ -500,12 +504,7 @@ def test_an_audit_reads_the_tables_page_by_page_not_order_by_order(
     # Given two busy days, sent, and one total changed by hand
     orders = busy_day(world) + busy_day(world)
     send_everything(world, clock)
-    dynamodb.update_item(
-        TableName=TABLES.ledger,
-        Key={"pk": {"S": tables.order_pk(orders[2])}, "sk": {"S": tables.ORDER_SORT}},
-        UpdateExpression="SET paid_total = :n",
-        ExpressionAttributeValues={":n": {"N": "1"}},
-    )
+    total_changed_by_hand(dynamodb, orders[2])
     clock.advance(600)
     calls: list[tuple[str, dict[str, Any]]] = []
 
