@@ -145,10 +145,11 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
         with watch.step("attaching, resending, replaying"):
             before_resend = _read_tables(dynamodb, names).business_state()
             # Both only repeat what was processed: side by side, one drain for the two.
-            with ThreadPoolExecutor(1, thread_name_prefix="replay") as replaying:
-                replaying_stripe = replaying.submit(_replay_stripe, stack, drill, log)
-                resent = _resend(drill, providers, options.seed)
-                replayed = replaying_stripe.result()
+            # (the replay makes its clients here: boto3's default session is not thread-safe)
+            with ThreadPoolExecutor(1, thread_name_prefix="resend") as resending:
+                resends = resending.submit(_resend, drill, providers, options.seed)
+                replayed = _replay_stripe(stack, drill, log)
+                resent = resends.result()
         drain()
         with watch.step("checking"), EmbeddedReads(stack) as reads:
             after = _read_tables(dynamodb, names)

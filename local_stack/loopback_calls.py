@@ -10,20 +10,20 @@ most of it preparing and sending calls, ~2 ms each:
   names the account; the region and service route the request) and the date. A loopback
   request carries the same headers, scope and date as a signed one, with a fixed signature.
 - **Sending** through urllib3 (pool lookup, URL parsing, retries and timeouts objects per call)
-  cost about as much again. A loopback request goes over a keep-alive `http.client` connection
-  of its thread's own, and botocore gets the same `AWSResponse` it builds itself. Failures map to
-  botocore's own errors, so its retries behave as they do over urllib3: a refused connection is
-  an `EndpointConnectionError`, a timeout a `ConnectTimeoutError` or `ReadTimeoutError`, a
-  connection closed mid-call a `ConnectionClosedError`; a kept connection the server closed
-  while idle is opened again before the call, as urllib3 does.
-Requests these shortcuts do not cover (streamed or chunked bodies, a signer other than plain
-SigV4: S3's, presigned URLs) take botocore's own path.
+  cost twice that. A loopback request goes over a kept-alive `http.client` connection
+  from a small shared pool, and botocore gets the same `AWSResponse` it builds itself. Failures
+  map to botocore's own errors, so its retries behave as they do over urllib3: a refused
+  connection is an `EndpointConnectionError`, a timeout a `ConnectTimeoutError` or
+  `ReadTimeoutError`, a connection closed mid-call a `ConnectionClosedError`; a kept connection
+  the server closed while idle is dropped before the call, as urllib3 does.
+What these shortcuts do not cover takes botocore's own path: HTTPS, streamed or chunked bodies
+(sent through urllib3), a signer other than plain SigV4 (S3's, presigned URLs: signed).
 """
 
 from __future__ import annotations
 
 import http.client
-import select
+import socket
 import threading
 from collections.abc import Iterator
 from typing import Any, Final
@@ -40,16 +40,16 @@ from botocore.exceptions import (
 )
 from botocore.httpsession import URLLib3Session
 from urllib3.util.timeout import Timeout
+from urllib3.util.wait import wait_for_read
 
 LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "::1"})
 # What stands where the signature would be: no local server verifies it.
 UNSIGNED: Final = "0" * 64
 SIGV4_TIMESTAMP: Final = "%Y%m%dT%H%M%SZ"
 
-_signed = SigV4Auth.add_auth
-_sent = URLLib3Session.send
+_original_add_auth = SigV4Auth.add_auth
+_original_send = URLLib3Session.send
 _install_lock = threading.Lock()
-_connections = threading.local()
 
 
 def is_loopback(url: str) -> bool:
@@ -61,7 +61,7 @@ def is_loopback(url: str) -> bool:
 
 def _add_auth(self: SigV4Auth, request: Any) -> None:
     if type(self) is not SigV4Auth or self.credentials is None or not is_loopback(request.url):
-        _signed(self, request)  # and botocore's NoCredentialsError without credentials
+        _original_add_auth(self, request)  # and botocore's NoCredentialsError without credentials
         return
     # botocore's own clock, so that whatever sets it sets both paths'.
     now = botocore_auth.get_current_datetime()  # type: ignore[attr-defined]
@@ -96,61 +96,74 @@ class _ReadBody:
         self._body = b""
 
 
-def _timeouts(session: URLLib3Session) -> tuple[float | None, float | None]:
-    # The client's configured connect and read timeouts, as urllib3 would get them.
+class _KeptConnections:
+    """Idle connections per server, shared by every thread: a call takes one (or opens one)
+    and gives it back once its answer is read whole. Threads that live for one request (the
+    API front's) reuse them as the pollers do, and nothing is left for the collector."""
+
+    def __init__(self, most_idle: int = 64) -> None:
+        self._idle: dict[tuple[str, int], list[http.client.HTTPConnection]] = {}
+        self._lock = threading.Lock()
+        self._most_idle = most_idle
+
+    def take(self, host: str, port: int) -> http.client.HTTPConnection:
+        while True:
+            with self._lock:
+                idle = self._idle.get((host, port))
+                connection = idle.pop() if idle else None
+            if connection is None:
+                return http.client.HTTPConnection(host, port)
+            if connection.sock is not None and not wait_for_read(connection.sock, timeout=0):
+                return connection
+            # The server closed it (or wrote to it) while it was idle: as urllib3, drop it.
+            connection.close()
+
+    def give_back(self, host: str, port: int, connection: http.client.HTTPConnection) -> None:
+        with self._lock:
+            idle = self._idle.setdefault((host, port), [])
+            if len(idle) < self._most_idle:
+                idle.append(connection)
+                return
+        connection.close()
+
+
+_kept = _KeptConnections()
+
+
+def _timeouts(session: URLLib3Session, request: Any) -> tuple[float | None, float | None]:
+    """The client's configured connect and read timeouts, as urllib3 would get them, and a
+    call's own read timeout when botocore set one."""
     timeout = getattr(session, "_timeout", None)
     if isinstance(timeout, Timeout):
-        return timeout.connect_timeout, timeout.read_timeout  # type: ignore[return-value]
-    return timeout, timeout
-
-
-def _dropped(connection: http.client.HTTPConnection) -> bool:
-    """A kept connection the server closed (or wrote to) while it was idle."""
-    if connection.sock is None:
-        return True
-    readable, _, _ = select.select([connection.sock], [], [], 0)
-    return bool(readable)
-
-
-def _connection(host: str, port: int, connect_timeout: float | None) -> http.client.HTTPConnection:
-    kept: dict[tuple[str, int], http.client.HTTPConnection] = _connections.__dict__.setdefault(
-        "kept", {}
-    )
-    connection = kept.get((host, port))
-    if connection is not None and _dropped(connection):
-        connection.close()
-        connection = None
-    if connection is None:
-        connection = http.client.HTTPConnection(host, port, timeout=connect_timeout)
-        kept[(host, port)] = connection
-    return connection
-
-
-def _forget(host: str, port: int) -> None:
-    connection = _connections.__dict__.get("kept", {}).pop((host, port), None)
-    if connection is not None:
-        connection.close()
+        connect, read = timeout.connect_timeout, timeout.read_timeout
+    else:
+        connect = read = timeout
+    context = getattr(request, "context", None) or {}
+    return connect, context.get("read_timeout", read)  # type: ignore[return-value]
 
 
 def _covered(request: Any) -> bool:
+    transfer = request.headers.get("Transfer-Encoding", b"")
     return (
-        is_loopback(request.url)
+        urlsplit(request.url).scheme == "http"
+        and is_loopback(request.url)
         and not request.stream_output
         and isinstance(request.body, bytes | type(None))
-        and str(request.headers.get("Transfer-Encoding", "")).lower() != "chunked"
+        and (transfer.encode() if isinstance(transfer, str) else transfer).lower() != b"chunked"
     )
 
 
 def _send(self: URLLib3Session, request: Any) -> AWSResponse:
     if not _covered(request):
-        return _sent(self, request)
+        return _original_send(self, request)
     url = urlsplit(request.url)
     host, port = url.hostname or "127.0.0.1", url.port or 80
-    connect_timeout, read_timeout = _timeouts(self)
-    connection = _connection(host, port, connect_timeout)
+    connect_timeout, read_timeout = _timeouts(self, request)
+    connection = _kept.take(host, port)
     target = (url.path or "/") + (f"?{url.query}" if url.query else "")
     try:
         if connection.sock is None:
+            connection.timeout = connect_timeout
             connection.connect()
         connection.sock.settimeout(read_timeout)
         connection.request(
@@ -158,20 +171,25 @@ def _send(self: URLLib3Session, request: Any) -> AWSResponse:
         )
         response = connection.getresponse()
         body = response.read()
-    except ConnectionRefusedError as exc:
-        _forget(host, port)
+    except (ConnectionRefusedError, socket.gaierror) as exc:
+        connection.close()
         raise EndpointConnectionError(endpoint_url=request.url, error=exc) from exc
     except TimeoutError as exc:
         connected = connection.sock is not None
-        _forget(host, port)
+        connection.close()
         if not connected:
             raise ConnectTimeoutError(endpoint_url=request.url, error=exc) from exc
         raise ReadTimeoutError(endpoint_url=request.url, error=exc) from exc
     except (OSError, http.client.HTTPException) as exc:
-        _forget(host, port)
+        connection.close()
         raise ConnectionClosedError(endpoint_url=request.url, request=request, error=exc) from exc
+    except BaseException:
+        connection.close()  # half used: never handed to another call
+        raise
     if response.will_close:
-        _forget(host, port)
+        connection.close()
+    else:
+        _kept.give_back(host, port, connection)
     headers: Any = response.getheaders()  # AWSResponse makes them a case-blind HeadersDict
     return AWSResponse(request.url, response.status, headers, _ReadBody(body))
 
@@ -188,8 +206,8 @@ def install() -> None:
 
 def uninstall() -> None:
     with _install_lock:
-        SigV4Auth.add_auth = _signed  # type: ignore[method-assign]
-        URLLib3Session.send = _sent  # type: ignore[method-assign]
+        SigV4Auth.add_auth = _original_add_auth  # type: ignore[method-assign]
+        URLLib3Session.send = _original_send  # type: ignore[method-assign]
 
 
 def installed() -> bool:

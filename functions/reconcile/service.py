@@ -170,9 +170,11 @@ class Reconciler:
         together), the orders' outbox items read 100 keys a request, then one scan of the
         outbox for items without their entry. Memory stays flat; requests grow with the
         tables' pages, not with their orders (a Query per order made the drill's audit of
-        3,300 orders its slowest check). `workers` outbox reads at a time. Should an order's
-        items come split (a page boundary, a write in between), its books look wrong and are
-        read again, whole, before anything is reported. Leaves the checkpoint alone."""
+        3,300 orders its slowest check). `workers` outbox reads at a time. An order whose
+        items straddle two pages is joined again; one changed between the two pages' reads
+        looks wrong and is read again, whole, before anything is reported. (Were an order's
+        items ever not together, the part without the order item would go unchecked: a
+        DynamoDB Scan reads each partition's items in turn.) Leaves the checkpoint alone."""
         report = Report(checked_from="", checked_until=iso(self._clock()))
         candidates: list[OrderBooks] = []
         groups = _groups(self._scanned_orders(), self._announced_ids, outbox_keys_per_read)
@@ -192,7 +194,8 @@ class Reconciler:
 
     def _scanned_orders(self) -> Iterator[tuple[str, list[dict[str, Any]]]]:
         """Each order and its entries, as one consistent scan of the ledger reads them."""
-        partition, items = "", list[dict[str, Any]]()
+        partition = ""
+        items: list[dict[str, Any]] = []
         for item in scan_items(self._db, self._tables.ledger, consistent_read=True):
             key = str(item[tables.PARTITION_KEY])
             if key != partition:
@@ -261,8 +264,11 @@ class Reconciler:
         report.orders_checked += 1
         mismatches = books.unbalanced_totals({"order_id": order_id, **order}, effects)
         within_retention = self._announced(effects)
+        wanted = [outbox_id_for(e["effect_key"]) for e in within_retention]
         if outbox is None:
-            outbox = self._outbox_items([outbox_id_for(e["effect_key"]) for e in within_retention])
+            outbox = self._outbox_items(wanted)
+        else:  # read a little earlier: an entry may have passed the retention since
+            outbox = {i: outbox[i] for i in wanted if i in outbox}
         report.outbox_items_checked += len(outbox)
         mismatches += books.unmatched_outbox(within_retention, outbox.values())
         # Items in the due index are the backlog check's; an item outside it that is not sent
@@ -515,12 +521,13 @@ def _groups(
     keys_per_read: int,
 ) -> Iterator[list[ScannedOrder]]:
     """Orders in turn, gathered while their outbox items fit one read (an order with more is
-    a group of its own, read in several)."""
+    a group of its own, read in several), and never more orders than that: orders with no
+    item to read (older than the retention) would otherwise gather without end."""
     group: list[ScannedOrder] = []
     keys = 0
     for order_id, items in orders:
         order = ScannedOrder(order_id, items, outbox_ids(items))
-        if group and keys + len(order.outbox_ids) > keys_per_read:
+        if group and (keys + len(order.outbox_ids) > keys_per_read or len(group) >= keys_per_read):
             yield group
             group, keys = [], 0
         group.append(order)

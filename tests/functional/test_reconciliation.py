@@ -17,7 +17,7 @@ import pytest
 from functions.outbox.channels import EventBridgeChannel
 from functions.outbox.sender import OutboxSender
 from functions.reconcile import handler
-from functions.reconcile.service import Reconciler
+from functions.reconcile.service import Reconciler, _groups
 from functions.shared import tables
 from functions.shared.outbox import outbox_id_for
 from provider_events import stripe
@@ -539,3 +539,14 @@ def test_an_audit_reads_the_tables_page_by_page_not_order_by_order(
         p for name, p in calls if name == "BatchGetItem" and TABLES.outbox in p["RequestItems"]
     ]
     assert len(outbox_reads) == 2
+
+
+def test_an_audit_holds_at_most_one_reads_worth_of_orders_when_there_is_nothing_to_read() -> None:
+    # Given 250 orders past the retention: none has an outbox item left to read
+    orders = [(f"ord_{n}", [{"pk": f"ORDER#ord_{n}", "sk": tables.ORDER_SORT}]) for n in range(250)]
+
+    # When the audit gathers them for its reads of 100 keys
+    groups = list(_groups(orders, lambda _items: [], keys_per_read=100))
+
+    # Then no group holds more orders than a read's keys: memory stays flat
+    assert [len(group) for group in groups] == [100, 100, 50]

@@ -25,7 +25,7 @@ from local_stack.server import LocalAws
 
 FROZEN = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 FAKE_CREDENTIALS = Credentials("AKIDEXAMPLE", "fake-secret", "fake-session-token")
-NO_RETRIES = Config(retries={"max_attempts": 1, "mode": "standard"})
+NO_RETRIES = Config(retries={"total_max_attempts": 1, "mode": "standard"})
 
 
 @pytest.fixture
@@ -136,7 +136,7 @@ def answering() -> Iterator[Callable[[Answer], str]]:
         server.server_close()
 
 
-def _json(handler: BaseHTTPRequestHandler, status: int, body: bytes, *, close: bool) -> None:
+def _json(handler: BaseHTTPRequestHandler, status: int, body: bytes) -> None:
     handler.send_response(status)
     handler.send_header("Content-Type", "application/x-amz-json-1.0")
     handler.send_header("X-Amzn-RequestId", "req-1")
@@ -144,9 +144,6 @@ def _json(handler: BaseHTTPRequestHandler, status: int, body: bytes, *, close: b
     handler.end_headers()
     handler.wfile.write(body)
     handler.wfile.flush()
-    if close:
-        # Closed while idle, without saying so: the kept connection is stale.
-        handler.close_connection = True
 
 
 def _dynamodb(url: str, config: Config = NO_RETRIES) -> Any:
@@ -174,7 +171,7 @@ def test_answers_and_refusals_reach_the_caller_as_botocore_parses_them(
             ),
         ]
     )
-    url = answering(lambda handler: _json(handler, *next(answers), close=False))
+    url = answering(lambda handler: _json(handler, *next(answers)))
     dynamodb = _dynamodb(url)
 
     # When a read is made, then another
@@ -192,14 +189,24 @@ def test_a_kept_connection_the_server_closed_is_opened_again(
     installed: None, answering: Callable[[Answer], str]
 ) -> None:
     # Given a server that closes every connection once it has answered, without saying so
-    url = answering(lambda handler: _json(handler, 200, b"{}", close=True))
-    dynamodb = _dynamodb(url)
-    dynamodb.describe_limits()
+    closed = threading.Event()
 
-    # When the next calls come (no retries allowed)
-    for _ in range(3):
+    def answer_then_close(handler: BaseHTTPRequestHandler) -> None:
+        _json(handler, 200, b"{}")
+        handler.close_connection = True
+        handler.connection.shutdown(socket.SHUT_RDWR)
+        closed.set()
+
+    url = answering(answer_then_close)
+    dynamodb = _dynamodb(url)
+
+    # When calls follow one another, each once the server closed the last one's connection
+    # (no retries allowed)
+    for _ in range(4):
+        closed.clear()
         dynamodb.describe_limits()
-    # Then each found its stale connection and opened a new one: none failed
+        assert closed.wait(5)
+    # Then each found its kept connection closed and opened a new one: none failed
 
 
 def test_no_server_listening_is_an_endpoint_connection_error(installed: None) -> None:
@@ -233,7 +240,9 @@ def test_a_server_that_never_answers_is_a_read_timeout(
         release.set()
 
 
-def test_calls_to_other_addresses_or_streamed_go_through_urllib3(installed: None) -> None:
+def test_calls_over_https_to_other_addresses_or_streamed_go_through_urllib3(
+    installed: None,
+) -> None:
     # Given the original send, watched
     sent: list[str] = []
 
@@ -246,15 +255,20 @@ def test_calls_to_other_addresses_or_streamed_go_through_urllib3(installed: None
             self.url, self.stream_output, self.body = url, stream_output, b""
             self.headers: dict[str, str] = {}
 
-    # When a call to AWS and a streamed loopback call are sent
-    with patch.object(loopback_calls, "_sent", original):
+    # When a call to AWS, a streamed loopback call and one to loopback over HTTPS are sent
+    with patch.object(loopback_calls, "_original_send", original):
         sqs: Any = boto3.Session().client("sqs", region_name="us-east-1")
         session = sqs._endpoint.http_session
         results: list[Any] = [
             loopback_calls._send(session, Request("https://sqs.us-east-1.amazonaws.com/")),
             loopback_calls._send(session, Request("http://127.0.0.1:1/", stream_output=True)),
+            loopback_calls._send(session, Request("https://localhost/")),
         ]
 
-    # Then both went the original way
-    assert results == ["urllib3", "urllib3"]
-    assert sent == ["https://sqs.us-east-1.amazonaws.com/", "http://127.0.0.1:1/"]
+    # Then all went the original way
+    assert results == ["urllib3"] * 3
+    assert sent == [
+        "https://sqs.us-east-1.amazonaws.com/",
+        "http://127.0.0.1:1/",
+        "https://localhost/",
+    ]
