@@ -27,7 +27,7 @@ import socket
 import threading
 from collections.abc import Iterator
 from typing import Any, Final
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from botocore import auth as botocore_auth
 from botocore.auth import SigV4Auth
@@ -142,11 +142,11 @@ def _timeouts(session: URLLib3Session, request: Any) -> tuple[float | None, floa
     return connect, context.get("read_timeout", read)  # type: ignore[return-value]
 
 
-def _covered(request: Any) -> bool:
+def _covered(request: Any, url: SplitResult) -> bool:
     transfer = request.headers.get("Transfer-Encoding", b"")
     return (
-        urlsplit(request.url).scheme == "http"
-        and is_loopback(request.url)
+        url.scheme == "http"
+        and url.hostname in LOOPBACK_HOSTS
         and not request.stream_output
         and isinstance(request.body, bytes | type(None))
         and (transfer.encode() if isinstance(transfer, str) else transfer).lower() != b"chunked"
@@ -154,9 +154,9 @@ def _covered(request: Any) -> bool:
 
 
 def _send(self: URLLib3Session, request: Any) -> AWSResponse:
-    if not _covered(request):
+    url = urlsplit(request.url)  # once: this runs for every call the process makes
+    if not _covered(request, url):
         return _original_send(self, request)
-    url = urlsplit(request.url)
     host, port = url.hostname or "127.0.0.1", url.port or 80
     connect_timeout, read_timeout = _timeouts(self, request)
     connection = _kept.take(host, port)
