@@ -230,9 +230,8 @@ class Reconciler:
         outbox = self._outbox_items([i for order in group for i in order.outbox_ids])
         checked = []
         for order in group:
-            read = Report()
-            own = {i: outbox[i] for i in order.outbox_ids if i in outbox}
-            checked.append((self._books(order.order_id, order.items, read, own), read))
+            read = Report()  # (each order's books take their own items from the group's read)
+            checked.append((self._books(order.order_id, order.items, read, outbox), read))
         return checked
 
     # -- one order -----------------------------------------------------------------------------
@@ -257,8 +256,8 @@ class Reconciler:
         report: Report,
         outbox: dict[str, dict[str, Any]] | None = None,
     ) -> OrderBooks:
-        """The order's books from its items, and its counted entries' outbox items (read now
-        unless given: those of `_announced_ids` that exist)."""
+        """The order's books from its items, and its counted entries' outbox items: read now,
+        or taken from `outbox` (read a little earlier, for several orders at once)."""
         order = _order_of(items)
         effects = _effects(items)
         report.orders_checked += 1
@@ -267,7 +266,7 @@ class Reconciler:
         wanted = [outbox_id_for(e["effect_key"]) for e in within_retention]
         if outbox is None:
             outbox = self._outbox_items(wanted)
-        else:  # read a little earlier: an entry may have passed the retention since
+        else:  # its own items only, and none whose entry passed the retention since
             outbox = {i: outbox[i] for i in wanted if i in outbox}
         report.outbox_items_checked += len(outbox)
         mismatches += books.unmatched_outbox(within_retention, outbox.values())
