@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import boto3
 import pytest
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from botocore.exceptions import ClientError
 
 from functions.process.handler import handle_message
 from functions.process.waiting import (
@@ -23,7 +24,13 @@ from functions.shared.domain import Outcome
 from functions.shared.errors import BindingConflictError, OrderNotYetKnownError
 from provider_events import stripe
 from tests.conftest import TABLES
-from tests.support.clients import RequestCounter, conflicting_once
+from tests.support.clients import (
+    RequestCounter,
+    SimulatedCrashError,
+    conflicting_once,
+    crashing_at,
+    refusing,
+)
 from tests.support.clock import FakeClock
 from tests.support.lambda_events import sqs_record
 from tests.support.world import World
@@ -227,3 +234,134 @@ def test_a_redrive_reads_the_bindings_of_every_parked_delivery_together(
     assert process_queue(world, queue) == [Outcome.APPLIED] * 10
     assert [world.order(order)["refunded_total"] for order, _, _ in parked[2:12]] == [1000] * 10
     assert len(list(room.unmatched())) == 2
+
+
+def queued(queue: tuple[SQSClient, str]) -> int:
+    sqs, url = queue
+    attributes = sqs.get_queue_attributes(
+        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"]
+    )["Attributes"]
+    return int(attributes["ApproximateNumberOfMessages"])
+
+
+def parked_until_bound(world: World, room: Waiting) -> tuple[str, str]:
+    """A refund parked before its payment, and the payment delivered since: due a re-drive."""
+    order, intent, refund = refund_before_its_payment()
+    handle_message(record(refund, PARK_AFTER_RECEIVES), world.processor(), room)
+    world.deliver(stripe.payment_intent_succeeded(order, intent, AMOUNT, T0))
+    return order, intent
+
+
+def test_a_redrive_the_queue_refuses_keeps_the_delivery_parked(
+    world: World, room: Waiting, queue: tuple[SQSClient, str], clock: FakeClock
+) -> None:
+    # Given a parked refund whose payment has arrived, and the queue refusing sends
+    order, _ = parked_until_bound(world, room)
+    sqs, url = queue
+    refused = Waiting(world.dynamodb, refusing(sqs, "send_message"), TABLES, url, clock)
+
+    # When the re-drive runs
+    counts = refused.redrive()
+
+    # Then the send failed and is counted, and the delivery still waits: nothing was lost
+    assert (counts["redriven"], counts["redrive_failures"]) == (0, 1)
+    assert queued(queue) == 0
+    assert len(list(room.waiting())) == 1
+
+    # When the next scheduled run finds the queue back
+    again = room.redrive()
+
+    # Then the refund is applied once and nothing waits
+    assert (again["redriven"], process_queue(world, queue)) == (1, [Outcome.APPLIED])
+    assert world.order(order)["refunded_total"] == 1000
+    assert list(room.waiting()) == []
+
+
+def test_a_redrive_that_dies_between_the_send_and_the_delete_sends_again_harmlessly(
+    world: World, room: Waiting, queue: tuple[SQSClient, str], clock: FakeClock
+) -> None:
+    # Given a parked refund whose payment has arrived
+    order, _ = parked_until_bound(world, room)
+    sqs, url = queue
+    dying = Waiting(crashing_at(world.dynamodb, "delete_item"), sqs, TABLES, url, clock)
+
+    # When the re-drive dies after its send, before it deletes the parked delivery
+    with pytest.raises(SimulatedCrashError):
+        dying.redrive()
+
+    # Then the delivery is on the queue and still parked
+    assert queued(queue) == 1
+    assert len(list(room.waiting())) == 1
+
+    # When the next scheduled run re-drives it again and the queue is processed
+    again = room.redrive()
+    outcomes = process_queue(world, queue)
+
+    # Then the second copy is a duplicate: the refund counts once, is announced once
+    assert (again["redriven"], outcomes) == (1, [Outcome.APPLIED, Outcome.DUPLICATE])
+    assert world.order(order)["refunded_total"] == 1000
+    assert len(world.outbox(order)) == 2  # the payment's and the refund's
+    assert list(room.waiting()) == []
+
+
+def unmatched_payment(world: World, room: Waiting, clock: FakeClock) -> str:
+    """A payment no event bound to an order, unmatched after the wait limit."""
+    intent = stripe.unique("pi")
+    payment = stripe.payment_intent_succeeded(None, intent, AMOUNT, T0)
+    handle_message(record(payment, PARK_AFTER_RECEIVES), world.processor(), room)
+    clock.advance(WAIT_LIMIT_SECONDS + 1)
+    room.redrive()
+    assert len(list(room.unmatched())) == 1
+    return intent
+
+
+def test_an_attach_the_queue_refuses_keeps_the_delivery_and_the_redrive_applies_it(
+    world: World, room: Waiting, queue: tuple[SQSClient, str], clock: FakeClock
+) -> None:
+    # Given an unmatched payment, and the queue refusing sends
+    intent, order = unmatched_payment(world, room, clock), stripe.unique("ord")
+    sqs, url = queue
+    refused = Waiting(world.dynamodb, refusing(sqs, "send_message"), TABLES, url, clock)
+
+    # When an operator attaches it to its order
+    with pytest.raises(ClientError, match="ServiceUnavailable"):
+        refused.attach("stripe", intent, order)
+
+    # Then the binding holds, nothing was sent, and the delivery is still kept
+    assert queued(queue) == 0
+    assert [item["external_ref"] for item in room.unmatched()] == [intent]
+
+    # When the scheduled re-drive runs (its binding exists now)
+    counts = room.redrive()
+
+    # Then the payment is applied once, and no longer unmatched
+    assert (counts["redriven"], process_queue(world, queue)) == (1, [Outcome.APPLIED])
+    assert world.order(order)["paid_total"] == AMOUNT
+    assert list(room.unmatched()) == []
+
+
+def test_an_attach_that_dies_between_the_send_and_the_delete_can_be_run_again(
+    world: World, room: Waiting, queue: tuple[SQSClient, str], clock: FakeClock
+) -> None:
+    # Given an unmatched payment
+    intent, order = unmatched_payment(world, room, clock), stripe.unique("ord")
+    sqs, url = queue
+    dying = Waiting(crashing_at(world.dynamodb, "delete_item"), sqs, TABLES, url, clock)
+
+    # When the operator's attach dies after its send, before it deletes the kept delivery
+    with pytest.raises(SimulatedCrashError):
+        dying.attach("stripe", intent, order)
+
+    # Then the delivery is on the queue and still kept
+    assert queued(queue) == 1
+    assert len(list(room.unmatched())) == 1
+
+    # When the operator runs it again and the queue is processed
+    redriven = room.attach("stripe", intent, order)
+    outcomes = process_queue(world, queue)
+
+    # Then the second copy is a duplicate: the payment counts once, is announced once
+    assert (redriven, outcomes) == (1, [Outcome.APPLIED, Outcome.DUPLICATE])
+    assert world.order(order)["paid_total"] == AMOUNT
+    assert len(world.outbox(order)) == 1
+    assert list(room.unmatched()) == []

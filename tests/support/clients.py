@@ -99,6 +99,32 @@ def crashing_before(client: Client, request_number: int) -> Client:
     return intercepted(client, die_before)
 
 
+def refusing(client: Client, operation: str) -> Client:
+    """Every `operation` call (a method name: `send_message`) fails unsent, as an outage of
+    the service would; the other calls go through."""
+
+    def refuse(name: str, call: Callable[[], Any]) -> Any:
+        if name == operation:
+            raise ClientError(
+                {"Error": {"Code": "ServiceUnavailable", "Message": "injected outage"}}, name
+            )
+        return call()
+
+    return intercepted(client, refuse)
+
+
+def crashing_at(client: Client, operation: str) -> Client:
+    """The process dies just before sending an `operation` call (`delete_item`): nothing after
+    that point ran."""
+
+    def die(name: str, call: Callable[[], Any]) -> Any:
+        if name == operation:
+            raise SimulatedCrashError(f"crashed before {name}")
+        return call()
+
+    return intercepted(client, die)
+
+
 def conflicting_once(client: Client) -> Client:
     """The first TransactWriteItems is cancelled with TransactionConflict, as under contention."""
     conflicted = False
