@@ -8,8 +8,9 @@ the item `pending`, due now, in its own shard of the due index (the sweeper send
 starts its give-up age again from `revived_at`. `attempts` starts again from 0, so the
 backoff starts again at its base; what the item went through is kept in `revivals` (how many
 times it was revived) and `last_error` (why it last failed), and the report says how many
-attempts it had and when it died. Dead items are listed from the due index's `dead` bucket,
-never by a scan.
+attempts it had and when it died. The channels that took it before it died (`channels_sent`)
+are kept: the sweeper sends it through the others only. Dead items are listed from the due
+index's `dead` bucket, never by a scan.
 """
 
 from __future__ import annotations

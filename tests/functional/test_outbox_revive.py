@@ -208,3 +208,35 @@ def test_revive_all_dead_pages_the_dead_bucket_and_touches_nothing_else(
         assert outbox_item(world, outbox_id)["status"] == "pending"
         assert outbox_id in in_bucket(world.dynamodb, TABLES.outbox, tables.due_bucket(outbox_id))
     assert {i: outbox_item(world, i) for i in (pending, sent)} == untouched
+
+
+def test_a_revived_item_is_not_sent_again_through_a_channel_that_took_it(
+    world: World, sinks: Sinks, clock: FakeClock
+) -> None:
+    # Given an item EventBridge took and SES refused past the give-up age: dead, half sent
+    outbox_id = paid_order(world)
+    ses_up = [False]
+    via: list[Channel] = [
+        EventBridgeChannel(boto3.client("events"), sinks.bus_name),
+        FaultyChannel(
+            SesEmailChannel(boto3.client("sesv2"), EMAIL_SENDER), fails=lambda: not ses_up[0]
+        ),
+    ]
+    died = sender(world, clock, via, SendPolicy(give_up_seconds=0)).deliver(
+        outbox_id, only_if_due=False
+    )
+    assert died.result is SendResult.DEAD
+    assert (sinks.events_by_key(), sinks.emails_by_key()) == ({outbox_id: 1}, {})
+
+    # When SES is fixed, the operator revives the item and the sweeper sends it
+    ses_up[0] = True
+    clock.advance(HOUR)
+    revived = OutboxReviver(world.dynamodb, TABLES.outbox, clock).revive(outbox_id)
+    clock.advance(SWEEP_GRACE)
+    swept = sweep(world, clock, via)
+
+    # Then the e-mail goes out, and EventBridge, which had it already, got it once in all
+    assert (revived.result, swept) == (ReviveResult.REVIVED, {"sent": 1})
+    assert sinks.emails_by_key() == {outbox_id: 1}
+    assert sinks.events_by_key() == {outbox_id: 1}
+    assert outbox_item(world, outbox_id)["channels_sent"] == {"eventbridge", "email"}
