@@ -397,6 +397,8 @@ class Reconciler:
             KeyConditionExpression="#pk = :pk",
             ExpressionAttributeNames={"#pk": tables.PARTITION_KEY},
             ExpressionAttributeValues={":pk": {"S": tables.UNMATCHED_PK}},
+            # A lagging read could miss a delivery the waiting re-drive just moved here.
+            ConsistentRead=True,
         )
         report.mismatches += [
             books.Mismatch(

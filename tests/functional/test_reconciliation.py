@@ -550,3 +550,66 @@ def test_an_audit_holds_at_most_one_reads_worth_of_orders_when_there_is_nothing_
 
     # Then no group holds more orders than a read's keys: memory stays flat
     assert [len(group) for group in groups] == [100, 100, 50]
+
+
+LEDGER_READS = frozenset({"GetItem", "BatchGetItem", "Query", "Scan"})
+
+
+def ledger_reads(calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, bool]]:
+    """Each read of the ledger table itself (not its index) and whether it was consistent."""
+    reads = []
+    for name, params in calls:
+        if name == "BatchGetItem" and TABLES.ledger in params["RequestItems"]:
+            reads.append((name, bool(params["RequestItems"][TABLES.ledger].get("ConsistentRead"))))
+        elif (
+            name in LEDGER_READS
+            and params.get("TableName") == TABLES.ledger
+            and "IndexName" not in params
+        ):
+            reads.append((name, bool(params.get("ConsistentRead"))))
+    return reads
+
+
+def partition(query: dict[str, Any]) -> str:
+    return str(query.get("ExpressionAttributeValues", {}).get(":pk", {}).get("S", ""))
+
+
+def test_every_read_of_the_ledger_is_consistent(
+    world: World, clock: FakeClock, dynamodb: DynamoDBClient
+) -> None:
+    # Given a busy day, sent, and one order whose total was changed by hand: it looks wrong,
+    # so each run reads it twice (a lagging read would report a write the ledger already has,
+    # or miss one that makes an order wrong)
+    orders = busy_day(world)
+    send_everything(world, clock)
+    total_changed_by_hand(dynamodb, orders[0])
+    clock.advance(600)
+    calls: list[tuple[str, dict[str, Any]]] = []
+
+    def record(model: Any, params: dict[str, Any], **_: Any) -> None:
+        calls.append((model.name, params))
+
+    # When the scheduled run and the full audit read the tables
+    world.dynamodb.meta.events.register("provide-client-params.dynamodb", record)
+    try:
+        run = Reconciler(world.dynamodb, TABLES, clock).run()
+        audit = Reconciler(world.dynamodb, TABLES, clock).audit()
+    finally:
+        world.dynamodb.meta.events.unregister("provide-client-params.dynamodb", record)
+
+    # Then both found the order, read again before it was reported ...
+    wrong = [("unbalanced_total", orders[0])]
+    assert [(m.kind, m.order_id) for m in run.mismatches] == wrong
+    assert [(m.kind, m.order_id) for m in audit.mismatches] == wrong
+    order_reads = [
+        p for name, p in calls if name == "Query" and partition(p) == tables.order_pk(orders[0])
+    ]
+    # (the run's first read and re-read, the audit's re-read: its first read is the scan)
+    assert [p.get("ConsistentRead") for p in order_reads] == [True, True, True]
+    # ... and every read of the ledger itself asked for a consistent one (its index cannot)
+    reads = ledger_reads(calls)
+    assert {name for name, _ in reads} == LEDGER_READS
+    assert [name for name, consistent in reads if not consistent] == []
+    index_reads = [p for name, p in calls if name == "Query" and "IndexName" in p]
+    assert index_reads
+    assert not any(p.get("ConsistentRead") for p in index_reads)
