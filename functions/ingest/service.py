@@ -111,6 +111,10 @@ def _json_object(body: bytes) -> Mapping[str, Any]:
         payload = json.loads(body)
     except (UnicodeDecodeError, ValueError) as exc:
         raise MalformedRequestError("not_json", "body is not JSON") from exc
+    except RecursionError as exc:
+        # Nested deeper than the parser recurses (about a thousand levels): no provider sends
+        # that, and the request must be refused, not end the invocation in a 5xx.
+        raise MalformedRequestError("too_deep", "body is nested too deeply to read") from exc
     if not isinstance(payload, dict):
         raise MalformedRequestError("not_json", "body is not a JSON object")
     return payload

@@ -452,3 +452,40 @@ def test_stripe_event_without_livemode_is_refused_and_not_enqueued(
     # Then it is a clear 400 and nothing is enqueued
     assert (status, answer["error"]) == (400, "missing_envelope")
     assert deployment.messages() == []
+
+
+# Bodies deeper than a JSON parse can recurse (Python's parser stops near 1,000 levels), each
+# well under the size limit: authentic bytes the parse cannot read.
+TOO_DEEP = {
+    "unclosed-arrays": "[" * 100_000,
+    "objects-1000-deep": '{"a": ' * 1000 + "{}" + "}" * 1000,
+}
+
+
+@pytest.mark.parametrize("case", TOO_DEEP, ids=list(TOO_DEEP))
+def test_a_signed_body_nested_too_deep_to_parse_is_a_400_logged_and_counted(
+    deployment: Deployment, build: EventBuilder, capsys: pytest.CaptureFixture[str], case: str
+) -> None:
+    # Given a correctly signed Stripe delivery whose body is nested too deep to parse
+    event = signed_stripe(build, TOO_DEEP[case], deployment.secrets["stripe"])
+    stream = io.StringIO()
+    log_handler = handler.logger.registered_handler
+    assert isinstance(log_handler, logging.StreamHandler)
+    previous = log_handler.setStream(stream)
+
+    # When ingest receives it
+    try:
+        status, answer = post(event)
+    finally:
+        log_handler.setStream(previous)
+
+    # Then it is refused with its reason (a 5xx would make Stripe retry it for days), and
+    # nothing is enqueued
+    assert (status, answer["error"]) == (400, "too_deep")
+    assert answer["message"]
+    assert deployment.messages() == []
+    # And it is logged and counted like every other refusal
+    [line] = [json.loads(x) for x in stream.getvalue().splitlines()]
+    assert (line["reason"], line["provider"], line["status"]) == ("too_deep", "stripe", 400)
+    [emf] = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    assert (emf["rejected"], emf["rejected_too_deep"]) == ([1.0], [1.0])
