@@ -19,7 +19,11 @@ from typing import Any, Final, TypeVar, overload
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.shared.functions import resolve_truthy_env_var_choice
 
+# The embedded stack's and the tests' namespace. A deployed stack publishes under its stage's
+# own (`Umavez/<stage>`, POWERTOOLS_METRICS_NAMESPACE), so a dev stack in the same account and
+# region never feeds prod's alarms.
 METRICS_NAMESPACE: Final = "Umavez"
+METRICS_NAMESPACE_ENV: Final = "POWERTOOLS_METRICS_NAMESPACE"
 TRACE_DISABLED_ENV: Final = "POWERTOOLS_TRACE_DISABLED"
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -87,11 +91,21 @@ def make_tracer(service: str) -> Tracer | NoTracer:
     return Tracer(service=service) if tracing_enabled() else NoTracer(service)
 
 
+def stage_metrics_namespace(stage: str) -> str:
+    """Where a deployed stage's functions publish and its alarms read."""
+    return f"{METRICS_NAMESPACE}/{stage}"
+
+
+def metrics_namespace() -> str:
+    """The namespace the stack gave the function, else the embedded stack's."""
+    return os.getenv(METRICS_NAMESPACE_ENV) or METRICS_NAMESPACE
+
+
 def powertools(service: str) -> tuple[Logger, Tracer | NoTracer, Metrics]:
     return (
         Logger(service=service),
         make_tracer(service),
-        Metrics(namespace=METRICS_NAMESPACE, service=service),
+        Metrics(namespace=metrics_namespace(), service=service),
     )
 
 

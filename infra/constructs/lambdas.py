@@ -19,7 +19,9 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
+from functions.shared.observability import METRICS_NAMESPACE_ENV
 from infra.assets import ROOT, copy_packages
+from infra.removal import kept
 from infra.settings import LAMBDA_PACKAGES
 
 RUNTIME = lambda_.Runtime.PYTHON_3_13
@@ -101,7 +103,7 @@ def retained_log_group(scope: Construct, construct_id: str, retain: bool) -> log
         scope,
         construct_id,
         retention=logs.RetentionDays.THREE_MONTHS,
-        removal_policy=cdk.RemovalPolicy.RETAIN if retain else cdk.RemovalPolicy.DESTROY,
+        removal_policy=kept(retain),
     )
 
 
@@ -113,6 +115,7 @@ class UmavezFunction(Construct):
         spec: FunctionSpec,
         layer: lambda_.ILayerVersion,
         retain_logs: bool,
+        metrics_namespace: str,
     ) -> None:
         super().__init__(scope, construct_id)
         self.log_group = retained_log_group(self, "Logs", retain_logs)
@@ -149,7 +152,7 @@ class UmavezFunction(Construct):
             layers=[layer],
             environment={
                 "POWERTOOLS_SERVICE_NAME": spec.name,
-                "POWERTOOLS_METRICS_NAMESPACE": "Umavez",
+                METRICS_NAMESPACE_ENV: metrics_namespace,
                 **spec.environment,
             },
         )

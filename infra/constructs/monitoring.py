@@ -15,13 +15,14 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-from functions.shared.observability import METRICS_NAMESPACE
 from infra.constructs.api import WebhookApi
 from infra.constructs.pipeline import Pipeline
+from infra.removal import kept
 from infra.settings import MAX_RECEIVE_COUNT
 
 FIVE_MINUTES = cdk.Duration.minutes(5)
 FIFTEEN_MINUTES = cdk.Duration.minutes(15)
+HOUR = cdk.Duration.hours(1)
 PROCESS_OUTCOMES = (
     "applied",
     "duplicate",
@@ -42,11 +43,16 @@ INGEST_OUTCOMES = ("accepted", "rejected", "unavailable", "ignored", "ignored_te
 
 
 def app_metric(
-    service: str, name: str, period: cdk.Duration = FIVE_MINUTES, statistic: str = "Sum"
+    namespace: str,
+    service: str,
+    name: str,
+    period: cdk.Duration = FIVE_MINUTES,
+    statistic: str = "Sum",
 ) -> cloudwatch.Metric:
-    """A metric the functions publish through Powertools (EMF, dimension `service`)."""
+    """A metric the functions publish through Powertools (EMF, dimension `service`), in their
+    stage's namespace."""
     return cloudwatch.Metric(
-        namespace=METRICS_NAMESPACE,
+        namespace=namespace,
         metric_name=name,
         dimensions_map={"service": service},
         statistic=statistic,
@@ -73,7 +79,7 @@ def alarm_topic_key(scope: Construct, retain: bool) -> kms.Key:
         "AlarmTopicKey",
         description="umavez alarm topic: CloudWatch alarms publish with it",
         enable_key_rotation=True,
-        removal_policy=cdk.RemovalPolicy.RETAIN if retain else cdk.RemovalPolicy.DESTROY,
+        removal_policy=kept(retain),
     )
     key.add_to_resource_policy(
         iam.PolicyStatement(
@@ -81,18 +87,43 @@ def alarm_topic_key(scope: Construct, retain: bool) -> kms.Key:
             principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
             actions=["kms:Decrypt", "kms:GenerateDataKey*"],
             resources=["*"],  # in a key policy, "*" is this key
-            conditions={
-                "StringEquals": {"aws:SourceAccount": cdk.Aws.ACCOUNT_ID},
-                "ArnLike": {
-                    "aws:SourceArn": (
-                        f"arn:{cdk.Aws.PARTITION}:cloudwatch:{cdk.Aws.REGION}:"
-                        f"{cdk.Aws.ACCOUNT_ID}:alarm:*"
-                    )
-                },
-            },
+            conditions=on_behalf_of_this_accounts_alarms(),
         )
     )
     return key
+
+
+def on_behalf_of_this_accounts_alarms() -> dict[str, dict[str, str]]:
+    """A service principal's grant, limited to CloudWatch alarms of this account and region
+    (the confused-deputy guard: another account's alarm cannot use it)."""
+    return {
+        "StringEquals": {"aws:SourceAccount": cdk.Aws.ACCOUNT_ID},
+        "ArnLike": {
+            "aws:SourceArn": (
+                f"arn:{cdk.Aws.PARTITION}:cloudwatch:{cdk.Aws.REGION}:{cdk.Aws.ACCOUNT_ID}:alarm:*"
+            )
+        },
+    }
+
+
+def alarm_topic(scope: Construct, key: kms.IKey) -> sns.Topic:
+    """The topic every alarm notifies. Its policy must allow CloudWatch to publish: a topic
+    policy replaces SNS's default one, and `enforce_ssl` writes a policy holding only the
+    TLS-only Deny, so without this Allow every alarm action fails with "not authorized to
+    perform SNS:Publish" and no alarm reaches anyone."""
+    topic = sns.Topic(
+        scope, "Alarms", display_name="umavez alarms", enforce_ssl=True, master_key=key
+    )
+    topic.add_to_resource_policy(
+        iam.PolicyStatement(
+            sid="CloudWatchAlarmsPublish",
+            principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+            actions=["sns:Publish"],
+            resources=[topic.topic_arn],
+            conditions=on_behalf_of_this_accounts_alarms(),
+        )
+    )
+    return topic
 
 
 class Monitoring(Construct):
@@ -108,16 +139,11 @@ class Monitoring(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self.key = alarm_topic_key(self, retain)
-        self.topic = sns.Topic(
-            self,
-            "Alarms",
-            display_name="umavez alarms",
-            enforce_ssl=True,
-            master_key=self.key,
-        )
+        self.topic = alarm_topic(self, self.key)
         if alarm_email:
             self.topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
         self.alarms: dict[str, cloudwatch.Alarm] = {}
+        self.metrics_namespace = pipeline.metrics_namespace
         p = pipeline
 
         self._alarm(
@@ -165,12 +191,12 @@ class Monitoring(Construct):
         self._alarm(
             "ProcessFailed",
             "Records failed for a non-transient reason (heading to the DLQ)",
-            filled(app_metric("process", "failed")),
+            filled(self._app_metric("process", "failed")),
         )
         self._alarm(
             "ProcessBatchesCutShort",
             "Process ran out of time and handed records back to the queue unprocessed",
-            filled(app_metric("process", "batch_cut_short")),
+            filled(self._app_metric("process", "batch_cut_short")),
         )
         # One payment is announced by up to five event types (payment_intent.succeeded,
         # charge.succeeded, charge.captured, checkout.session.completed, invoice_payment.paid):
@@ -185,8 +211,8 @@ class Monitoring(Construct):
                     "IF(FILL(duplicates, 0) > 20, FILL(duplicates, 0) / (FILL(applied, 0) + 1), 0)"
                 ),
                 using_metrics={
-                    "duplicates": app_metric("process", "duplicate", FIFTEEN_MINUTES),
-                    "applied": app_metric("process", "applied", FIFTEEN_MINUTES),
+                    "duplicates": self._app_metric("process", "duplicate", FIFTEEN_MINUTES),
+                    "applied": self._app_metric("process", "applied", FIFTEEN_MINUTES),
                 },
                 label="duplicates per applied effect",
                 period=FIFTEEN_MINUTES,
@@ -196,44 +222,44 @@ class Monitoring(Construct):
         self._alarm(
             "WaitingOverAnHour",
             "A delivery has waited over an hour for the order its payment belongs to",
-            filled(app_metric("waiting", "waiting_over_an_hour", statistic="Maximum")),
+            filled(self._app_metric("waiting", "waiting_over_an_hour", statistic="Maximum")),
         )
         self._alarm(
             "UnroutablePayments",
             "An event named neither an order nor anything to find one by",
-            filled(app_metric("process", "unroutable")),
+            filled(self._app_metric("process", "unroutable")),
         )
         self._alarm(
             "UnmatchedPayments",
             "Money nobody could route after 3 days: attach it to its order",
-            filled(app_metric("waiting", "unmatched_open", statistic="Maximum")),
+            filled(self._app_metric("waiting", "unmatched_open", statistic="Maximum")),
         )
         self._alarm(
             "PaymentConflicts",
             "An event named a payment for another order than the one it is bound to",
-            filled(app_metric("process", "conflict")),
+            filled(self._app_metric("process", "conflict")),
         )
         self._alarm(
             "AmountDisagreements",
             "Two event types named one payment or refund with different amounts",
-            filled(app_metric("process", "amount_disagreements")),
+            filled(self._app_metric("process", "amount_disagreements")),
         )
         self._alarm(
             "StaleSurge",
             "Many events arrive out of order",
-            filled(app_metric("process", "stale")),
+            filled(self._app_metric("process", "stale")),
             threshold=100,
         )
         self._alarm(
             "SignatureFailures",
             "Many unauthenticated requests: secret rotated, or someone probing",
-            filled(app_metric("ingest", "rejected")),
+            filled(self._app_metric("ingest", "rejected")),
             threshold=20,
         )
         self._alarm(
             "IngestUnavailable",
             "Ingest answered 5xx: enqueue or secrets failing",
-            filled(app_metric("ingest", "unavailable")),
+            filled(self._app_metric("ingest", "unavailable")),
         )
         self._alarm("Api5xx", "API Gateway 5xx", api.api.metric_server_error(period=FIVE_MINUTES))
         # Providers send signed, well-formed requests: they normally never get a 4xx. Throttling
@@ -258,7 +284,7 @@ class Monitoring(Construct):
         self._alarm(
             "ReconciliationMismatches",
             "The books do not balance or notifications are stuck",
-            app_metric("reconciliation", "reconciliation_mismatches", cdk.Duration.hours(1)),
+            self._app_metric("reconciliation", "reconciliation_mismatches", HOUR),
             # Missing data means the hourly check did not run: that is an alarm too.
             missing=cloudwatch.TreatMissingData.BREACHING,
             periods=2,
@@ -269,13 +295,22 @@ class Monitoring(Construct):
             cloudwatch.MathExpression(
                 expression="FILL(stream, 0) + FILL(sweep, 0)",
                 using_metrics={
-                    "stream": app_metric("outbox", "outbox_dead"),
-                    "sweep": app_metric("sweeper", "sweep_dead"),
+                    "stream": self._app_metric("outbox", "outbox_dead"),
+                    "sweep": self._app_metric("sweeper", "sweep_dead"),
                 },
                 period=FIVE_MINUTES,
             ),
         )
         self.dashboard = self._dashboard(p, api)
+
+    def _app_metric(
+        self,
+        service: str,
+        name: str,
+        period: cdk.Duration = FIVE_MINUTES,
+        statistic: str = "Sum",
+    ) -> cloudwatch.Metric:
+        return app_metric(self.metrics_namespace, service, name, period, statistic)
 
     def _alarm(
         self,
@@ -318,12 +353,12 @@ class Monitoring(Construct):
         dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="Outcomes per delivery",
-                left=[app_metric("process", outcome) for outcome in PROCESS_OUTCOMES],
+                left=[self._app_metric("process", outcome) for outcome in PROCESS_OUTCOMES],
                 width=12,
             ),
             cloudwatch.GraphWidget(
                 title="Ingest",
-                left=[app_metric("ingest", n) for n in INGEST_OUTCOMES],
+                left=[self._app_metric("ingest", n) for n in INGEST_OUTCOMES],
                 right=[api.api.metric_latency(period=FIVE_MINUTES, statistic="p99")],
                 width=12,
             ),
@@ -341,7 +376,7 @@ class Monitoring(Construct):
             cloudwatch.GraphWidget(
                 title="Process: needs a look",
                 left=[
-                    app_metric("process", n)
+                    self._app_metric("process", n)
                     for n in ("batch_cut_short", "unroutable", "conflict", "amount_disagreements")
                 ],
                 right=[self.alarms["DuplicateSurge"].metric],
@@ -362,7 +397,7 @@ class Monitoring(Construct):
             cloudwatch.GraphWidget(
                 title="Outbox",
                 left=[
-                    app_metric("outbox", f"outbox_{r}")
+                    self._app_metric("outbox", f"outbox_{r}")
                     for r in ("sent", "retry_later", "dead", "skipped")
                 ],
                 right=[p.outbox.metric("IteratorAge", statistic="Maximum")],
@@ -372,10 +407,8 @@ class Monitoring(Construct):
         dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="Books",
-                left=[
-                    app_metric("reconciliation", "reconciliation_mismatches", cdk.Duration.hours(1))
-                ],
-                right=[app_metric("reconciliation", "orders_checked", cdk.Duration.hours(1))],
+                left=[self._app_metric("reconciliation", "reconciliation_mismatches", HOUR)],
+                right=[self._app_metric("reconciliation", "orders_checked", HOUR)],
                 width=12,
             ),
             cloudwatch.GraphWidget(

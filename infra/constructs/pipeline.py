@@ -17,12 +17,14 @@ from constructs import Construct
 
 from functions.shared import settings as runtime_settings
 from functions.shared import tables
+from functions.shared.observability import stage_metrics_namespace
 from infra import settings
 from infra.config import PROVIDERS, ApiType, StackConfig
 from infra.constructs.lambdas import FunctionSpec, UmavezFunction, powertools_layer
 from infra.constructs.queues import WebhookQueues, secure_queue
 from infra.constructs.secrets import ProviderSecrets
 from infra.constructs.storage import Storage
+from infra.removal import kept
 
 PROCESS_TIMEOUT = cdk.Duration.seconds(settings.PROCESS_TIMEOUT_SECONDS)
 SWEEP_EVERY = cdk.Duration.minutes(5)
@@ -35,6 +37,7 @@ class Pipeline(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, config: StackConfig) -> None:
         super().__init__(scope, construct_id)
         retain = config.retain_data
+        self.metrics_namespace = stage_metrics_namespace(config.stage)
         self.storage = Storage(
             self, "Storage", retain=retain, keep_changes_index=config.keep_changes_index
         )
@@ -67,7 +70,9 @@ class Pipeline(Construct):
         def function(construct_id: str, spec: FunctionSpec) -> lambda_.Function:
             if not tracing_on:
                 spec = replace(spec, tracing="PassThrough")
-            created = UmavezFunction(self, construct_id, spec, layer, retain)
+            created = UmavezFunction(
+                self, construct_id, spec, layer, retain, metrics_namespace=self.metrics_namespace
+            )
             self.functions.append(created)
             return created.function
 
@@ -180,7 +185,7 @@ class Pipeline(Construct):
             self,
             "OutboxStreamFailures",
             retention_period=cdk.Duration.days(14),
-            removal_policy=cdk.RemovalPolicy.RETAIN if retain else cdk.RemovalPolicy.DESTROY,
+            removal_policy=kept(retain),
         )
         self.outbox.add_event_source(
             sources.DynamoEventSource(

@@ -6,6 +6,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from infra.removal import kept
 from infra.settings import MAX_RECEIVE_COUNT
 
 
@@ -30,7 +31,7 @@ class WebhookQueues(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         # Accepted deliveries live only here until processed: a stack deletion keeps them.
-        removal = cdk.RemovalPolicy.RETAIN if retain else cdk.RemovalPolicy.DESTROY
+        removal = kept(retain)
         stack = cdk.Stack.of(self)
         # The DLQ names the one queue allowed to dead-letter into it (and be redriven from it).
         # It names it by ARN built from a fixed name: a reference to the queue would make a

@@ -11,6 +11,8 @@ import aws_cdk as cdk
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
+from infra.removal import kept
+
 PLACEHOLDER = json.dumps({"active": []})
 
 
@@ -25,7 +27,7 @@ class ProviderSecrets(Construct):
         retain: bool,
     ) -> None:
         super().__init__(scope, construct_id)
-        policy = cdk.RemovalPolicy.RETAIN if retain else cdk.RemovalPolicy.DESTROY
+        policy = kept(retain)
         self.webhook: dict[str, secretsmanager.Secret] = {}
         # Plain names, not the secrets' name tokens: those are parsed back out of the ARN.
         self.names_by_provider = {p: f"umavez/{stage}/{p}/webhook" for p in providers}

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import aws_cdk as cdk
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
 from functions.shared import tables
+from infra.removal import kept_protected
 
 
 class Storage(Construct):
@@ -23,7 +23,7 @@ class Storage(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         pitr = dynamodb.PointInTimeRecoverySpecification(point_in_time_recovery_enabled=True)
-        removal = cdk.RemovalPolicy.RETAIN if retain else cdk.RemovalPolicy.DESTROY
+        removal = kept_protected(retain)
         self.ledger = dynamodb.TableV2(
             self,
             "Ledger",

@@ -8,10 +8,13 @@ from typing import Any
 
 import pytest
 
-from functions.shared.observability import METRICS_NAMESPACE
+from functions.shared.observability import stage_metrics_namespace
 from infra.config import ApiType
 from infra.settings import MAX_RECEIVE_COUNT
 from tests.infra.conftest import Synthesized
+
+# The prod fixture's stage: its functions publish, and its alarms read, under its own namespace.
+METRICS_NAMESPACE = stage_metrics_namespace("prod")
 
 
 def resource(synth: Synthesized, kind: str, name: str) -> dict[str, Any]:
@@ -52,7 +55,7 @@ def test_the_alarm_topic_is_encrypted_with_a_rotated_key_cloudwatch_may_use(
 
     assert topic["Properties"]["KmsMasterKeyId"] == {"Fn::GetAtt": [key_id, "Arn"]}
     assert key["Properties"]["EnableKeyRotation"] is True
-    assert key["DeletionPolicy"] == "Retain"
+    assert key["DeletionPolicy"] == "RetainExceptOnCreate"
     [cloudwatch] = [
         s
         for s in key["Properties"]["KeyPolicy"]["Statement"]

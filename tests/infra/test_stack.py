@@ -289,8 +289,9 @@ def test_queues_are_retained_in_prod_and_disposable_in_dev(
     dev_queues = dev_with_waf.resources("AWS::SQS::Queue").values()
 
     assert len(prod_queues) == 3  # webhooks, their DLQ, the outbox stream's failures
+    # Kept on delete and replacement; removed only when the stack's own create rolls back
     assert {(q["DeletionPolicy"], q["UpdateReplacePolicy"]) for q in prod_queues} == {
-        ("Retain", "Retain")
+        ("RetainExceptOnCreate", "Retain")
     }
     assert {q["DeletionPolicy"] for q in dev_queues} == {"Delete"}
 

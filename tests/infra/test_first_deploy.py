@@ -1,0 +1,185 @@
+"""What AWS does on a first deploy that moto does not: resource and key policies evaluated,
+names that collide, rollbacks, timeouts, retries and quotas, read from the synthesized stack."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from functions.shared.observability import powertools
+from tests.infra.conftest import Synthesized
+from tests.support.aws_policies import (
+    ACCOUNT,
+    PARTITION,
+    REGION,
+    Decision,
+    Request,
+    Resolver,
+    evaluate,
+)
+
+ALARM_ARN = f"arn:{PARTITION}:cloudwatch:{REGION}:{ACCOUNT}:alarm:Umavez-test-DeadLetters-1A2B"
+OTHER_ACCOUNTS_ALARM = f"arn:{PARTITION}:cloudwatch:{REGION}:444455556666:alarm:theirs"
+
+
+def only(synth: Synthesized, kind: str) -> tuple[str, dict[str, Any]]:
+    [(logical_id, found)] = synth.resources(kind).items()
+    return logical_id, found
+
+
+def cloudwatch_alarm_publishing(topic_arn: str, *, alarm: str, tls: bool = True) -> Request:
+    """CloudWatch notifying the topic on behalf of one alarm, as SNS sees the call."""
+    return Request(
+        principal={"Service": "cloudwatch.amazonaws.com"},
+        action="sns:Publish",
+        resource=topic_arn,
+        context={
+            "aws:SecureTransport": str(tls).lower(),
+            "aws:SourceAccount": alarm.split(":")[4],
+            "aws:SourceArn": alarm,
+        },
+    )
+
+
+def test_cloudwatch_alarms_of_this_account_may_publish_to_the_alarm_topic(
+    prod: Synthesized,
+) -> None:
+    # Given the alarm topic's policy as deployed in one account and region (a topic policy
+    # replaces SNS's default one: what it does not allow, nobody may do)
+    topic_id, _ = only(prod, "AWS::SNS::Topic")
+    _, policy = only(prod, "AWS::SNS::TopicPolicy")
+    topic_arn = f"arn:{PARTITION}:sns:{REGION}:{ACCOUNT}:Umavez-test-Alarms"
+    resolver = Resolver(physical={topic_id: topic_arn})
+    document = resolver.resolve(policy["Properties"]["PolicyDocument"])
+    assert resolver.resolve(policy["Properties"]["Topics"]) == [topic_arn]
+
+    # When CloudWatch publishes for an alarm of this account, over TLS
+    # Then SNS lets it: the alarm reaches the topic's subscribers
+    assert evaluate(document, cloudwatch_alarm_publishing(topic_arn, alarm=ALARM_ARN)) == (
+        Decision.ALLOW
+    )
+    # And not for another account's alarm (the confused deputy), nor without TLS
+    assert evaluate(
+        document, cloudwatch_alarm_publishing(topic_arn, alarm=OTHER_ACCOUNTS_ALARM)
+    ) == (Decision.IMPLICIT_DENY)
+    assert evaluate(
+        document, cloudwatch_alarm_publishing(topic_arn, alarm=ALARM_ARN, tls=False)
+    ) == (Decision.EXPLICIT_DENY)
+    # And nobody else may publish through the resource policy
+    anyone = Request(
+        principal={"AWS": "arn:aws:iam::444455556666:root"},
+        action="sns:Publish",
+        resource=topic_arn,
+        context={"aws:SecureTransport": "true"},
+    )
+    assert evaluate(document, anyone) == Decision.IMPLICIT_DENY
+
+
+def test_cloudwatch_may_encrypt_with_the_topic_key_only_for_this_accounts_alarms(
+    prod: Synthesized,
+) -> None:
+    # Given the key the topic is encrypted with (a key policy is the only grant a key has)
+    _, key = only(prod, "AWS::KMS::Key")
+    document = Resolver().resolve(key["Properties"]["KeyPolicy"])
+    key_arn = f"arn:{PARTITION}:kms:{REGION}:{ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+
+    for action in ("kms:GenerateDataKey", "kms:Decrypt"):
+        on_behalf = {"aws:SourceAccount": ACCOUNT, "aws:SourceArn": ALARM_ARN}
+        # When CloudWatch asks for a data key to publish an alarm of this account
+        asked = Request({"Service": "cloudwatch.amazonaws.com"}, action, key_arn, on_behalf)
+        # Then the key allows it, and not for another account's alarm
+        assert evaluate(document, asked) == Decision.ALLOW
+        theirs = {"aws:SourceAccount": "444455556666", "aws:SourceArn": OTHER_ACCOUNTS_ALARM}
+        asked_by_them = Request({"Service": "cloudwatch.amazonaws.com"}, action, key_arn, theirs)
+        assert evaluate(document, asked_by_them) == Decision.IMPLICIT_DENY
+
+
+def test_every_alarm_notifies_the_topic_cloudwatch_may_publish_to(prod: Synthesized) -> None:
+    topic_id, _ = only(prod, "AWS::SNS::Topic")
+    alarms = prod.resources("AWS::CloudWatch::Alarm")
+
+    assert alarms
+    for name, alarm in alarms.items():
+        assert {"Ref": topic_id} in alarm["Properties"]["AlarmActions"], name
+
+
+def functions_of(synth: Synthesized) -> dict[str, dict[str, Any]]:
+    return {k: v["Properties"] for k, v in synth.resources("AWS::Lambda::Function").items()}
+
+
+def alarm_namespaces(synth: Synthesized) -> set[str]:
+    """Every custom (not AWS/...) namespace an alarm of the stack reads."""
+    found: set[str] = set()
+    for alarm in synth.resources("AWS::CloudWatch::Alarm").values():
+        props = alarm["Properties"]
+        stats = [m["MetricStat"]["Metric"] for m in props.get("Metrics", []) if "MetricStat" in m]
+        found |= {m.get("Namespace") for m in [*stats, props]} - {None}
+    return {n for n in found if not n.startswith("AWS/")}
+
+
+def test_each_stage_publishes_and_alarms_on_its_own_metrics(
+    prod: Synthesized, dev_with_waf: Synthesized
+) -> None:
+    # Given a prod and a dev stack in one account and region
+    published = {
+        stage: {f["Environment"]["Variables"]["POWERTOOLS_METRICS_NAMESPACE"] for f in fs}
+        for stage, fs in (
+            ("prod", functions_of(prod).values()),
+            ("dev", functions_of(dev_with_waf).values()),
+        )
+    }
+
+    # Then each stage's functions publish under one namespace, and its alarms read only that
+    assert published == {"prod": {"Umavez/prod"}, "dev": {"Umavez/dev"}}
+    assert alarm_namespaces(prod) == {"Umavez/prod"}
+    assert alarm_namespaces(dev_with_waf) == {"Umavez/dev"}
+
+
+def test_a_function_publishes_under_the_namespace_its_stack_gives_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a function deployed by the dev stage
+    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "Umavez/dev")
+
+    # When it creates its Powertools objects
+    _, _, metrics = powertools("process")
+
+    # Then its metrics go to that stage's namespace, where the stage's alarms read
+    assert metrics.namespace == "Umavez/dev"
+
+
+# Properties that give a resource a fixed physical name: a second resource of that name in the
+# account and region (one a failed create kept) makes the create fail with "already exists".
+FIXED_NAMES = {
+    "AWS::SecretsManager::Secret": "Name",
+    "AWS::SQS::Queue": "QueueName",
+    "AWS::DynamoDB::GlobalTable": "TableName",
+    "AWS::Logs::LogGroup": "LogGroupName",
+    "AWS::Events::EventBus": "Name",
+    "AWS::KMS::Alias": "AliasName",
+}
+
+
+def test_a_failed_first_deploy_leaves_no_named_resource_behind(prod: Synthesized) -> None:
+    # Given every resource the prod stack keeps when the stack is deleted
+    resources = prod.template.to_json()["Resources"]
+    kept = {k: r for k, r in resources.items() if r.get("DeletionPolicy", "Delete") != "Delete"}
+    assert kept
+
+    for logical_id, resource in kept.items():
+        named = FIXED_NAMES.get(resource["Type"]) in resource.get("Properties", {})
+        # Then a named one is removed when the create that made it rolls back (a retry of
+        # the first deploy could not create it again), and kept on delete and replacement
+        if named:
+            assert resource["DeletionPolicy"] == "RetainExceptOnCreate", logical_id
+        assert resource["UpdateReplacePolicy"] == "Retain", logical_id
+        # And only the deletion-protected tables (which a rollback could not delete) are kept
+        # even then; they have generated names, so a retry creates new ones
+        if resource["DeletionPolicy"] == "Retain":
+            assert resource["Type"] == "AWS::DynamoDB::GlobalTable", logical_id
+            [replica] = resource["Properties"]["Replicas"]
+            assert replica["DeletionProtectionEnabled"] is True
+            assert not named, logical_id
+    names = {r["Properties"].get("Name") for r in kept.values()}
+    assert "umavez/prod/stripe/webhook" in names  # the secrets are among them
