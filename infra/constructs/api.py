@@ -112,11 +112,15 @@ class WebhookApi(Construct):
         # One log group whichever the type: switching keeps the earlier lines.
         access_logs = retained_log_group(self, "AccessLogs", retain_logs)
         self.api: apigateway.RestApi | apigwv2.HttpApi
+        # The stack's own name: the REST alarms read API Gateway's metrics by `ApiName`, so a
+        # name shared with any other API of the account (the construct's default "Api") would
+        # mix its requests and errors into this stack's alarms.
+        self.name = f"{cdk.Stack.of(self).stack_name}-webhooks"
         if api_type is ApiType.REST:
             self.api = self._rest_api(ingest, access_logs, traced=xray_sampling > 0)
             base_url = self.api.url
             if xray_sampling > 0:
-                self._sampling_rule(xray_sampling)
+                self._sampling_rule(xray_sampling, self.api)
             if waf:
                 self._add_waf(self.api, provider_ip_allow_list)
         else:
@@ -124,23 +128,27 @@ class WebhookApi(Construct):
             base_url = f"{stage.url}/"  # a REST API's url ends with "/", an HTTP stage's not
         self.urls = {p: f"{base_url}webhooks/{p}" for p in providers}
 
-    def _sampling_rule(self, rate: float) -> None:
+    def _sampling_rule(self, rate: float, api: apigateway.RestApi) -> None:
         """The share of webhooks the REST stage traces (ingest and process continue its
-        decision). No reservoir: a fixed share, not a trace a second on top of it."""
+        decision). No reservoir: a fixed share, not a trace a second on top of it.
+
+        Sampling rules are the account's, not the stack's: the rule matches this stage alone
+        (its service name `{api name}/{stage}` and its ARN), never another service's requests.
+        The stage has one route, so any path of it is a webhook."""
         xray.CfnSamplingRule(
             self,
             "Sampling",
             sampling_rule=xray.CfnSamplingRule.SamplingRuleProperty(
-                rule_name=f"{cdk.Stack.of(self).stack_name}-webhooks"[:32],
+                rule_name=self.name[:32],
                 priority=100,
                 fixed_rate=rate,
                 reservoir_size=0,
-                service_name="*",
+                service_name=f"{self.name}/{STAGE}",
                 service_type="AWS::ApiGateway::Stage",
                 host="*",
                 http_method="POST",
-                url_path="/webhooks/*",
-                resource_arn="*",
+                url_path="*",
+                resource_arn=api.deployment_stage.stage_arn,
                 version=1,
             ),
         )
@@ -151,6 +159,7 @@ class WebhookApi(Construct):
         api = apigateway.RestApi(
             self,
             "Api",
+            rest_api_name=self.name,
             description="umavez: payment-provider webhooks",
             endpoint_types=[apigateway.EndpointType.REGIONAL],
             # Every body reaches ingest base64-encoded, byte for byte: signatures are over bytes.
@@ -192,6 +201,7 @@ class WebhookApi(Construct):
         api = apigwv2.HttpApi(
             self,
             "HttpApi",
+            api_name=self.name,
             description="umavez: payment-provider webhooks",
             create_default_stage=False,
         )

@@ -183,3 +183,41 @@ def test_a_failed_first_deploy_leaves_no_named_resource_behind(prod: Synthesized
             assert not named, logical_id
     names = {r["Properties"].get("Name") for r in kept.values()}
     assert "umavez/prod/stripe/webhook" in names  # the secrets are among them
+
+
+def test_each_api_is_named_for_its_stack_and_its_alarms_read_that_name(
+    prod: Synthesized, dev_with_waf: Synthesized
+) -> None:
+    # Given both API types (prod: HTTP, dev_with_waf: REST), each deployed as "Umavez-test"
+    [(_, http_api)] = prod.resources("AWS::ApiGatewayV2::Api").items()
+    [(_, rest_api)] = dev_with_waf.resources("AWS::ApiGateway::RestApi").items()
+
+    # Then neither carries a name another API of the account may share ("Api", "HttpApi")
+    assert http_api["Properties"]["Name"] == "Umavez-test-webhooks"
+    assert rest_api["Properties"]["Name"] == "Umavez-test-webhooks"
+    # And the REST alarms, which select API Gateway's metrics by name, select this one only
+    for alarm in dev_with_waf.resources("AWS::CloudWatch::Alarm").values():
+        props = alarm["Properties"]
+        stats = [m["MetricStat"]["Metric"] for m in props.get("Metrics", []) if "MetricStat" in m]
+        for metric in [*stats, props]:
+            if metric.get("Namespace") == "AWS/ApiGateway":
+                assert {"Name": "ApiName", "Value": "Umavez-test-webhooks"} in metric["Dimensions"]
+
+
+def test_the_sampling_rule_matches_this_stage_alone(dev_with_waf: Synthesized) -> None:
+    # Given the REST stack's X-Ray sampling rule (rules are the account's, not the stack's)
+    [rule] = dev_with_waf.resources("AWS::XRay::SamplingRule").values()
+    props = rule["Properties"]["SamplingRule"]
+    [(api_id, _)] = dev_with_waf.resources("AWS::ApiGateway::RestApi").items()
+    [(stage_id, _)] = dev_with_waf.resources("AWS::ApiGateway::Stage").items()
+    resolver = Resolver(physical={api_id: "a1b2c3d4e5", stage_id: "live"})
+
+    # Then it names this API's stage by X-Ray's service name and by its ARN, not "*"
+    assert props["ServiceName"] == "Umavez-test-webhooks/live"
+    assert props["ServiceType"] == "AWS::ApiGateway::Stage"
+    assert resolver.resolve(props["ResourceARN"]) == (
+        f"arn:{PARTITION}:apigateway:{REGION}::/restapis/a1b2c3d4e5/stages/live"
+    )
+    # And any path of that stage (its one route, whatever prefix the stage adds) is sampled
+    assert props["URLPath"] == "*"
+    assert props["HTTPMethod"] == "POST"
