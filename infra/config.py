@@ -34,6 +34,9 @@ WAF_NEEDS_REST: Final = (
 )
 
 
+# What AWS accepts as an SQS event source mapping's MaximumConcurrency.
+PROCESS_MAX_CONCURRENCY_RANGE: Final = (2, 1000)
+
 # 1% of webhooks: a trace a second at 100 webhooks/s, $0.05 per million events recorded.
 DEFAULT_XRAY_SAMPLING: Final = 0.01
 
@@ -73,9 +76,15 @@ class StackConfig:
             raise ConfigError(WAF_NEEDS_REST)
         if not 0 <= self.xray_sampling <= 1:
             raise ConfigError(f"xraySampling must be between 0 and 1, not {self.xray_sampling}")
-        for name in ("retention_days", "outbox_give_up_hours", "process_max_concurrency"):
+        for name in ("retention_days", "outbox_give_up_hours"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive, not {getattr(self, name)}")
+        low, high = PROCESS_MAX_CONCURRENCY_RANGE
+        if not low <= self.process_max_concurrency <= high:
+            raise ConfigError(
+                f"processMaxConcurrency must be from {low} to {high} (the range AWS accepts for"
+                f" an SQS event source's maximum concurrency), not {self.process_max_concurrency}"
+            )
 
     @property
     def retain_data(self) -> bool:
@@ -97,7 +106,12 @@ class StackConfig:
 
         def number(name: str, default: int) -> int:
             value = get(name)
-            return default if value is None else int(value)
+            if value is None:
+                return default
+            try:
+                return int(value)
+            except ValueError as exc:
+                raise ConfigError(f"{name} must be a whole number, not {value!r}") from exc
 
         if get("powertoolsLayerVersion") is not None:
             raise ConfigError(

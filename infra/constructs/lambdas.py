@@ -88,6 +88,10 @@ class FunctionSpec:
     # "Active": Lambda starts a trace for an invocation nobody upstream sampled (at AWS's
     # fixed 1 a second plus 5%); "PassThrough": only continues a trace its caller sampled.
     tracing: str = "Active"
+    # A function run by a schedule: how often. Its failed or timed-out run is not retried by
+    # Lambda (the async default is two more tries, which overlap the next scheduled run), and
+    # a run Lambda could not start (throttled) is dropped once the next one is due.
+    scheduled_every: cdk.Duration | None = None
 
     @property
     def handler(self) -> str:
@@ -150,6 +154,8 @@ class UmavezFunction(Construct):
             application_log_level_v2=lambda_.ApplicationLogLevel.INFO,
             log_group=self.log_group,
             layers=[layer],
+            retry_attempts=0 if spec.scheduled_every else None,
+            max_event_age=spec.scheduled_every,
             environment={
                 "POWERTOOLS_SERVICE_NAME": spec.name,
                 METRICS_NAMESPACE_ENV: metrics_namespace,

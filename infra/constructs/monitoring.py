@@ -285,10 +285,27 @@ class Monitoring(Construct):
             "ReconciliationMismatches",
             "The books do not balance or notifications are stuck",
             self._app_metric("reconciliation", "reconciliation_mismatches", HOUR),
-            # Missing data means the hourly check did not run: that is an alarm too.
-            missing=cloudwatch.TreatMissingData.BREACHING,
+            # An hour without a run is ReconciliationStopped's to say: read as breaching here,
+            # it paged within the hour after every first deploy, before the first run.
+            missing=cloudwatch.TreatMissingData.NOT_BREACHING,
             periods=2,
         )
+        # Every run publishes one `reconciliation_mismatches` datapoint, 0 included. Two hours
+        # without one leave the alarm with no data: INSUFFICIENT_DATA, and that transition
+        # notifies. A new alarm starts in INSUFFICIENT_DATA, so the hours before the first run
+        # of a new stack notify nobody; a run that happens but publishes 0 samples is ALARM.
+        stopped = self._alarm(
+            "ReconciliationStopped",
+            "The hourly books check has not run for 2 hours",
+            self._app_metric(
+                "reconciliation", "reconciliation_mismatches", HOUR, statistic="SampleCount"
+            ),
+            threshold=1,
+            comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+            missing=cloudwatch.TreatMissingData.MISSING,
+            periods=2,
+        )
+        stopped.add_insufficient_data_action(actions.SnsAction(self.topic))
         self._alarm(
             "DeadOutboxItems",
             "Notifications given up: still failing outboxGiveUpHours after they were written",
@@ -320,20 +337,24 @@ class Monitoring(Construct):
         threshold: float = 0,
         missing: cloudwatch.TreatMissingData = cloudwatch.TreatMissingData.NOT_BREACHING,
         periods: int = 1,
-    ) -> None:
+        comparison: cloudwatch.ComparisonOperator = (
+            cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD
+        ),
+    ) -> cloudwatch.Alarm:
         alarm = cloudwatch.Alarm(
             self,
             name,
             alarm_description=description,
             metric=metric,
             threshold=threshold,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            comparison_operator=comparison,
             evaluation_periods=periods,
             datapoints_to_alarm=periods,
             treat_missing_data=missing,
         )
         alarm.add_alarm_action(actions.SnsAction(self.topic))
         self.alarms[name] = alarm
+        return alarm
 
     @staticmethod
     def _functions(p: Pipeline) -> Sequence[tuple[str, lambda_.IFunction]]:

@@ -132,6 +132,7 @@ class Pipeline(Construct):
             "Waiting",
             FunctionSpec(
                 name="waiting",
+                scheduled_every=WAITING_EVERY,
                 description="Re-drives deliveries whose order is now bound; unmatched after 3 days",
                 timeout=cdk.Duration.minutes(2),
                 environment={
@@ -217,6 +218,7 @@ class Pipeline(Construct):
             "Sweeper",
             FunctionSpec(
                 name="sweeper",
+                scheduled_every=SWEEP_EVERY,
                 description="Re-drives outbox items the stream did not finish",
                 timeout=cdk.Duration.minutes(2),
                 environment={
@@ -249,6 +251,7 @@ class Pipeline(Construct):
             "Reconciliation",
             FunctionSpec(
                 name="reconciliation",
+                scheduled_every=RECONCILE_EVERY,
                 description="Proves the books balance and nothing is stuck",
                 memory_mb=1024,
                 timeout=cdk.Duration.minutes(10),

@@ -68,7 +68,6 @@ class Storage(Construct):
                     ),
                     projection_type=dynamodb.ProjectionType.KEYS_ONLY,
                 ),
-                *([_retired_changes_index()] if keep_changes_index else []),
             ],
             time_to_live_attribute=tables.EXPIRES_AT,
             billing=dynamodb.Billing.on_demand(),

@@ -3,11 +3,14 @@ names that collide, rollbacks, timeouts, retries and quotas, read from the synth
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from functions.shared import tables
 from functions.shared.observability import powertools
+from infra.config import ConfigError, StackConfig
 from tests.infra.conftest import Synthesized
 from tests.support.aws_policies import (
     ACCOUNT,
@@ -221,3 +224,99 @@ def test_the_sampling_rule_matches_this_stage_alone(dev_with_waf: Synthesized) -
     # And any path of that stage (its one route, whatever prefix the stage adds) is sampled
     assert props["URLPath"] == "*"
     assert props["HTTPMethod"] == "POST"
+
+
+def test_a_new_stack_pages_nobody_before_its_first_books_check_yet_a_stopped_one_does(
+    prod: Synthesized,
+) -> None:
+    # Given the two alarms on the hourly books check (a new stack has had no run yet)
+    alarms = {
+        name: prod.template.to_json()["Resources"][
+            prod.stack.resolve(alarm.node.default_child.logical_id)  # type: ignore[union-attr]
+        ]["Properties"]
+        for name, alarm in prod.stack.monitoring.alarms.items()
+        if name.startswith("Reconciliation")
+    }
+    topic_id, _ = only(prod, "AWS::SNS::Topic")
+    mismatches, stopped = alarms["ReconciliationMismatches"], alarms["ReconciliationStopped"]
+
+    # Then hours with no run never breach the mismatch alarm (it paged before the first run)
+    assert mismatches["TreatMissingData"] == "notBreaching"
+    # And two hours with no run leave the stopped alarm without data: a new alarm starts there
+    # (no transition, no page), a stack whose runs stopped moves there from OK, and that
+    # transition notifies the topic
+    assert stopped["TreatMissingData"] == "missing"
+    assert stopped["Statistic"] == "SampleCount"
+    assert (stopped["EvaluationPeriods"], stopped["Period"]) == (2, 3600)
+    assert stopped["InsufficientDataActions"] == [{"Ref": topic_id}]
+    assert stopped["AlarmActions"] == [{"Ref": topic_id}]
+    assert (stopped["ComparisonOperator"], stopped["Threshold"]) == ("LessThanThreshold", 1)
+
+
+def test_keeping_the_retired_index_touches_the_ledger_only(
+    synth_for: Callable[[StackConfig], Synthesized],
+) -> None:
+    # Given an upgrade that keeps the ledger's retired `changes` index for one deploy
+    upgrading = synth_for(
+        StackConfig(stage="dev", keep_changes_index=True, allow_no_alarm_subscription=True)
+    )
+
+    # Then the outbox table, which never had that index, keeps only its own: an upgrade
+    # would otherwise build an empty index and drop it on the next deploy
+    indexes = {
+        logical_id: [i["IndexName"] for i in table["Properties"]["GlobalSecondaryIndexes"]]
+        for logical_id, table in upgrading.resources("AWS::DynamoDB::GlobalTable").items()
+    }
+    [outbox] = [names for logical_id, names in indexes.items() if "Outbox" in logical_id]
+    assert outbox == [tables.OUTBOX_DUE_INDEX]
+
+
+def test_scheduled_runs_are_never_retried_into_the_next_one(prod: Synthesized) -> None:
+    # Given the functions a schedule runs, and each schedule's interval
+    functions = prod.resources("AWS::Lambda::Function")
+    every = {
+        rule["Properties"]["Targets"][0]["Arn"]["Fn::GetAtt"][0]: rule["Properties"][
+            "ScheduleExpression"
+        ]
+        for rule in prod.resources("AWS::Events::Rule").values()
+    }
+    invoke_configs = {
+        c["Properties"]["FunctionName"]["Ref"]: c["Properties"]
+        for c in prod.resources("AWS::Lambda::EventInvokeConfig").values()
+    }
+    seconds = {"rate(5 minutes)": 300, "rate(1 hour)": 3600}
+
+    assert len(every) == 3
+    for function_id, schedule in every.items():
+        assert function_id in functions
+        config = invoke_configs[function_id]
+        # Then a failed or timed-out run is not retried by Lambda (its async default is two more
+        # tries, overlapping the next run), and a run that could not start is dropped once the
+        # next one is due
+        assert config["MaximumRetryAttempts"] == 0, function_id
+        assert config["MaximumEventAgeInSeconds"] == seconds[schedule], function_id
+    # And nothing else is invoked asynchronously: no other function has the setting
+    assert set(invoke_configs) == set(every)
+
+
+@pytest.mark.parametrize("concurrency", ["0", "1", "1001", "-5"])
+def test_a_process_concurrency_aws_refuses_is_refused_by_the_config(concurrency: str) -> None:
+    # Given a maximum concurrency outside what AWS accepts for an SQS event source (2 to 1000)
+    context = {"stage": "dev", "processMaxConcurrency": concurrency}
+
+    # Then the config refuses it with the range, before CDK or CloudFormation would
+    with pytest.raises(ConfigError, match="processMaxConcurrency must be from 2 to 1000"):
+        StackConfig.from_context(context.get)
+
+
+def test_process_concurrency_at_the_bounds_aws_accepts_is_taken() -> None:
+    for concurrency in ("2", "1000"):
+        config = StackConfig.from_context(
+            {"stage": "dev", "processMaxConcurrency": concurrency}.get
+        )
+        assert config.process_max_concurrency == int(concurrency)
+
+
+def test_a_number_that_is_not_one_is_refused_with_its_name() -> None:
+    with pytest.raises(ConfigError, match="retentionDays must be a whole number, not 'ninety'"):
+        StackConfig.from_context({"stage": "dev", "retentionDays": "ninety"}.get)
