@@ -17,6 +17,10 @@ LAMBDA_PACKAGES: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
     "reconciliation": ("functions.reconcile.handler.lambda_handler", ("shared", "reconcile")),
 }
 MAX_RECEIVE_COUNT: Final = 5
+# SQS's largest (1 MiB). A message's size counts its attributes too: at the old 256 KiB default,
+# a body ingest accepts (up to 256 KiB) with its attributes was refused, and ingest answered 503
+# to every retry of it. The dead-letter queue takes the same, or a redrive into it would fail.
+WEBHOOK_MESSAGE_MAX_BYTES: Final = 1024 * 1024
 PROCESS_TIMEOUT_SECONDS: Final = 30
 PROCESS_BATCH_SIZE: Final = 10
 OUTBOX_BATCH_SIZE: Final = 10

@@ -10,7 +10,7 @@ import boto3
 
 from functions.shared.tables import TableNames, create_table_requests
 from infra.config import PROVIDERS
-from infra.settings import MAX_RECEIVE_COUNT
+from infra.settings import MAX_RECEIVE_COUNT, WEBHOOK_MESSAGE_MAX_BYTES
 
 REGION = "us-east-1"
 # Documented development secrets: obviously fake, used only by the embedded stack and `send`.
@@ -119,11 +119,15 @@ def provision(endpoint_url: str, names: TableNames | None = None) -> LocalResour
     for request in create_table_requests(names):
         dynamodb.create_table(**request)
     sqs = client("sqs", endpoint_url)
-    dead_letter_url = sqs.create_queue(QueueName=DEAD_LETTER_QUEUE_NAME)["QueueUrl"]
+    sized = {"MaximumMessageSize": str(WEBHOOK_MESSAGE_MAX_BYTES)}
+    dead_letter_url = sqs.create_queue(QueueName=DEAD_LETTER_QUEUE_NAME, Attributes=sized)[
+        "QueueUrl"
+    ]
     dead_letter_arn = _arn(sqs, dead_letter_url)
     queue_url = sqs.create_queue(
         QueueName=WEBHOOK_QUEUE_NAME,
         Attributes={
+            **sized,
             "VisibilityTimeout": str(LOCAL_VISIBILITY_TIMEOUT_SECONDS),
             "RedrivePolicy": json.dumps(
                 {"deadLetterTargetArn": dead_letter_arn, "maxReceiveCount": MAX_RECEIVE_COUNT}

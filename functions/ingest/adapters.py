@@ -70,6 +70,15 @@ def _message_attributes(attributes: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
+def sqs_message_bytes(body: str, attributes: Mapping[str, str]) -> int:
+    """A message's size as SQS holds it to the queue's MaximumMessageSize: the body's bytes
+    plus each attribute's name, data type and value."""
+    return len(body.encode()) + sum(
+        len(name.encode()) + len("String") + len(value.encode())
+        for name, value in attributes.items()
+    )
+
+
 def _batches(
     messages: Sequence[tuple[str, Mapping[str, str]]],
 ) -> Iterator[list[tuple[str, Mapping[str, str]]]]:
@@ -80,10 +89,7 @@ def _batches(
     chunk: list[tuple[str, Mapping[str, str]]] = []
     size = 0
     for body, attributes in messages:
-        weight = len(body.encode()) + sum(
-            len(name.encode()) + len("String") + len(value.encode())
-            for name, value in attributes.items()
-        )
+        weight = sqs_message_bytes(body, attributes)
         if chunk and (len(chunk) == BATCH_ENTRIES or size + weight > BATCH_BYTES):
             yield chunk
             chunk, size = [], 0

@@ -99,8 +99,8 @@ class WebhookIngest:
             request.body.decode("utf-8"),
             {
                 "provider": request.provider,
-                "event_id": _attribute(envelope.event_id),
-                "event_type": _attribute(envelope.event_type),
+                "event_id": queue_attribute(envelope.event_id),
+                "event_type": queue_attribute(envelope.event_type),
             },
         )
         return Accepted(request.provider, envelope, message_id)
@@ -120,7 +120,7 @@ def _json_object(body: bytes) -> Mapping[str, Any]:
     return payload
 
 
-def _attribute(value: str) -> str:
+def queue_attribute(value: str) -> str:
     """SQS attributes are informative here; keep them short and printable so a send never fails."""
     printable = "".join(ch if ch.isprintable() else "?" for ch in value)
     return printable[:256] or "?"

@@ -7,7 +7,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.removal import kept
-from infra.settings import MAX_RECEIVE_COUNT
+from infra.settings import MAX_RECEIVE_COUNT, WEBHOOK_MESSAGE_MAX_BYTES
 
 
 def secure_queue(scope: Construct, construct_id: str, **props: object) -> sqs.Queue:
@@ -44,6 +44,7 @@ class WebhookQueues(Construct):
             self,
             "DeadLetters",
             retention_period=cdk.Duration.days(14),
+            max_message_size_bytes=WEBHOOK_MESSAGE_MAX_BYTES,
             removal_policy=removal,
             redrive_allow_policy=sqs.RedriveAllowPolicy(
                 redrive_permission=sqs.RedrivePermission.BY_QUEUE,
@@ -58,6 +59,7 @@ class WebhookQueues(Construct):
             # AWS's rule for Lambda consumers: at least six times the function's timeout.
             visibility_timeout=self.visibility_timeout,
             retention_period=cdk.Duration.days(4),
+            max_message_size_bytes=WEBHOOK_MESSAGE_MAX_BYTES,
             removal_policy=removal,
             dead_letter_queue=sqs.DeadLetterQueue(
                 queue=self.dead_letters, max_receive_count=MAX_RECEIVE_COUNT

@@ -8,9 +8,11 @@ from typing import Any
 
 import pytest
 
+from functions.ingest.adapters import sqs_message_bytes
+from functions.ingest.service import MAX_BODY_BYTES, queue_attribute
 from functions.shared import tables
 from functions.shared.observability import powertools
-from infra.config import ConfigError, StackConfig
+from infra.config import PROVIDERS, ConfigError, StackConfig
 from tests.infra.conftest import Synthesized
 from tests.support.aws_policies import (
     ACCOUNT,
@@ -320,3 +322,35 @@ def test_process_concurrency_at_the_bounds_aws_accepts_is_taken() -> None:
 def test_a_number_that_is_not_one_is_refused_with_its_name() -> None:
     with pytest.raises(ConfigError, match="retentionDays must be a whole number, not 'ninety'"):
         StackConfig.from_context({"stage": "dev", "retentionDays": "ninety"}.get)
+
+
+def queue_named(synth: Synthesized, part: str) -> dict[str, Any]:
+    [queue] = [q for k, q in synth.resources("AWS::SQS::Queue").items() if part in k]
+    return queue["Properties"]  # type: ignore[no-any-return]
+
+
+# SQS's default MaximumMessageSize when a queue names none: the limit a queue made before
+# SQS raised its maximum keeps, and the one the issue found ingest's largest body refused at.
+SQS_DEFAULT_MAX_BYTES = 256 * 1024
+
+
+def test_the_largest_body_ingest_accepts_fits_the_queues_with_its_attributes(
+    prod: Synthesized,
+) -> None:
+    # Given the largest message ingest may send: a body at its cap, and attributes at theirs
+    # (the longest provider name; an event id and type of 256 four-byte characters, the most
+    # ingest keeps of each)
+    body = "x" * MAX_BODY_BYTES
+    longest = "\U0001f4b8" * 1000
+    attributes = {
+        "provider": max(PROVIDERS, key=len),
+        "event_id": queue_attribute(longest),
+        "event_type": queue_attribute(longest),
+    }
+    size = sqs_message_bytes(body, attributes)
+    assert size > SQS_DEFAULT_MAX_BYTES  # what the old default refused (moto counts no attribute)
+
+    # Then the webhook queue and its dead-letter queue hold it as SQS counts it
+    for part in ("QueuesWebhooks", "QueuesDeadLetters"):
+        limit = queue_named(prod, part).get("MaximumMessageSize", SQS_DEFAULT_MAX_BYTES)
+        assert size <= limit, part
