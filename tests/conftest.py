@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import boto3
 import pytest
+from aws_lambda_powertools import Metrics
 from moto import mock_aws
 
 from functions.process.service import EffectProcessor
@@ -36,6 +37,29 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 TABLES = TableNames(ledger="test-ledger", outbox="test-outbox")
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
+    """Tests run in random order (pytest-randomly). `make test` runs quietly, without the header
+    that names the seed: it is said at the end, where a failure is read, so that order can be
+    run again. Nothing is said when the plugin is off (`-p no:randomly`)."""
+    seed = config.getoption("randomly_seed", default=None)
+    if seed is not None and config.getoption("randomly_reorganize", default=False):
+        terminalreporter.write_line(f"tests ran in random order; --randomly-seed={seed} repeats it")
+
+
+@pytest.fixture(autouse=True)
+def _no_metrics_left_over() -> Iterator[None]:
+    """Powertools keeps one metric set for every `Metrics` of the process, and only a handler's
+    `log_metrics` prints and empties it: what a test counted by calling a function's code
+    directly (`handle_message`, `respond`) would be printed by the next test's handler. Each
+    test starts and ends with the set empty, whatever ran before it."""
+    shared = Metrics()
+    shared.clear_metrics()
+    yield
+    shared.clear_metrics()
 
 
 @pytest.fixture
