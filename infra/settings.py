@@ -22,6 +22,11 @@ MAX_RECEIVE_COUNT: Final = 5
 # to every retry of it. The dead-letter queue takes the same, or a redrive into it would fail.
 WEBHOOK_MESSAGE_MAX_BYTES: Final = 1024 * 1024
 PROCESS_TIMEOUT_SECONDS: Final = 30
+# The senders start an item only while its worst case (functions/outbox/budget.py, ~40 s with
+# every sink at its timeouts) fits in what is left: these leave room for many items and one
+# slow one. The sweeper's run ends before the next is due (every 5 minutes).
+OUTBOX_TIMEOUT_SECONDS: Final = 120
+SWEEPER_TIMEOUT_SECONDS: Final = 240
 PROCESS_BATCH_SIZE: Final = 10
 OUTBOX_BATCH_SIZE: Final = 10
 OUTBOX_RETRY_ATTEMPTS: Final = 3

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from typing import Final
+
+from infra.settings import OUTBOX_TIMEOUT_SECONDS, SWEEPER_TIMEOUT_SECONDS
 
 
 @dataclass
@@ -17,4 +20,12 @@ class LambdaContext:
         return f"arn:aws:lambda:us-east-1:000000000000:function:{self.function_name}"
 
     def get_remaining_time_in_millis(self) -> int:
-        return 30_000
+        """The function's whole timeout, as at an invocation's start (local runs never near
+        it): the senders start an item only while its worst case fits."""
+        return LOCAL_TIMEOUTS_MS.get(self.function_name, 30_000)
+
+
+LOCAL_TIMEOUTS_MS: Final = {
+    "umavez-outbox": OUTBOX_TIMEOUT_SECONDS * 1000,
+    "umavez-sweeper": SWEEPER_TIMEOUT_SECONDS * 1000,
+}

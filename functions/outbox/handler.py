@@ -6,7 +6,8 @@ index and the sweeper owns its schedule. Failing the record would only make the 
 within seconds (into the backoff, or past the outage's start). An error the sender did not
 handle parks the item in the due index the same way; only when even that write fails does
 the record fail, so the stream retries it (and, once it gives up, the sweeper parks it from
-the on-failure queue).
+the on-failure queue). An item starts only while its worst case fits in the time left
+(functions/outbox/budget.py): a timeout mid-item would send it again.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from functions.outbox.budget import only_within_budget
 from functions.outbox.sender import OutboxSender, SendResult
 from functions.outbox.wiring import sender_from_env
 from functions.shared.observability import powertools, with_request_id
@@ -77,6 +79,17 @@ def record_handler(record: DynamoDBRecord) -> SendResult | None:
     return handle_record(record, outbox_sender())
 
 
+def _handed_back(record: DynamoDBRecord, left_ms: int) -> None:
+    metrics.add_metric(name="outbox_cut_short", unit=MetricUnit.Count, value=1)
+    logger.warning(
+        "too little time left for an item; handed back to the stream unstarted",
+        extra={
+            "sequence_number": record.dynamodb and record.dynamodb.sequence_number,
+            "remaining_ms": left_ms,
+        },
+    )
+
+
 @with_request_id(logger)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
@@ -85,8 +98,10 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     batch = BatchProcessor(
         event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False
     )
+    # A record failed unstarted is retried by the stream from it (partial batch response).
+    handle = only_within_budget(record_handler, context.get_remaining_time_in_millis, _handed_back)
     return dict(
         process_partial_response(
-            event=event, record_handler=record_handler, processor=batch, context=context
+            event=event, record_handler=handle, processor=batch, context=context
         )
     )

@@ -17,6 +17,9 @@ if TYPE_CHECKING:
 # An item the sender raised on (a bug, a crash of one channel): counted, and left as it is;
 # if it was claimed, its lease runs out and a later sweep re-drives it.
 SWEEP_ERROR: Final = "error"
+# The sweep stopped before an item because too little time was left for one: the items not
+# reached stay due, for the next sweep.
+SWEEP_CUT_SHORT: Final = "cut_short"
 
 OnError = Callable[[str, Exception], None]
 
@@ -44,15 +47,20 @@ class Sweeper:
         self._max_items = max_items
         self._on_error = on_error
 
-    def sweep(self) -> Counter[str]:
-        """Counts of what happened to each due item, by SendResult value (or SWEEP_ERROR).
+    def sweep(self, has_time: Callable[[], bool] = lambda: True) -> Counter[str]:
+        """Counts of what happened to each due item, by SendResult value (or SWEEP_ERROR, and
+        SWEEP_CUT_SHORT once if it stopped for time).
 
         One bad item never stops the sweep: whatever it raises is reported through on_error
         (called inside the except block, so a logger can record the traceback) and the sweep
-        goes on with the next one.
+        goes on with the next one. `has_time` is asked before each item: a timeout mid-item
+        would leave its sends unrecorded, and the item is sent again when its lease ends.
         """
         results: Counter[str] = Counter()
         for outbox_id in self._due_items():
+            if not has_time():
+                results[SWEEP_CUT_SHORT] += 1
+                break
             try:
                 sent = self._sender.deliver(outbox_id, only_if_due=True)
             except Exception as exc:  # noqa: BLE001 - reported, and the lease re-drives it

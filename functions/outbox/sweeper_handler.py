@@ -14,9 +14,10 @@ import boto3
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from functions.outbox.budget import has_time_for_an_item
 from functions.outbox.sender import SendResult
 from functions.outbox.stranded import ALREADY_HANDLED, PARKED, UNREADABLE, StrandedItems
-from functions.outbox.sweeper import SWEEP_ERROR, Sweeper
+from functions.outbox.sweeper import SWEEP_CUT_SHORT, SWEEP_ERROR, Sweeper
 from functions.outbox.wiring import sender_from_env, sweep_grace_seconds
 from functions.shared.observability import powertools, with_request_id
 from functions.shared.tables import TableNames
@@ -76,8 +77,10 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, i
     except Exception:  # the sweep goes on; the messages stay on the (alarmed) queue
         metrics.add_metric(name="stranded_error", unit=MetricUnit.Count, value=1)
         logger.exception("could not park the items of the stream's on-failure queue")
-    results = sweeper().sweep()
-    for name in [*(result.value for result in SendResult), SWEEP_ERROR]:
+    results = sweeper().sweep(
+        has_time=lambda: has_time_for_an_item(context.get_remaining_time_in_millis)
+    )
+    for name in [*(result.value for result in SendResult), SWEEP_ERROR, SWEEP_CUT_SHORT]:
         metrics.add_metric(name=f"sweep_{name}", unit=MetricUnit.Count, value=results[name])
     if results[SendResult.DEAD.value] or results[SWEEP_ERROR]:
         logger.error("outbox items died or failed", extra={"results": dict(results)})

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 
 import boto3
 
+from functions.outbox.budget import HTTP_TIMEOUT_SECONDS, SEND_CLIENT_CONFIG
 from functions.outbox.channels import Channel, EventBridgeChannel, HttpChannel, SesEmailChannel
 from functions.outbox.sender import OutboxSender, SendPolicy
 from functions.shared import settings
@@ -23,13 +24,17 @@ from functions.shared.tables import TableNames
 
 
 def channels_from_env() -> list[Channel]:
+    # Every send bounded (functions/outbox/budget.py): an item's worst case is known.
     channels: list[Channel] = [
-        EventBridgeChannel(boto3.client("events"), os.environ.get("EVENT_BUS_NAME", "default"))
+        EventBridgeChannel(
+            boto3.client("events", config=SEND_CLIENT_CONFIG),
+            os.environ.get("EVENT_BUS_NAME", "default"),
+        )
     ]
     if sender := os.environ.get("EMAIL_SENDER"):
-        channels.append(SesEmailChannel(boto3.client("sesv2"), sender))
+        channels.append(SesEmailChannel(boto3.client("sesv2", config=SEND_CLIENT_CONFIG), sender))
     if url := os.environ.get("NOTIFY_URL"):
-        channels.append(HttpChannel(url))
+        channels.append(HttpChannel(url, timeout_seconds=HTTP_TIMEOUT_SECONDS))
     return channels
 
 

@@ -179,6 +179,7 @@ class Pipeline(Construct):
             FunctionSpec(
                 name="outbox",
                 description="Sends each new outbox item once, keyed by its id",
+                timeout=cdk.Duration.seconds(settings.OUTBOX_TIMEOUT_SECONDS),
                 environment=sender_env,
             ),
         )
@@ -220,7 +221,7 @@ class Pipeline(Construct):
                 name="sweeper",
                 scheduled_every=SWEEP_EVERY,
                 description="Re-drives outbox items the stream did not finish",
-                timeout=cdk.Duration.minutes(2),
+                timeout=cdk.Duration.seconds(settings.SWEEPER_TIMEOUT_SECONDS),
                 environment={
                     **sender_env,
                     "OUTBOX_FAILURES_QUEUE_URL": self.outbox_failures.queue_url,

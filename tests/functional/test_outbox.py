@@ -13,11 +13,19 @@ import pytest
 from botocore.exceptions import ClientError
 
 from functions.outbox import handler, sweeper_handler
+from functions.outbox.budget import (
+    HTTP_TIMEOUT_SECONDS,
+    ITEM_RESERVE_MS,
+    SEND_CONNECT_TIMEOUT_SECONDS,
+    SEND_MAX_ATTEMPTS,
+    SEND_READ_TIMEOUT_SECONDS,
+    item_worst_case_seconds,
+)
 from functions.outbox.channels import Channel, EventBridgeChannel, SesEmailChannel
 from functions.outbox.sender import OutboxSender, SendPolicy, SendResult
 from functions.outbox.stranded import StrandedItems
 from functions.outbox.sweeper import Sweeper
-from functions.outbox.wiring import policy_from_env
+from functions.outbox.wiring import channels_from_env, policy_from_env
 from functions.shared import tables
 from functions.shared.outbox import OutboxItem, outbox_id_for
 from infra.settings import OUTBOX_RETRY_ATTEMPTS
@@ -674,3 +682,93 @@ def test_the_sweep_goes_on_when_the_on_failure_queue_cannot_be_read(
     # Then the due item was still sent, once
     assert results["sent"] == 1
     assert sinks.events_by_key() == {outbox_id: 1}
+
+
+def time_left(*answers: int) -> Callable[[], int]:
+    """What the Lambda context says is left, call after call (the last answer repeats)."""
+    remaining = list(answers)
+    return lambda: remaining.pop(0) if len(remaining) > 1 else remaining[0]
+
+
+@pytest.mark.usefixtures("deployed_sender")
+def test_a_batch_starts_no_item_it_could_not_finish_and_the_stream_retry_sends_each_once(
+    world: World, sinks: Sinks, stream: StreamReader
+) -> None:
+    # Given three new items on the stream, and an invocation with room for one item only
+    ids = [paid_order(world)[1] for _ in range(3)]
+    records = [r for r in stream.new_records() if r["eventName"] == "INSERT"]
+    short = FakeLambdaContext(remaining_ms=time_left(ITEM_RESERVE_MS, ITEM_RESERVE_MS - 1))
+
+    # When the outbox Lambda runs the batch
+    response = handler.lambda_handler(stream_event(records), short)
+
+    # Then the first item was sent and the others handed back unstarted: nothing of them was
+    # sent, so a timeout could not have left a send unrecorded
+    failed = [f["itemIdentifier"] for f in response["batchItemFailures"]]
+    sent_first = [i for i in ids if outbox_item(world, i)["status"] == "sent"]
+    assert len(sent_first) == 1
+    assert sinks.events_by_key() == {sent_first[0]: 1}
+    assert len(failed) == 2
+    assert all(outbox_item(world, i)["status"] == "pending" for i in ids if i not in sent_first)
+
+    # When the stream retries from the first record handed back, with time to spare
+    first_failed = min(
+        n for n, r in enumerate(records) if r["dynamodb"]["SequenceNumber"] in failed
+    )
+    retried = handler.lambda_handler(stream_event(records[first_failed:]), FakeLambdaContext())
+
+    # Then every item reached each sink exactly once
+    assert retried["batchItemFailures"] == []
+    assert sinks.events_by_key() == dict.fromkeys(ids, 1)
+    assert sinks.emails_by_key() == dict.fromkeys(ids, 1)
+
+
+def test_a_sweep_stops_before_an_item_it_could_not_finish_and_the_next_sends_the_rest(
+    world: World, sinks: Sinks, clock: FakeClock
+) -> None:
+    # Given three items the sweeper owns, due
+    ids = [paid_order(world)[1] for _ in range(3)]
+    for outbox_id in ids:
+        assert sender(world, clock, []).park(outbox_id, "the first try failed")
+    clock.advance(POLICY.backoff(1) + SWEEP_GRACE)
+    swept_sender = sender(world, clock, real_channels(sinks))
+    sweeper = Sweeper(world.dynamodb, TABLES.outbox, swept_sender, clock, SWEEP_GRACE)
+    answers = iter([True])
+
+    # When a sweep has time for one item only
+    first = sweeper.sweep(has_time=lambda: next(answers, False))
+
+    # Then it sent one, said it stopped, and left the others due and untouched
+    assert dict(first) == {"sent": 1, "cut_short": 1}
+    assert sum(sinks.events_by_key().values()) == 1
+    assert sorted(outbox_item(world, i)["status"] for i in ids) == ["pending", "pending", "sent"]
+
+    # When the next sweep runs with time enough
+    second = sweeper.sweep()
+
+    # Then the rest are sent: each item exactly once
+    assert dict(second) == {"sent": 2}
+    assert sinks.events_by_key() == dict.fromkeys(ids, 1)
+
+
+def test_every_send_is_bounded_so_an_items_worst_case_is_known(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given the senders' channels as the stack configures them
+    monkeypatch.setenv("EVENT_BUS_NAME", "umavez-bus")
+    monkeypatch.setenv("EMAIL_SENDER", EMAIL_SENDER)
+    monkeypatch.setenv("NOTIFY_URL", "http://127.0.0.1:9/notify")
+    channels = channels_from_env()
+
+    # Then the AWS clients time out and retry within the budget's figures, and the HTTP sink too
+    for channel in channels:
+        client = getattr(channel, "_client", None)
+        if client is not None:
+            config = client.meta.config
+            assert config.connect_timeout == SEND_CONNECT_TIMEOUT_SECONDS
+            assert config.read_timeout == SEND_READ_TIMEOUT_SECONDS
+            assert config.retries == {"total_max_attempts": SEND_MAX_ATTEMPTS, "mode": "standard"}
+    assert [c.name for c in channels] == ["eventbridge", "email", "http"]
+    assert getattr(channels[2], "_timeout") == HTTP_TIMEOUT_SECONDS  # noqa: B009
+    # And a sweeper's lease outlasts an item's worst case: no second sender takes it mid-send
+    assert policy_from_env({}).lease_seconds > item_worst_case_seconds()

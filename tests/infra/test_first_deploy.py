@@ -10,9 +10,11 @@ import pytest
 
 from functions.ingest.adapters import sqs_message_bytes
 from functions.ingest.service import MAX_BODY_BYTES, queue_attribute
+from functions.outbox.budget import ITEM_RESERVE_MS
 from functions.shared import tables
 from functions.shared.observability import powertools
 from infra.config import PROVIDERS, ConfigError, StackConfig
+from infra.settings import OUTBOX_BATCH_SIZE
 from tests.infra.conftest import Synthesized
 from tests.support.aws_policies import (
     ACCOUNT,
@@ -354,3 +356,23 @@ def test_the_largest_body_ingest_accepts_fits_the_queues_with_its_attributes(
     for part in ("QueuesWebhooks", "QueuesDeadLetters"):
         limit = queue_named(prod, part).get("MaximumMessageSize", SQS_DEFAULT_MAX_BYTES)
         assert size <= limit, part
+
+
+def function_named(synth: Synthesized, part: str) -> dict[str, Any]:
+    [props] = [p for k, p in functions_of(synth).items() if k.startswith(f"Pipeline{part}")]
+    return props
+
+
+def test_the_senders_have_time_for_a_slow_item_after_a_batch_of_fast_ones(
+    prod: Synthesized,
+) -> None:
+    # Given what one item takes at worst (every sink at its timeouts), which a sender must
+    # never start without the time to finish (a timeout mid-item resends what it sent)
+    outbox = function_named(prod, "Outbox")["Timeout"]
+    sweeper = function_named(prod, "Sweeper")["Timeout"]
+
+    # Then each sender's timeout holds a whole stream batch at a normal pace (a second an
+    # item) and one item at its worst, and the sweeper's ends before its next run is due
+    assert outbox * 1000 >= OUTBOX_BATCH_SIZE * 1000 + ITEM_RESERVE_MS
+    assert sweeper * 1000 >= 2 * ITEM_RESERVE_MS
+    assert sweeper < 5 * 60

@@ -20,7 +20,8 @@ class FakeLambdaContext:
     memory_limit_in_mb: int = 256
     invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:umavez-process"
     aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
-    remaining_ms: Callable[[], int] = lambda: 30_000
+    # An invocation's start with room to spare: the senders need ~40 s for an item's worst case.
+    remaining_ms: Callable[[], int] = lambda: 120_000
 
     def get_remaining_time_in_millis(self) -> int:
         return self.remaining_ms()
