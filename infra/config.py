@@ -49,6 +49,9 @@ class StackConfig:
     # says the operator subscribes the topic some other way.
     allow_no_alarm_subscription: bool = False
     email_sender: str | None = None
+    # The SES configuration set the sender's identity uses (its default one, or one to name on
+    # each send): SES checks ses:SendEmail on it too, so the senders must be granted it.
+    email_configuration_set: str | None = None
     notify_url: str | None = None
     api_type: ApiType = DEFAULT_API_TYPE
     waf: bool = False
@@ -71,6 +74,11 @@ class StackConfig:
                 "stage prod needs someone to receive its alarms: pass"
                 " -c alarmEmail=you@example.com, or -c allowNoAlarmSubscription=true if you"
                 " subscribe the AlarmTopicArn output yourself"
+            )
+        if self.email_configuration_set and not self.email_sender:
+            raise ConfigError(
+                "emailConfigurationSet needs emailSender: the configuration set is the one"
+                " the sender's SES identity sends with"
             )
         if self.waf and self.api_type is ApiType.HTTP:
             raise ConfigError(WAF_NEEDS_REST)
@@ -123,6 +131,7 @@ class StackConfig:
             alarm_email=get("alarmEmail"),
             allow_no_alarm_subscription=flag("allowNoAlarmSubscription"),
             email_sender=get("emailSender"),
+            email_configuration_set=get("emailConfigurationSet"),
             notify_url=get("notifyUrl"),
             api_type=_api_type(get("apiType")),
             waf=flag("waf"),

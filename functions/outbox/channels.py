@@ -39,9 +39,16 @@ class Channel(Protocol):
 class SesEmailChannel:
     name = "email"
 
-    def __init__(self, client: SESV2Client, sender: str) -> None:
+    def __init__(
+        self, client: SESV2Client, sender: str, configuration_set: str | None = None
+    ) -> None:
         self._client = client
         self._sender = sender
+        # Named on every send when the stack was given one: SES authorizes a send against the
+        # configuration set it uses as well as the identity, and the role is granted exactly it.
+        self._configuration_set = (
+            {"ConfigurationSetName": configuration_set} if configuration_set else {}
+        )
 
     def applies_to(self, item: OutboxItem) -> bool:
         return bool(item.recipient) and emails_customer(item)
@@ -59,6 +66,7 @@ class SesEmailChannel:
                     }
                 },
                 EmailTags=[{"Name": "outbox_id", "Value": item.idempotency_key}],
+                **self._configuration_set,  # type: ignore[arg-type]
             )
         except (ClientError, BotoCoreError) as exc:
             raise ChannelError(f"SES: {exc}") from exc

@@ -1,7 +1,8 @@
 """Builds the sender from the stack's environment; shared by the stream and sweeper handlers.
 
 EVENT_BUS_NAME: EventBridge bus for domain events (always on). EMAIL_SENDER: SES from-address;
-e-mail is sent when set and the item has a recipient. NOTIFY_URL: optional HTTP sink.
+e-mail is sent when set and the item has a recipient; EMAIL_CONFIGURATION_SET, the SES
+configuration set each e-mail names (optional). NOTIFY_URL: optional HTTP sink.
 OUTBOX_LEASE_SECONDS, OUTBOX_BACKOFF_BASE_SECONDS, OUTBOX_BACKOFF_CAP_SECONDS,
 SWEEP_GRACE_SECONDS override the send policy (the embedded local stack shortens them to fit a
 drill in minutes). OUTBOX_GIVE_UP_HOURS (an item is dead when a send fails past this age) and
@@ -32,7 +33,13 @@ def channels_from_env() -> list[Channel]:
         )
     ]
     if sender := os.environ.get("EMAIL_SENDER"):
-        channels.append(SesEmailChannel(boto3.client("sesv2", config=SEND_CLIENT_CONFIG), sender))
+        channels.append(
+            SesEmailChannel(
+                boto3.client("sesv2", config=SEND_CLIENT_CONFIG),
+                sender,
+                configuration_set=os.environ.get("EMAIL_CONFIGURATION_SET") or None,
+            )
+        )
     if url := os.environ.get("NOTIFY_URL"):
         channels.append(HttpChannel(url, timeout_seconds=HTTP_TIMEOUT_SECONDS))
     return channels

@@ -171,6 +171,8 @@ class Pipeline(Construct):
         }
         if config.email_sender:
             sender_env["EMAIL_SENDER"] = config.email_sender
+        if config.email_configuration_set:
+            sender_env["EMAIL_CONFIGURATION_SET"] = config.email_configuration_set
         if config.notify_url:
             sender_env["NOTIFY_URL"] = config.notify_url
 
@@ -244,7 +246,11 @@ class Pipeline(Construct):
             if config.email_sender:
                 sender.add_to_role_policy(
                     iam.PolicyStatement(
-                        actions=["ses:SendEmail"], resources=ses_identities(config.email_sender)
+                        actions=["ses:SendEmail"],
+                        resources=[
+                            *ses_identities(config.email_sender),
+                            *ses_configuration_sets(config.email_configuration_set),
+                        ],
                     )
                 )
 
@@ -288,6 +294,16 @@ def allow(
     function.add_to_role_policy(
         iam.PolicyStatement(actions=[f"dynamodb:{a}" for a in actions], resources=[resource])
     )
+
+
+def ses_configuration_sets(name: str | None) -> list[str]:
+    """SES authorizes a send against the configuration set it uses too (the identity's
+    default one included): without this, every e-mail of such an identity is AccessDenied."""
+    if not name:
+        return []
+    return [
+        f"arn:{cdk.Aws.PARTITION}:ses:{cdk.Aws.REGION}:{cdk.Aws.ACCOUNT_ID}:configuration-set/{name}"
+    ]
 
 
 def ses_identities(sender: str) -> list[str]:

@@ -12,9 +12,14 @@ from typing import Any, ClassVar
 
 import boto3
 import pytest
-from botocore.stub import Stubber
+from botocore.stub import ANY, Stubber
 
-from functions.outbox.channels import ChannelError, EventBridgeChannel, HttpChannel
+from functions.outbox.channels import (
+    ChannelError,
+    EventBridgeChannel,
+    HttpChannel,
+    SesEmailChannel,
+)
 from functions.outbox.templates import render
 from functions.shared.outbox import OutboxItem, OutboxStatus
 
@@ -159,6 +164,29 @@ def test_eventbridge_failed_entry_is_a_channel_error() -> None:
         )
         with pytest.raises(ChannelError, match="InternalFailure"):
             EventBridgeChannel(client, "bus").send(ITEM)
+
+
+@pytest.mark.parametrize("configuration_set", [None, "loja-transactional"])
+def test_ses_sends_name_the_configuration_set_the_role_is_granted(
+    configuration_set: str | None,
+) -> None:
+    # Given an e-mail channel with (or without) the stack's configuration set
+    client = boto3.client("sesv2")
+    expected: dict[str, Any] = {
+        "FromEmailAddress": "loja@example.com",
+        "Destination": {"ToAddresses": ["cliente@example.com"]},
+        "Content": ANY,
+        "EmailTags": [{"Name": "outbox_id", "Value": ITEM.idempotency_key}],
+    }
+    if configuration_set:
+        expected["ConfigurationSetName"] = configuration_set
+
+    with Stubber(client) as stubber:
+        stubber.add_response("send_email", {"MessageId": "m-1"}, expected)
+        # When it sends an item
+        SesEmailChannel(client, "loja@example.com", configuration_set).send(ITEM)
+        # Then the request names that configuration set, and only when there is one
+        stubber.assert_no_pending_responses()
 
 
 def test_templates_render_money_and_end_with_the_key() -> None:

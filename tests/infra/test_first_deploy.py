@@ -376,3 +376,49 @@ def test_the_senders_have_time_for_a_slow_item_after_a_batch_of_fast_ones(
     assert outbox * 1000 >= OUTBOX_BATCH_SIZE * 1000 + ITEM_RESERVE_MS
     assert sweeper * 1000 >= 2 * ITEM_RESERVE_MS
     assert sweeper < 5 * 60
+
+
+def test_a_sender_identity_with_a_configuration_set_may_send_through_it(
+    synth_for: Callable[[StackConfig], Synthesized],
+) -> None:
+    # Given a stack whose sender's SES identity sends with a configuration set
+    synth = synth_for(
+        StackConfig(
+            stage="dev",
+            email_sender="loja@example.com",
+            email_configuration_set="loja-transactional",
+        )
+    )
+    arn = f"arn:{PARTITION}:ses:{REGION}:{ACCOUNT}"
+
+    for name in ("Outbox", "Sweeper"):
+        policy = {"Statement": Resolver().resolve(role_statements(synth, name))}
+        env = function_named(synth, name)["Environment"]["Variables"]
+
+        # Then the role may send as the identity and through the configuration set, which SES
+        # authorizes as well (without it, every e-mail of such an identity is AccessDenied)
+        for resource in (
+            f"{arn}:identity/loja@example.com",
+            f"{arn}:configuration-set/loja-transactional",
+        ):
+            asked = Request({"AWS": f"arn:aws:iam::{ACCOUNT}:role/x"}, "ses:SendEmail", resource)
+            assert evaluate(policy, asked) == Decision.ALLOW, (name, resource)
+        # And not through any other configuration set; the senders name theirs on each send
+        other = Request({"AWS": "x"}, "ses:SendEmail", f"{arn}:configuration-set/another")
+        assert evaluate(policy, other) == Decision.IMPLICIT_DENY
+        assert env["EMAIL_CONFIGURATION_SET"] == "loja-transactional"
+
+
+def test_a_configuration_set_without_a_sender_is_refused() -> None:
+    with pytest.raises(ConfigError, match="emailConfigurationSet needs emailSender"):
+        StackConfig.from_context({"stage": "dev", "emailConfigurationSet": "tx"}.get)
+
+
+def role_statements(synth: Synthesized, name: str) -> list[dict[str, Any]]:
+    [role] = [k for k in synth.resources("AWS::IAM::Role") if k.startswith(f"Pipeline{name}Role")]
+    return [
+        statement
+        for policy in synth.resources("AWS::IAM::Policy").values()
+        if {"Ref": role} in policy["Properties"]["Roles"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]

@@ -57,7 +57,11 @@ class Resolver:
             return separator.join(str(self.resolve(p)) for p in parts)
         if set(value) == {"Fn::GetAtt"}:
             logical_id, attribute = value["Fn::GetAtt"]
-            return self.attributes[(logical_id, attribute)]
+            # One not given stands for a resource of the stack no request here names.
+            return self.attributes.get(
+                (logical_id, attribute),
+                f"arn:{self.partition}:stack:{self.region}:{self.account}:{logical_id}/{attribute}",
+            )
         if any(key.startswith("Fn::") for key in value):
             raise UnsupportedPolicyError(f"intrinsic not resolved here: {sorted(value)}")
         return {k: self.resolve(v) for k, v in value.items()}
