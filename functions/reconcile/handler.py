@@ -59,6 +59,12 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     )
     for kind in MISMATCH_KINDS:
         metrics.add_metric(name=f"mismatches_{kind}", unit=MetricUnit.Count, value=by_kind[kind])
+    if not report.checkpoint_saved:
+        metrics.add_metric(name="checkpoint_overlapped", unit=MetricUnit.Count, value=1)
+        logger.warning(
+            "another run saved the checkpoint first; this run's is dropped",
+            extra={"checked_until": report.checked_until},
+        )
     logger.info(
         "reconciliation done",
         extra={

@@ -24,10 +24,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+from botocore.exceptions import ClientError
+
 from functions.shared import books, tables
 from functions.shared.bindings import BATCH_GET_LIMIT
 from functions.shared.domain import COUNTED_OUTCOMES
-from functions.shared.dynamo import from_attributes, scan_items, to_attributes
+from functions.shared.dynamo import (
+    from_attributes,
+    is_condition_failure,
+    scan_items,
+    to_attributes,
+)
 from functions.shared.outbox import OutboxStatus, outbox_id_for
 from functions.shared.settings import DEFAULT_RETENTION_DAYS
 
@@ -53,6 +60,9 @@ class Report:
     cleared_on_recheck: int = 0
     checked_from: str = ""
     checked_until: str = ""
+    # False when another run saved the checkpoint after this one read it (runs overlapped):
+    # this run's findings stand, its checkpoint is dropped and the other run's kept.
+    checkpoint_saved: bool = True
 
 
 @dataclass(frozen=True)
@@ -130,7 +140,7 @@ class Reconciler:
         self._confirm(candidates, report)
         self._check_outbox_backlog(report)
         self._check_unmatched(report)
-        self._save_checkpoint(checked_until, lagged_until)
+        report.checkpoint_saved = self._save_checkpoint(saved, checked_until, lagged_until)
         return report
 
     def _pass(
@@ -464,19 +474,37 @@ class Reconciler:
         item = from_attributes(response.get("Item", {}))
         return {k: str(item[k]) for k in ("checked_until", "lagged_until") if item.get(k)}
 
-    def _save_checkpoint(self, checked_until: str, lagged_until: str) -> None:
-        self._db.put_item(
-            TableName=self._tables.ledger,
-            Item=to_attributes(
-                {
-                    tables.PARTITION_KEY: CHECKPOINT_PK,
-                    tables.SORT_KEY: CHECKPOINT_SK,
-                    "checked_until": checked_until,
-                    "lagged_until": lagged_until,
-                    "saved_at": iso(self._clock()),
-                }
-            ),
-        )
+    def _save_checkpoint(self, read: dict[str, str], checked_until: str, lagged_until: str) -> bool:
+        """Saved only if it is still the one this run started from. Two runs that overlap (a
+        manual run beside the scheduled one) read the same checkpoint; the first to finish
+        saves, and the other's save is refused rather than writing over it with the window it
+        had read. False when refused."""
+        if read.get("checked_until"):
+            condition: dict[str, Any] = {
+                "ConditionExpression": "checked_until = :read",
+                "ExpressionAttributeValues": to_attributes({":read": read["checked_until"]}),
+            }
+        else:
+            condition = {"ConditionExpression": "attribute_not_exists(checked_until)"}
+        try:
+            self._db.put_item(
+                TableName=self._tables.ledger,
+                Item=to_attributes(
+                    {
+                        tables.PARTITION_KEY: CHECKPOINT_PK,
+                        tables.SORT_KEY: CHECKPOINT_SK,
+                        "checked_until": checked_until,
+                        "lagged_until": lagged_until,
+                        "saved_at": iso(self._clock()),
+                    }
+                ),
+                **condition,
+            )
+        except ClientError as exc:
+            if is_condition_failure(exc):
+                return False
+            raise
+        return True
 
 
 def _hours(start: str, until: str) -> Iterator[tuple[str, str]]:

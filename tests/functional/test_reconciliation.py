@@ -17,11 +17,12 @@ import pytest
 from functions.outbox.channels import EventBridgeChannel
 from functions.outbox.sender import OutboxSender
 from functions.reconcile import handler
-from functions.reconcile.service import Reconciler, _groups
+from functions.reconcile.service import CHECKPOINT_PK, CHECKPOINT_SK, Reconciler, _groups
 from functions.shared import tables
 from functions.shared.outbox import outbox_id_for
 from provider_events import stripe
 from tests.conftest import TABLES
+from tests.support.clients import intercepted
 from tests.support.clock import FakeClock
 from tests.support.lambda_events import FakeLambdaContext
 from tests.support.sinks import Sinks
@@ -613,3 +614,38 @@ def test_every_read_of_the_ledger_is_consistent(
     index_reads = [p for name, p in calls if name == "Query" and "IndexName" in p]
     assert index_reads
     assert not any(p.get("ConsistentRead") for p in index_reads)
+
+
+def test_overlapping_runs_never_move_the_checkpoint_back(world: World, clock: FakeClock) -> None:
+    # Given a first run's checkpoint, and a run that starts from it
+    busy_day(world)
+    send_everything(world, clock)
+    clock.advance(600)
+    Reconciler(world.dynamodb, TABLES, clock).run()
+    clock.advance(3600)
+    later: list[Any] = []
+
+    def another_run_finishes_first(operation: str, call: Callable[[], Any]) -> Any:
+        # ... and a second run (a manual one beside the schedule) that starts ten minutes
+        # later and saves its checkpoint while the first is about to save its own
+        if operation == "put_item" and not later:
+            clock.advance(600)
+            later.append(Reconciler(world.dynamodb, TABLES, clock).run())
+        return call()
+
+    overlapped = intercepted(world.dynamodb, another_run_finishes_first)
+
+    # When the first run saves after the second one did
+    earlier = Reconciler(overlapped, TABLES, clock).run()
+
+    # Then the later checkpoint stands: the earlier run's save is refused, not written over it
+    [second] = later
+    assert second.checkpoint_saved
+    assert not earlier.checkpoint_saved
+    assert earlier.checked_until < second.checked_until
+    stored = world.dynamodb.get_item(
+        TableName=TABLES.ledger,
+        Key={tables.PARTITION_KEY: {"S": CHECKPOINT_PK}, tables.SORT_KEY: {"S": CHECKPOINT_SK}},
+        ConsistentRead=True,
+    )["Item"]
+    assert stored["checked_until"]["S"] == second.checked_until
