@@ -5,7 +5,13 @@ No aws_cdk import here: the local stack reads these without paying for CDK.
 
 from __future__ import annotations
 
+import math
+import re
+import tomllib
+from pathlib import Path
 from typing import Any, Final
+
+from infra.assets import ROOT
 
 # Each Lambda: its handler and the packages its asset holds besides `functions/__init__.py`.
 LAMBDA_PACKAGES: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
@@ -16,6 +22,10 @@ LAMBDA_PACKAGES: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
     "sweeper": ("functions.outbox.sweeper_handler.lambda_handler", ("shared", "outbox")),
     "reconciliation": ("functions.reconcile.handler.lambda_handler", ("shared", "reconcile")),
 }
+# What the stack writes into the secrets it creates; an operator replaces it after deploy
+# (`umavez preflight` tells a secret still holding it).
+WEBHOOK_SECRET_PLACEHOLDER: Final = '{"active": []}'  # noqa: S105 - no secret: an empty list
+API_CREDENTIAL_PLACEHOLDER: Final = "set-me"
 MAX_RECEIVE_COUNT: Final = 5
 # SQS's largest (1 MiB). A message's size counts its attributes too: at the old 256 KiB default,
 # a body ingest accepts (up to 256 KiB) with its attributes was refused, and ingest answered 503
@@ -49,3 +59,46 @@ def matches_outbox_filter(record: dict[str, Any]) -> bool:
         and image.get("status", {}).get("S")
         in OUTBOX_STREAM_FILTER["dynamodb"]["NewImage"]["status"]["S"]
     )
+
+
+# The functions' runtime and architecture, as CDK and AWS's public parameters name them.
+LAMBDA_RUNTIME: Final = "python3.13"
+LAMBDA_ARCHITECTURE: Final = "arm64"
+POWERTOOLS_REQUIREMENT: Final = re.compile(
+    r"aws-lambda-powertools(\[[^\]]*\])?==(?P<version>[\w.]+)"
+)
+
+
+def pinned_powertools_version(pyproject: Path = ROOT / "pyproject.toml") -> str:
+    """The Powertools release the code is tested with: the layer must be that release."""
+    dependencies = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
+    for requirement in dependencies:
+        if match := POWERTOOLS_REQUIREMENT.fullmatch(requirement.replace(" ", "")):
+            return match["version"]
+    raise ValueError(f"{pyproject}: aws-lambda-powertools must be pinned with ==")
+
+
+def powertools_layer_parameter(version: str) -> str:
+    """AWS's public SSM parameter naming the Powertools layer of one release, per region."""
+    return f"/aws/service/powertools/python/{LAMBDA_ARCHITECTURE}/{LAMBDA_RUNTIME}/{version}"
+
+
+# The API stage's limit, whichever API type: requests a second and the burst above it.
+API_THROTTLE_RATE: Final = 200
+API_THROTTLE_BURST: Final = 400
+# Ingest's time per request as the concurrency estimate counts it (warm ~50 ms; cold starts
+# and slow secrets reads raise the average in a burst).
+INGEST_SECONDS_PER_REQUEST: Final = 0.1
+SCHEDULED_FUNCTIONS: Final = ("sweeper", "waiting", "reconciliation")
+
+
+def concurrency_needed(process_max_concurrency: int) -> dict[str, int]:
+    """Concurrent executions the stack may use at once, per function group, at the API's
+    limit: what the account's Lambda concurrency must hold (new accounts may have 10)."""
+    return {
+        "ingest": math.ceil(API_THROTTLE_RATE * INGEST_SECONDS_PER_REQUEST),
+        "process": process_max_concurrency,
+        # One stream shard at least, each read by this many batches at once.
+        "outbox": OUTBOX_PARALLELIZATION_FACTOR,
+        "scheduled": len(SCHEDULED_FUNCTIONS),
+    }

@@ -56,6 +56,13 @@ class UmavezStack(cdk.Stack):
             "SecretStripeApiKey": self.pipeline.secrets.stripe_api_key_name,
             "SecretMercadopagoAccessToken": self.pipeline.secrets.mercadopago_access_token_name,
         }
+        # What `umavez preflight` checks the account against once the stack is deployed.
+        outputs["Stage"] = config.stage
+        outputs["ProcessMaxConcurrency"] = str(config.process_max_concurrency)
+        if config.email_sender:
+            outputs["EmailSender"] = config.email_sender
+        if config.email_configuration_set:
+            outputs["EmailConfigurationSet"] = config.email_configuration_set
         for name, value in outputs.items():
             cdk.CfnOutput(self, name, value=value)
         acknowledge_reviewed_findings(

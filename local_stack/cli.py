@@ -14,6 +14,8 @@ umavez dlq list [--json] | dlq redrive (--message-id ID ... | --all)
        [--endpoint-url URL --queue-url URL --dlq-url URL]
 umavez outbox revive OUTBOX_ID | --all-dead [--json] [--endpoint-url URL --outbox-table T]
 umavez show metrics [--json]           what the local functions counted (.local/metrics/)
+umavez preflight --stack-name NAME [--region R] [--profile P] [--test-alarm] [--json]
+       the account before and after `cdk deploy` (docs/deploy.md)
 umavez cost [--orders 52] [--per-kind 20] [--readme README.md] [--json FILE | --from-json FILE]
        [--xray-sampling RATE]
 """
@@ -34,6 +36,7 @@ from infra.config import DEFAULT_API_TYPE, ApiType
 from local_stack.console import warnings_to_log
 from local_stack.metrics_report import add_parser as add_show_metrics_parser
 from local_stack.metrics_report import show as show_metrics
+from ops import preflight
 
 if TYPE_CHECKING:
     from functions.operations.outcomes import Tracked
@@ -184,6 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     _add_replay_parser(commands)
     _add_dlq_parser(commands)
+    preflight.add_parser(commands)
 
     cost = commands.add_parser(
         "cost", help="measure the cost per million events on the embedded stack (minutes)"
@@ -219,6 +223,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _replay(args)
     if args.command == "dlq":
         return _dlq(args)
+    if args.command == "preflight":
+        return preflight.command(args)
     if args.command == "cost":
         from local_stack import cost as cost_model
 

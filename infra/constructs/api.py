@@ -26,12 +26,13 @@ from constructs import Construct
 from functions.ingest.service import MAX_BODY_BYTES
 from infra.config import WAF_NEEDS_REST, ApiType, ConfigError
 from infra.constructs.lambdas import retained_log_group
+from infra.settings import API_THROTTLE_BURST, API_THROTTLE_RATE
 
 STAGE: Final = "live"
 WEBHOOK_PATH: Final = "/webhooks/{provider}"
 # Requests per second for the whole stage, and the burst above it (either API type).
-THROTTLE_RATE: Final = 200
-THROTTLE_BURST: Final = 400
+THROTTLE_RATE: Final = API_THROTTLE_RATE
+THROTTLE_BURST: Final = API_THROTTLE_BURST
 # One JSON line per request. The latencies tell a slow ingest (integration) from a slow API;
 # error.responseType names why API Gateway answered itself (THROTTLED, WAF_FILTERED, ...).
 ACCESS_LOG_FIELDS = {

@@ -4,8 +4,6 @@ only `functions/shared` and its own package, copied without Docker."""
 
 from __future__ import annotations
 
-import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,11 +20,14 @@ from constructs import Construct
 from functions.shared.observability import METRICS_NAMESPACE_ENV
 from infra.assets import ROOT, copy_packages
 from infra.removal import kept
-from infra.settings import LAMBDA_PACKAGES
+from infra.settings import (
+    LAMBDA_PACKAGES,
+    pinned_powertools_version,
+    powertools_layer_parameter,
+)
 
 RUNTIME = lambda_.Runtime.PYTHON_3_13
 ARCHITECTURE = lambda_.Architecture.ARM_64
-POWERTOOLS_REQUIREMENT = re.compile(r"aws-lambda-powertools(\[[^\]]*\])?==(?P<version>[\w.]+)")
 
 
 @jsii.implements(cdk.ILocalBundling)
@@ -53,20 +54,6 @@ def function_code(packages: Sequence[str]) -> lambda_.Code:
             environment={"UMAVEZ_PACKAGES": ",".join(packages)},
         ),
     )
-
-
-def pinned_powertools_version(pyproject: Path = ROOT / "pyproject.toml") -> str:
-    """The Powertools release the code is tested with: the layer must be that release."""
-    dependencies = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
-    for requirement in dependencies:
-        if match := POWERTOOLS_REQUIREMENT.fullmatch(requirement.replace(" ", "")):
-            return match["version"]
-    raise ValueError(f"{pyproject}: aws-lambda-powertools must be pinned with ==")
-
-
-def powertools_layer_parameter(version: str) -> str:
-    """AWS's public SSM parameter naming the Powertools layer of one release, per region."""
-    return f"/aws/service/powertools/python/{ARCHITECTURE.name}/{RUNTIME.name}/{version}"
 
 
 def powertools_layer(scope: Construct) -> lambda_.ILayerVersion:

@@ -344,6 +344,9 @@ class Monitoring(Construct):
         alarm = cloudwatch.Alarm(
             self,
             name,
+            # `<stack>-<name>`: what the runbook, a pager and `umavez preflight` call it (a
+            # generated name is the construct path plus a random suffix).
+            alarm_name=f"{cdk.Stack.of(self).stack_name}-{name}",
             alarm_description=description,
             metric=metric,
             threshold=threshold,

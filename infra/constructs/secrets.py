@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Sequence
 
 import aws_cdk as cdk
@@ -12,8 +11,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra.removal import kept
-
-PLACEHOLDER = json.dumps({"active": []})
+from infra.settings import API_CREDENTIAL_PLACEHOLDER, WEBHOOK_SECRET_PLACEHOLDER
 
 
 class ProviderSecrets(Construct):
@@ -39,7 +37,7 @@ class ProviderSecrets(Construct):
                 f"{provider.capitalize()}Webhook",
                 secret_name=self.names_by_provider[provider],
                 description=f'{provider} webhook signing secrets: {{"active": ["newest", ...]}}',
-                secret_string_value=cdk.SecretValue.unsafe_plain_text(PLACEHOLDER),
+                secret_string_value=cdk.SecretValue.unsafe_plain_text(WEBHOOK_SECRET_PLACEHOLDER),
                 removal_policy=policy,
             )
             self.webhook[provider] = secret
@@ -47,7 +45,7 @@ class ProviderSecrets(Construct):
         api_credential = functools.partial(
             secretsmanager.Secret,
             self,
-            secret_string_value=cdk.SecretValue.unsafe_plain_text("set-me"),
+            secret_string_value=cdk.SecretValue.unsafe_plain_text(API_CREDENTIAL_PLACEHOLDER),
             removal_policy=policy,
         )
         self.mercadopago_access_token = api_credential(

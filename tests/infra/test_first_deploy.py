@@ -15,6 +15,7 @@ from functions.shared import tables
 from functions.shared.observability import powertools
 from infra.config import PROVIDERS, ConfigError, StackConfig
 from infra.settings import OUTBOX_BATCH_SIZE
+from ops.preflight import TEST_ALARM
 from tests.infra.conftest import Synthesized
 from tests.support.aws_policies import (
     ACCOUNT,
@@ -422,3 +423,35 @@ def role_statements(synth: Synthesized, name: str) -> list[dict[str, Any]]:
         if {"Ref": role} in policy["Properties"]["Roles"]
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]
     ]
+
+
+def test_preflight_reads_outputs_and_an_alarm_the_stack_has(
+    synth_for: Callable[[StackConfig], Synthesized],
+) -> None:
+    # Given a stack deployed with a sender and a configuration set
+    synth = synth_for(
+        StackConfig(
+            stage="prod",
+            alarm_email="oncall@example.com",
+            email_sender="loja@example.com",
+            email_configuration_set="loja-transactional",
+            process_max_concurrency=8,
+        )
+    )
+    outputs = {k: v["Value"] for k, v in synth.template.to_json()["Outputs"].items()}
+
+    # Then every output `umavez preflight` reads is there, with what it expects
+    for provider in PROVIDERS:
+        assert outputs[f"Secret{provider.capitalize()}"] == f"umavez/prod/{provider}/webhook"
+    assert outputs["SecretMercadopagoAccessToken"] == "umavez/prod/mercadopago/access-token"
+    assert outputs["SecretStripeApiKey"] == "umavez/prod/stripe/api-key"
+    assert outputs["ProcessMaxConcurrency"] == "8"
+    assert outputs["EmailSender"] == "loja@example.com"
+    assert outputs["EmailConfigurationSet"] == "loja-transactional"
+    assert "AlarmTopicArn" in outputs
+    # And every alarm is named `<stack>-<name>`, the test alarm among them
+    names = {
+        a["Properties"]["AlarmName"] for a in synth.resources("AWS::CloudWatch::Alarm").values()
+    }
+    assert f"Umavez-test-{TEST_ALARM}" in names
+    assert names == {f"Umavez-test-{name}" for name in synth.stack.monitoring.alarms}

@@ -14,9 +14,8 @@ from aws_cdk.assertions import Match
 
 from functions.shared import settings, tables
 from infra.config import PROVIDERS, StackConfig
-from infra.constructs.lambdas import pinned_powertools_version
 from infra.constructs.pipeline import PROCESS_TIMEOUT
-from infra.settings import LAMBDA_PACKAGES, MAX_RECEIVE_COUNT
+from infra.settings import LAMBDA_PACKAGES, MAX_RECEIVE_COUNT, pinned_powertools_version
 from tests.infra.conftest import Synthesized
 
 ROOT = Path(__file__).resolve().parents[2]

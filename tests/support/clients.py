@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
+from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError
 
 from local_stack.faults import SimulatedCrashError as _SimulatedCrashError
@@ -171,3 +172,29 @@ class PauseAfterFirstRequest:
 
     def resume(self) -> None:
         self._resumed.set()
+
+
+def answering(
+    client: Any,
+    operation: str,
+    answer: Callable[[dict[str, Any]], dict[str, Any] | None],
+) -> None:
+    """The client's `operation` answered by `answer(params)` (the call's own parameters)
+    instead of its endpoint, where that returns a response (None lets the call through): for
+    the calls moto does not implement (Lambda's account settings, SES's account, alarm
+    history), shaped as AWS answers them."""
+    service = client.meta.service_model.service_id.hyphenize()
+
+    def remember(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        context["answering_params"] = dict(params)
+
+    def respond(
+        params: dict[str, Any], context: dict[str, Any], **_: Any
+    ) -> tuple[AWSResponse, dict[str, Any]] | None:
+        parsed = answer(context.get("answering_params", {}))
+        if parsed is None:
+            return None
+        return AWSResponse(params.get("url", ""), 200, {}, None), parsed  # type: ignore[arg-type]
+
+    client.meta.events.register(f"before-parameter-build.{service}.{operation}", remember)
+    client.meta.events.register(f"before-call.{service}.{operation}", respond)
