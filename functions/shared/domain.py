@@ -9,10 +9,19 @@ time, guarded by the ordering token) only protects the lifecycle from regressing
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
+
+from functions.shared import tables
+from functions.shared.money import (
+    CURRENCY_EXPONENTS,
+    InvalidFieldError,
+    InvalidMoneyError,
+    checked_minor,
+)
 
 
 class Transition(StrEnum):
@@ -153,10 +162,76 @@ COUNTED_OUTCOMES: Final = frozenset({Outcome.APPLIED.value, Outcome.STALE.value}
 
 @dataclass(frozen=True)
 class Money:
-    """Integer minor units (5000 = BRL 50.00, 1234 = JPY 1234) with a lower-case ISO code."""
+    """Integer minor units (5000 = BRL 50.00, 1234 = JPY 1234) with a lower-case ISO code.
+
+    Only a movement is Money: a positive amount within the bound, in a currency of the table.
+    The adapters check each field first, naming it; this is the last word, so no entry with
+    money that is not money can be built, whichever path made it.
+    """
 
     minor: int
     currency: str
+
+    def __post_init__(self) -> None:
+        if self.currency not in CURRENCY_EXPONENTS:
+            raise InvalidMoneyError("currency", f"{self.currency!r} is not a canonical ISO code")
+        if checked_minor(self.minor, self.currency, "amount") == 0:
+            raise InvalidMoneyError("amount", "zero is not a movement")
+
+
+def movement(minor: int, currency: str, field: str, what: str) -> Money:
+    """An entry's money, refusing (naming `field`) an amount past the bound or of zero: zero is
+    not a payment, a refund or a dispute. Events where zero is a legitimate non-event (an
+    invoice with nothing to pay) are told apart by their adapter before this."""
+    if checked_minor(minor, currency, field) == 0:
+        raise InvalidMoneyError(field, f"zero is not a {what}")
+    return Money(minor, currency)
+
+
+class InvalidOrderIdError(InvalidFieldError):
+    """An order id no order can have: it would be booked as a new order of its own."""
+
+
+# The longest order id: what Stripe lets a metadata value hold (500 characters; Checkout's
+# client_reference_id takes 200, Mercado Pago's external_reference 256). Even at 4 bytes a
+# character, `ORDER#` and 500 characters stay under DynamoDB's 2,048-byte partition key.
+MAX_ORDER_ID_CHARS: Final = 500
+# An order id that begins like a key of the ledger is that key echoed back (copied from the
+# table by an integration): booked, it would be a second order `ORDER#ORDER#x` beside `x`.
+# A `#` elsewhere is an order number's (`PO#1042`): keys are prefixes, never split on it.
+LEDGER_KEY_PREFIXES: Final = (
+    tables.order_pk(""),
+    tables.EFFECT_SORT_PREFIX,
+    tables.ref_pk("", "").rstrip("#") + "#",
+    tables.delivery_pk("", "").rstrip("#") + "#",
+)
+# Control characters (NUL, the unit separator the effect key joins its parts with, C1) and
+# lone surrogates (which no store can encode): never part of an id someone typed.
+_NOT_IN_IDS: Final = frozenset({"Cc", "Cs"})
+
+
+def checked_order_id(value: object, field: str) -> str | None:
+    """The order id a payload names, as sent, or None when it names none (absent or empty:
+    providers send "" for a reference never set). Anything else that cannot be an order's id
+    is refused, naming `field`, rather than booked as an order of its own."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise InvalidOrderIdError(field, f"{type(value).__name__} is not an order id")
+    shown = repr(value) if len(value) <= 40 else f"{value[:37]!r}..."
+    if not value.strip():
+        raise InvalidOrderIdError(field, "is blank")
+    if value != value.strip():
+        raise InvalidOrderIdError(field, f"{shown} has leading or trailing spaces")
+    if len(value) > MAX_ORDER_ID_CHARS:
+        raise InvalidOrderIdError(
+            field, f"is {len(value)} characters long; at most {MAX_ORDER_ID_CHARS}"
+        )
+    if any(unicodedata.category(ch) in _NOT_IN_IDS for ch in value):
+        raise InvalidOrderIdError(field, f"{shown} holds a control character")
+    if value.startswith(LEDGER_KEY_PREFIXES):
+        raise InvalidOrderIdError(field, f"{shown} is a ledger key, not an order id")
+    return value
 
 
 @dataclass(frozen=True)
@@ -194,6 +269,9 @@ class Effect:
     # payment): when the entry it settles never counted there is nothing to settle, so it is
     # ignored rather than voided.
     only_if_open: bool = False
+    # What the adapter had to decide about this entry, kept on its key and logged (an approved
+    # Mercado Pago payment without its approval date is stamped at its creation).
+    note: str | None = None
 
 
 @dataclass(frozen=True)
