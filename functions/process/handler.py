@@ -33,6 +33,7 @@ from functions.process.stripe_api import StripeApi
 from functions.process.waiting import PARK_AFTER_RECEIVES, Message, Waiting, waiting_from_env
 from functions.shared.domain import Outcome
 from functions.shared.errors import MalformedEventError, OrderNotYetKnownError, RetryableError
+from functions.shared.money import InvalidFieldError
 from functions.shared.observability import powertools, with_request_id
 from functions.shared.providers import Interpreters
 from functions.shared.settings import retention_seconds
@@ -117,7 +118,10 @@ def handle_message(
         except OrderNotYetKnownError as exc:
             if waiting is None or _receives(record) < park_after_receives():
                 _count(Outcome.RETRIED)
-                logger.info("order not bound yet; SQS redelivers", extra={"reason": str(exc)})
+                logger.info(
+                    "order not bound yet; SQS redelivers",
+                    extra={"outcome": Outcome.RETRIED.value, "reason": str(exc)},
+                )
                 raise
             # Waiting is not failing: kept until its binding exists, never dead-lettered.
             waiting.park(_message_of(record), exc)
@@ -126,13 +130,26 @@ def handle_message(
                 "waiting for its order", extra={"outcome": Outcome.WAITING, "reason": str(exc)}
             )
             return []
-        except RetryableError:
+        except RetryableError as exc:
             _count(Outcome.RETRIED)
-            logger.warning("will retry", extra={"outcome": Outcome.RETRIED}, exc_info=True)
+            logger.warning(
+                "will retry",
+                extra={"outcome": Outcome.RETRIED.value, "reason": str(exc)},
+                exc_info=True,
+            )
             raise
-        except Exception:
+        except Exception as exc:
             _count(Outcome.FAILED)
-            logger.exception("failed; the record goes back to SQS and then its DLQ")
+            # The reason, and the payload's field at fault when one is, on the failure's own
+            # line: what the dead letter needs to be understood without the traceback.
+            logger.exception(
+                "failed; the record goes back to SQS and then its DLQ",
+                extra={
+                    "outcome": Outcome.FAILED.value,
+                    "reason": str(exc) or type(exc).__name__,
+                    "field": exc.field if isinstance(exc, InvalidFieldError) else None,
+                },
+            )
             raise
         for processed in results:
             _count(processed.outcome)

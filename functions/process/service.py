@@ -191,7 +191,7 @@ class EffectProcessor:
         except ClientError as exc:
             cancellation = cancellation_of(exc, "TransactWriteItems")
             return self._after_cancellation(routed, cancellation, to_bind)
-        return self._processed(routed, Outcome.APPLIED)
+        return self._processed(routed, Outcome.APPLIED, routed.effect.note or "")
 
     def _read_before_writing(self, routed: RoutedEffect) -> Known:
         """One eventually consistent BatchGetItem: the effect key, the order, the objects to
@@ -326,6 +326,8 @@ class EffectProcessor:
             # Whether the counted event named the customer: a duplicate that does teaches the
             # order its address (no second request otherwise).
             "named_recipient": bool(effect.recipient),
+            # What the adapter decided about the entry (a stamp taken from another field)
+            "note": effect.note,
             **self._audit(effect.delivery),
         }
         return {

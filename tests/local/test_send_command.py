@@ -269,7 +269,8 @@ def test_send_says_so_when_nothing_is_processed_in_time(
     [
         (lambda p: p.pop("currency_id"), "currency_id: Field required"),
         (lambda p: p.update(id="12-34"), "is not alphanumeric"),
-        (lambda p: p.update(date_approved="yesterday"), "not ISO 8601"),
+        # An unusable date_approved is stamped at date_created instead: the last update is not
+        (lambda p: p.update(date_last_updated="yesterday"), "not an ISO 8601 moment"),
     ],
     ids=["no currency", "id not alphanumeric", "date not ISO 8601"],
 )

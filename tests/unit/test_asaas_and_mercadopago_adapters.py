@@ -9,8 +9,17 @@ from typing import Any
 
 import pytest
 
-from functions.shared.domain import Effect, Interpretation, Money, NoEffect, Transition, effect_key
+from functions.shared.domain import (
+    Effect,
+    Interpretation,
+    InvalidOrderIdError,
+    Money,
+    NoEffect,
+    Transition,
+    effect_key,
+)
 from functions.shared.errors import MalformedEventError
+from functions.shared.money import InvalidFieldError
 from functions.shared.providers import Interpreters
 from provider_events.shapes import EVENTS_DIR
 
@@ -145,3 +154,42 @@ def test_asaas_refund_event_listing_no_refund_is_malformed_never_guessed() -> No
 
     with pytest.raises(MalformedEventError, match="lists no refund"):
         read("asaas", json.dumps(event))
+
+
+def mercadopago_effects(**changes: Any) -> list[Effect]:
+    readings = read("mercadopago", NOTIFICATION, mercadopago_payment(**changes))
+    return [reading for reading in readings if isinstance(reading, Effect)]
+
+
+def test_mercadopago_numeric_order_id_in_metadata_is_read_as_its_digits() -> None:
+    [paid, _] = mercadopago_effects(external_reference=None, metadata={"order_id": 1042})
+
+    assert paid.order_id == "1042"
+
+
+def test_mercadopago_boolean_order_id_in_metadata_is_refused_naming_it() -> None:
+    with pytest.raises(InvalidOrderIdError) as refused:
+        mercadopago_effects(external_reference=None, metadata={"order_id": True})
+
+    assert refused.value.field == "payment.metadata.order_id"
+
+
+@pytest.mark.parametrize("date_approved", [None, "", "29/11/2026", "2026-11-29T18:00:01"])
+def test_mercadopago_approved_payment_without_a_usable_approval_is_stamped_at_its_creation(
+    date_approved: str | None,
+) -> None:
+    # A stamp without an offset is no moment: it would be read in the machine's zone
+    [paid, _] = mercadopago_effects(date_approved=date_approved)
+
+    created = datetime.fromisoformat(mercadopago_payment()["date_created"])
+    assert paid.delivery.created == int(created.timestamp())
+    assert paid.note is not None
+    assert paid.note.startswith("stamped at date_created")
+
+
+def test_mercadopago_approved_payment_with_no_usable_date_at_all_is_refused() -> None:
+    with pytest.raises(InvalidFieldError) as refused:
+        mercadopago_effects(date_approved=None, date_created="never")
+
+    assert "date_approved" in str(refused.value)
+    assert refused.value.field == "payment.date_created"

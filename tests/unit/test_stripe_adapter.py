@@ -6,8 +6,17 @@ import json
 
 import pytest
 
-from functions.shared.domain import Effect, Interpretation, Money, NoEffect, Transition, effect_key
+from functions.shared.domain import (
+    Binding,
+    Effect,
+    Interpretation,
+    Money,
+    NoEffect,
+    Transition,
+    effect_key,
+)
 from functions.shared.errors import MalformedEventError
+from functions.shared.money import InvalidFieldError, InvalidMoneyError
 from functions.shared.providers import Interpreters
 from provider_events.stripe import fixture_text
 
@@ -148,3 +157,41 @@ def test_effects_that_moved_no_money_yet_are_ignored(
 def test_malformed_payloads_raise_a_clear_error(body: str, message_mentions: str) -> None:
     with pytest.raises(MalformedEventError, match=message_mentions):
         interpret("stripe", body)
+
+
+def with_object(fixture: str, **fields: object) -> str:
+    event = json.loads(fixture_text(fixture))
+    event["data"]["object"].update(fields)
+    return json.dumps(event)
+
+
+def test_a_checkout_paid_with_nothing_to_pay_binds_its_order_and_books_nothing() -> None:
+    # A full discount: the session is paid, for zero
+    reading = interpret("stripe", with_object("checkout.session.completed.card", amount_total=0))
+
+    assert isinstance(reading, Binding)
+    assert (reading.order_id, "paid nothing" in reading.reason) == ("ord_2001", True)
+
+
+def test_an_invoice_payment_of_zero_is_ignored_with_its_reason() -> None:
+    reading = interpret("stripe", with_object("invoice_payment.paid", amount_paid=0))
+
+    assert isinstance(reading, NoEffect)
+    assert "paid nothing" in reading.reason
+
+
+@pytest.mark.parametrize("fixture", ["charge.dispute.created", "refund.created"])
+def test_a_dispute_or_refund_of_zero_is_refused_naming_its_amount(fixture: str) -> None:
+    with pytest.raises(InvalidMoneyError) as refused:
+        interpret("stripe", with_object(fixture, amount=0))
+
+    assert refused.value.field == "data.object.amount"
+
+
+def test_an_event_stamped_in_milliseconds_is_refused_naming_created() -> None:
+    event = {**json.loads(fixture_text("payment_intent.succeeded")), "created": 1_764_460_800_000}
+
+    with pytest.raises(InvalidFieldError) as refused:
+        interpret("stripe", json.dumps(event))
+
+    assert refused.value.field == "created"

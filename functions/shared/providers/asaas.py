@@ -26,9 +26,18 @@ from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from functions.shared.domain import Delivery, Effect, Interpretation, Money, NoEffect, Transition
+from functions.shared.domain import (
+    Delivery,
+    Effect,
+    Interpretation,
+    NoEffect,
+    Transition,
+    checked_order_id,
+    movement,
+)
 from functions.shared.errors import MalformedEventError
-from functions.shared.money import to_minor
+from functions.shared.money import InvalidFieldError, to_minor
+from functions.shared.providers.fields import DecimalAmount, refused
 
 PROVIDER: Final = "asaas"
 CURRENCY: Final = "brl"
@@ -46,7 +55,7 @@ class _AsaasModel(BaseModel):
 class AsaasRefund(_AsaasModel):
     dateCreated: str
     status: str | None = None
-    value: float | int | str
+    value: DecimalAmount
 
 
 class AsaasChargeback(_AsaasModel):
@@ -55,7 +64,7 @@ class AsaasChargeback(_AsaasModel):
 
 class AsaasPayment(_AsaasModel):
     id: str = Field(pattern=r"^pay_\w+$")
-    value: float | int | str
+    value: DecimalAmount
     status: str | None = None
     externalReference: str | None = None
     refunds: list[AsaasRefund] | None = None
@@ -72,8 +81,12 @@ class AsaasEvent(_AsaasModel):
 Reader = Callable[[AsaasPayment, Delivery], tuple[Interpretation, ...]]
 
 
-def _brazil_epoch(stamp: str) -> int:
-    moment = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S").replace(tzinfo=BRAZIL)
+def _brazil_epoch(stamp: str, field: str) -> int:
+    try:
+        moment = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S").replace(tzinfo=BRAZIL)
+    except ValueError as exc:
+        shown = repr(stamp) if len(stamp) <= 40 else f"{stamp[:37]!r}..."
+        raise InvalidFieldError(field, f"{shown} is not a date as Asaas sends it") from exc
     return int(moment.timestamp())
 
 
@@ -82,14 +95,17 @@ def _entry(
     delivery: Delivery,
     transition: Transition,
     ref: str,
-    value: object | None = None,
+    value: tuple[object, str] | None = None,
 ) -> Effect:
+    """An entry of `payment`, of its value or of `value` (an amount and the field it is in)."""
+    amount, field = value or (payment.value, "payment.value")
+    what = _WHAT[transition]
     return Effect(
         delivery=delivery,
         transition=transition,
         external_ref=ref,
-        amount=Money(to_minor(payment.value if value is None else value, CURRENCY), CURRENCY),
-        order_id=payment.externalReference or None,
+        amount=movement(to_minor(amount, CURRENCY, field), CURRENCY, field, what),
+        order_id=checked_order_id(payment.externalReference, "payment.externalReference"),
         # Without externalReference it waits for an operator to attach the payment.
         order_lookup=(payment.id,),
         payment=payment.id,
@@ -113,20 +129,21 @@ def _refunds(payment: AsaasPayment, delivery: Delivery) -> tuple[Interpretation,
         )
     seen: Counter[tuple[str, str]] = Counter()
     entries: list[Interpretation] = []
-    for refund in payment.refunds:
-        identity = (refund.dateCreated, str(to_minor(refund.value, CURRENCY)))
+    for n, refund in enumerate(payment.refunds):
+        field = f"payment.refunds.{n}.value"
+        identity = (refund.dateCreated, str(to_minor(refund.value, CURRENCY, field)))
         seen[identity] += 1
         if refund.status != REFUND_DONE:
             continue
         ref = f"{payment.id}:refund:{identity[0]}:{identity[1]}#{seen[identity]}"
-        at = _brazil_epoch(refund.dateCreated)
+        at = _brazil_epoch(refund.dateCreated, f"payment.refunds.{n}.dateCreated")
         entries.append(
             _entry(
                 payment,
                 Delivery(delivery.provider, delivery.event_id, delivery.event_type, at),
                 Transition.REFUNDED,
                 ref,
-                refund.value,
+                (refund.value, field),
             )
         )
     return tuple(entries) or (NoEffect(delivery, "no refund of the payment is DONE yet"),)
@@ -143,6 +160,16 @@ def _chargeback(payment: AsaasPayment, delivery: Delivery) -> tuple[Interpretati
     return (opened,)
 
 
+# What each entry's money is, for a reason that says what cannot be zero
+_WHAT: Final[Mapping[Transition, str]] = {
+    Transition.PAID: "payment",
+    Transition.PAYMENT_REVERSED: "payment",
+    Transition.REFUNDED: "refund",
+    Transition.DISPUTED: "dispute",
+    Transition.DISPUTE_WON: "dispute",
+    Transition.DISPUTE_LOST: "dispute",
+}
+
 ASAAS_EVENTS: Final[Mapping[str, Reader]] = {
     "PAYMENT_CONFIRMED": _received,
     "PAYMENT_RECEIVED": _received,
@@ -158,16 +185,13 @@ ASAAS_EVENTS: Final[Mapping[str, Reader]] = {
 def interpret(raw_body: str) -> tuple[Interpretation, ...]:
     try:
         event = AsaasEvent.model_validate_json(raw_body)
-        created = _brazil_epoch(event.dateCreated)
-    except (ValidationError, ValueError) as exc:
-        raise MalformedEventError(f"not an Asaas event: {exc}") from exc
+    except ValidationError as exc:
+        raise refused(exc, what="not an Asaas event") from exc
+    created = _brazil_epoch(event.dateCreated, "dateCreated")
     delivery = Delivery(PROVIDER, event.id, event.event, created)
     read = ASAAS_EVENTS.get(event.event)
     if read is None:
         return (NoEffect(delivery, "event has no mapped effect"),)
     if event.payment is None:
-        raise MalformedEventError(f"{event.event} {event.id} carries no payment")
-    try:
-        return read(event.payment, delivery)
-    except ValueError as exc:
-        raise MalformedEventError(f"{event.event} {event.id}: {exc}") from exc
+        raise InvalidFieldError("payment", f"{event.event} {event.id} carries no payment")
+    return read(event.payment, delivery)

@@ -13,6 +13,12 @@ One payment can hold several entries, each named by its own object:
 A notification re-read later yields the same entries with the same keys, so reprocessing any
 notification of a payment is safe. Amounts are decimals in major units of `currency_id`
 (CLP 5000 is 5,000 pesos); the order is `external_reference` (or `metadata.order_id`).
+
+The payment is stamped at `date_approved`, the moment it was approved, which may come after
+`date_created` (a payment created pending, approved later). An approved payment that arrives
+without a usable one (null, empty, not a moment) is stamped at `date_created`, which its
+approval cannot precede, so it still orders before its own refunds and disputes; the entry says
+so (`note`). Without either date it is refused, naming both.
 """
 
 from __future__ import annotations
@@ -23,9 +29,17 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from functions.shared.domain import Delivery, Effect, Interpretation, Money, NoEffect, Transition
-from functions.shared.errors import MalformedEventError
-from functions.shared.money import to_minor
+from functions.shared.domain import (
+    Delivery,
+    Effect,
+    Interpretation,
+    NoEffect,
+    Transition,
+    checked_order_id,
+    movement,
+)
+from functions.shared.money import InvalidFieldError, to_minor
+from functions.shared.providers.fields import MAX_EPOCH_SECONDS, Currency, DecimalAmount, refused
 
 PROVIDER: Final = "mercadopago"
 MONEY_RECEIVED: Final = frozenset({"approved", "refunded", "charged_back", "in_mediation"})
@@ -59,7 +73,7 @@ class Notification(_MercadoPagoModel):
 
 class Refund(_MercadoPagoModel):
     id: str | int
-    amount: float | int | str
+    amount: DecimalAmount
     date_created: str
     status: str | None = None
 
@@ -72,9 +86,11 @@ class Payment(_MercadoPagoModel):
     id: str | int
     status: str
     status_detail: str | None = None
-    currency_id: str = Field(min_length=3, max_length=3)
-    transaction_amount: float | int | str
-    date_approved: str | None = None
+    currency_id: Currency
+    transaction_amount: DecimalAmount
+    # Read as sent: an unusable one is not a malformed payment (see the module's doc)
+    date_approved: Any = None
+    date_created: str | None = None
     date_last_updated: str
     external_reference: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -82,11 +98,61 @@ class Payment(_MercadoPagoModel):
     payer: Payer | None = None
 
 
-def _epoch(stamp: str) -> int:
+def _moment(stamp: object) -> int | None:
+    """Epoch seconds of an ISO 8601 moment with its offset, or None. A stamp without an offset
+    is no moment: it would be read in whatever zone the machine runs in."""
+    if not isinstance(stamp, str):
+        return None
     try:
-        return int(datetime.fromisoformat(stamp).timestamp())
-    except ValueError as exc:
-        raise MalformedEventError(f"date {stamp!r} is not ISO 8601") from exc
+        moment = datetime.fromisoformat(stamp)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        return None
+    seconds = int(moment.timestamp())
+    return seconds if 0 < seconds < MAX_EPOCH_SECONDS else None
+
+
+def _epoch(stamp: object, field: str) -> int:
+    seconds = _moment(stamp)
+    if seconds is None:
+        shown = repr(stamp) if len(repr(stamp)) <= 40 else f"{repr(stamp)[:37]}..."
+        raise InvalidFieldError(field, f"{shown} is not an ISO 8601 moment with its offset")
+    return seconds
+
+
+def _approved_at(payment: Payment) -> tuple[int, str | None]:
+    """The payment's stamp in epoch seconds, and a note when it is not the approval's own (see
+    the module's doc)."""
+    approved = _moment(payment.date_approved)
+    if approved is not None:
+        return approved, None
+    if payment.date_approved is None:
+        why = "null"
+    elif payment.date_approved == "":
+        why = "empty"
+    else:
+        why = "not an ISO 8601 moment with its offset"
+    created = _moment(payment.date_created)
+    if created is None:
+        raise InvalidFieldError(
+            "payment.date_created",
+            f"the payment is {payment.status} but date_approved is {why}, and date_created "
+            "is no moment either",
+        )
+    return created, f"stamped at date_created: date_approved is {why}"
+
+
+def _order_of(payment: Payment) -> str | None:
+    """`external_reference`, else `metadata.order_id`. Metadata keeps the JSON type it was
+    created with, so a numeric order id is read as its digits; any other type is refused."""
+    order_id = checked_order_id(payment.external_reference, "payment.external_reference")
+    if order_id is not None:
+        return order_id
+    in_metadata = payment.metadata.get("order_id")
+    if isinstance(in_metadata, int) and not isinstance(in_metadata, bool):
+        in_metadata = str(in_metadata)
+    return checked_order_id(in_metadata, "payment.metadata.order_id")
 
 
 class Interpreter:
@@ -97,13 +163,13 @@ class Interpreter:
         try:
             notification = Notification.model_validate_json(raw_body)
         except ValidationError as exc:
-            raise MalformedEventError(f"not a Mercado Pago notification: {exc}") from exc
+            raise refused(exc, what="not a Mercado Pago notification") from exc
         event_type = notification.action or notification.type or "unknown"
         received = Delivery(
             PROVIDER,
             str(notification.id),
             event_type,
-            _epoch(notification.date_created) if notification.date_created else 0,
+            _epoch(notification.date_created, "date_created") if notification.date_created else 0,
         )
         topic = notification.type or event_type.split(".")[0]
         if topic != "payment":
@@ -111,56 +177,77 @@ class Interpreter:
         try:
             payment = Payment.model_validate(self._payments(str(notification.data.id)))
         except ValidationError as exc:
-            raise MalformedEventError(f"payment {notification.data.id}: {exc}") from exc
+            raise refused(exc, "payment") from exc
         effects = self._effects(payment, received)
         return tuple(effects) or (NoEffect(received, f"payment is {payment.status!r}"),)
 
     @staticmethod
     def _effects(payment: Payment, received: Delivery) -> list[Interpretation]:
-        order_id = payment.external_reference or payment.metadata.get("order_id") or None
-        currency = payment.currency_id.lower()
+        order_id = _order_of(payment)
+        currency = payment.currency_id
         email = payment.payer.email if payment.payer else None
+        # Read strictly even when no entry needs it: a payment is money or it is refused
+        amount_field = "payment.transaction_amount"
+        amount = to_minor(payment.transaction_amount, currency, amount_field)
 
         def effect(
-            transition: Transition, ref: str, amount: object, at: str, *, only_if_open: bool = False
+            transition: Transition,
+            ref: str,
+            minor: int,
+            at: int,
+            field: str = amount_field,
+            *,
+            only_if_open: bool = False,
+            note: str | None = None,
         ) -> Effect:
             return Effect(
-                delivery=Delivery(PROVIDER, received.event_id, received.event_type, _epoch(at)),
+                delivery=Delivery(PROVIDER, received.event_id, received.event_type, at),
                 transition=transition,
                 external_ref=ref,
-                amount=Money(to_minor(amount, currency), currency),
-                order_id=str(order_id) if order_id else None,
+                amount=movement(minor, currency, field, _WHAT[transition]),
+                order_id=order_id,
                 order_lookup=(str(payment.id),),
                 recipient=email,
                 payment=str(payment.id),
                 only_if_open=only_if_open,
+                note=note,
             )
 
         effects: list[Interpretation] = []
-        if payment.status in MONEY_RECEIVED and payment.date_approved:
-            effects.append(
-                effect(
-                    Transition.PAID,
-                    str(payment.id),
-                    payment.transaction_amount,
-                    payment.date_approved,
-                )
-            )
-        effects += [
-            effect(Transition.REFUNDED, f"refund:{r.id}", r.amount, r.date_created)
-            for r in payment.refunds
-            if r.status == REFUND_MOVED_MONEY
-        ]
+        if payment.status in MONEY_RECEIVED:
+            approved_at, note = _approved_at(payment)
+            effects.append(effect(Transition.PAID, str(payment.id), amount, approved_at, note=note))
+        for n, refund in enumerate(payment.refunds):
+            at = f"payment.refunds.{n}"
+            minor = to_minor(refund.amount, currency, f"{at}.amount")
+            if refund.status == REFUND_MOVED_MONEY:
+                refunded_at = _epoch(refund.date_created, f"{at}.date_created")
+                ref = f"refund:{refund.id}"
+                effects.append(effect(Transition.REFUNDED, ref, minor, refunded_at, f"{at}.amount"))
         # A mediation (a claim: funds held) and a chargeback are two disputes of one payment.
         mediation, chargeback = f"{payment.id}:mediation", f"{payment.id}:chargeback"
-        amount, at = payment.transaction_amount, payment.date_last_updated
+        if payment.status not in DISPUTED | HOLD_RELEASED:
+            return effects
+        updated = _epoch(payment.date_last_updated, "payment.date_last_updated")
         if payment.status == "in_mediation":
-            effects.append(effect(Transition.DISPUTED, mediation, amount, at))
+            effects.append(effect(Transition.DISPUTED, mediation, amount, updated))
         elif payment.status == "charged_back":
-            effects.append(effect(Transition.DISPUTED, chargeback, amount, at))
+            effects.append(effect(Transition.DISPUTED, chargeback, amount, updated))
             verdict = CHARGEBACK_VERDICTS.get(payment.status_detail or "")
             if verdict is not None:
-                effects.append(effect(verdict, chargeback, amount, at))
+                effects.append(effect(verdict, chargeback, amount, updated))
         elif payment.status in HOLD_RELEASED:
-            effects.append(effect(Transition.DISPUTE_WON, mediation, amount, at, only_if_open=True))
+            effects.append(
+                effect(Transition.DISPUTE_WON, mediation, amount, updated, only_if_open=True)
+            )
         return effects
+
+
+# What each entry's money is, for a reason that says what cannot be zero
+_WHAT: Final[Mapping[Transition, str]] = {
+    Transition.PAID: "payment",
+    Transition.REFUNDED: "refund",
+    Transition.DISPUTED: "dispute",
+    Transition.DISPUTE_WON: "dispute",
+    Transition.DISPUTE_LOST: "dispute",
+}

@@ -7,7 +7,7 @@ read only what they need.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Annotated, Any, Final
 
@@ -21,10 +21,19 @@ from functions.shared.domain import (
     Money,
     NoEffect,
     Transition,
+    checked_order_id,
+    movement,
 )
-from functions.shared.errors import MalformedEventError, UmavezError
+from functions.shared.errors import UmavezError
+from functions.shared.providers.fields import (
+    Currency,
+    EpochSeconds,
+    MinorUnits,
+    refused,
+)
 
 PROVIDER: Final = "stripe"
+OBJECT: Final = "data.object"  # where each field this module names lives in the event
 ORDER_METADATA_KEY: Final = "order_id"
 # From this API version Stripe sends refund.* events for card refunds too; before it, a card
 # refund arrived only as charge.refunded (refunds embedded until 2022-11-15, then not at all).
@@ -63,7 +72,7 @@ class StripeEvent(_StripeModel):
     id: str = Field(pattern=r"^evt_\w+$")
     object: str = Field(pattern=r"^event$")
     type: str = Field(min_length=1)
-    created: int = Field(gt=0)
+    created: EpochSeconds
     api_version: str | None = None
     livemode: bool = False
     data: StripeEventData
@@ -75,8 +84,8 @@ class StripeEvent(_StripeModel):
 
 class PaymentIntent(_StripeModel):
     id: str = Field(pattern=r"^pi_\w+$")
-    amount_received: int = Field(ge=0)
-    currency: str
+    amount_received: MinorUnits
+    currency: Currency
     metadata: Metadata = Field(default_factory=dict)
     receipt_email: str | None = None
     latest_charge: str | None = None
@@ -89,10 +98,10 @@ class BillingDetails(_StripeModel):
 
 class Refund(_StripeModel):
     id: str = Field(pattern=r"^(re|pyr)_\w+$")
-    amount: int = Field(ge=0)
-    currency: str
+    amount: MinorUnits
+    currency: Currency
     status: str | None = None
-    created: int | None = None
+    created: EpochSeconds | None = None
     metadata: Metadata = Field(default_factory=dict)
     charge: str | None = None
     payment_intent: str | None = None
@@ -105,10 +114,10 @@ class RefundList(_StripeModel):
 
 class Charge(_StripeModel):
     id: str = Field(pattern=r"^(ch|py)_\w+$")
-    amount: int = Field(ge=0)
-    amount_captured: int | None = Field(default=None, ge=0)
+    amount: MinorUnits
+    amount_captured: MinorUnits | None = None
     captured: bool
-    currency: str
+    currency: Currency
     metadata: Metadata = Field(default_factory=dict)
     payment_intent: str | None = None
     receipt_email: str | None = None
@@ -116,10 +125,12 @@ class Charge(_StripeModel):
     refunds: RefundList | None = None
 
     @property
-    def captured_amount(self) -> int:
-        # Older API versions report amount_captured 0 (or omit it) on a captured charge: the
-        # charge's amount is what moved, never zero.
-        return self.amount_captured or self.amount
+    def captured_amount(self) -> tuple[int, str]:
+        """What moved, and the field it was read from. Older API versions report
+        amount_captured 0 (or omit it) on a captured charge: the charge's amount moved."""
+        if self.amount_captured:
+            return self.amount_captured, "amount_captured"
+        return self.amount, "amount"
 
     @property
     def payment(self) -> str:
@@ -129,10 +140,10 @@ class Charge(_StripeModel):
 
 class Dispute(_StripeModel):
     id: str = Field(pattern=r"^(dp|du)_\w+$")
-    amount: int = Field(ge=0)
-    currency: str
+    amount: MinorUnits
+    currency: Currency
     status: str | None = None
-    created: int | None = None
+    created: EpochSeconds | None = None
     metadata: Metadata = Field(default_factory=dict)
     charge: str | None = None
     payment_intent: str | None = None
@@ -151,8 +162,8 @@ class LegacyInvoice(_StripeModel):
     """An invoice as API versions up to 2024 (acacia) shape it: it names its PaymentIntent."""
 
     id: str = Field(pattern=r"^in_\w+$")
-    amount_paid: int = Field(ge=0)
-    currency: str
+    amount_paid: MinorUnits
+    currency: Currency
     metadata: Metadata = Field(default_factory=dict)
     payment_intent: str | None = None
     charge: str | None = None
@@ -163,7 +174,9 @@ class LegacyInvoice(_StripeModel):
     @property
     def order_id(self) -> str | None:
         details = self.subscription_details
-        return _order_of(self.metadata) or (_order_of(details.metadata) if details else None)
+        return _order_of(self.metadata) or (
+            _order_of(details.metadata, "subscription_details.metadata") if details else None
+        )
 
 
 class BasilInvoice(_StripeModel):
@@ -181,7 +194,9 @@ class BasilInvoice(_StripeModel):
     @property
     def order_id(self) -> str | None:
         details = self.subscription
-        return _order_of(self.metadata) or (_order_of(details.metadata) if details else None)
+        return _order_of(self.metadata) or (
+            _order_of(details.metadata, "parent.subscription_details.metadata") if details else None
+        )
 
 
 class CustomerDetails(_StripeModel):
@@ -198,15 +213,17 @@ class CheckoutSession(_StripeModel):
     invoice: str | None = None
     subscription: str | None = None
     payment_status: str | None = None
-    amount_total: int | None = Field(default=None, ge=0)
-    currency: str | None = None
+    amount_total: MinorUnits | None = None
+    currency: Currency | None = None
     customer_details: CustomerDetails | None = None
 
     @property
     def order_id(self) -> str | None:
         # metadata.order_id is the convention every other object follows here (and what a
         # PaymentIntent would carry); client_reference_id, often a cart id, comes second.
-        return _order_of(self.metadata) or self.client_reference_id
+        return _order_of(self.metadata) or checked_order_id(
+            self.client_reference_id, f"{OBJECT}.client_reference_id"
+        )
 
 
 class InvoicePaymentTarget(_StripeModel):
@@ -219,8 +236,8 @@ class InvoicePayment(_StripeModel):
     """Basil's link between an invoice and the payment that paid it."""
 
     id: str = Field(pattern=r"^inpay_\w+$")
-    amount_paid: int | None = Field(default=None, ge=0)
-    currency: str
+    amount_paid: MinorUnits | None = None
+    currency: Currency
     invoice: str
     status: str | None = None
     payment: InvoicePaymentTarget
@@ -234,8 +251,13 @@ class EventRule:
     read: Callable[[StripeEvent, Delivery], Readings]
 
 
-def _order_of(metadata: Mapping[str, str]) -> str | None:
-    return metadata.get(ORDER_METADATA_KEY) or None
+def _order_of(metadata: Mapping[str, str], where: str = "metadata") -> str | None:
+    """The order a metadata names, checked; `where` is the metadata's path in the object."""
+    return checked_order_id(metadata.get(ORDER_METADATA_KEY), f"{OBJECT}.{where}.order_id")
+
+
+def _money(minor: int, currency: str, field: str, what: str) -> Money:
+    return movement(minor, currency, f"{OBJECT}.{field}", what)
 
 
 def _payment_refs(*object_ids: str | None) -> tuple[str, ...]:
@@ -252,7 +274,7 @@ def _from_payment_intent(event: StripeEvent, delivery: Delivery) -> Readings:
             delivery=delivery,
             transition=Transition.PAID,
             external_ref=intent.id,
-            amount=Money(intent.amount_received, intent.currency),
+            amount=_money(intent.amount_received, intent.currency, "amount_received", "payment"),
             order_id=_order_of(intent.metadata),
             # Without metadata (Checkout, invoices) its order is what bound it.
             order_lookup=(intent.id,),
@@ -270,12 +292,13 @@ def _from_charge(event: StripeEvent, delivery: Delivery) -> Readings:
     email = charge.receipt_email or (
         charge.billing_details.email if charge.billing_details else None
     )
+    captured, field = charge.captured_amount
     return (
         Effect(
             delivery=delivery,
             transition=Transition.PAID,
             external_ref=charge.payment,
-            amount=Money(charge.captured_amount, charge.currency),
+            amount=_money(captured, charge.currency, field, "payment"),
             order_id=_order_of(charge.metadata),
             order_lookup=_payment_refs(charge.payment_intent, charge.id),
             registers=_payment_refs(charge.payment_intent, charge.id),
@@ -291,12 +314,16 @@ def _from_invoice(event: StripeEvent, delivery: Delivery) -> Readings:
     invoice = LegacyInvoice.model_validate(event.data.object)
     if invoice.payment_intent is None:
         return (NoEffect(delivery, "invoice paid without a PaymentIntent (out of band or zero)"),)
+    if invoice.amount_paid == 0:
+        # A trial, a full coupon, a customer's credit balance: an invoice can be paid with
+        # nothing to pay. No money moved, so no entry; recorded, with why.
+        return (NoEffect(delivery, f"invoice {invoice.id} paid nothing (amount_paid 0)"),)
     return (
         Effect(
             delivery=delivery,
             transition=Transition.PAID,
             external_ref=invoice.payment_intent,
-            amount=Money(invoice.amount_paid, invoice.currency),
+            amount=_money(invoice.amount_paid, invoice.currency, "amount_paid", "payment"),
             order_id=invoice.order_id,
             order_lookup=_payment_refs(invoice.payment_intent, invoice.id, invoice.subscription),
             registers=_payment_refs(invoice.payment_intent, invoice.charge, invoice.id),
@@ -345,12 +372,14 @@ def _from_invoice_payment(event: StripeEvent, delivery: Delivery) -> Readings:
     payment = link.payment.payment_intent or link.payment.charge
     if link.status != "paid" or payment is None or link.amount_paid is None:
         return (NoEffect(delivery, f"invoice payment {link.status!r} names no settled payment"),)
+    if link.amount_paid == 0:
+        return (NoEffect(delivery, f"invoice payment {link.id} paid nothing (amount_paid 0)"),)
     return (
         Effect(
             delivery=delivery,
             transition=Transition.PAID,
             external_ref=payment,
-            amount=Money(link.amount_paid, link.currency),
+            amount=_money(link.amount_paid, link.currency, "amount_paid", "payment"),
             order_lookup=_payment_refs(payment, link.invoice),
             registers=_payment_refs(payment),
             payment=payment,
@@ -391,12 +420,15 @@ def _from_checkout_session(event: StripeEvent, delivery: Delivery) -> Readings:
             ),
         )
     assert session.payment_intent is not None
+    if session.amount_total == 0:
+        # Paid with nothing to pay (a full discount): it still says which order is whose.
+        return (Binding(delivery, order_id, objects, f"{session.id} paid nothing: bound only"),)
     return (
         Effect(
             delivery=delivery,
             transition=Transition.PAID,
             external_ref=session.payment_intent,
-            amount=Money(session.amount_total, session.currency),
+            amount=_money(session.amount_total, session.currency, "amount_total", "payment"),
             order_id=order_id,
             registers=objects,
             recipient=session.customer_details.email if session.customer_details else None,
@@ -409,7 +441,7 @@ def _from_checkout_session(event: StripeEvent, delivery: Delivery) -> Readings:
 
 
 def _refund_entry(
-    refund: Refund, delivery: Delivery, order_id: str | None = None
+    refund: Refund, delivery: Delivery, order_id: str | None = None, at: str = OBJECT
 ) -> Interpretation:
     """A succeeded refund counts; one that failed or was canceled reverses it (and counts only
     if the refund had counted); any other status moves no money yet."""
@@ -425,8 +457,11 @@ def _refund_entry(
         delivery=delivery,
         transition=transition,
         external_ref=refund.id,
-        amount=Money(refund.amount, refund.currency),
-        order_id=_order_of(refund.metadata) or order_id,
+        amount=movement(refund.amount, refund.currency, f"{at}.amount", "refund"),
+        order_id=checked_order_id(
+            refund.metadata.get(ORDER_METADATA_KEY), f"{at}.metadata.order_id"
+        )
+        or order_id,
         order_lookup=_payment_refs(refund.payment_intent, refund.charge),
         payment=refund.payment_intent or refund.charge,
     )
@@ -450,7 +485,7 @@ class Interpreter:
         try:
             event = StripeEvent.model_validate_json(raw_body)
         except ValidationError as exc:
-            raise MalformedEventError(f"not a Stripe event: {_summary(exc)}") from exc
+            raise refused(exc, what="not a Stripe event") from exc
         delivery = Delivery(PROVIDER, event.id, event.type, event.created)
         rule = self._rules.get(event.type)
         if rule is None:
@@ -458,7 +493,7 @@ class Interpreter:
         try:
             return rule.read(event, delivery)
         except ValidationError as exc:
-            raise MalformedEventError(f"{event.type} {event.id}: {_summary(exc)}") from exc
+            raise refused(exc, OBJECT) from exc
 
     def _from_charge_refunded(self, event: StripeEvent, delivery: Delivery) -> Readings:
         """One entry per refund of the charge, keyed by its `re_…` id, whichever way it came:
@@ -466,7 +501,8 @@ class Interpreter:
         charge = Charge.model_validate(event.data.object)
         embedded = charge.refunds
         if embedded is not None and not embedded.has_more:
-            refunds = embedded.data
+            # Each refund with the path its fields are named by in a dead letter's reason
+            refunds = [(r, f"{OBJECT}.refunds.data.{n}") for n, r in enumerate(embedded.data)]
         elif not event.api_version_before(REFUND_EVENTS_FOR_CARDS_SINCE):
             return (
                 NoEffect(
@@ -476,7 +512,7 @@ class Interpreter:
                 ),
             )
         elif self._refunds is not None:
-            refunds = [Refund.model_validate(r) for r in self._refunds(charge.id)]
+            refunds = list(self._listed_refunds(charge.id))
         else:
             raise StripeApiNotConfiguredError(
                 f"charge.refunded {event.id} (API {event.api_version}) names no refund and no "
@@ -489,10 +525,21 @@ class Interpreter:
                 ),
                 replace(delivery, created=refund.created or delivery.created),
                 order_id=_order_of(charge.metadata),
+                at=at,
             )
             # Stripe lists newest first; applied oldest first, so none is needlessly late.
-            for refund in sorted(refunds, key=lambda refund: refund.created or 0)
+            for refund, at in sorted(refunds, key=lambda listed: listed[0].created or 0)
         ) or (NoEffect(delivery, "charge.refunded lists no refund"),)
+
+    def _listed_refunds(self, charge: str) -> Iterator[tuple[Refund, str]]:
+        """The charge's refunds as the refunds API lists them, each with its path there."""
+        assert self._refunds is not None
+        for n, listed in enumerate(self._refunds(charge)):
+            at = f"refunds_api.data.{n}"
+            try:
+                yield Refund.model_validate(listed), at
+            except ValidationError as exc:
+                raise refused(exc, at) from exc
 
 
 # -- disputes ------------------------------------------------------------------------------
@@ -506,7 +553,7 @@ def _dispute_entry(
         delivery=replace(delivery, created=at),
         transition=transition,
         external_ref=dispute.id,
-        amount=Money(dispute.amount, dispute.currency),
+        amount=_money(dispute.amount, dispute.currency, "amount", "dispute"),
         order_id=_order_of(dispute.metadata),
         order_lookup=_payment_refs(dispute.payment_intent, dispute.charge),
         payment=dispute.payment_intent or dispute.charge,
@@ -609,10 +656,3 @@ NAMED_NO_EFFECT: Final[Mapping[str, str]] = {
 def interpret(raw_body: str) -> Readings:
     """Stripe's map without the refunds API (tests and tools that need no network)."""
     return Interpreter()(raw_body)
-
-
-def _summary(exc: ValidationError) -> str:
-    return "; ".join(
-        f"{'.'.join(str(part) for part in error['loc']) or 'body'}: {error['msg']}"
-        for error in exc.errors()[:5]
-    )
