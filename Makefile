@@ -70,3 +70,9 @@ cost: $(STAMP)
 
 clean:
 	rm -rf $(VENV) $(RUNTIME_VENV) node_modules cdk.out .local .mypy_cache .pytest_cache .ruff_cache .hypothesis
+
+# Mangled provider payloads through the process Lambda, 10,000 seeded cases
+# (tests/functional/test_money_fuzz.py; UMAVEZ_FUZZ_SEED=N replays another seed).
+.PHONY: fuzz-money
+fuzz-money: $(STAMP)
+	UMAVEZ_FUZZ_CASES=10000 $(BIN)/pytest -q tests/functional/test_money_fuzz.py
