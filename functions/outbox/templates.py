@@ -54,6 +54,11 @@ TEMPLATES: Final[dict[str, Template]] = {
         subject="Dispute closed for order {order_id}",
         body="The dispute of {money} on order {order_id} was decided in your favour.",
     ),
+    Transition.FUNDS_REINSTATED: Template(
+        subject="Dispute settled for order {order_id}",
+        body="{money} of the dispute on order {order_id}, already refunded to you before it"
+        " was opened, went back to the merchant.",
+    ),
 }
 STATUS_LINE: Final = "\n\nOrder status: {status}"
 FOOTER: Final = "\n\nReference: {key}"
@@ -63,7 +68,14 @@ FOOTER: Final = "\n\nReference: {key}"
 # it is news about the customer's own money that no newer e-mail already told: a refund or a
 # refund's failure. A late payment or dispute step would contradict what the customer was
 # already told (e.g. "payment received" after "refund issued"); EventBridge still gets them all.
-NEVER_EMAILED: Final = frozenset({Transition.INQUIRY_OPENED, Transition.INQUIRY_CLOSED})
+NEVER_EMAILED: Final = frozenset(
+    {
+        Transition.INQUIRY_OPENED,
+        Transition.INQUIRY_CLOSED,
+        # Between the provider and the merchant: the customer was told the dispute's verdict.
+        Transition.FUNDS_REINSTATED,
+    }
+)
 EMAILED_WHEN_LATE: Final = frozenset({Transition.REFUNDED, Transition.REFUND_REVERSED})
 
 

@@ -34,6 +34,10 @@ class Transition(StrEnum):
     DISPUTED = "order.disputed"
     DISPUTE_WON = "order.dispute_won"
     DISPUTE_LOST = "order.dispute_lost"
+    # Part of a lost dispute given back (Stripe reinstates what was refunded before the
+    # cardholder disputed the whole charge): after the verdict, from the dispute's own
+    # balance transactions.
+    FUNDS_REINSTATED = "order.funds_reinstated"
 
 
 class Total(StrEnum):
@@ -42,7 +46,9 @@ class Total(StrEnum):
     PAID = "paid_total"
     REFUNDED = "refunded_total"
     DISPUTED = "disputed_total"  # withdrawn by disputes still open
-    DISPUTE_WON = "dispute_won_total"  # reinstated after a won dispute
+    # Given back after a dispute: all of a won one, the part of a lost one the provider
+    # reinstated.
+    DISPUTE_WON = "dispute_won_total"
     DISPUTE_LOST = "dispute_lost_total"  # charged back for good
     INQUIRY = "inquiry_total"  # questioned by open inquiries: visible, not moved
 
@@ -85,6 +91,11 @@ TRANSITION_RULES: Final[dict[Transition, TransitionRule]] = {
         ((Total.DISPUTED, -1), (Total.DISPUTE_LOST, 1)),
         8,
         reverses=Transition.DISPUTED,
+    ),
+    # Moves money the lost verdict booked as lost to what was given back; the verdict comes
+    # first in every event that carries it (the same dispute object), and counts once.
+    Transition.FUNDS_REINSTATED: TransitionRule(
+        "dispute_lost", ((Total.DISPUTE_LOST, -1), (Total.DISPUTE_WON, 1)), 9
     ),
 }
 TIE_SLOTS: Final = 10

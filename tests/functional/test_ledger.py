@@ -210,7 +210,7 @@ def dispute(template: str, intent: str, dispute_id: str, at: int) -> str:
 def test_won_dispute_puts_the_money_back_once_whichever_events_say_so(world: World) -> None:
     order, intent, _ = paid(world)
     case = stripe.unique("du")
-    world.deliver(dispute("charge.dispute.created", intent, case, T0 + 3600))
+    world.deliver_all(dispute("charge.dispute.created", intent, case, T0 + 3600))
     assert financial_status(world.order(order)) == "disputed"
 
     world.deliver_all(dispute("charge.dispute.closed.won", intent, case, T0 + 90_000))
@@ -235,8 +235,8 @@ def test_lost_dispute_arriving_before_its_opening_counts_the_money_out_once(worl
     world.deliver_all(dispute("charge.dispute.closed.lost", intent, case, T0 + 90_000))
 
     # When the opening arrives late, twice
-    world.deliver(dispute("charge.dispute.created", intent, case, T0 + 3600))
-    world.deliver(dispute("charge.dispute.funds_withdrawn", intent, case, T0 + 3600))
+    world.deliver_all(dispute("charge.dispute.created", intent, case, T0 + 3600))
+    world.deliver_all(dispute("charge.dispute.funds_withdrawn", intent, case, T0 + 3600))
 
     # Then the money is out once, for good
     state = world.order(order)
@@ -249,7 +249,7 @@ def test_inquiry_is_visible_but_is_not_disputed_money(world: World) -> None:
     order, intent, _ = paid(world)
     case = stripe.unique("du")
 
-    world.deliver(dispute("charge.dispute.created.inquiry", intent, case, T0 + 3600))
+    world.deliver_all(dispute("charge.dispute.created.inquiry", intent, case, T0 + 3600))
     opened = world.order(order)
     world.deliver_all(dispute("charge.dispute.closed.warning_closed", intent, case, T0 + 9000))
 
@@ -519,14 +519,15 @@ def test_a_dispute_has_one_verdict_whatever_events_follow(world: World) -> None:
     # Given a dispute lost, then a funds_reinstated of that dispute (e.g. a partial refund)
     order, intent, _ = paid(world)
     case = stripe.unique("du")
-    world.deliver(dispute("charge.dispute.created", intent, case, T0 + 3600))
+    world.deliver_all(dispute("charge.dispute.created", intent, case, T0 + 3600))
     world.deliver_all(dispute("charge.dispute.closed.lost", intent, case, T0 + 90_000))
 
     after = world.deliver_all(dispute("charge.dispute.funds_reinstated", intent, case, T0 + 90_100))
 
-    # Then the first verdict stands: nothing is reinstated on top of a lost dispute
+    # Then the first verdict stands: nothing is reinstated on top of a lost dispute (the
+    # inquiry it might have been, the opening and the verdict are all duplicates)
     state = world.order(order)
-    assert [p.outcome for p in after] == [Outcome.DUPLICATE, Outcome.DUPLICATE]
+    assert [p.outcome for p in after] == [Outcome.DUPLICATE] * 3
     assert (state.get("dispute_lost_total", 0), state.get("dispute_won_total", 0)) == (AMOUNT, 0)
     assert state.get("disputed_total", 0) == 0
     assert world.mismatches(order) == []
@@ -535,7 +536,7 @@ def test_a_dispute_has_one_verdict_whatever_events_follow(world: World) -> None:
 def test_inquiry_escalating_opens_the_dispute_on_time(world: World) -> None:
     order, intent, _ = paid(world)
     case = stripe.unique("du")
-    world.deliver(dispute("charge.dispute.created.inquiry", intent, case, T0 + 3600))
+    world.deliver_all(dispute("charge.dispute.created.inquiry", intent, case, T0 + 3600))
     escalated = json.loads(dispute("charge.dispute.created", intent, case, T0 + 7200))
     escalated["type"] = "charge.dispute.updated"
     escalated["data"]["previous_attributes"] = {"status": "warning_under_review"}
@@ -546,3 +547,114 @@ def test_inquiry_escalating_opens_the_dispute_on_time(world: World) -> None:
     assert [p.outcome for p in results] == [Outcome.DUPLICATE, Outcome.APPLIED, Outcome.APPLIED]
     assert (state["lifecycle_status"], financial_status(state)) == ("disputed", "disputed")
     assert announced(world, order).count(("order.disputed", False)) == 1
+
+
+def shaped_dispute(template: str, intent: str, case: str, at: int, **fields: Any) -> str:
+    """A dispute event of `template` with its dispute's fields replaced (status, balance
+    transactions), as Stripe sends it at `at`."""
+    event = json.loads(dispute(template, intent, case, at))
+    event["data"]["object"].update(fields)
+    return json.dumps(event)
+
+
+def moved(amount: int, category: str) -> dict[str, Any]:
+    return {"amount": amount, "reporting_category": category, "type": "adjustment"}
+
+
+def test_a_prevented_dispute_leaves_the_order_paid(world: World) -> None:
+    # Given a paid order whose cardholder's dispute Stripe prevented before it was filed
+    order, intent, _ = paid(world)
+    case = stripe.unique("du")
+    prevented = {"status": "prevented", "balance_transactions": []}
+
+    # When Stripe announces it, created and closed, each twice
+    for template in ("charge.dispute.created", "charge.dispute.closed.won") * 2:
+        world.deliver_all(shaped_dispute(template, intent, case, T0 + 3600, **prevented))
+
+    # Then nothing was withdrawn, nothing stays open: the order is paid, its books balance
+    state = world.order(order)
+    assert financial_status(state) == "paid"
+    assert state.get("disputed_total", 0) == 0
+    assert counted(world, order) == [("order.paid", "applied")]
+    assert world.mismatches(order) == []
+
+
+@pytest.mark.parametrize(
+    "reinstatement_first", [True, False], ids=["reinstated-first", "closed-first"]
+)
+def test_a_dispute_lost_after_a_partial_refund_gives_back_the_refunded_part(
+    world: World, reinstatement_first: bool
+) -> None:
+    # Given a paid order refunded 2000 of 5000, then disputed for the whole charge (Stripe
+    # withdraws 5000), which the merchant loses: Stripe gives back the 2000 already refunded
+    order, intent, charge = paid(world)
+    world.deliver(stripe.refund_created(intent, stripe.unique("re"), 2000, T0 + 600, charge))
+    case = stripe.unique("du")
+    world.deliver_all(
+        shaped_dispute(
+            "charge.dispute.funds_withdrawn",
+            intent,
+            case,
+            T0 + 3600,
+            balance_transactions=[moved(-AMOUNT, "dispute")],
+        )
+    )
+    lost = {"status": "lost"}
+    reinstated = shaped_dispute(
+        "charge.dispute.funds_reinstated",
+        intent,
+        case,
+        T0 + 90_000,
+        balance_transactions=[moved(-AMOUNT, "dispute"), moved(2000, "dispute_reversal")],
+        **lost,
+    )
+    closed = shaped_dispute(
+        "charge.dispute.closed.lost",
+        intent,
+        case,
+        T0 + 90_001,
+        balance_transactions=[moved(-AMOUNT, "dispute"), moved(2000, "dispute_reversal")],
+        **lost,
+    )
+
+    # When funds_reinstated (status lost) and closed arrive, in either order
+    for body in (reinstated, closed) if reinstatement_first else (closed, reinstated):
+        world.deliver_all(body)
+
+    # Then the dispute is lost, never won: 3000 lost for good, the 2000 given back counted
+    state = world.order(order)
+    assert financial_status(state) == "dispute_lost"
+    assert {
+        name: state.get(name, 0)
+        for name in ("disputed_total", "dispute_lost_total", "dispute_won_total", "refunded_total")
+    } == {
+        "disputed_total": 0,
+        "dispute_lost_total": AMOUNT - 2000,
+        "dispute_won_total": 2000,
+        "refunded_total": 2000,
+    }
+    assert ("order.dispute_won", "applied") not in counted(world, order)
+    assert ("order.funds_reinstated", "applied") in counted(world, order)
+    assert world.mismatches(order) == []
+
+
+@pytest.mark.parametrize("inquiry_first", [True, False], ids=["inquiry-first", "withdrawal-first"])
+def test_an_inquiry_escalating_seen_only_as_funds_withdrawn_closes(
+    world: World, inquiry_first: bool
+) -> None:
+    # Given an inquiry that escalated to a dispute, on an endpoint that does not subscribe
+    # charge.dispute.updated: the inquiry's creation and the withdrawal, in either order
+    order, intent, _ = paid(world)
+    case = stripe.unique("du")
+    inquiry = dispute("charge.dispute.created.inquiry", intent, case, T0 + 3600)
+    withdrawn = dispute("charge.dispute.funds_withdrawn", intent, case, T0 + 7200)
+
+    for body in (inquiry, withdrawn) if inquiry_first else (withdrawn, inquiry):
+        world.deliver_all(body)
+        world.deliver_all(body)  # and again: a provider retry
+
+    # Then no inquiry stays open: the money is disputed once
+    state = world.order(order)
+    assert financial_status(state) == "disputed"
+    assert (state.get("inquiry_total", 0), state.get("disputed_total", 0)) == (0, AMOUNT)
+    assert world.mismatches(order) == []

@@ -91,7 +91,7 @@ def test_dispute_after_payment_marks_the_order_disputed(world: World) -> None:
     world.deliver(stripe.payment_intent_succeeded(order, intent, AMOUNT, T0))
 
     # When a dispute is opened
-    world.deliver(stripe.dispute_created(intent, stripe.unique("du"), AMOUNT, T0 + 3600))
+    world.deliver_all(stripe.dispute_created(intent, stripe.unique("du"), AMOUNT, T0 + 3600))
 
     # Then the order is disputed and the disputed amount is recorded
     state = world.order(order)

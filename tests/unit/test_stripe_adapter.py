@@ -102,8 +102,9 @@ def test_two_partial_refunds_have_two_keys() -> None:
 
 
 def test_dispute_is_its_own_effect() -> None:
-    effect = effect_of("charge.dispute.created")
+    *_, effect = Interpreters.build()("stripe", fixture_text("charge.dispute.created"))
 
+    assert isinstance(effect, Effect)
     assert effect.transition is Transition.DISPUTED
     assert effect.external_ref == "du_1QpN2ZJz8fEoYh0NjK5lM6nO"
     assert effect.order_lookup == (INTENT, CHARGE)

@@ -90,13 +90,25 @@ def test_refund_not_yet_succeeded_moves_no_money(status: str | None) -> None:
 
 
 def test_dispute_opening_and_funds_withdrawn_are_one_entry() -> None:
-    [created] = read("charge.dispute.funds_withdrawn")
-    [withdrawn] = read("charge.dispute.created", id="du_1QrC8dJz8fEoYh0NtT4uV5wX")
+    *_, created = read("charge.dispute.funds_withdrawn")
+    *_, withdrawn = read("charge.dispute.created", id="du_1QrC8dJz8fEoYh0NtT4uV5wX")
 
     assert isinstance(created, Effect)
     assert isinstance(withdrawn, Effect)
     assert created.transition is withdrawn.transition is Transition.DISPUTED
     assert effect_key(created, "o") == effect_key(withdrawn, "o")
+
+
+def test_a_dispute_past_the_inquiry_stage_closes_the_inquiry_it_may_have_been() -> None:
+    # Given a dispute seen withdrawing funds (Stripe escalates an inquiry in place)
+    readings = read("charge.dispute.funds_withdrawn")
+
+    # Then it closes the inquiry of the same dispute before the funds go: counted after the
+    # inquiry's opening, that closes it; before it, the pair is voided and never counts
+    assert [(r.transition, r.external_ref) for r in readings if isinstance(r, Effect)] == [
+        (Transition.INQUIRY_CLOSED, "du_1QrC8dJz8fEoYh0NtT4uV5wX"),
+        (Transition.DISPUTED, "du_1QrC8dJz8fEoYh0NtT4uV5wX"),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -108,11 +120,16 @@ def test_dispute_opening_and_funds_withdrawn_are_one_entry() -> None:
     ],
 )
 def test_a_verdict_carries_the_opening_it_settles(fixture: str, verdict: Transition) -> None:
-    opening, closing = read(fixture)
+    inquiry_closed, opening, closing = read(fixture)
 
+    assert isinstance(inquiry_closed, Effect)
     assert isinstance(opening, Effect)
     assert isinstance(closing, Effect)
-    assert (opening.transition, closing.transition) == (Transition.DISPUTED, verdict)
+    assert (inquiry_closed.transition, opening.transition, closing.transition) == (
+        Transition.INQUIRY_CLOSED,
+        Transition.DISPUTED,
+        verdict,
+    )
     assert opening.external_ref == closing.external_ref
     assert opening.delivery.created < closing.delivery.created  # the dispute's own creation
 
@@ -125,7 +142,78 @@ def test_closed_won_and_funds_reinstated_are_one_verdict() -> None:
         if isinstance(reading, Effect)
     }
 
-    assert len(keys) == 2  # the opening and the verdict, whichever event announces them
+    # The inquiry it may have been, the opening and the verdict, whichever event announces them
+    assert len(keys) == 3
+
+
+def dispute_readings(fixture: str, **fields: Any) -> list[Effect]:
+    readings = read(fixture, **fields)
+    assert all(isinstance(r, Effect) for r in readings)
+    return [r for r in readings if isinstance(r, Effect)]
+
+
+def withdrawal(amount: int) -> dict[str, Any]:
+    return {"amount": -amount, "reporting_category": "dispute", "type": "adjustment"}
+
+
+def reversal(amount: int) -> dict[str, Any]:
+    return {"amount": amount, "reporting_category": "dispute_reversal", "type": "adjustment"}
+
+
+def test_a_reinstatement_of_a_lost_dispute_is_no_win() -> None:
+    # Given funds_reinstated for a dispute Stripe decided against the merchant on a partially
+    # refunded charge: 5000 withdrawn, the 2000 refunded before it given back
+    readings = dispute_readings(
+        "charge.dispute.funds_reinstated",
+        status="lost",
+        balance_transactions=[withdrawal(5000), reversal(2000)],
+    )
+
+    # Then the verdict is the dispute's status (lost, of all it withdrew), and what was given
+    # back is its own entry, of what the balance transactions reinstated
+    assert [(r.transition, r.amount.minor) for r in readings[1:]] == [
+        (Transition.DISPUTED, 5000),
+        (Transition.DISPUTE_LOST, 5000),
+        (Transition.FUNDS_REINSTATED, 2000),
+    ]
+
+
+def test_what_a_dispute_withdrew_is_what_its_balance_transactions_say() -> None:
+    # Given a dispute of 1000 whose withdrawal was 900 (the rest already refunded)
+    opened = dispute_readings(
+        "charge.dispute.funds_withdrawn", amount=1000, balance_transactions=[withdrawal(900)]
+    )
+    won = dispute_readings(
+        "charge.dispute.closed.won",
+        amount=1000,
+        balance_transactions=[withdrawal(900), reversal(900)],
+    )
+
+    assert opened[-1].amount.minor == 900
+    assert [(r.transition, r.amount.minor) for r in won[1:]] == [
+        (Transition.DISPUTED, 900),
+        (Transition.DISPUTE_WON, 900),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("fixture", "event_type"),
+    [
+        ("charge.dispute.created", "charge.dispute.created"),
+        ("charge.dispute.closed.won", "charge.dispute.closed"),
+        ("charge.dispute.created", "charge.dispute.updated"),
+    ],
+)
+def test_a_prevented_dispute_withdraws_nothing(fixture: str, event_type: str) -> None:
+    # Given a dispute Stripe stopped before it was filed (Visa RDR, Order Insight)
+    event = json.loads(fixture_text(fixture))
+    event["type"] = event_type
+    event["data"]["object"].update({"status": "prevented", "balance_transactions": []})
+
+    # Then whichever event says so, no money is counted as withdrawn or open
+    [reading] = Interpreter()(json.dumps(event))
+    assert isinstance(reading, NoEffect)
+    assert "prevented" in reading.reason
 
 
 def test_an_inquiry_is_visible_but_not_disputed_money() -> None:
@@ -157,7 +245,7 @@ def test_an_inquiry_escalating_closes_it_and_withdraws_the_funds() -> None:
 def test_null_metadata_and_status_never_make_a_valid_event_malformed() -> None:
     [refund] = read("refund.created", metadata=None, status=None)
     [payment] = read("payment_intent.succeeded", metadata=None, status=None)
-    [dispute] = read("charge.dispute.created", metadata=None)
+    *_, dispute = read("charge.dispute.created", metadata=None)
 
     assert isinstance(refund, NoEffect)
     assert isinstance(payment, Effect)

@@ -42,6 +42,7 @@ REFUNDS_EMBEDDED_UNTIL: Final = "2022-11-15"
 REFUND_COUNTS: Final = "succeeded"
 REFUND_REVERSED: Final = frozenset({"failed", "canceled"})
 INQUIRY_STATUSES: Final = frozenset({"warning_needs_response", "warning_under_review"})
+CLOSED_STATUSES: Final = frozenset({"won", "lost", "warning_closed"})
 
 # Lists the refunds of a charge (GET /v1/refunds?charge=…), every page.
 RefundSource = Callable[[str], Sequence[Mapping[str, Any]]]
@@ -138,6 +139,14 @@ class Charge(_StripeModel):
         return self.payment_intent or self.id
 
 
+class BalanceTransaction(_StripeModel):
+    """A dispute's money as Stripe moved it: negative withdrawn (`dispute`), positive given
+    back (`dispute_reversal`)."""
+
+    amount: int = Field(strict=True)
+    reporting_category: str | None = None
+
+
 class Dispute(_StripeModel):
     id: str = Field(pattern=r"^(dp|du)_\w+$")
     amount: MinorUnits
@@ -147,6 +156,18 @@ class Dispute(_StripeModel):
     metadata: Metadata = Field(default_factory=dict)
     charge: str | None = None
     payment_intent: str | None = None
+    balance_transactions: list[BalanceTransaction] = Field(default_factory=list)
+
+    @property
+    def withdrawn(self) -> int:
+        """What the dispute took from the merchant: its balance transactions' withdrawals, or
+        (an event shaped without them) the disputed amount."""
+        taken = -sum(t.amount for t in self.balance_transactions if t.amount < 0)
+        return taken or self.amount
+
+    @property
+    def reinstated(self) -> int:
+        return sum(t.amount for t in self.balance_transactions if t.amount > 0)
 
 
 class SubscriptionDetails(_StripeModel):
@@ -546,70 +567,114 @@ class Interpreter:
 
 
 def _dispute_entry(
-    dispute: Dispute, delivery: Delivery, transition: Transition, *, opened: bool = False
+    dispute: Dispute,
+    delivery: Delivery,
+    transition: Transition,
+    *,
+    opened: bool = False,
+    amount: int | None = None,
 ) -> Effect:
     at = dispute.created if opened and dispute.created else delivery.created
     return Effect(
         delivery=replace(delivery, created=at),
         transition=transition,
         external_ref=dispute.id,
-        amount=_money(dispute.amount, dispute.currency, "amount", "dispute"),
+        amount=_money(
+            dispute.amount if amount is None else amount, dispute.currency, "amount", "dispute"
+        ),
         order_id=_order_of(dispute.metadata),
         order_lookup=_payment_refs(dispute.payment_intent, dispute.charge),
         payment=dispute.payment_intent or dispute.charge,
     )
 
 
-def _opening(dispute: Dispute, delivery: Delivery) -> Effect:
-    """The dispute's opening entry, which every later dispute event carries too: an opening
-    announced again is a duplicate, and a verdict can never arrive before its opening."""
-    transition = Transition.INQUIRY_OPENED if _is_inquiry(dispute) else Transition.DISPUTED
-    return _dispute_entry(dispute, delivery, transition, opened=True)
+def _openings(dispute: Dispute, delivery: Delivery) -> tuple[Effect, ...]:
+    """The dispute's opening entries, which every later dispute event carries too: an opening
+    announced again is a duplicate, and a verdict can never arrive before its opening.
+
+    A dispute seen past the inquiry stage also closes the inquiry it may have been (Stripe
+    escalates an inquiry in place, same id): counted after the inquiry's opening, that closes
+    it; processed before it, the close voids the pair, so an opening arriving later never
+    counts. Either way no inquiry stays open, whichever events the endpoint subscribes."""
+    if _is_inquiry(dispute):
+        return (_dispute_entry(dispute, delivery, Transition.INQUIRY_OPENED, opened=True),)
+    return (
+        _dispute_entry(dispute, delivery, Transition.INQUIRY_CLOSED, opened=True),
+        _dispute_entry(
+            dispute, delivery, Transition.DISPUTED, opened=True, amount=dispute.withdrawn
+        ),
+    )
 
 
 def _is_inquiry(dispute: Dispute) -> bool:
     return (dispute.status or "").startswith("warning_")
 
 
+def _prevented(dispute: Dispute, delivery: Delivery) -> Readings:
+    """Stopped before it was filed (Visa RDR, Order Insight; 2025-08-27.basil): nothing was
+    withdrawn. Money a resolution gives back to the cardholder comes as a refund."""
+    return (NoEffect(delivery, f"dispute {dispute.id} was prevented: no funds withdrawn"),)
+
+
 def _from_dispute_opened(event: StripeEvent, delivery: Delivery) -> Readings:
     """created / funds_withdrawn: funds withdrawn, or an inquiry (no funds moved)."""
     dispute = Dispute.model_validate(event.data.object)
-    if dispute.status == "warning_closed":
+    if dispute.status == "prevented":
+        return _prevented(dispute, delivery)
+    if dispute.status in CLOSED_STATUSES:
         return _from_dispute_closed(event, delivery)
-    return (_opening(dispute, delivery),)
+    return _openings(dispute, delivery)
 
 
 def _from_dispute_updated(event: StripeEvent, delivery: Delivery) -> Readings:
     """Only an inquiry escalating into a dispute moves money: the inquiry closes, funds go."""
     dispute = Dispute.model_validate(event.data.object)
     before = (event.data.previous_attributes or {}).get("status")
-    if isinstance(before, str) and before in INQUIRY_STATUSES and not _is_inquiry(dispute):
+    escalated = not _is_inquiry(dispute) and dispute.status not in CLOSED_STATUSES | {"prevented"}
+    if isinstance(before, str) and before in INQUIRY_STATUSES and escalated:
         inquiry = dispute.model_copy(update={"status": before})
         return (
             _dispute_entry(inquiry, delivery, Transition.INQUIRY_OPENED, opened=True),
-            _dispute_entry(dispute, delivery, Transition.INQUIRY_CLOSED),
-            _dispute_entry(dispute, delivery, Transition.DISPUTED),
+            *_openings(dispute, delivery),
         )
     return (NoEffect(delivery, f"dispute {dispute.id} updated to {dispute.status!r}: no money"),)
 
 
 def _from_dispute_closed(event: StripeEvent, delivery: Delivery) -> Readings:
-    """closed / funds_reinstated: the verdict, after the opening it settles."""
+    """closed / funds_reinstated: the verdict, after the opening it settles.
+
+    The verdict is the dispute's status, never the event's name: Stripe sends
+    `funds_reinstated` for a dispute it decided against the merchant on a partially refunded
+    charge (status `lost`), giving back the refunded part. What was withdrawn and given back
+    is what the dispute's balance transactions say."""
     dispute = Dispute.model_validate(event.data.object)
-    if event.type == "charge.dispute.funds_reinstated" or dispute.status == "won":
-        verdict = Transition.DISPUTE_WON
-    elif dispute.status == "lost":
-        verdict = Transition.DISPUTE_LOST
-    elif dispute.status == "warning_closed":
+    if dispute.status == "prevented":
+        return _prevented(dispute, delivery)
+    if dispute.status == "warning_closed":
         inquiry = dispute.model_copy(update={"status": "warning_needs_response"})
         return (
-            _opening(inquiry, delivery),
+            *_openings(inquiry, delivery),
             _dispute_entry(dispute, delivery, Transition.INQUIRY_CLOSED),
         )
-    else:
+    if dispute.status not in {"won", "lost"}:
         return (NoEffect(delivery, f"dispute {dispute.id} closed as {dispute.status!r}"),)
     opened = dispute.model_copy(update={"status": "needs_response"})
-    return (_opening(opened, delivery), _dispute_entry(dispute, delivery, verdict))
+    won = dispute.status == "won"
+    verdict = Transition.DISPUTE_WON if won else Transition.DISPUTE_LOST
+    entries = [
+        *_openings(opened, delivery),
+        _dispute_entry(dispute, delivery, verdict, amount=dispute.withdrawn),
+    ]
+    if not won and dispute.reinstated:
+        entries.append(
+            _dispute_entry(
+                dispute,
+                delivery,
+                Transition.FUNDS_REINSTATED,
+                amount=min(dispute.reinstated, dispute.withdrawn),
+            )
+        )
+    return tuple(entries)
 
 
 # The one map from Stripe event type to movement. An event becomes an entry only when it can
