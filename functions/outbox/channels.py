@@ -11,7 +11,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.outbox.templates import emails_customer, render
 from functions.shared.errors import RetryableError
-from functions.shared.outbox import OutboxItem
+from functions.shared.outbox import EMAIL_CHANNEL, OutboxItem
 
 if TYPE_CHECKING:
     from mypy_boto3_events import EventBridgeClient
@@ -37,7 +37,7 @@ class Channel(Protocol):
 
 
 class SesEmailChannel:
-    name = "email"
+    name = EMAIL_CHANNEL
 
     def __init__(
         self, client: SESV2Client, sender: str, configuration_set: str | None = None

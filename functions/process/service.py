@@ -34,6 +34,7 @@ from functions.shared.domain import (
     NoEffect,
     Outcome,
     RoutedEffect,
+    Transition,
     effect_key,
     ordering_token,
 )
@@ -51,7 +52,7 @@ from functions.shared.errors import (
     UnexpectedWriteError,
     WriteContendedError,
 )
-from functions.shared.outbox import OutboxStatus, outbox_id_for
+from functions.shared.outbox import EMAIL_CHANNEL, OutboxStatus, iso_time, outbox_id_for
 from functions.shared.providers import Interpreters
 from functions.shared.settings import DEFAULT_RETENTION_DAYS
 
@@ -137,6 +138,18 @@ class EffectProcessor:
     # -- routing ---------------------------------------------------------------------------
 
     def _route(self, effect: Effect) -> str | None:
+        if (
+            effect.order_id
+            and effect.order_from_metadata
+            and effect.transition is not Transition.PAID
+        ):
+            # A movement of a payment (a refund, a dispute) belongs to the order that holds the
+            # payment, whatever its own metadata says: a charge copied an order the payment
+            # was not bound to (the conflict case) and every refund built from it named that
+            # order, a conflict that dropped the money. Unbound yet: its own order stands.
+            held = self._holding_order(effect.delivery, effect.order_lookup)
+            if held is not None:
+                return held
         if effect.order_id:
             return effect.order_id
         if not effect.order_lookup:
@@ -149,16 +162,20 @@ class EffectProcessor:
         }
         return self._bound_order(effect.delivery, effect.order_lookup, summary)
 
-    def _bound_order(
-        self, delivery: Delivery, objects: tuple[str, ...], summary: dict[str, object]
-    ) -> str:
-        """The order the first bound object belongs to (a consistent read), or wait for it."""
+    def _holding_order(self, delivery: Delivery, objects: tuple[str, ...]) -> str | None:
+        """The order the first bound object belongs to (a consistent read), if any."""
         found, unread = bound_orders(self._db, self._tables.ledger, delivery.provider, objects)
         if unread:
             raise WriteContendedError("BatchGetItem left keys unprocessed")
-        for ref in objects:
-            if ref in found:
-                return str(found[ref])
+        return next((str(found[ref]) for ref in objects if ref in found), None)
+
+    def _bound_order(
+        self, delivery: Delivery, objects: tuple[str, ...], summary: dict[str, object]
+    ) -> str:
+        """The order the first bound object belongs to, or wait for it."""
+        held = self._holding_order(delivery, objects)
+        if held is not None:
+            return held
         raise OrderNotYetKnownError(
             f"{delivery.event_type} {delivery.event_id}: no order bound to "
             f"{', '.join(objects)} yet; waiting for it",
@@ -287,6 +304,46 @@ class EffectProcessor:
                 ConditionExpression="attribute_exists(#pk) AND attribute_not_exists(#recipient)",
                 ExpressionAttributeNames={"#pk": tables.PARTITION_KEY, "#recipient": "recipient"},
                 ExpressionAttributeValues=to_attributes({":recipient": routed.effect.recipient}),
+            )
+        except ClientError as exc:
+            if not is_condition_failure(exc):
+                raise_unclassified(exc, "UpdateItem")
+            return  # it knew its customer: every e-mail could be sent already
+        self._reopen_for_email(routed)
+
+    def _reopen_for_email(self, routed: RoutedEffect) -> None:
+        """The counted entry's notification may have left before the order knew whom to
+        e-mail (its first try found no recipient and sent EventBridge only): now that it does,
+        the item goes back to the sweeper, which sends it through the channels that have not
+        taken it, the e-mail once (the sender decides, by the e-mail policy, whether this
+        entry is e-mailed at all). An item not sent yet reads the recipient when it is."""
+        outbox_id = outbox_id_for(routed.key)
+        now = self._clock()
+        try:
+            self._db.update_item(
+                TableName=self._tables.outbox,
+                Key=to_attributes({tables.OUTBOX_KEY: outbox_id}),
+                UpdateExpression=(
+                    "SET #status = :pending, #bucket = :bucket, #due = :now, "
+                    "revived_at = :revived_at REMOVE sent_at, #expires"
+                ),
+                ConditionExpression="#status = :sent AND NOT contains(channels_sent, :email)",
+                ExpressionAttributeNames={
+                    "#status": "status",
+                    "#bucket": tables.OUTBOX_DUE_BUCKET,
+                    "#due": tables.OUTBOX_DUE_AT,
+                    "#expires": tables.EXPIRES_AT,
+                },
+                ExpressionAttributeValues=to_attributes(
+                    {
+                        ":pending": OutboxStatus.PENDING.value,
+                        ":sent": OutboxStatus.SENT.value,
+                        ":email": EMAIL_CHANNEL,
+                        ":bucket": tables.due_bucket(outbox_id),
+                        ":now": int(now),
+                        ":revived_at": iso_time(now),
+                    }
+                ),
             )
         except ClientError as exc:
             if not is_condition_failure(exc):

@@ -276,6 +276,10 @@ class Effect:
     registers: tuple[str, ...] = ()
     recipient: str | None = None
     payment: str | None = None
+    # The order was read from metadata that can disagree with the payment's binding (Stripe
+    # copies metadata between objects: a charge keeps what its PaymentIntent said at
+    # confirmation): a movement of a payment bound to another order goes to that order.
+    order_from_metadata: bool = False
     # For a settling entry read from a provider's *current* state (Mercado Pago re-reads the
     # payment): when the entry it settles never counted there is nothing to settle, so it is
     # ignored rather than voided.

@@ -5,9 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field
+
+# The e-mail channel's name in an item's `channels_sent`: process re-opens a notification
+# that left before the order knew whom to e-mail (functions/process/service.py).
+EMAIL_CHANNEL: Final = "email"
 
 
 class OutboxStatus(StrEnum):

@@ -125,7 +125,9 @@ class Pipeline(Construct):
             "BatchGetItem",
             "ConditionCheckItem",
         )
-        allow(self.process, self.storage.outbox, "PutItem")
+        # UpdateItem: a notification that left before the order knew its customer goes back
+        # to the sweeper for the e-mail once the address is learnt.
+        allow(self.process, self.storage.outbox, "PutItem", "UpdateItem")
         self.secrets.mercadopago_access_token.grant_read(self.process)
         self.secrets.stripe_api_key.grant_read(self.process)
         self.waiting = function(

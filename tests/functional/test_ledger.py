@@ -658,3 +658,37 @@ def test_an_inquiry_escalating_seen_only_as_funds_withdrawn_closes(
     assert financial_status(state) == "disputed"
     assert (state.get("inquiry_total", 0), state.get("disputed_total", 0)) == (0, AMOUNT)
     assert world.mismatches(order) == []
+
+
+def test_refunds_of_a_conflicted_payment_count_on_the_order_that_holds_it(
+    world: World, provider_apis: FakeProviderApis
+) -> None:
+    # Given a payment bound to order B by its PaymentIntent, whose charge copied order A (the
+    # conflict case: the charge's metadata is what the PaymentIntent said at confirmation)
+    holder, copied = stripe.unique("ord"), stripe.unique("ord")
+    intent, charge = stripe.unique("pi"), stripe.unique("ch")
+    processor = stripe_processor(world, provider_apis)
+    processor.process("stripe", stripe.payment_intent_succeeded(holder, intent, AMOUNT, T0, charge))
+    [conflict] = processor.process(
+        "stripe", stripe.charge_succeeded(copied, intent, charge, AMOUNT, T0)
+    )
+    assert conflict.outcome is Outcome.CONFLICT
+
+    # When an endpoint before acacia announces two refunds with charge.refunded, which names the
+    # charge's order, and one refund also with its own refund.created naming it too
+    first, second = stripe.unique("re"), stripe.unique("re")
+    provider_apis.refunds[charge] = [
+        refund_object(second, intent, charge, 1000, T0 + 120),
+        refund_object(first, intent, charge, 2000, T0 + 60),
+    ]
+    processor.process("stripe", charge_refunded_2023(copied, intent, charge))
+    processor.process(
+        "stripe", stripe.refund_created(intent, first, 2000, T0 + 60, charge, order_id=copied)
+    )
+
+    # Then each refund counts once, on the order that holds the payment; nothing on the other
+    state = world.order(holder)
+    assert (state["paid_total"], state["refunded_total"]) == (AMOUNT, 3000)
+    assert financial_status(state) == "partially_refunded"
+    assert world.order(copied) == {}
+    assert world.mismatches(holder) == []

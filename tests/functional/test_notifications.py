@@ -3,6 +3,8 @@ the recipient learned at payment time, the late-movement e-mail policy, every cu
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Sequence
 
 import boto3
@@ -10,10 +12,12 @@ import pytest
 
 from functions.outbox.channels import Channel, EventBridgeChannel, SesEmailChannel
 from functions.outbox.sender import OutboxSender, SendPolicy, SendResult
+from functions.outbox.sweeper import Sweeper
 from functions.shared.outbox import OutboxItem, outbox_id_for
 from provider_events import stripe
 from tests.conftest import TABLES
 from tests.support.clock import FakeClock
+from tests.support.histories import RecordedChannel, RecordedEmail
 from tests.support.sinks import EMAIL_SENDER, Sinks
 from tests.support.world import World
 
@@ -174,3 +178,40 @@ def test_customer_named_only_by_the_duplicate_charge_event_is_still_learned(
     assert duplicate.outcome.value == "duplicate"
     assert world.order(order)["recipient"] == CUSTOMER
     assert sinks.emails()[refund_key][0] == [CUSTOMER]
+
+
+def test_a_payment_applied_before_its_charge_names_the_customer_is_emailed_once(
+    world: World, clock: FakeClock
+) -> None:
+    # Given payment_intent.succeeded (no receipt e-mail) applied and its notification sent at
+    # once, to EventBridge only: nobody to e-mail yet
+    order, intent, charge = stripe.unique("ord"), stripe.unique("pi"), stripe.unique("ch")
+    payment = json.loads(stripe.payment_intent_succeeded(order, intent, 5000, T0, charge))
+    payment["data"]["object"]["receipt_email"] = None
+    processed = world.deliver(json.dumps(payment))
+    assert processed.effect_key
+    outbox_id = outbox_id_for(processed.effect_key)
+    email, events = RecordedEmail(), RecordedChannel("eventbridge")
+    sender = OutboxSender(
+        world.dynamodb, TABLES.outbox, [events, email], clock, SendPolicy(), TABLES.ledger
+    )
+    assert sender.first_try(outbox_id, order).result.value == "sent"
+    assert email.sent == Counter()
+
+    # When charge.succeeded, which names the customer, arrives (a duplicate of the payment),
+    # twice, and the sweeper runs once the item is due, twice
+    charged = json.loads(stripe.charge_succeeded(order, intent, charge, 5000, T0))
+    charged["data"]["object"]["billing_details"] = {"email": "cliente@example.com"}
+    charged["data"]["object"]["receipt_email"] = None
+    for _ in range(2):
+        world.deliver(json.dumps(charged))
+    for _ in range(2):
+        clock.advance(600)
+        Sweeper(world.dynamodb, TABLES.outbox, sender, clock, grace_seconds=0).sweep()
+
+    # Then the customer got the payment e-mail exactly once, and EventBridge nothing more
+    assert email.sent == Counter({outbox_id: 1})
+    assert events.sent == Counter({outbox_id: 1})
+    [item] = [i for i in world.outbox(order) if i["outbox_id"] == outbox_id]
+    assert item["status"] == "sent"
+    assert item["channels_sent"] == {"eventbridge", "email"}

@@ -484,6 +484,7 @@ def _refund_entry(
         )
         or order_id,
         order_lookup=_payment_refs(refund.payment_intent, refund.charge),
+        order_from_metadata=True,
         payment=refund.payment_intent or refund.charge,
     )
 
@@ -584,6 +585,7 @@ def _dispute_entry(
         ),
         order_id=_order_of(dispute.metadata),
         order_lookup=_payment_refs(dispute.payment_intent, dispute.charge),
+        order_from_metadata=True,
         payment=dispute.payment_intent or dispute.charge,
     )
 
