@@ -309,8 +309,8 @@ def mercadopago_chargeback_lost(order: str, at: int) -> Story:
             dispute_lost=5000,
             effects={
                 ("order.paid", payment_id),
-                ("order.disputed", f"{payment_id}:chargeback"),
-                ("order.dispute_lost", f"{payment_id}:chargeback"),
+                ("order.disputed", f"{payment_id}:dispute"),
+                ("order.dispute_lost", f"{payment_id}:dispute"),
             },
         ),
         mercadopago_payment=payment,

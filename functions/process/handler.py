@@ -27,6 +27,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.process.mercadopago_api import BASE_URL as MERCADOPAGO_BASE_URL
 from functions.process.mercadopago_api import MercadoPagoApi
+from functions.process.mercadopago_disputes import LedgerDisputes
 from functions.process.service import EffectProcessor, Processed
 from functions.process.stripe_api import BASE_URL as STRIPE_BASE_URL
 from functions.process.stripe_api import StripeApi
@@ -36,6 +37,7 @@ from functions.shared.errors import MalformedEventError, OrderNotYetKnownError, 
 from functions.shared.money import InvalidFieldError
 from functions.shared.observability import powertools, with_request_id
 from functions.shared.providers import Interpreters
+from functions.shared.providers.mercadopago import DisputeBooks, nothing_booked
 from functions.shared.settings import retention_seconds
 from functions.shared.tables import TableNames
 
@@ -76,12 +78,14 @@ def interpreters_from_env() -> Interpreters:
         return lambda: str(secrets.get(name, max_age=SECRET_CACHE_SECONDS))
 
     payments = None
+    disputes: DisputeBooks = nothing_booked
     if mercadopago_secret:
         payments = MercadoPagoApi(
             secret(mercadopago_secret),
             base_url=os.environ.get("MERCADOPAGO_API_URL", MERCADOPAGO_BASE_URL),
             timeout_seconds=PROVIDER_API_TIMEOUT_SECONDS,
         ).payment
+        disputes = LedgerDisputes(boto3.client("dynamodb"), TableNames.from_env().ledger)
     refunds = None
     if stripe_secret:
         refunds = StripeApi(
@@ -89,7 +93,9 @@ def interpreters_from_env() -> Interpreters:
             base_url=os.environ.get("STRIPE_API_URL", STRIPE_BASE_URL),
             timeout_seconds=PROVIDER_API_TIMEOUT_SECONDS,
         ).refunds_of_charge
-    return Interpreters.build(mercadopago_payments=payments, stripe_refunds=refunds)
+    return Interpreters.build(
+        mercadopago_payments=payments, stripe_refunds=refunds, mercadopago_disputes=disputes
+    )
 
 
 @contextmanager

@@ -153,7 +153,8 @@ class MercadoPagoSimulator:
                 "status_detail": self.status_detail,
                 "currency_id": "BRL",
                 "transaction_amount": self.amount_cents / 100,
-                "transaction_amount_refunded": sum(r["amount"] for r in self.refunds),
+                # Mercado Pago reports it in the currency's places (a float sum drifts)
+                "transaction_amount_refunded": (self.amount_cents - self._left()) / 100,
                 "date_created": mp_time(self.start),
                 "date_approved": mp_time(self._approved_at) if self._approved_at else None,
                 "date_last_updated": mp_time(self._updated_at),

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -14,8 +16,17 @@ from functions.process.mercadopago_api import (
     ProviderApiRefusedError,
     ProviderApiUnavailableError,
 )
+from functions.process.mercadopago_disputes import LedgerDisputes
 from functions.process.service import EffectProcessor
-from functions.shared.domain import Outcome, financial_status
+from functions.shared.domain import (
+    COUNTED_OUTCOMES,
+    Delivery,
+    Effect,
+    Money,
+    Outcome,
+    Transition,
+    financial_status,
+)
 from functions.shared.errors import MalformedEventError
 from functions.shared.providers import Interpreters
 from local_stack.provider_apis import FakeProviderApis
@@ -40,12 +51,17 @@ def payment(name: str) -> dict[str, Any]:
 
 
 def processor_with(world: World, base_url: str, token: str = TOKEN) -> EffectProcessor:
+    """Wired as the process Lambda is: the payments API, and the ledger for what a payment's
+    dispute already booked."""
     api = MercadoPagoApi(lambda: token, base_url=base_url, timeout_seconds=2)
     return EffectProcessor(
         world.dynamodb,
         world.tables,
         FakeClock(),
-        Interpreters.build(mercadopago_payments=api.payment),
+        Interpreters.build(
+            mercadopago_payments=api.payment,
+            mercadopago_disputes=LedgerDisputes(world.dynamodb, world.tables.ledger),
+        ),
     )
 
 
@@ -75,13 +91,13 @@ def test_mercadopago_payment_then_its_refunds_balance_and_replay_as_duplicates(
     assert world.mismatches("ord_1042") == []
     assert world.snapshot() == snapshot
     assert paid.outcome is Outcome.APPLIED
+    # Refunded in full and never disputed: nothing is left that a hold could release
     assert [p.outcome for p in after_refunds] == [
         Outcome.DUPLICATE,
         Outcome.APPLIED,
         Outcome.APPLIED,
-        Outcome.IGNORED,  # refunded, not in mediation: no hold was open to release
     ]
-    assert {p.outcome for p in replay} == {Outcome.DUPLICATE, Outcome.IGNORED}
+    assert {p.outcome for p in replay} == {Outcome.DUPLICATE}
 
 
 @pytest.mark.parametrize(
@@ -145,3 +161,211 @@ def test_asaas_confirmed_received_and_refunded_apply_one_payment_and_one_refund(
     )
     assert world.mismatches("ord_1042") == []
     assert outcomes == [Outcome.APPLIED, Outcome.DUPLICATE, Outcome.APPLIED]
+
+
+PAYMENT_ID = "1325896547"
+
+
+def payment_now(name: str, **changes: Any) -> dict[str, Any]:
+    """A captured payment shape, as the payment the notification names is answered now."""
+    return {**payment(name), "id": int(PAYMENT_ID), "external_reference": "ord_1042", **changes}
+
+
+def counted(world: World, order_id: str) -> list[tuple[str, str, int]]:
+    """The order's counted entries: (transition, external ref, amount), sorted."""
+    return sorted(
+        (str(e["transition"]), str(e["external_ref"]), int(e["amount"]))
+        for e in world.effects(order_id)
+        if e.get("outcome") in COUNTED_OUTCOMES
+    )
+
+
+def dispute_totals(state: dict[str, Any]) -> tuple[int, int, int]:
+    return (
+        int(state.get("disputed_total", 0)),
+        int(state.get("dispute_won_total", 0)),
+        int(state.get("dispute_lost_total", 0)),
+    )
+
+
+def test_mercadopago_mediation_escalated_to_a_chargeback_is_one_dispute_closed_by_its_verdict(
+    world: World, payments_api: FakeProviderApis
+) -> None:
+    # Given a payment read approved, then held by a mediation
+    processor = processor_with(world, payments_api.url)
+    for stage in ("payment", "payment.in_mediation"):
+        payments_api.payments[PAYMENT_ID] = payment_now(stage)
+        processor.process("mercadopago", NOTIFICATION)
+
+    # When the mediation escalates to a chargeback, which is then settled against the seller
+    for stage in ("payment.charged_back", "payment.charged_back_settled"):
+        payments_api.payments[PAYMENT_ID] = payment_now(stage)
+        processor.process("mercadopago", NOTIFICATION)
+
+    # Then the claim withdrew the money once, and its verdict closed it: lost, nothing held
+    state = world.order("ord_1042")
+    assert (financial_status(state), state["paid_total"]) == ("dispute_lost", 5000)
+    assert dispute_totals(state) == (0, 0, 5000)
+    assert counted(world, "ord_1042") == [
+        ("order.dispute_lost", f"{PAYMENT_ID}:dispute", 5000),
+        ("order.disputed", f"{PAYMENT_ID}:dispute", 5000),
+        ("order.paid", PAYMENT_ID, 5000),
+    ]
+    assert world.mismatches("ord_1042") == []
+
+
+def test_mercadopago_dispute_after_a_partial_refund_holds_and_releases_what_was_left(
+    world: World, payments_api: FakeProviderApis
+) -> None:
+    # Given a payment of 50.00 refunded 20.00, then held by a mediation
+    processor = processor_with(world, payments_api.url)
+    refunded = {**payment("payment.refunded")["refunds"][0], "payment_id": int(PAYMENT_ID)}
+    after_refund = {"refunds": [refunded], "transaction_amount_refunded": 20}
+    payments_api.payments[PAYMENT_ID] = payment_now(
+        "payment", status_detail="partially_refunded", **after_refund
+    )
+    processor.process("mercadopago", NOTIFICATION)
+    payments_api.payments[PAYMENT_ID] = payment_now("payment.in_mediation", **after_refund)
+    processor.process("mercadopago", NOTIFICATION)
+    held = world.order("ord_1042")
+
+    # When the seller wins the mediation (the payment is approved again)
+    payments_api.payments[PAYMENT_ID] = payment_now(
+        "payment",
+        status_detail="partially_refunded",
+        date_last_updated="2026-12-20T10:00:00.000-04:00",
+        **after_refund,
+    )
+    processor.process("mercadopago", NOTIFICATION)
+
+    # Then the dispute held the 30.00 left, and gave back exactly that
+    assert dispute_totals(held) == (3000, 0, 0)
+    state = world.order("ord_1042")
+    assert (state["paid_total"], state["refunded_total"]) == (5000, 2000)
+    assert dispute_totals(state) == (0, 3000, 0)
+    assert financial_status(state) == "partially_refunded"
+    assert world.mismatches("ord_1042") == []
+
+
+def test_mercadopago_mediation_the_buyer_wins_by_a_refund_releases_what_it_held(
+    world: World, payments_api: FakeProviderApis
+) -> None:
+    # Given a payment held by a mediation
+    processor = processor_with(world, payments_api.url)
+    payments_api.payments[PAYMENT_ID] = payment_now("payment.in_mediation")
+    processor.process("mercadopago", NOTIFICATION)
+
+    # When Mercado Pago settles it by refunding the buyer in full: nothing is left on the
+    # payment, yet the hold it withdrew must come back before the refund takes the money
+    payments_api.payments[PAYMENT_ID] = payment_now(
+        "payment.refunded",
+        refunds=[
+            {**payment("payment.refunded")["refunds"][0], "amount": 50, "id": 2187650001},
+        ],
+        date_last_updated="2026-12-20T10:00:00.000-04:00",
+    )
+    processor.process("mercadopago", NOTIFICATION)
+
+    # Then the hold is released for what it withdrew, and the refund counts: nothing is left
+    state = world.order("ord_1042")
+    assert (state["paid_total"], state["refunded_total"]) == (5000, 5000)
+    assert dispute_totals(state) == (0, 5000, 0)
+    assert financial_status(state) == "refunded"
+    assert world.mismatches("ord_1042") == []
+
+
+def booked_before_one_dispute(world: World, ref: str, transition: Transition, stage: str) -> None:
+    """An entry the map booked before one dispute per payment (`{id}:mediation`,
+    `{id}:chargeback`) when it read the payment at `stage`, through the same transaction."""
+    at = datetime.fromisoformat(payment(stage)["date_last_updated"])
+    old_map = Effect(
+        delivery=Delivery("mercadopago", f"before:{ref}:{transition}", "payment.updated", 0),
+        transition=transition,
+        external_ref=ref,
+        amount=Money(5000, "brl"),
+        order_id="ord_1042",
+        order_lookup=(PAYMENT_ID,),
+        payment=PAYMENT_ID,
+    )
+    old_map = replace(old_map, delivery=replace(old_map.delivery, created=int(at.timestamp())))
+    before = EffectProcessor(
+        world.dynamodb,
+        world.tables,
+        FakeClock(),
+        Interpreters({"mercadopago": lambda _: [old_map]}),
+    )
+    [booked] = before.process("mercadopago", "{}")
+    assert booked.outcome is Outcome.APPLIED
+
+
+@pytest.mark.parametrize(
+    ("resolution", "totals", "status", "verdict"),
+    [
+        # Escalated after the deploy, then settled: the old mediation is the dispute it closes
+        (
+            ("payment.charged_back", "payment.charged_back_settled"),
+            (0, 0, 5000),
+            "dispute_lost",
+            "order.dispute_lost",
+        ),
+        # Released after the deploy
+        (("payment",), (0, 5000, 0), "dispute_won", "order.dispute_won"),
+    ],
+)
+def test_mercadopago_mediation_booked_under_its_old_key_is_the_dispute_its_resolution_settles(
+    world: World,
+    payments_api: FakeProviderApis,
+    resolution: tuple[str, ...],
+    totals: tuple[int, int, int],
+    status: str,
+    verdict: str,
+) -> None:
+    # Given a payment whose mediation was booked as `{id}:mediation` before the deploy
+    processor = processor_with(world, payments_api.url)
+    payments_api.payments[PAYMENT_ID] = payment_now("payment")
+    processor.process("mercadopago", NOTIFICATION)
+    booked_before_one_dispute(
+        world, f"{PAYMENT_ID}:mediation", Transition.DISPUTED, "payment.in_mediation"
+    )
+
+    # When the mediation is read again, then resolved, after the deploy
+    for stage in ("payment.in_mediation", *resolution):
+        payments_api.payments[PAYMENT_ID] = payment_now(stage)
+        processor.process("mercadopago", NOTIFICATION)
+
+    # Then it withdrew once, and its resolution closed it, under the key it was booked under
+    state = world.order("ord_1042")
+    assert (dispute_totals(state), financial_status(state)) == (totals, status)
+    assert counted(world, "ord_1042") == sorted(
+        [
+            ("order.disputed", f"{PAYMENT_ID}:mediation", 5000),
+            (verdict, f"{PAYMENT_ID}:mediation", 5000),
+            ("order.paid", PAYMENT_ID, 5000),
+        ]
+    )
+    assert world.mismatches("ord_1042") == []
+
+
+def test_mercadopago_chargeback_settled_under_its_old_key_and_resent_books_nothing_again(
+    world: World, payments_api: FakeProviderApis
+) -> None:
+    # Given a payment whose chargeback was opened and lost as `{id}:chargeback` before the
+    # deploy
+    processor = processor_with(world, payments_api.url)
+    payments_api.payments[PAYMENT_ID] = payment_now("payment")
+    processor.process("mercadopago", NOTIFICATION)
+    for transition in (Transition.DISPUTED, Transition.DISPUTE_LOST):
+        booked_before_one_dispute(
+            world, f"{PAYMENT_ID}:chargeback", transition, "payment.charged_back_settled"
+        )
+    before = world.snapshot()
+
+    # When its notification is resent (or replayed) after the deploy
+    payments_api.payments[PAYMENT_ID] = payment_now("payment.charged_back_settled")
+    resent = processor.process("mercadopago", NOTIFICATION)
+
+    # Then it is the chargeback already booked: nothing is withdrawn or lost a second time
+    assert [p.outcome for p in resent] == [Outcome.DUPLICATE] * 3
+    assert world.snapshot() == before
+    assert dispute_totals(world.order("ord_1042")) == (0, 0, 5000)
+

@@ -31,13 +31,17 @@ class Interpreters:
         cls,
         mercadopago_payments: mercadopago.PaymentSource | None = None,
         stripe_refunds: stripe.RefundSource | None = None,
+        mercadopago_disputes: mercadopago.DisputeBooks = mercadopago.nothing_booked,
     ) -> Interpreters:
-        """Asaas reads the payload alone; Mercado Pago needs its payments API; Stripe reads a
-        charge's refunds from its API when a legacy charge.refunded names none."""
+        """Asaas reads the payload alone; Mercado Pago needs its payments API, and what the
+        ledger holds of a payment's dispute (the key it was booked under, what it withdrew);
+        Stripe reads a charge's refunds from its API when a legacy charge.refunded names none."""
         by_provider: dict[str, Interpreter] = {
             stripe.PROVIDER: stripe.Interpreter(stripe_refunds),
             asaas.PROVIDER: asaas.interpret,
         }
         if mercadopago_payments is not None:
-            by_provider[mercadopago.PROVIDER] = mercadopago.Interpreter(mercadopago_payments)
+            by_provider[mercadopago.PROVIDER] = mercadopago.Interpreter(
+                mercadopago_payments, mercadopago_disputes
+            )
         return cls(by_provider)

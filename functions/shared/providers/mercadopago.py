@@ -5,14 +5,40 @@ One payment can hold several entries, each named by its own object:
   and its status says the money came in;
 - each *approved* entry of `refunds` (`order.refunded`, external ref = the refund id): two
   partial refunds are two entries; a rejected or in-process refund moved no money;
-- a mediation (`order.disputed`, `{id}:mediation`: the funds held) and a chargeback
-  (`{id}:chargeback`), open while `status_detail` is `in_process`, lost when `settled` (the
-  money is gone), won when `reimbursed` (Mercado Pago covered it);
-- a payment back to `approved`/`refunded` after a mediation releases the hold
-  (`order.dispute_won`, counted only if a dispute is open: the payment read is its current state).
+- its dispute (`{id}:dispute`): a mediation (`in_mediation`, the funds held) and the chargeback
+  it may escalate to (`charged_back`) are one claim on one payment, withdrawn once
+  (`order.disputed`) and settled once: lost when the chargeback is `settled` (the money is
+  gone), won when `reimbursed` (Mercado Pago covered it) or when the payment is back to
+  `approved`/`refunded` after a mediation (the hold released; `order.dispute_won`, counted only
+  if the dispute is open: the payment read is its current state, and most approved payments
+  were never disputed).
 A notification re-read later yields the same entries with the same keys, so reprocessing any
 notification of a payment is safe. Amounts are decimals in major units of `currency_id`
 (CLP 5000 is 5,000 pesos); the order is `external_reference` (or `metadata.order_id`).
+
+What a dispute holds is what the payment still had: `transaction_amount` less
+`transaction_amount_refunded` (the approved refunds when that is absent). The payment carries
+it, for a mediation as for a chargeback; `GET /v1/chargebacks/{id}` is not read: a mediation
+has no chargeback, and a dispute keeps the amount its opening withdrew until its verdict (a
+second source could only disagree with an amount already booked). So a verdict or a release is
+booked for what the ledger says its opening withdrew (`DisputeBooks`), not recomputed: a
+mediation the buyer wins by a refund leaves nothing on the payment, yet releases its hold.
+
+Before one dispute per payment, a mediation was booked as `{id}:mediation` and a chargeback as
+`{id}:chargeback`, two withdrawals, and an escalated mediation never closed. Ledgers keep those
+entries, and keys are never rewritten, so the dispute of a payment is the one its ledger already
+holds: `{id}:chargeback` if that opening counted (a payment is charged back once; a mediation
+booked beside it is the old double withdrawal, left for a person to repair: no verdict can
+close it without booking money that did not move), else `{id}:mediation` if that opening
+counted and was not released (an open mediation escalating or released after the deploy),
+else `{id}:dispute`. Those old keys are frozen (no new code writes their openings; only while a
+deploy replaces the old code can both run), so reading them before the transaction decides for
+good. Without `DisputeBooks` (tools that only read which keys a delivery would touch) the
+ledger is taken as holding nothing of the payment.
+
+Not seen, so not booked: a mediation opened and released between two reads of the payment (the
+payment says nothing of it once `approved` again; Mercado Pago's claims API would), and a
+chargeback filed after a mediation the seller won (the payment's one dispute is settled already).
 
 The payment is stamped at `date_approved`, the moment it was approved, which may come after
 `date_created` (a payment created pending, approved later). An approved payment that arrives
@@ -24,6 +50,7 @@ so (`note`). Without either date it is refused, naming both.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
@@ -52,6 +79,33 @@ CHARGEBACK_VERDICTS: Final[Mapping[str, Transition]] = {
 }
 
 PaymentSource = Callable[[str], Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class BookedDispute:
+    """A dispute opening of the payment that the ledger counted: what it withdrew, in minor
+    units, and whether its verdict counted too."""
+
+    minor: int
+    settled: bool
+
+
+# What the ledger holds of a payment's disputes: given the order the payment names (None: the
+# ledger finds it through the payment's binding), the payment id and the dispute refs to look
+# at, the refs whose opening counted. A dependency, so the map stays a function of what it reads.
+DisputeBooks = Callable[[str | None, str, tuple[str, ...]], Mapping[str, BookedDispute]]
+
+
+def nothing_booked(
+    order_id: str | None, payment_id: str, refs: tuple[str, ...]
+) -> Mapping[str, BookedDispute]:
+    return {}
+
+
+def dispute_refs(payment_id: str) -> tuple[str, str, str]:
+    """The payment's dispute, then the keys a mediation and a chargeback had before (see the
+    module's doc)."""
+    return f"{payment_id}:dispute", f"{payment_id}:mediation", f"{payment_id}:chargeback"
 
 
 class _MercadoPagoModel(BaseModel):
@@ -88,6 +142,7 @@ class Payment(_MercadoPagoModel):
     status_detail: str | None = None
     currency_id: Currency
     transaction_amount: DecimalAmount
+    transaction_amount_refunded: DecimalAmount | None = None
     # Read as sent: an unusable one is not a malformed payment (see the module's doc)
     date_approved: Any = None
     date_created: str | None = None
@@ -155,9 +210,38 @@ def _order_of(payment: Payment) -> str | None:
     return checked_order_id(in_metadata, "payment.metadata.order_id")
 
 
+def _held(payment: Payment, amount: int) -> int:
+    """What a dispute opened now would hold: what the payment still has after its refunds."""
+    currency = payment.currency_id
+    if payment.transaction_amount_refunded is not None:
+        refunded = to_minor(
+            payment.transaction_amount_refunded, currency, "payment.transaction_amount_refunded"
+        )
+    else:
+        refunded = sum(
+            to_minor(refund.amount, currency, f"payment.refunds.{n}.amount")
+            for n, refund in enumerate(payment.refunds)
+            if refund.status == REFUND_MOVED_MONEY
+        )
+    # Refunds past the amount (a buyer's financing interest returned with it) leave nothing:
+    # no dispute holds it, and the payment and its refunds still count as they are.
+    return max(amount - refunded, 0)
+
+
+def _dispute_ref(payment_id: str, booked: Mapping[str, BookedDispute]) -> str:
+    """The ref the payment's dispute is booked under (see the module's doc)."""
+    dispute, mediation, chargeback = dispute_refs(payment_id)
+    if chargeback in booked:
+        return chargeback
+    if mediation in booked and not booked[mediation].settled:
+        return mediation
+    return dispute
+
+
 class Interpreter:
-    def __init__(self, payments: PaymentSource) -> None:
+    def __init__(self, payments: PaymentSource, disputes: DisputeBooks = nothing_booked) -> None:
         self._payments = payments
+        self._disputes = disputes
 
     def __call__(self, raw_body: str) -> tuple[Interpretation, ...]:
         try:
@@ -181,8 +265,7 @@ class Interpreter:
         effects = self._effects(payment, received)
         return tuple(effects) or (NoEffect(received, f"payment is {payment.status!r}"),)
 
-    @staticmethod
-    def _effects(payment: Payment, received: Delivery) -> list[Interpretation]:
+    def _effects(self, payment: Payment, received: Delivery) -> list[Interpretation]:
         order_id = _order_of(payment)
         currency = payment.currency_id
         email = payment.payer.email if payment.payer else None
@@ -224,22 +307,23 @@ class Interpreter:
                 refunded_at = _epoch(refund.date_created, f"{at}.date_created")
                 ref = f"refund:{refund.id}"
                 effects.append(effect(Transition.REFUNDED, ref, minor, refunded_at, f"{at}.amount"))
-        # A mediation (a claim: funds held) and a chargeback are two disputes of one payment.
-        mediation, chargeback = f"{payment.id}:mediation", f"{payment.id}:chargeback"
         if payment.status not in DISPUTED | HOLD_RELEASED:
             return effects
+        # One dispute per payment, whatever its stages: booked under the ref its ledger holds,
+        # for what its opening withdrew once it counted (see the module's doc).
+        booked = self._disputes(order_id, str(payment.id), dispute_refs(str(payment.id)))
+        ref = _dispute_ref(str(payment.id), booked)
+        held = booked[ref].minor if ref in booked else _held(payment, amount)
         updated = _epoch(payment.date_last_updated, "payment.date_last_updated")
-        if payment.status == "in_mediation":
-            effects.append(effect(Transition.DISPUTED, mediation, amount, updated))
-        elif payment.status == "charged_back":
-            effects.append(effect(Transition.DISPUTED, chargeback, amount, updated))
+        if payment.status in DISPUTED:
+            effects.append(effect(Transition.DISPUTED, ref, held, updated))
             verdict = CHARGEBACK_VERDICTS.get(payment.status_detail or "")
-            if verdict is not None:
-                effects.append(effect(verdict, chargeback, amount, updated))
-        elif payment.status in HOLD_RELEASED:
-            effects.append(
-                effect(Transition.DISPUTE_WON, mediation, amount, updated, only_if_open=True)
-            )
+            if payment.status == "charged_back" and verdict is not None:
+                effects.append(effect(verdict, ref, held, updated))
+        elif held:
+            # Back to approved or refunded: a hold, if one is open, is released. Nothing left
+            # on a payment never disputed (refunded in full) is nothing to release.
+            effects.append(effect(Transition.DISPUTE_WON, ref, held, updated, only_if_open=True))
         return effects
 
 
