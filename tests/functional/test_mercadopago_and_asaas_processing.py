@@ -369,3 +369,50 @@ def test_mercadopago_chargeback_settled_under_its_old_key_and_resent_books_nothi
     assert world.snapshot() == before
     assert dispute_totals(world.order("ord_1042")) == (0, 0, 5000)
 
+
+def asaas_event(name: str, event_id: str, **payment_changes: Any) -> str:
+    """A captured Asaas event of one payment (the same id and order whatever the shape)."""
+    event: dict[str, Any] = json.loads((EVENTS_DIR / "asaas" / f"{name}.json").read_text())
+    event["id"] = event_id
+    event["payment"].update(
+        {"id": "pay_080225913252", "externalReference": "ord_1042", **payment_changes}
+    )
+    return json.dumps(event)
+
+
+def test_asaas_chargeback_after_a_partial_refund_withdraws_and_loses_only_its_own_value(
+    world: World,
+) -> None:
+    # Given a payment of 50.00, refunded 20.00
+    processor = EffectProcessor(world.dynamodb, world.tables, FakeClock())
+    refund = {"dateCreated": "2026-11-30 09:12:40", "status": "DONE", "value": 20}
+    processor.process("asaas", asaas_event("PAYMENT_RECEIVED", "evt_paid&1"))
+    processor.process(
+        "asaas", asaas_event("PAYMENT_PARTIALLY_REFUNDED", "evt_refund&2", refunds=[refund])
+    )
+
+    # When the cardholder charges back the 30.00 left, and the merchant loses the dispute
+    chargeback = json.loads((EVENTS_DIR / "asaas" / "PAYMENT_CHARGEBACK_DISPUTE.json").read_text())
+    disputed = {**chargeback["payment"]["chargeback"], "value": 30}
+    for n, (name, status) in enumerate(
+        [("PAYMENT_CHARGEBACK_REQUESTED", "REQUESTED"), ("PAYMENT_CHARGEBACK_DISPUTE", "DONE")]
+    ):
+        body = asaas_event(
+            name, f"evt_cb&{3 + n}", refunds=[refund], chargeback={**disputed, "status": status}
+        )
+        processor.process("asaas", body)
+
+    # Then the books hold the payment, the refund, and the 30.00 lost, nothing still withdrawn
+    state = world.order("ord_1042")
+    assert (state["paid_total"], state["refunded_total"]) == (5000, 2000)
+    assert dispute_totals(state) == (0, 0, 3000)
+    assert financial_status(state) == "dispute_lost"
+    assert counted(world, "ord_1042") == sorted(
+        [
+            ("order.paid", "pay_080225913252", 5000),
+            ("order.refunded", "pay_080225913252:refund:2026-11-30 09:12:40:2000#1", 2000),
+            ("order.disputed", "pay_080225913252:chargeback", 3000),
+            ("order.dispute_lost", "pay_080225913252:chargeback", 3000),
+        ]
+    )
+    assert world.mismatches("ord_1042") == []

@@ -193,3 +193,47 @@ def test_mercadopago_approved_payment_with_no_usable_date_at_all_is_refused() ->
 
     assert "date_approved" in str(refused.value)
     assert refused.value.field == "payment.date_created"
+
+
+def chargeback_of(**payment_changes: Any) -> list[Effect]:
+    """The entries of a PAYMENT_CHARGEBACK_REQUESTED whose payment has `payment_changes`."""
+    event = json.loads(asaas_event("PAYMENT_CHARGEBACK_REQUESTED"))
+    event["payment"].update(payment_changes)
+    return [e for e in read("asaas", json.dumps(event)) if isinstance(e, Effect)]
+
+
+def test_asaas_chargeback_withdraws_its_own_value_not_the_payments() -> None:
+    # Given a payment of 50.00 whose chargeback disputes 30.00 (after a refund of 20.00)
+    chargeback = json.loads(asaas_event("PAYMENT_CHARGEBACK_REQUESTED"))["payment"]["chargeback"]
+
+    # When its chargeback is read
+    [opened] = chargeback_of(value=50, chargeback={**chargeback, "value": 30})
+
+    # Then the dispute withdraws the chargeback's 30.00
+    assert (opened.transition, opened.amount) == (Transition.DISPUTED, Money(3000, "brl"))
+
+
+def test_asaas_chargeback_without_its_object_withdraws_what_the_refunds_left() -> None:
+    # Given a payment of 50.00 with a DONE refund of 20.00 and one still pending, whose event
+    # carries no chargeback object
+    refunds = [
+        {"dateCreated": "2026-11-30 09:12:40", "status": "DONE", "value": 20},
+        {"dateCreated": "2026-11-30 10:00:00", "status": "PENDING", "value": 5},
+    ]
+
+    # When its chargeback is read
+    [opened] = chargeback_of(value=50, chargeback=None, refunds=refunds)
+
+    # Then the dispute withdraws the 30.00 the DONE refund left
+    assert opened.amount == Money(3000, "brl")
+
+
+def test_asaas_chargeback_verdict_settles_the_value_it_withdrew() -> None:
+    chargeback = json.loads(asaas_event("PAYMENT_CHARGEBACK_REQUESTED"))["payment"]["chargeback"]
+
+    effects = chargeback_of(value=50, chargeback={**chargeback, "value": 12.5, "status": "DONE"})
+
+    assert [(e.transition, e.amount) for e in effects] == [
+        (Transition.DISPUTED, Money(1250, "brl")),
+        (Transition.DISPUTE_LOST, Money(1250, "brl")),
+    ]

@@ -13,7 +13,10 @@ Map (one place; anything else is ignored):
 - PAYMENT_CHARGEBACK_REQUESTED and PAYMENT_CHARGEBACK_DISPUTE (the merchant contests) are one
   open dispute (`{id}:chargeback`, funds withdrawn); PAYMENT_AWAITING_CHARGEBACK_REVERSAL means
   the merchant won (the funds come back); a chargeback whose `chargeback.status` says
-  REVERSED is won, DISPUTE_LOST or DONE is lost.
+  REVERSED is won, DISPUTE_LOST or DONE is lost. A chargeback is for its own value
+  (`payment.chargeback.value`: what the cardholder disputed, less than the payment after a
+  partial refund, or one installment's share); a payment that carries no chargeback object is
+  disputed for what its DONE refunds left of `payment.value`.
 `dateCreated` has no zone: it is Brazil's official time, UTC-3 (no daylight time since 2019).
 """
 
@@ -60,6 +63,7 @@ class AsaasRefund(_AsaasModel):
 
 class AsaasChargeback(_AsaasModel):
     status: str | None = None
+    value: DecimalAmount | None = None
 
 
 class AsaasPayment(_AsaasModel):
@@ -95,16 +99,16 @@ def _entry(
     delivery: Delivery,
     transition: Transition,
     ref: str,
-    value: tuple[object, str] | None = None,
+    value: tuple[int, str] | None = None,
 ) -> Effect:
-    """An entry of `payment`, of its value or of `value` (an amount and the field it is in)."""
-    amount, field = value or (payment.value, "payment.value")
-    what = _WHAT[transition]
+    """An entry of `payment`, of its value or of `value` (minor units and the field they are
+    read from)."""
+    minor, field = value or (to_minor(payment.value, CURRENCY, "payment.value"), "payment.value")
     return Effect(
         delivery=delivery,
         transition=transition,
         external_ref=ref,
-        amount=movement(to_minor(amount, CURRENCY, field), CURRENCY, field, what),
+        amount=movement(minor, CURRENCY, field, _WHAT[transition]),
         order_id=checked_order_id(payment.externalReference, "payment.externalReference"),
         # Without externalReference it waits for an operator to attach the payment.
         order_lookup=(payment.id,),
@@ -131,7 +135,8 @@ def _refunds(payment: AsaasPayment, delivery: Delivery) -> tuple[Interpretation,
     entries: list[Interpretation] = []
     for n, refund in enumerate(payment.refunds):
         field = f"payment.refunds.{n}.value"
-        identity = (refund.dateCreated, str(to_minor(refund.value, CURRENCY, field)))
+        minor = to_minor(refund.value, CURRENCY, field)
+        identity = (refund.dateCreated, str(minor))
         seen[identity] += 1
         if refund.status != REFUND_DONE:
             continue
@@ -143,20 +148,38 @@ def _refunds(payment: AsaasPayment, delivery: Delivery) -> tuple[Interpretation,
                 Delivery(delivery.provider, delivery.event_id, delivery.event_type, at),
                 Transition.REFUNDED,
                 ref,
-                (refund.value, field),
+                (minor, field),
             )
         )
     return tuple(entries) or (NoEffect(delivery, "no refund of the payment is DONE yet"),)
 
 
+def _disputed(payment: AsaasPayment) -> tuple[int, str]:
+    """What the chargeback withdraws, in minor units, and the field that says so: its own
+    value, else what the payment's DONE refunds left of it (never the whole payment again)."""
+    chargeback = payment.chargeback
+    if chargeback is not None and chargeback.value is not None:
+        field = "payment.chargeback.value"
+        return to_minor(chargeback.value, CURRENCY, field), field
+    refunded = sum(
+        to_minor(refund.value, CURRENCY, f"payment.refunds.{n}.value")
+        for n, refund in enumerate(payment.refunds or [])
+        if refund.status == REFUND_DONE
+    )
+    # Refunds past the value leave nothing to dispute: refused below as a dispute of zero.
+    return max(to_minor(payment.value, CURRENCY, "payment.value") - refunded, 0), "payment.value"
+
+
 def _chargeback(payment: AsaasPayment, delivery: Delivery) -> tuple[Interpretation, ...]:
     ref = f"{payment.id}:chargeback"
-    opened = _entry(payment, delivery, Transition.DISPUTED, ref)
+    # The opening and its verdict post one amount, so the dispute nets to zero when it closes.
+    disputed = _disputed(payment)
+    opened = _entry(payment, delivery, Transition.DISPUTED, ref, disputed)
     status = payment.chargeback.status if payment.chargeback else None
     if delivery.event_type == "PAYMENT_AWAITING_CHARGEBACK_REVERSAL" or status in CHARGEBACK_WON:
-        return (opened, _entry(payment, delivery, Transition.DISPUTE_WON, ref))
+        return (opened, _entry(payment, delivery, Transition.DISPUTE_WON, ref, disputed))
     if status in CHARGEBACK_LOST:
-        return (opened, _entry(payment, delivery, Transition.DISPUTE_LOST, ref))
+        return (opened, _entry(payment, delivery, Transition.DISPUTE_LOST, ref, disputed))
     return (opened,)
 
 
