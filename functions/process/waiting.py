@@ -6,6 +6,14 @@ attachable to an order by an operator command.
 Short races (a PaymentIntent a few milliseconds before its Checkout Session) are absorbed by
 SQS's own redelivery; a delivery still waiting after `park_after_receives` is parked here and
 acknowledged, so it never reaches the DLQ merely for waiting.
+
+An unmatched delivery means money nobody can route, never money already counted or no money at
+all: a delivery that only binds (a Stripe renewal invoice naming no order, bound through a
+subscription no order was ever bound to) moves no money, so past the wait it is recorded as
+`ignored` with its reason (its `DELIVERY` record, as process records what changed nothing),
+not unmatched; one the code before this rule moved to unmatched is recorded so on the next run.
+Whatever it would have bound, nothing waits for it: a payment it names is counted through its
+own events, and a delivery that needs its binding waits (and goes unmatched) on its own.
 """
 
 from __future__ import annotations
@@ -22,8 +30,9 @@ from typing import TYPE_CHECKING, Any, Final
 import boto3
 from botocore.exceptions import ClientError
 
-from functions.shared import tables
+from functions.shared import settings, tables
 from functions.shared.bindings import binding_key, bound_orders, ledger_items
+from functions.shared.domain import Outcome
 from functions.shared.dynamo import (
     cancellation_of,
     from_attributes,
@@ -47,6 +56,9 @@ WAIT_LIMIT_SECONDS: Final = 3 * 86_400  # Stripe retries a live delivery for up 
 PARK_AFTER_RECEIVES: Final = 3
 ATTACH_ATTEMPTS: Final = 3  # a transaction conflict is retried: the command is idempotent
 WAITING_ALARM_SECONDS: Final = 3600
+# What process parks a delivery that only binds with (service.EffectProcessor._bind): the
+# summary of an entry has an amount, a binding's has this and no amount.
+BINDING_ONLY: Final = "binding"
 
 
 class NothingWaitsError(UmavezError):
@@ -72,6 +84,7 @@ class Waiting:
         queue_url: str,
         clock: Callable[[], float],
         wait_limit_seconds: int = WAIT_LIMIT_SECONDS,
+        retention_seconds: int = settings.DEFAULT_RETENTION_DAYS * 86_400,
     ) -> None:
         self._db = dynamodb
         self._sqs = sqs
@@ -79,6 +92,7 @@ class Waiting:
         self._queue_url = queue_url
         self._clock = clock
         self._limit = wait_limit_seconds
+        self._retention_seconds = retention_seconds
 
     # -- parking ---------------------------------------------------------------------------
 
@@ -118,12 +132,14 @@ class Waiting:
 
     def redrive(self) -> Counter[str]:
         """Each waiting delivery: re-enqueued once its binding exists, unmatched once it waited
-        longer than the limit (and re-enqueued if its binding appears later); counted
-        (`redriven`, `unmatched`, `still_waiting`, `waiting_over_an_hour`)."""
+        longer than the limit (and re-enqueued if its binding appears later), or, if it moves
+        no money, recorded as ignored then; counted (`redriven`, `unmatched`, `ignored`,
+        `still_waiting`, `waiting_over_an_hour`)."""
         counts: Counter[str] = Counter(
             {
                 "redriven": 0,
                 "unmatched": 0,
+                "ignored": 0,
                 "still_waiting": 0,
                 "waiting_over_an_hour": 0,
                 "redrive_failures": 0,
@@ -146,7 +162,9 @@ class Waiting:
                 # One item the database or the queue refused must not stop the others.
                 result = "redrive_failures"
             counts[result] += 1
-            if result != "redriven" and now - int(item["waiting_since"]) >= WAITING_ALARM_SECONDS:
+            # Re-driven or recorded as ignored: it waits no more.
+            waits = result not in {"redriven", "ignored"}
+            if waits and now - int(item["waiting_since"]) >= WAITING_ALARM_SECONDS:
                 counts["waiting_over_an_hour"] += 1
         # Unmatched money whose binding arrived after all (an event resent weeks later) is
         # re-driven too: nothing routable stays unmatched.
@@ -158,6 +176,9 @@ class Waiting:
                 if bound[n]:
                     self._enqueue_and_forget(item, tables.UNMATCHED_PK)
                     counts["redriven"] += 1
+                elif bound[n] is False and not moves_money(item):
+                    # Moved here before unmatched meant money: it leaves the list (and the alarm).
+                    counts["ignored"] += self._ignore(item, tables.UNMATCHED_PK, now)
             except (ClientError, UmavezError):
                 counts["redrive_failures"] += 1
         return counts
@@ -185,6 +206,8 @@ class Waiting:
             self._enqueue_and_forget(item, tables.WAITING_PK)
             return "redriven"
         if bound is False and now - int(item["waiting_since"]) >= self._limit:
+            if not moves_money(item):
+                return "ignored" if self._ignore(item, tables.WAITING_PK, now) else "still_waiting"
             return "unmatched" if self._move_to_unmatched(item, now) else "still_waiting"
         return "still_waiting"
 
@@ -325,6 +348,64 @@ class Waiting:
             raise UnexpectedWriteError(f"unmatched move: {cancellation.codes}") from exc
         return True
 
+    def _ignore(self, item: dict[str, Any], partition: str, now: int) -> bool:
+        """A delivery that moves no money and whose objects no order was ever bound to: its
+        audit record says so (kept for the retention, as process keeps what changed nothing),
+        and it is no longer parked. Only if it still is: a re-drive or an attach in between
+        wins. A record of the delivery already there (a copy processed since) is kept."""
+        objects = ", ".join(str(ref) for ref in item.get("objects", []))
+        record = {
+            tables.PARTITION_KEY: tables.delivery_pk(item["provider"], item["event_id"]),
+            tables.SORT_KEY: tables.DELIVERY_SORT,
+            "outcome": Outcome.IGNORED.value,
+            "reason": f"no order was ever bound to {objects}; nothing to bind (moves no money)",
+            "provider": item["provider"],
+            "event_id": item["event_id"],
+            "event_type": item.get("event_type"),
+            "recorded_at": datetime.fromtimestamp(now, tz=UTC).isoformat(timespec="milliseconds"),
+            tables.EXPIRES_AT: now + self._retention_seconds,
+        }
+        parked = to_attributes(
+            {tables.PARTITION_KEY: partition, tables.SORT_KEY: item[tables.SORT_KEY]}
+        )
+        try:
+            self._db.transact_write_items(
+                TransactItems=[
+                    {
+                        "Put": {
+                            "TableName": self._tables.ledger,
+                            "Item": to_attributes(record),
+                            "ConditionExpression": "attribute_not_exists(#pk)",
+                            "ExpressionAttributeNames": {"#pk": tables.PARTITION_KEY},
+                        }
+                    },
+                    {
+                        "Delete": {
+                            "TableName": self._tables.ledger,
+                            "Key": parked,
+                            "ConditionExpression": "attribute_exists(#pk)",
+                            "ExpressionAttributeNames": {"#pk": tables.PARTITION_KEY},
+                        }
+                    },
+                ]
+            )
+        except ClientError as exc:
+            cancellation = cancellation_of(exc, "TransactWriteItems")
+            if cancellation.failed_condition(1) or cancellation.contended:
+                return False
+            if cancellation.failed_condition(0):
+                # The delivery has its record already: it only stops waiting.
+                self._db.delete_item(TableName=self._tables.ledger, Key=parked)
+                return True
+            raise UnexpectedWriteError(f"ignored move: {cancellation.codes}") from exc
+        return True
+
+
+def moves_money(item: dict[str, Any]) -> bool:
+    """Whether a parked delivery would book money once routed: an entry's has its amount.
+    Anything not known to be a binding alone counts as money: listed, never dropped."""
+    return item.get("transition") != BINDING_ONLY or item.get("amount") is not None
+
 
 def waiting_from_env() -> Waiting:
     """The waiting room as the Lambdas build it from the stack's environment."""
@@ -335,6 +416,7 @@ def waiting_from_env() -> Waiting:
         os.environ.get("WEBHOOK_QUEUE_URL", ""),
         time.time,
         int(os.environ.get("WAIT_LIMIT_SECONDS", WAIT_LIMIT_SECONDS)),
+        settings.retention_seconds(),
     )
 
 

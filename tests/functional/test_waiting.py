@@ -20,7 +20,9 @@ from functions.process.waiting import (
     Waiting,
 )
 from functions.reconcile.service import Reconciler
+from functions.shared import tables
 from functions.shared.domain import Outcome
+from functions.shared.dynamo import to_attributes
 from functions.shared.errors import BindingConflictError, OrderNotYetKnownError
 from provider_events import stripe
 from tests.conftest import TABLES
@@ -365,3 +367,85 @@ def test_an_attach_that_dies_between_the_send_and_the_delete_can_be_run_again(
     assert world.order(order)["paid_total"] == AMOUNT
     assert len(world.outbox(order)) == 1
     assert list(room.unmatched()) == []
+
+
+def renewal_naming_no_order(invoice: str, subscription: str) -> str:
+    """A basil invoice.paid of a renewal: no payment on it, no order, only its subscription."""
+    body = stripe.subscription_invoice_paid("placeholder", invoice, subscription, T0 + 60)
+    return body.replace('"order_id": "placeholder"', '"plan": "monthly"')
+
+
+def test_a_delivery_that_moves_no_money_is_recorded_ignored_past_the_wait_never_unmatched(
+    world: World, room: Waiting, clock: FakeClock
+) -> None:
+    # Given a payment counted through its PaymentIntent, and its renewal invoice's invoice.paid
+    # parked: it names no order, and no order was ever bound to its subscription
+    order, intent = stripe.unique("ord"), stripe.unique("pi")
+    invoice, subscription = stripe.unique("in"), stripe.unique("sub")
+    world.deliver(stripe.payment_intent_succeeded(order, intent, AMOUNT, T0))
+    renewal = renewal_naming_no_order(invoice, subscription)
+    handle_message(record(renewal, PARK_AFTER_RECEIVES), world.processor(), room)
+    assert [item["objects"] for item in room.waiting()] == [[subscription]]
+
+    # When three days pass with no binding and the re-drive runs
+    clock.advance(WAIT_LIMIT_SECONDS)
+    counts = room.redrive()
+
+    # Then it is recorded as ignored, with why, and nothing waits or is unmatched: the only
+    # unmatched entries are money nobody can route, and the books check reports none
+    assert (counts["ignored"], counts["unmatched"], counts["waiting_over_an_hour"]) == (1, 0, 0)
+    assert (list(room.waiting()), list(room.unmatched())) == ([], [])
+    [recorded] = [d for d in world.deliveries() if d["event_id"] == json.loads(renewal)["id"]]
+    assert (recorded["outcome"], recorded["reason"]) == (
+        Outcome.IGNORED,
+        f"no order was ever bound to {subscription}; nothing to bind (moves no money)",
+    )
+    assert int(recorded["expires_at"]) > clock.now
+    assert world.order(order)["paid_total"] == AMOUNT
+    kinds = [m.kind for m in Reconciler(world.dynamodb, TABLES, clock).run().mismatches]
+    assert kinds == []
+
+
+def test_a_delivery_moving_no_money_that_went_unmatched_before_leaves_the_list_recorded(
+    world: World, room: Waiting, clock: FakeClock
+) -> None:
+    # Given a renewal's invoice.paid moved to unmatched by the rule before (it moves no money)
+    invoice, subscription = stripe.unique("in"), stripe.unique("sub")
+    renewal = renewal_naming_no_order(invoice, subscription)
+    handle_message(record(renewal, PARK_AFTER_RECEIVES), world.processor(), room)
+    [parked] = list(room.waiting())
+    world.dynamodb.transact_write_items(
+        TransactItems=[
+            {
+                "Put": {
+                    "TableName": TABLES.ledger,
+                    "Item": to_attributes(
+                        {
+                            **parked,
+                            tables.PARTITION_KEY: tables.UNMATCHED_PK,
+                            "unmatched_at": "2026-12-03T00:00:00+00:00",
+                        }
+                    ),
+                }
+            },
+            {
+                "Delete": {
+                    "TableName": TABLES.ledger,
+                    "Key": to_attributes(
+                        {
+                            tables.PARTITION_KEY: tables.WAITING_PK,
+                            tables.SORT_KEY: parked[tables.SORT_KEY],
+                        }
+                    ),
+                }
+            },
+        ]
+    )
+    clock.advance(WAIT_LIMIT_SECONDS)
+
+    # When the re-drive runs
+    counts = room.redrive()
+
+    # Then it is no longer unmatched (nor counted by the alarm), but recorded as ignored
+    assert (counts["ignored"], list(room.unmatched())) == (1, [])
+    assert [d["outcome"] for d in world.deliveries()] == [Outcome.IGNORED]
