@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from firedrill.stories import Post, Story
+from firedrill.story import Post, Story
 from functions.ingest.providers.mercadopago import manifest
 
 PROVIDER_TIMEOUT_SECONDS = 3.0

@@ -9,7 +9,7 @@ from typing import Any, TextIO
 
 from firedrill.checks import Check
 from firedrill.delivery import DeliveryLog
-from firedrill.stories import Story
+from firedrill.story import Story
 from local_stack.metrics_report import by_function
 from local_stack.stack import Drained, EmbeddedStack, StageTimes
 from local_stack.state import LedgerState

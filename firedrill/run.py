@@ -26,7 +26,8 @@ from firedrill.checks import (
 from firedrill.delivery import DeliveryLog, Providers, run_stories
 from firedrill.progress import ProgressBar
 from firedrill.report import deliveries_line, embedded_facts, render, server_facts
-from firedrill.stories import Post, Story, stories, stories_for_deliveries
+from firedrill.stories import stories, stories_for_deliveries
+from firedrill.story import Post, Story
 from functions.ingest.adapters import SqsQueue
 from functions.operations import replay
 from functions.operations.outcomes import LedgerOutcomes, Tracked
@@ -70,10 +71,10 @@ class DrillOptions:
 
     def stories(self, now: int) -> list[Story]:
         if self.soak_minutes is not None:
-            return stories_for_deliveries(int(self.rate * self.soak_minutes * 60), now)
+            return stories_for_deliveries(int(self.rate * self.soak_minutes * 60), now, self.seed)
         if self.deliveries is not None:
-            return stories_for_deliveries(self.deliveries, now)
-        return stories(self.orders, now)
+            return stories_for_deliveries(self.deliveries, now, self.seed)
+        return stories(self.orders, now, self.seed)
 
     def stories_per_second(self, drill: Sequence[Story]) -> float | None:
         """A soak spreads its stories evenly over its minutes; otherwise all are ready at once."""

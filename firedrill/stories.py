@@ -11,87 +11,15 @@ import itertools
 import json
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any
 
+from firedrill.simulated import simulated_story
+from firedrill.story import Expected, Post, Story
 from provider_events import stripe
 from provider_events.shapes import shape, unique
 
 _numbers = itertools.count(1)
 BRAZIL = timezone(timedelta(hours=-3))
-
-
-@dataclass
-class Post:
-    """One delivery as a provider makes it. Signed at send time, as providers do."""
-
-    provider: str
-    body: str
-    query: dict[str, str] = field(default_factory=dict)
-    copies: int = 1  # sent this many times at the same instant
-    slow: bool = False  # ingest answers after the provider's timeout: the provider retries
-    forgery: str | None = None  # "bad-signature" or "stale-timestamp": must be refused
-    after_seconds: float = 0  # the provider sends it this long after the phase before
-    # Authentic but of the other payment mode (a live event on this test stack): answered 200,
-    # never enqueued, never applied.
-    other_mode: bool = False
-
-
-@dataclass
-class Expected:
-    """What the order must say once everything arrived: its financial status (written by hand
-    per story, not computed), every total, and the entries that count."""
-
-    status: str
-    paid: int = 0
-    refunded: int = 0
-    disputed: int = 0
-    dispute_won: int = 0
-    dispute_lost: int = 0
-    inquiry: int = 0
-    effects: set[tuple[str, str]] = field(default_factory=set)
-    # Entries that count or not depending on the processing order (a refund's failure
-    # processed before its success voids both); the totals are the same either way.
-    either_way: set[tuple[str, str]] = field(default_factory=set)
-    # Which deliveries end up stale depends on the processing order; the outcome does not.
-    stale: tuple[int, int] = (0, 0)
-    currency: str = "brl"
-
-    @property
-    def totals(self) -> dict[str, int]:
-        return {
-            "paid_total": self.paid,
-            "refunded_total": self.refunded,
-            "disputed_total": self.disputed,
-            "dispute_won_total": self.dispute_won,
-            "dispute_lost_total": self.dispute_lost,
-            "inquiry_total": self.inquiry,
-        }
-
-
-@dataclass
-class Story:
-    kind: str
-    order_id: str
-    phases: list[list[Post]]
-    expected: Expected
-    mercadopago_payment: dict[str, Any] | None = None
-    # A charge's refunds as Stripe's refunds API lists them (for a legacy charge.refunded).
-    stripe_refunds: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    # Another order that an event names for this story's payment: it must never be credited.
-    conflicting_order: str | None = None
-    # A payment no event binds to any order: it must end unmatched, listed, and be attached.
-    unmatched_object: str | None = None
-
-    @property
-    def posts(self) -> list[Post]:
-        return [post for phase in self.phases for post in phase]
-
-    @property
-    def deliveries(self) -> int:
-        """HTTP deliveries the story makes (each post's copies), before any provider retry."""
-        return sum(post.copies for post in self.posts)
 
 
 def stripe_retries(order: str, at: int) -> Story:
@@ -757,20 +685,34 @@ KINDS: tuple[Callable[[str, int], Story], ...] = (
 )
 
 
-def stories(orders: int, now: int) -> list[Story]:
-    """`orders` stories, every kind in turn, their events a day old."""
+# Every SIMULATED_EVERY-th story is a random lifecycle from the provider simulators
+# (firedrill/simulated.py); the others are the written kinds, in turn.
+SIMULATED_EVERY = 3
+
+
+def story(n: int, at: int, seed: int) -> Story:
+    """The drill's n-th story: a written kind, or a lifecycle the simulators draw from `seed`
+    and `n` (the same seed draws the same lifecycles)."""
+    if n % SIMULATED_EVERY == SIMULATED_EVERY - 1:
+        return simulated_story(unique("ord"), at, seed * 1_000_003 + n)
+    written = n - n // SIMULATED_EVERY
+    return KINDS[written % len(KINDS)](unique("ord"), at)
+
+
+def stories(orders: int, now: int, seed: int = 42) -> list[Story]:
+    """`orders` stories, written kinds in turn and simulated lifecycles, their events a day
+    old."""
     day_ago = now - 86_400
-    return [KINDS[n % len(KINDS)](unique("ord"), day_ago + n) for n in range(orders)]
+    return [story(n, day_ago + n, seed) for n in range(orders)]
 
 
-def stories_for_deliveries(deliveries: int, now: int) -> list[Story]:
-    """Stories, every kind in turn as `stories` makes them, until they make at least
-    `deliveries` deliveries (provider retries come on top)."""
+def stories_for_deliveries(deliveries: int, now: int, seed: int = 42) -> list[Story]:
+    """Stories as `stories` makes them, until they make at least `deliveries` deliveries
+    (provider retries come on top)."""
     day_ago = now - 86_400
     made: list[Story] = []
     total = 0
     while total < deliveries:
-        story = KINDS[len(made) % len(KINDS)](unique("ord"), day_ago + len(made))
-        made.append(story)
-        total += story.deliveries
+        made.append(story(len(made), day_ago + len(made), seed))
+        total += made[-1].deliveries
     return made

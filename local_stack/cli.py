@@ -489,7 +489,7 @@ def _has_table(dynamodb: Any, name: str) -> bool:
 
 def _send(args: argparse.Namespace) -> int:
     from firedrill.delivery import DeliveryLog, Providers
-    from firedrill.stories import Post
+    from firedrill.story import Post
     from local_stack.resources import DEVELOPMENT_SECRETS
     from local_stack.send import EventFileError
 

@@ -110,7 +110,7 @@ class _Scenarios:
 
     def warm_up(self) -> None:
         """A warm container: imports done, clients created (cold starts are not per event)."""
-        from firedrill.stories import Post
+        from firedrill.story import Post
         from provider_events import stripe
 
         self._err.write("  warming up the functions\n")
@@ -151,7 +151,7 @@ class _Scenarios:
         return idle
 
     def kinds(self, n: int) -> dict[str, Sample]:
-        from firedrill.stories import Post
+        from firedrill.story import Post
         from provider_events import stripe
 
         at = self._now - 600

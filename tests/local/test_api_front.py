@@ -20,7 +20,7 @@ import functions.process.handler
 import functions.process.waiting_handler
 import functions.reconcile.handler  # noqa: F401
 from firedrill.delivery import DeliveryLog, Providers
-from firedrill.stories import Post
+from firedrill.story import Post
 from functions.ingest.request import from_proxy_event
 from functions.shared.domain import Outcome
 from infra.config import ApiType

@@ -13,7 +13,8 @@ from firedrill.checks import nothing_lost
 from firedrill.delivery import DeliveryLog, Providers, run_stories
 from firedrill.report import drains_line, server_facts, stage_facts
 from firedrill.run import DrillOptions, attach_as_an_operator
-from firedrill.stories import KINDS, Expected, Post, Story
+from firedrill.stories import KINDS, SIMULATED_EVERY
+from firedrill.story import Expected, Post, Story
 from functions.shared.errors import WriteContendedError
 from local_stack.resources import DEVELOPMENT_SECRETS
 from local_stack.stack import Drained, EmbeddedStack, InFlight, StageTimes
@@ -29,12 +30,20 @@ def test_deliveries_size_the_drill_to_just_past_the_number_asked() -> None:
     # When it makes its stories
     made = options.stories(NOW)
 
-    # Then they make at least 1,000 deliveries, one story fewer would not, every kind in turn
+    # Then they make at least 1,000 deliveries, one story fewer would not, every written kind
+    # in turn, every third story a lifecycle drawn from the provider simulators
     deliveries = [story.deliveries for story in made]
     assert sum(deliveries) >= 1000 > sum(deliveries[:-1])
-    assert [story.kind for story in made[: len(KINDS)]] == [
+    written = [story for n, story in enumerate(made) if n % SIMULATED_EVERY != SIMULATED_EVERY - 1]
+    assert [story.kind for story in written[: len(KINDS)]] == [
         kind(stripe.unique("ord"), NOW).kind for kind in KINDS
     ]
+    simulated = made[SIMULATED_EVERY - 1 :: SIMULATED_EVERY]
+    assert simulated
+    assert all(story.kind.startswith("simulated ") for story in simulated)
+    # And the same seed draws the same lifecycles
+    again = DrillOptions(deliveries=1000).stories(NOW)
+    assert [s.kind for s in again] == [s.kind for s in made]
     assert options.stories_per_second(made) is None  # all ready at once
 
 

@@ -17,7 +17,7 @@ import functions.process.handler
 import functions.process.waiting_handler
 import functions.reconcile.handler  # noqa: F401
 from firedrill.delivery import DeliveryLog, Providers
-from firedrill.stories import Post
+from firedrill.story import Post
 from local_stack.cli import main
 from local_stack.resources import DEVELOPMENT_SECRETS
 from local_stack.stack import EmbeddedStack

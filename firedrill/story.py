@@ -1,0 +1,79 @@
+"""A fire drill story: the deliveries a provider makes for one order, and what the order must
+look like once everything has arrived, whatever the order and number of arrivals."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Post:
+    """One delivery as a provider makes it. Signed at send time, as providers do."""
+
+    provider: str
+    body: str
+    query: dict[str, str] = field(default_factory=dict)
+    copies: int = 1  # sent this many times at the same instant
+    slow: bool = False  # ingest answers after the provider's timeout: the provider retries
+    forgery: str | None = None  # "bad-signature" or "stale-timestamp": must be refused
+    after_seconds: float = 0  # the provider sends it this long after the phase before
+    # Authentic but of the other payment mode (a live event on this test stack): answered 200,
+    # never enqueued, never applied.
+    other_mode: bool = False
+
+
+@dataclass
+class Expected:
+    """What the order must say once everything arrived: its financial status (written by hand
+    per story, not computed), every total, and the entries that count."""
+
+    status: str
+    paid: int = 0
+    refunded: int = 0
+    disputed: int = 0
+    dispute_won: int = 0
+    dispute_lost: int = 0
+    inquiry: int = 0
+    effects: set[tuple[str, str]] = field(default_factory=set)
+    # Entries that count or not depending on the processing order (a refund's failure
+    # processed before its success voids both); the totals are the same either way.
+    either_way: set[tuple[str, str]] = field(default_factory=set)
+    # Which deliveries end up stale depends on the processing order; the outcome does not.
+    stale: tuple[int, int] = (0, 0)
+    currency: str = "brl"
+
+    @property
+    def totals(self) -> dict[str, int]:
+        return {
+            "paid_total": self.paid,
+            "refunded_total": self.refunded,
+            "disputed_total": self.disputed,
+            "dispute_won_total": self.dispute_won,
+            "dispute_lost_total": self.dispute_lost,
+            "inquiry_total": self.inquiry,
+        }
+
+
+@dataclass
+class Story:
+    kind: str
+    order_id: str
+    phases: list[list[Post]]
+    expected: Expected
+    mercadopago_payment: dict[str, Any] | None = None
+    # A charge's refunds as Stripe's refunds API lists them (for a legacy charge.refunded).
+    stripe_refunds: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # Another order that an event names for this story's payment: it must never be credited.
+    conflicting_order: str | None = None
+    # A payment no event binds to any order: it must end unmatched, listed, and be attached.
+    unmatched_object: str | None = None
+
+    @property
+    def posts(self) -> list[Post]:
+        return [post for phase in self.phases for post in phase]
+
+    @property
+    def deliveries(self) -> int:
+        """HTTP deliveries the story makes (each post's copies), before any provider retry."""
+        return sum(post.copies for post in self.posts)
