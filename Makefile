@@ -10,7 +10,7 @@ RUNTIME_STAMP := $(RUNTIME_VENV)/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: install run test lint typecheck unit runtime synth bench bench-reconcile cost clean
+.PHONY: install run test lint typecheck unit runtime synth bench bench-reconcile cost clean histories
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -76,3 +76,8 @@ clean:
 .PHONY: fuzz-money
 fuzz-money: $(STAMP)
 	UMAVEZ_FUZZ_CASES=10000 $(BIN)/pytest -q tests/functional/test_money_fuzz.py
+
+# The books against the provider simulators at scale: HISTORIES lifecycles (default 10,000),
+# one worker per core, each on its own hypothesis seed; prints the count, the seeds and the time.
+histories: $(STAMP)
+	$(BIN)/python scripts/histories.py --histories $(or $(HISTORIES),10000) --seed $(or $(SEED),22)

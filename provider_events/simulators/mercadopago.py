@@ -44,6 +44,7 @@ class MercadoPagoSimulator:
     refunds: list[dict[str, Any]] = field(default_factory=list)
     held: int = 0  # what the open mediation or chargeback holds
     disputed_stage: str | None = None  # "mediation", "chargeback", then "closed"
+    dispute_seen: bool = False  # read by umavez while it held the money (see release_mediation)
     books: TrueBooks = field(init=False)
     _clock: int = field(init=False)
     _approved_at: int | None = None
@@ -124,12 +125,22 @@ class MercadoPagoSimulator:
         return [self._notification("payment.updated", at)]
 
     def release_mediation(self) -> list[Webhook]:
+        """The seller wins the mediation: the hold is released. The payment keeps no trace of
+        it: a mediation nobody read while it held the money (`dispute_seen`) is, for the
+        merchant's books as for anyone reading the payment afterwards, a hold that never was."""
         at = self._tick()
         self.status, self.status_detail, self.disputed_stage = "approved", "accredited", "closed"
         self.books.disputed -= self.held
-        self.books.dispute_won += self.held
-        self.books.movements.append(f"order.dispute_won:{self.payment_id}:dispute")
+        if self.dispute_seen:
+            self.books.dispute_won += self.held
+            self.books.movements.append(f"order.dispute_won:{self.payment_id}:dispute")
+        else:
+            self.books.movements.remove(f"order.disputed:{self.payment_id}:dispute")
         return [self._notification("payment.updated", at)]
+
+    def read_now(self) -> None:
+        """umavez read the payment in its present state (a notification was processed)."""
+        self.dispute_seen = self.dispute_seen or self.status in {"in_mediation", "charged_back"}
 
     def decide(self, *, won: bool) -> list[Webhook]:
         at = self._tick()

@@ -11,6 +11,7 @@ follows each drain. `settle` then delivers what is left, drains, sweeps the outb
 from __future__ import annotations
 
 import random
+import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,12 +23,15 @@ from functions.process import handler
 from functions.shared import books, tables
 from functions.shared.domain import COUNTED_OUTCOMES, TRANSITION_RULES, Transition
 from functions.shared.outbox import OutboxItem
+from functions.shared.tables import create_table_requests
+from infra.settings import MAX_RECEIVE_COUNT, PROCESS_BATCH_SIZE
 from provider_events.simulators.asaas import AsaasSimulator
 from provider_events.simulators.mercadopago import MercadoPagoSimulator
 from provider_events.simulators.stripe import StripeSimulator
 from provider_events.simulators.webhooks import Webhook
 from tests.conftest import TABLES
 from tests.support.clock import FakeClock
+from tests.support.lambda_events import FakeLambdaContext, sqs_event, sqs_record
 from tests.support.pipeline import Pipeline
 
 Simulator = StripeSimulator | MercadoPagoSimulator | AsaasSimulator
@@ -71,6 +75,13 @@ class History:
     events: RecordedChannel = field(default_factory=lambda: RecordedChannel("eventbridge"))
     email: RecordedEmail = field(default_factory=RecordedEmail)
     _tried: set[str] = field(default_factory=set)
+    # The webhook queue as the process Lambda's event source mapping sees it: each message
+    # with its receives so far; a record failed MAX_RECEIVE_COUNT times is dead-lettered.
+    # Kept in memory (SQS on moto cost three calls a message); what the waiting function
+    # re-drives comes through the stack's own queue.
+    _queue: list[_Message] = field(default_factory=list)
+    _dead: list[_Message] = field(default_factory=list)
+    _retried: bool = False
 
     # -- the provider ----------------------------------------------------------------------
 
@@ -105,10 +116,18 @@ class History:
     def drain(self) -> None:
         """The process Lambda until the queue is empty, then the stream's first try of every
         new outbox item."""
-        self.pipeline.process()
-        # Deliveries parked for an order bound since: the waiting function's scheduled run.
-        while handler.waiting_room().redrive()["redriven"]:
-            self.pipeline.process()
+        processed = self._process()
+        if processed and isinstance(self.simulator, MercadoPagoSimulator):
+            self.simulator.read_now()
+        # Deliveries parked for an order bound since: the waiting function's scheduled run
+        # (a delivery is parked only after failing its first receives: none failed, none wait).
+        while self._retried and handler.waiting_room().redrive()["redriven"]:
+            self._take_redriven()
+            processed += self._process()
+            if isinstance(self.simulator, MercadoPagoSimulator):
+                self.simulator.read_now()
+        if not processed:
+            return  # no new entry, so no new notification
         sender = self._sender()
         for item in self.pipeline.world.outbox():
             outbox_id = str(item["outbox_id"])
@@ -125,16 +144,51 @@ class History:
         Sweeper(self.pipeline.world.dynamodb, TABLES.outbox, self._sender(), self.clock, 0).sweep()
 
     def _enqueue(self, webhook: Webhook) -> None:
-        event = _event_identity(webhook)
-        self.pipeline.sqs.send_message(
-            QueueUrl=self.pipeline.queue_url,
-            MessageBody=webhook.body,
-            MessageAttributes={
-                "provider": {"DataType": "String", "StringValue": webhook.provider},
-                "event_id": {"DataType": "String", "StringValue": event},
-                "event_type": {"DataType": "String", "StringValue": webhook.event_type},
-            },
-        )
+        attributes = {
+            "provider": webhook.provider,
+            "event_id": _event_identity(webhook),
+            "event_type": webhook.event_type,
+        }
+        self._queue.append(_Message(webhook.body, attributes))
+
+    def _process(self) -> int:
+        """Batches of ten to the process Lambda, as its mapping sends them; a failed record
+        comes back (visibility timeout 0) until its receives run out. Returns the records
+        handled."""
+        handled = 0
+        while self._queue:
+            batch, self._queue = self._queue[:PROCESS_BATCH_SIZE], self._queue[PROCESS_BATCH_SIZE:]
+            records = []
+            for message in batch:
+                message.receives += 1
+                record = sqs_record(message.body, message.attributes, message.receives)
+                records.append(record | {"messageId": message.id})
+            response = handler.lambda_handler(sqs_event(*records), FakeLambdaContext())
+            failed = {f["itemIdentifier"] for f in response["batchItemFailures"]}
+            handled += len(batch)
+            self._retried = self._retried or bool(failed)
+            for message in batch:
+                if message.id not in failed:
+                    continue
+                if message.receives >= MAX_RECEIVE_COUNT:
+                    self._dead.append(message)
+                else:
+                    self._queue.append(message)
+        return handled
+
+    def _take_redriven(self) -> None:
+        """What the waiting function sent to the stack's queue, into this one."""
+        sqs, url = self.pipeline.sqs, self.pipeline.queue_url
+        while messages := sqs.receive_message(
+            QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"]
+        ).get("Messages", []):
+            for message in messages:
+                attributes = {
+                    name: value["StringValue"]
+                    for name, value in message.get("MessageAttributes", {}).items()
+                }
+                self._queue.append(_Message(message["Body"], attributes))
+                sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
 
     def _sender(self) -> OutboxSender:
         return OutboxSender(
@@ -154,8 +208,8 @@ class History:
         order_id = self.simulator.order_id
         order = world.order(order_id)
         found: list[str] = []
-        if self.pipeline.dead_letters():
-            found.append(f"{self.pipeline.dead_letters()} message(s) dead-lettered")
+        if self._dead:
+            found.append(f"{len(self._dead)} message(s) dead-lettered")
         room = handler.waiting_room()
         found += [
             f"still waiting: {w.get('event_type')} {w.get('event_id')}" for w in room.waiting()
@@ -198,6 +252,14 @@ class History:
         return found
 
 
+@dataclass
+class _Message:
+    body: str
+    attributes: dict[str, str]
+    id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    receives: int = 0
+
+
 def books_status(order: dict[str, Any]) -> str:
     from functions.shared.domain import financial_status
 
@@ -233,3 +295,20 @@ def _event_identity(webhook: Webhook) -> str:
 
 
 __all__ = ["History", "books", "tables"]
+
+
+def emptied(pipeline: Pipeline) -> None:
+    """The pipeline as new: empty tables, queues and provider APIs (histories share one)."""
+    dynamodb = pipeline.world.dynamodb
+    for request in create_table_requests(TABLES):
+        dynamodb.delete_table(TableName=request["TableName"])
+        dynamodb.create_table(**request)
+    for url in (pipeline.queue_url, pipeline.dead_letter_url):
+        while messages := pipeline.sqs.receive_message(
+            QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=0
+        ).get("Messages", []):
+            for message in messages:
+                pipeline.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    pipeline.apis.payments.clear()
+    pipeline.apis.refunds.clear()
+    pipeline.apis.requests.clear()
