@@ -18,12 +18,17 @@ from functions.shared.errors import RetryableError
 
 SEND_CONNECT_TIMEOUT_SECONDS: Final = 2
 SEND_READ_TIMEOUT_SECONDS: Final = 5
-# botocore's standard mode: the first try and one retry, after a jittered wait of at most 2 s.
+# botocore's standard mode: the first try and one retry, after a jittered wait of at most 1 s.
 SEND_MAX_ATTEMPTS: Final = 2
-SEND_RETRY_WAIT_SECONDS: Final = 2
+SEND_RETRY_WAIT_SECONDS: Final = 1
 HTTP_TIMEOUT_SECONDS: Final = 5.0
-# The item's read and its one write (DynamoDB answers in milliseconds; this is the slack).
-DYNAMODB_ALLOWANCE_SECONDS: Final = 3
+# The senders' DynamoDB calls, bounded too (DynamoDB answers in milliseconds; the client's
+# defaults, 60 s timeouts and up to ten attempts, would make any budget meaningless). An item
+# makes at most three: the sweeper's claim, the read of its order, the one write of its outcome.
+DYNAMODB_CONNECT_TIMEOUT_SECONDS: Final = 1
+DYNAMODB_READ_TIMEOUT_SECONDS: Final = 1
+DYNAMODB_MAX_ATTEMPTS: Final = 2
+DYNAMODB_CALLS_PER_ITEM: Final = 3
 
 # The SES and EventBridge clients the senders use.
 SEND_CLIENT_CONFIG: Final = Config(
@@ -31,16 +36,29 @@ SEND_CLIENT_CONFIG: Final = Config(
     read_timeout=SEND_READ_TIMEOUT_SECONDS,
     retries={"total_max_attempts": SEND_MAX_ATTEMPTS, "mode": "standard"},
 )
+# Their DynamoDB client.
+DYNAMODB_CLIENT_CONFIG: Final = Config(
+    connect_timeout=DYNAMODB_CONNECT_TIMEOUT_SECONDS,
+    read_timeout=DYNAMODB_READ_TIMEOUT_SECONDS,
+    retries={"total_max_attempts": DYNAMODB_MAX_ATTEMPTS, "mode": "standard"},
+)
+
+
+def _call_worst_case(connect: int, read: int, attempts: int) -> int:
+    """Every attempt connecting and reading to its timeout, with the waits between them."""
+    return attempts * (connect + read) + (attempts - 1) * SEND_RETRY_WAIT_SECONDS
 
 
 def item_worst_case_seconds() -> float:
-    """EventBridge and SES each at their slowest (every attempt connecting and reading to its
-    timeout), the HTTP sink's connect and read each to theirs, and the item's reads and write."""
-    aws_send = (
-        SEND_MAX_ATTEMPTS * (SEND_CONNECT_TIMEOUT_SECONDS + SEND_READ_TIMEOUT_SECONDS)
-        + (SEND_MAX_ATTEMPTS - 1) * SEND_RETRY_WAIT_SECONDS
+    """EventBridge and SES each at their slowest, the HTTP sink's connect and read each to
+    their timeout, and the item's DynamoDB calls at theirs."""
+    aws_send = _call_worst_case(
+        SEND_CONNECT_TIMEOUT_SECONDS, SEND_READ_TIMEOUT_SECONDS, SEND_MAX_ATTEMPTS
     )
-    return 2 * aws_send + 2 * HTTP_TIMEOUT_SECONDS + DYNAMODB_ALLOWANCE_SECONDS
+    dynamodb = _call_worst_case(
+        DYNAMODB_CONNECT_TIMEOUT_SECONDS, DYNAMODB_READ_TIMEOUT_SECONDS, DYNAMODB_MAX_ATTEMPTS
+    )
+    return 2 * aws_send + 2 * HTTP_TIMEOUT_SECONDS + DYNAMODB_CALLS_PER_ITEM * dynamodb
 
 
 ITEM_RESERVE_MS: Final = int(item_worst_case_seconds() * 1000)

@@ -14,7 +14,7 @@ import boto3
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from functions.outbox.budget import has_time_for_an_item
+from functions.outbox.budget import DYNAMODB_CLIENT_CONFIG, has_time_for_an_item
 from functions.outbox.sender import SendResult
 from functions.outbox.stranded import ALREADY_HANDLED, PARKED, UNREADABLE, StrandedItems
 from functions.outbox.sweeper import SWEEP_CUT_SHORT, SWEEP_ERROR, Sweeper
@@ -28,7 +28,7 @@ logger, tracer, metrics = powertools("sweeper")
 @cache
 def sweeper() -> Sweeper:
     return Sweeper(
-        boto3.client("dynamodb"),
+        boto3.client("dynamodb", config=DYNAMODB_CLIENT_CONFIG),
         TableNames.from_env().outbox,
         sender_from_env(),
         time.time,

@@ -17,7 +17,11 @@ from collections.abc import Mapping
 
 import boto3
 
-from functions.outbox.budget import HTTP_TIMEOUT_SECONDS, SEND_CLIENT_CONFIG
+from functions.outbox.budget import (
+    DYNAMODB_CLIENT_CONFIG,
+    HTTP_TIMEOUT_SECONDS,
+    SEND_CLIENT_CONFIG,
+)
 from functions.outbox.channels import Channel, EventBridgeChannel, HttpChannel, SesEmailChannel
 from functions.outbox.sender import OutboxSender, SendPolicy
 from functions.shared import settings
@@ -67,7 +71,7 @@ def sweep_grace_seconds() -> int:
 def sender_from_env() -> OutboxSender:
     names = TableNames.from_env()
     return OutboxSender(
-        boto3.client("dynamodb"),
+        boto3.client("dynamodb", config=DYNAMODB_CLIENT_CONFIG),
         names.outbox,
         channels_from_env(),
         time.time,

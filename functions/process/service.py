@@ -26,11 +26,13 @@ from botocore.exceptions import ClientError
 from functions.shared import tables
 from functions.shared.bindings import bound_orders
 from functions.shared.domain import (
+    COUNTED_OUTCOMES,
     TRANSITION_RULES,
     Binding,
     Delivery,
     Effect,
     Interpretation,
+    Money,
     NoEffect,
     Outcome,
     RoutedEffect,
@@ -79,6 +81,8 @@ class Known:
     key_item: dict[str, object] | None
     order: dict[str, object] | None
     bound: dict[str, str]
+    # The entry a settling one settles (a verdict's opening, a refund's success), if written.
+    settled: dict[str, object] | None = None
 
     def later_second_than(self, routed: RoutedEffect) -> bool:
         """The order's last event is from a later second: this entry is stale for good."""
@@ -198,6 +202,7 @@ class EffectProcessor:
                 return self._record_conflict(
                     routed.effect.delivery, ref, bound, routed.order_id, routed.key
                 )
+        routed = self._as_settled(routed, known.settled)
         # Bindings this order already holds are not written again: they never change.
         to_bind = tuple(r for r in self._bound_objects(routed) if r not in known.bound)
         if known.later_second_than(routed):
@@ -212,12 +217,17 @@ class EffectProcessor:
 
     def _read_before_writing(self, routed: RoutedEffect) -> Known:
         """One eventually consistent BatchGetItem: the effect key, the order, the objects to
-        bind (see the module's doc for why a lagging read is safe)."""
+        bind (see the module's doc for why a lagging read is safe). A settling entry also
+        reads the entry it settles, consistently: what it posts is what that one counted."""
         ledger = self._tables.ledger
         objects = self._bound_objects(routed)
+        settles = routed.reversed_key
+        sorts = [tables.effect_sk(routed.key), tables.ORDER_SORT]
+        if settles is not None:
+            sorts.append(tables.effect_sk(settles))
         keys = [
             {tables.PARTITION_KEY: tables.order_pk(routed.order_id), tables.SORT_KEY: sk}
-            for sk in (tables.effect_sk(routed.key), tables.ORDER_SORT)
+            for sk in sorts
         ] + [
             {
                 tables.PARTITION_KEY: tables.ref_pk(routed.effect.delivery.provider, ref),
@@ -228,11 +238,17 @@ class EffectProcessor:
         try:
             response = self._db.batch_get_item(
                 RequestItems={
-                    ledger: {"Keys": [to_attributes(k) for k in keys], "ConsistentRead": False}
+                    ledger: {
+                        "Keys": [to_attributes(k) for k in keys],
+                        "ConsistentRead": settles is not None,
+                    }
                 }
             )
         except ClientError as exc:
             raise_unclassified(exc, "BatchGetItem")
+        if settles is not None and response.get("UnprocessedKeys"):
+            # What the entry it settles counted must be known: never guess it.
+            raise WriteContendedError("BatchGetItem left the settled entry unread")
         # Keys left unread (throttling) are simply not seen: the transaction decides for them.
         found = [from_attributes(item) for item in response["Responses"].get(ledger, [])]
         by_sort = {str(item[tables.SORT_KEY]): item for item in found}
@@ -244,7 +260,24 @@ class EffectProcessor:
                 for item in found
                 if item[tables.SORT_KEY] == tables.REF_SORT
             },
+            settled=by_sort.get(tables.effect_sk(settles)) if settles is not None else None,
         )
+
+    def _as_settled(self, routed: RoutedEffect, settled: dict[str, object] | None) -> RoutedEffect:
+        """A settling entry posts what the entry it settles counted, not what its own event
+        says: a Stripe verdict computed from balance transactions could differ from an opening
+        booked from the dispute's amount (an event without them), an Asaas verdict from an
+        opening read before a refund landed; either way money stayed held for good."""
+        if settled is None or settled.get("outcome") not in COUNTED_OUTCOMES:
+            return routed
+        amount = Money(int(str(settled["amount"])), str(settled["currency"]))
+        if amount == routed.effect.amount:
+            return routed
+        note = (
+            f"settles the {amount.minor} {amount.currency} its entry counted"
+            f" ({routed.effect.amount.minor} {routed.effect.amount.currency} announced)"
+        )
+        return replace(routed, effect=replace(routed.effect, amount=amount, note=note))
 
     def _after_cancellation(
         self,

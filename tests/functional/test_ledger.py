@@ -692,3 +692,38 @@ def test_refunds_of_a_conflicted_payment_count_on_the_order_that_holds_it(
     assert financial_status(state) == "partially_refunded"
     assert world.order(copied) == {}
     assert world.mismatches(holder) == []
+
+
+def test_a_verdict_settles_what_its_opening_counted_whatever_its_event_says(world: World) -> None:
+    # Given a dispute opened by charge.dispute.created shaped without balance transactions
+    # (booked for the dispute's 1000), whose closing event's balance transactions say 900 was
+    # withdrawn and given back, plus a transaction in the account's other currency
+    order, intent, _ = paid(world)
+    case = stripe.unique("du")
+    world.deliver_all(
+        shaped_dispute(
+            "charge.dispute.created", intent, case, T0 + 3600, amount=1000, balance_transactions=[]
+        )
+    )
+    other_currency = {"amount": -5400, "currency": "usd", "type": "adjustment"}
+    world.deliver_all(
+        shaped_dispute(
+            "charge.dispute.closed.won",
+            intent,
+            case,
+            T0 + 90_000,
+            amount=1000,
+            balance_transactions=[
+                moved(-900, "dispute"),
+                moved(900, "dispute_reversal"),
+                other_currency,
+            ],
+        )
+    )
+
+    # Then the verdict settles the 1000 the opening held: nothing stays disputed for good
+    state = world.order(order)
+    assert state.get("disputed_total", 0) == 0
+    assert state.get("dispute_won_total", 0) == 1000
+    assert financial_status(state) == "dispute_won"
+    assert world.mismatches(order) == []

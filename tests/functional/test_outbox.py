@@ -14,6 +14,9 @@ from botocore.exceptions import ClientError
 
 from functions.outbox import handler, sweeper_handler
 from functions.outbox.budget import (
+    DYNAMODB_CONNECT_TIMEOUT_SECONDS,
+    DYNAMODB_MAX_ATTEMPTS,
+    DYNAMODB_READ_TIMEOUT_SECONDS,
     HTTP_TIMEOUT_SECONDS,
     ITEM_RESERVE_MS,
     SEND_CONNECT_TIMEOUT_SECONDS,
@@ -25,7 +28,7 @@ from functions.outbox.channels import Channel, EventBridgeChannel, SesEmailChann
 from functions.outbox.sender import OutboxSender, SendPolicy, SendResult
 from functions.outbox.stranded import StrandedItems
 from functions.outbox.sweeper import Sweeper
-from functions.outbox.wiring import channels_from_env, policy_from_env
+from functions.outbox.wiring import channels_from_env, policy_from_env, sender_from_env
 from functions.shared import tables
 from functions.shared.outbox import OutboxItem, outbox_id_for
 from infra.settings import OUTBOX_RETRY_ATTEMPTS
@@ -770,5 +773,14 @@ def test_every_send_is_bounded_so_an_items_worst_case_is_known(
             assert config.retries == {"total_max_attempts": SEND_MAX_ATTEMPTS, "mode": "standard"}
     assert [c.name for c in channels] == ["eventbridge", "email", "http"]
     assert getattr(channels[2], "_timeout") == HTTP_TIMEOUT_SECONDS  # noqa: B009
+    # And the senders' DynamoDB client is bounded the same way (its defaults: 60 s, ten tries)
+    monkeypatch.setenv("OUTBOX_TABLE", TABLES.outbox)
+    monkeypatch.setenv("LEDGER_TABLE", TABLES.ledger)
+    dynamodb: Any = sender_from_env()._db.meta.config
+    assert (dynamodb.connect_timeout, dynamodb.read_timeout) == (
+        DYNAMODB_CONNECT_TIMEOUT_SECONDS,
+        DYNAMODB_READ_TIMEOUT_SECONDS,
+    )
+    assert dynamodb.retries == {"total_max_attempts": DYNAMODB_MAX_ATTEMPTS, "mode": "standard"}
     # And a sweeper's lease outlasts an item's worst case: no second sender takes it mid-send
     assert policy_from_env({}).lease_seconds > item_worst_case_seconds()

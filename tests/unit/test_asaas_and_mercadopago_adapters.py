@@ -237,3 +237,31 @@ def test_asaas_chargeback_verdict_settles_the_value_it_withdrew() -> None:
         (Transition.DISPUTED, Money(1250, "brl")),
         (Transition.DISPUTE_LOST, Money(1250, "brl")),
     ]
+
+
+def test_a_chargeback_with_nothing_left_is_said_never_refused() -> None:
+    # Given payments refunded in full before their cardholder disputed them
+    mercadopago = read(
+        "mercadopago",
+        NOTIFICATION,
+        mercadopago_payment(
+            status="charged_back",
+            status_detail="in_process",
+            transaction_amount=50,
+            transaction_amount_refunded=50,
+        ),
+    )
+    refunds = [{"dateCreated": "2026-11-30 09:12:40", "status": "DONE", "value": 50}]
+    event = json.loads(asaas_event("PAYMENT_CHARGEBACK_REQUESTED"))
+    event["payment"].update(value=50, chargeback=None, refunds=refunds)
+    asaas = read("asaas", json.dumps(event))
+
+    # Then no dispute of zero is booked, nor is the notification refused (a refusal would
+    # fail every later notification of the payment): the reading says why
+    assert not any(
+        isinstance(r, Effect) and r.transition is Transition.DISPUTED for r in mercadopago
+    )
+    assert any(isinstance(r, NoEffect) and "nothing left" in r.reason for r in mercadopago)
+    [said] = asaas
+    assert isinstance(said, NoEffect)
+    assert "nothing left" in said.reason

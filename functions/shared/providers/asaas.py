@@ -166,7 +166,7 @@ def _disputed(payment: AsaasPayment) -> tuple[int, str]:
         for n, refund in enumerate(payment.refunds or [])
         if refund.status == REFUND_DONE
     )
-    # Refunds past the value leave nothing to dispute: refused below as a dispute of zero.
+    # Refunds past the value leave nothing to dispute (no entry: see _chargeback).
     return max(to_minor(payment.value, CURRENCY, "payment.value") - refunded, 0), "payment.value"
 
 
@@ -174,6 +174,9 @@ def _chargeback(payment: AsaasPayment, delivery: Delivery) -> tuple[Interpretati
     ref = f"{payment.id}:chargeback"
     # The opening and its verdict post one amount, so the dispute nets to zero when it closes.
     disputed = _disputed(payment)
+    if not disputed[0]:
+        # Refunded in full before the chargeback: nothing is withdrawn (said, not refused).
+        return (NoEffect(delivery, f"chargeback of {payment.id} with nothing left to withdraw"),)
     opened = _entry(payment, delivery, Transition.DISPUTED, ref, disputed)
     status = payment.chargeback.status if payment.chargeback else None
     if delivery.event_type == "PAYMENT_AWAITING_CHARGEBACK_REVERSAL" or status in CHARGEBACK_WON:

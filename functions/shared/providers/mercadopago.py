@@ -315,7 +315,12 @@ class Interpreter:
         ref = _dispute_ref(str(payment.id), booked)
         held = booked[ref].minor if ref in booked else _held(payment, amount)
         updated = _epoch(payment.date_last_updated, "payment.date_last_updated")
-        if payment.status in DISPUTED:
+        if payment.status in DISPUTED and not held:
+            # Refunded in full (or past its amount) before the cardholder disputed it: nothing
+            # is held. Said, not refused: refusing would fail every later notification of the
+            # payment too, and its refunds and verdict with them.
+            effects.append(NoEffect(received, f"payment {payment.id} disputed with nothing left"))
+        elif payment.status in DISPUTED:
             effects.append(effect(Transition.DISPUTED, ref, held, updated))
             verdict = CHARGEBACK_VERDICTS.get(payment.status_detail or "")
             if payment.status == "charged_back" and verdict is not None:

@@ -144,6 +144,7 @@ class BalanceTransaction(_StripeModel):
     back (`dispute_reversal`)."""
 
     amount: int = Field(strict=True)
+    currency: str | None = None
     reporting_category: str | None = None
 
 
@@ -159,15 +160,25 @@ class Dispute(_StripeModel):
     balance_transactions: list[BalanceTransaction] = Field(default_factory=list)
 
     @property
+    def _moved(self) -> list[int]:
+        """Its balance transactions' amounts in the dispute's own currency: those settled in
+        another currency (the account's) are not the order's money."""
+        return [
+            t.amount
+            for t in self.balance_transactions
+            if (t.currency or self.currency).lower() == self.currency.lower()
+        ]
+
+    @property
     def withdrawn(self) -> int:
         """What the dispute took from the merchant: its balance transactions' withdrawals, or
         (an event shaped without them) the disputed amount."""
-        taken = -sum(t.amount for t in self.balance_transactions if t.amount < 0)
+        taken = -sum(amount for amount in self._moved if amount < 0)
         return taken or self.amount
 
     @property
     def reinstated(self) -> int:
-        return sum(t.amount for t in self.balance_transactions if t.amount > 0)
+        return sum(amount for amount in self._moved if amount > 0)
 
 
 class SubscriptionDetails(_StripeModel):
