@@ -26,8 +26,6 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, 
 
 from infra.config import PROCESS_MAX_CONCURRENCY_RANGE, PROVIDERS
 from infra.settings import (
-    API_CREDENTIAL_PLACEHOLDER,
-    WEBHOOK_SECRET_PLACEHOLDER,
     concurrency_needed,
     pinned_powertools_version,
     powertools_layer_parameter,
@@ -265,7 +263,8 @@ class Preflight:
                 " (SES console > Identities) before customers' e-mails can leave",
             )
         default_set = identity.get("ConfigurationSetName")
-        if default_set and default_set != configuration_set:
+        # A set named on each send overrides the identity's default (and is the one granted).
+        if default_set and not configuration_set:
             return Finding(
                 "ses identity",
                 Verdict.PROBLEM,
@@ -289,33 +288,36 @@ class Preflight:
         return Stack({o["OutputKey"]: o["OutputValue"] for o in described.get("Outputs", [])})
 
     def _secrets(self, stack: Stack) -> list[Finding]:
-        wanted: list[tuple[str, str, str, Verdict]] = []
+        wanted: list[tuple[str, str, Verdict]] = []
         for provider in self._options.providers:
             name = stack.outputs.get(f"Secret{provider.capitalize()}")
             if name:
                 why = f"ingest answers 503 to every {provider} webhook until it is set"
-                wanted.append((name, WEBHOOK_SECRET_PLACEHOLDER, why, Verdict.PROBLEM))
+                wanted.append((name, why, Verdict.PROBLEM))
         if "mercadopago" in self._options.providers and (
             name := stack.outputs.get("SecretMercadopagoAccessToken")
         ):
             why = "every Mercado Pago notification fails (the payment is read with it)"
-            wanted.append((name, API_CREDENTIAL_PLACEHOLDER, why, Verdict.PROBLEM))
+            wanted.append((name, why, Verdict.PROBLEM))
         if "stripe" in self._options.providers and (
             name := stack.outputs.get("SecretStripeApiKey")
         ):
             why = "needed only by endpoints on a Stripe API version before 2024-10-28.acacia"
-            wanted.append((name, API_CREDENTIAL_PLACEHOLDER, why, Verdict.NOTE))
+            wanted.append((name, why, Verdict.NOTE))
         return [
             self._guarded(f"secret {name}", functools.partial(self._secret, *secret))
             for secret in wanted
             for name in secret[:1]
         ]
 
-    def _secret(self, name: str, placeholder: str, why: str, unset: Verdict) -> Finding:
-        value = self._call(
-            "secretsmanager", "get_secret_value", "secretsmanager:GetSecretValue", SecretId=name
-        ).get("SecretString", "")
-        if value.strip() in {placeholder, ""}:
+    def _secret(self, name: str, why: str, unset: Verdict) -> Finding:
+        """Set or not, told from the secret's versions, never its value: the stack creates it
+        with one (its placeholder), and an operator's put-secret-value adds the next. The live
+        keys are never read."""
+        described = self._call(
+            "secretsmanager", "describe_secret", "secretsmanager:DescribeSecret", SecretId=name
+        )
+        if len(described.get("VersionIdsToStages", {})) <= 1:
             return Finding(f"secret {name}", unset, f"not set: {why} (docs/deploy.md)")
         return Finding(f"secret {name}", Verdict.OK, "set")
 
@@ -346,6 +348,16 @@ class Preflight:
         )["MetricAlarms"]
         if not found:
             return Finding(check, Verdict.PROBLEM, f"the stack has no alarm {alarm} to test")
+        if found[0].get("StateValue") == "ALARM":
+            # Actions run on a change of state: from ALARM to ALARM nothing would be sent.
+            self._call(
+                "cloudwatch",
+                "set_alarm_state",
+                "cloudwatch:SetAlarmState",
+                AlarmName=alarm,
+                StateValue="OK",
+                StateReason=TEST_ALARM_REASON,
+            )
         started = datetime.fromtimestamp(self._clock(), tz=UTC) - timedelta(seconds=5)
         self._call(
             "cloudwatch",
@@ -507,7 +519,10 @@ def command(args: argparse.Namespace, clients: Clients | None = None) -> int:
     else:
         for line in report(findings):
             print(line)
-    return 1 if any(f.verdict is Verdict.PROBLEM for f in findings) else 0
+    if any(f.verdict is Verdict.PROBLEM for f in findings):
+        return 1
+    answered = [f for f in findings if f.verdict is not Verdict.UNKNOWN]
+    return 0 if answered else 2
 
 
 def report(findings: Sequence[Finding]) -> Iterator[str]:

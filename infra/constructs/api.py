@@ -7,6 +7,7 @@ both event shapes; the outputs, the stage name and the alarms are the same for b
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import json
 from collections.abc import Sequence
@@ -140,7 +141,7 @@ class WebhookApi(Construct):
             self,
             "Sampling",
             sampling_rule=xray.CfnSamplingRule.SamplingRuleProperty(
-                rule_name=self.name[:32],
+                rule_name=sampling_rule_name(self.name),
                 priority=100,
                 fixed_rate=rate,
                 reservoir_size=0,
@@ -305,6 +306,15 @@ class WebhookApi(Construct):
         return wafv2.CfnWebACL.StatementProperty(
             not_statement=wafv2.CfnWebACL.NotStatementProperty(statement=listed)
         )
+
+
+def sampling_rule_name(api_name: str) -> str:
+    """X-Ray rule names are the account's and hold 32 characters: stacks whose names share
+    their first 32 would collide, so a long name keeps its start and a hash of the whole."""
+    if len(api_name) <= 32:
+        return api_name
+    digest = hashlib.sha256(api_name.encode()).hexdigest()[:8]
+    return f"{api_name[:23]}-{digest}"
 
 
 def integer_greater_than(limit: int) -> str:

@@ -292,8 +292,9 @@ class Monitoring(Construct):
         )
         # Every run publishes one `reconciliation_mismatches` datapoint, 0 included. Two hours
         # without one leave the alarm with no data: INSUFFICIENT_DATA, and that transition
-        # notifies. A new alarm starts in INSUFFICIENT_DATA, so the hours before the first run
-        # of a new stack notify nobody; a run that happens but publishes 0 samples is ALARM.
+        # notifies (its only way to: a sample count is never below 1 when there is data). A
+        # new alarm starts in INSUFFICIENT_DATA, so the hours before the first run of a new
+        # stack notify nobody. No OK action: the next run's datapoint clears it silently.
         stopped = self._alarm(
             "ReconciliationStopped",
             "The hourly books check has not run for 2 hours",

@@ -14,6 +14,7 @@ from functions.outbox.budget import ITEM_RESERVE_MS
 from functions.shared import tables
 from functions.shared.observability import powertools
 from infra.config import PROVIDERS, ConfigError, StackConfig
+from infra.constructs.api import sampling_rule_name
 from infra.settings import OUTBOX_BATCH_SIZE
 from ops.preflight import TEST_ALARM
 from tests.infra.conftest import Synthesized
@@ -455,3 +456,14 @@ def test_preflight_reads_outputs_and_an_alarm_the_stack_has(
     }
     assert f"Umavez-test-{TEST_ALARM}" in names
     assert names == {f"Umavez-test-{name}" for name in synth.stack.monitoring.alarms}
+
+
+def test_sampling_rules_of_long_stack_names_never_collide() -> None:
+    # Given two stacks whose API names share their first 32 characters
+    first = sampling_rule_name("Umavez-merchant-brazil-prod-east-webhooks")
+    second = sampling_rule_name("Umavez-merchant-brazil-prod-west-webhooks")
+
+    # Then their X-Ray rules (32 characters at most, account-wide) have different names
+    assert first != second
+    assert max(len(first), len(second)) <= 32
+    assert sampling_rule_name("Umavez-test-webhooks") == "Umavez-test-webhooks"

@@ -474,3 +474,27 @@ def test_no_credentials_is_one_line_and_exit_2(
     assert exit_code == 2
     assert len(out) == 1
     assert "aws configure" in out[0]
+
+
+def test_an_alarm_already_in_alarm_is_moved_so_its_action_runs(account: Account) -> None:
+    # Given the stack deployed, its DeadLetters alarm already in ALARM (actions run on a change)
+    deploy(account)
+    alarm = f"{STACK}-DeadLetters"
+    cloudwatch = account.client("cloudwatch")
+    cloudwatch.set_alarm_state(AlarmName=alarm, StateValue="ALARM", StateReason="a real one")
+    topic = account.client("sns").list_topics()["Topics"][0]["TopicArn"]
+    account.alarm_history.append(
+        history_item(f"Successfully executed action {topic}", {"actionState": "Succeeded"})
+    )
+    states: list[str] = []
+    cloudwatch.meta.events.register(
+        "before-parameter-build.cloudwatch.SetAlarmState",
+        lambda params, **_: states.append(params["StateValue"]),
+    )
+
+    # When preflight tests it
+    found = findings_of(account, test_alarm=True)
+
+    # Then it went through OK back to ALARM, and the published action is read
+    assert states == ["OK", "ALARM"]
+    assert found["alarm reaches the topic"].verdict is Verdict.OK
