@@ -4,7 +4,7 @@
 Before the deploy (the stack does not exist yet): CDK's bootstrap, AWS's Powertools layer
 parameter in the region, the account's Lambda concurrency against what the stack may use, and
 SES (production access, the sender's identity verified, its configuration set). After it: the
-same, plus the secrets the stack created still holding their placeholders, a confirmed
+same, plus the secrets the stack created never set since (their placeholder), a confirmed
 subscription on the alarm topic, and (`--test-alarm`) one alarm set to ALARM to see whether
 its notification was published. What the account does not answer (an API not allowed, an
 endpoint that does not implement it) is said as such, never guessed.
