@@ -10,6 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+TOTAL_NAMES = (
+    "paid_total",
+    "refunded_total",
+    "disputed_total",
+    "dispute_won_total",
+    "dispute_lost_total",
+    "inquiry_total",
+)
+
 
 @dataclass
 class TrueBooks:
@@ -26,14 +35,16 @@ class TrueBooks:
 
     @property
     def totals(self) -> dict[str, int]:
-        return {
-            "paid_total": self.paid,
-            "refunded_total": self.refunded,
-            "disputed_total": self.disputed,
-            "dispute_won_total": self.dispute_won,
-            "dispute_lost_total": self.dispute_lost,
-            "inquiry_total": self.inquiry,
-        }
+        """By the names the ledger gives its totals (README, "The ledger")."""
+        amounts = (
+            self.paid,
+            self.refunded,
+            self.disputed,
+            self.dispute_won,
+            self.dispute_lost,
+            self.inquiry,
+        )
+        return dict(zip(TOTAL_NAMES, amounts, strict=True))
 
     @property
     def status(self) -> str:
