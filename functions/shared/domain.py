@@ -100,7 +100,8 @@ TRANSITION_RULES: Final[dict[Transition, TransitionRule]] = {
 }
 TIE_SLOTS: Final = 10
 # A dispute has one verdict: won and lost share one key slot, so whichever counts first is the
-# verdict and the other is a duplicate (a funds_reinstated after a lost dispute never adds).
+# verdict and the other is a duplicate (a verdict announced again, by any event, never adds;
+# what a lost one gives back is its own entry, order.funds_reinstated).
 VERDICT_KEY: Final = "order.dispute_verdict"
 KEY_SLOT: Final[dict[Transition, str]] = {
     Transition.DISPUTE_WON: VERDICT_KEY,
