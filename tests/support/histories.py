@@ -10,6 +10,7 @@ follows each drain. `settle` then delivers what is left, drains, sweeps the outb
 
 from __future__ import annotations
 
+import json
 import random
 import uuid
 from collections import Counter
@@ -20,8 +21,12 @@ from functions.outbox.channels import SesEmailChannel
 from functions.outbox.sender import OutboxSender, SendPolicy
 from functions.outbox.sweeper import Sweeper
 from functions.process import handler
-from functions.shared import books, tables
-from functions.shared.domain import COUNTED_OUTCOMES, TRANSITION_RULES, Transition
+from functions.shared.domain import (
+    COUNTED_OUTCOMES,
+    TRANSITION_RULES,
+    Transition,
+    financial_status,
+)
 from functions.shared.outbox import OutboxItem
 from functions.shared.tables import create_table_requests
 from infra.settings import MAX_RECEIVE_COUNT, PROCESS_BATCH_SIZE
@@ -218,7 +223,7 @@ class History:
         totals = {name: int(order.get(name, 0) or 0) for name in truth.totals}
         if totals != truth.totals:
             found.append(f"totals {totals} != true {truth.totals}")
-        status = books_status(order)
+        status = financial_status(order).value
         if status != truth.status:
             found.append(f"status {status!r} != true {truth.status!r}")
         effects = world.effects(order_id)
@@ -260,12 +265,6 @@ class _Message:
     receives: int = 0
 
 
-def books_status(order: dict[str, Any]) -> str:
-    from functions.shared.domain import financial_status
-
-    return financial_status(order).value
-
-
 def _entries_against(counted: Counter[str], movements: list[str]) -> list[str]:
     """Each true movement counted once; none counted that did not happen. A movement and its
     reversal may both be missing (the failure processed before the success voids both)."""
@@ -288,13 +287,7 @@ def _entries_against(counted: Counter[str], movements: list[str]) -> list[str]:
 
 
 def _event_identity(webhook: Webhook) -> str:
-    import json
-
-    body = json.loads(webhook.body)
-    return str(body.get("id", ""))
-
-
-__all__ = ["History", "books", "tables"]
+    return str(json.loads(webhook.body).get("id", ""))
 
 
 def emptied(pipeline: Pipeline) -> None:
