@@ -65,6 +65,9 @@ class AsaasSimulator:
             moves.append((f"refund {amount}", lambda: self.refund(amount)))
         if self.status in {"RECEIVED", "CONFIRMED"} and self.chargeback is None and left > 0:
             moves.append(("chargeback", self.request_chargeback))
+        if self.status == "REFUNDED" and self.chargeback is None:
+            # A cardholder disputing a charge refunded in full: nothing is left to withdraw.
+            moves.append(("chargeback after a full refund", self.request_chargeback))
         if self.chargeback is not None and self.chargeback["status"] == "REQUESTED":
             moves.append(("contest chargeback", self.contest))
         if self.chargeback is not None and self.chargeback["status"] in {"REQUESTED", "IN_DISPUTE"}:
@@ -139,7 +142,8 @@ class AsaasSimulator:
             "disputeStatus": None,
         }
         self.books.disputed += value
-        self.books.movements.append(f"order.disputed:{self.payment_id}:chargeback")
+        if value:
+            self.books.movements.append(f"order.disputed:{self.payment_id}:chargeback")
         return [self._event("PAYMENT_CHARGEBACK_REQUESTED", at)]
 
     def contest(self) -> list[Webhook]:
@@ -158,11 +162,13 @@ class AsaasSimulator:
             self.status = "AWAITING_CHARGEBACK_REVERSAL"
             self.chargeback["status"] = "REVERSED"
             self.books.dispute_won += value
-            self.books.movements.append(f"order.dispute_won:{self.payment_id}:chargeback")
+            if value:
+                self.books.movements.append(f"order.dispute_won:{self.payment_id}:chargeback")
             return [self._event("PAYMENT_AWAITING_CHARGEBACK_REVERSAL", at)]
         self.chargeback["status"] = "DISPUTE_LOST"
         self.books.dispute_lost += value
-        self.books.movements.append(f"order.dispute_lost:{self.payment_id}:chargeback")
+        if value:
+            self.books.movements.append(f"order.dispute_lost:{self.payment_id}:chargeback")
         return [self._event("PAYMENT_CHARGEBACK_DISPUTE", at)]
 
     def refunds_listed(self) -> dict[str, list[dict[str, Any]]]:

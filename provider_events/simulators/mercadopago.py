@@ -65,6 +65,9 @@ class MercadoPagoSimulator:
             moves.append((f"refund {amount}", lambda: self.refund(amount)))
             moves.append(("mediation", self.open_mediation))
             moves.append(("chargeback", self.open_chargeback))
+        if self.status == "refunded" and self.disputed_stage is None:
+            # A cardholder disputing a payment refunded in full: nothing is left to hold.
+            moves.append(("chargeback after a full refund", self.open_chargeback))
         if self.status == "in_mediation":
             moves.append(("mediation won", self.release_mediation))
             moves.append(("mediation escalates", self.open_chargeback))
@@ -146,7 +149,9 @@ class MercadoPagoSimulator:
         at = self._tick()
         self.status_detail, self.disputed_stage = ("reimbursed" if won else "settled"), "closed"
         self.books.disputed -= self.held
-        if won:
+        if not self.held:
+            pass  # nothing was held: nothing to settle
+        elif won:
             self.books.dispute_won += self.held
             self.books.movements.append(f"order.dispute_won:{self.payment_id}:dispute")
         else:
@@ -183,7 +188,8 @@ class MercadoPagoSimulator:
     def _hold(self) -> None:
         self.held = self._left()
         self.books.disputed += self.held
-        self.books.movements.append(f"order.disputed:{self.payment_id}:dispute")
+        if self.held:
+            self.books.movements.append(f"order.disputed:{self.payment_id}:dispute")
 
     def _left(self) -> int:
         return self.amount_cents - sum(round(float(r["amount"]) * 100) for r in self.refunds)
