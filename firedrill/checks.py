@@ -105,6 +105,18 @@ def check_state(stories: Sequence[Story], state: Any, log: DeliveryLog) -> list[
             _summary(credited_twice),
         ),
     ]
+    watched = {str(w["object"]) for w in state.watched}
+    to_watch = {s.watched_charge for s in stories if s.watched_charge}
+    checks.append(
+        Check(
+            "a refund still pending is read again until it settles (whatever is subscribed)",
+            watched == to_watch,
+            f"{len(watched)} charge(s) watched"
+            if watched == to_watch
+            else f"watched, not pending: {sorted(watched - to_watch)[:3]}; "
+            f"pending, not watched: {sorted(to_watch - watched)[:3]}",
+        )
+    )
     forged_accepted = [eid for eid, statuses in log.forged if statuses[-1] != 401]
     recorded = {d["event_id"] for d in state.deliveries} | {
         e["event_id"] for v in state.orders.values() for e in v.effects

@@ -39,7 +39,7 @@ from functions.shared.domain import Outcome
 from functions.shared.dynamo import scan_items
 from functions.shared.errors import WriteContendedError
 from functions.shared.providers import Interpreters
-from functions.shared.tables import TableNames
+from functions.shared.tables import RECHECK_PK, TableNames
 from infra.config import DEFAULT_API_TYPE, ApiType
 from local_stack.resources import DEVELOPMENT_SECRETS, STRIPE_DEVELOPMENT_API_KEY, client
 from local_stack.stack import Drained, EmbeddedStack, Faults
@@ -372,7 +372,10 @@ class Tables:
     outbox: list[dict[str, Any]]
 
     def business_state(self) -> list[Any]:
-        """Every item of the business state. The reconciliation's checkpoint is left out: the
-        scheduled run moves it whenever it runs, resends or not."""
-        items = [i for i in self.ledger if i.get("pk") != CHECKPOINT_PK] + self.outbox
+        """Every item of the business state. The reconciliation's checkpoint and the re-check
+        schedule are left out: scheduled runs move them whenever they run, and any delivery of
+        a watched charge's charge.refunded (a resend too) re-arms its watch, which only reads
+        the charge again; what a re-read counts is in the books, which must not change."""
+        schedules = {CHECKPOINT_PK, RECHECK_PK}
+        items = [i for i in self.ledger if i.get("pk") not in schedules] + self.outbox
         return sorted(items, key=repr)

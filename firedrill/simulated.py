@@ -58,6 +58,8 @@ def simulated_story(order: str, at: int, seed: int) -> Story:
     ):
         # What a legacy endpoint's charge.refunded makes umavez read from Stripe's API.
         story.stripe_refunds = simulator.refunds_listed()
+        if simulator.pending_refunds():
+            story.watched_charge = simulator.charge
     return story
 
 
@@ -65,7 +67,16 @@ def _simulator(rng: random.Random, order: str, at: int) -> Simulator:
     amount = rng.choice([5000, 1234, 99_90])
     makers: list[Callable[[], Simulator]] = [
         *(
-            (lambda version=version: StripeSimulator(order, amount, version, at))
+            (
+                lambda version=version: StripeSimulator(
+                    # Half the endpoints subscribe charge.refund.updated (see StripeSimulator).
+                    order,
+                    amount,
+                    version,
+                    at,
+                    refund_updates=rng.random() < 0.5,
+                )
+            )
             for version in ApiVersion
         ),
         lambda: MercadoPagoSimulator(order, amount, at),

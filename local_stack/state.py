@@ -25,6 +25,8 @@ class LedgerState:
     orders: dict[str, OrderView]
     deliveries: list[dict[str, Any]]
     outbox: list[dict[str, Any]]
+    # Provider objects the waiting function reads again (a charge with a refund pending).
+    watched: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
     def load(cls, dynamodb: Any, names: tables.TableNames) -> LedgerState:
@@ -34,7 +36,7 @@ class LedgerState:
     def of(cls, ledger: Iterable[dict[str, Any]], outbox: Iterable[dict[str, Any]]) -> LedgerState:
         """From items already read (plain values): one scan serves several checks."""
         orders: dict[str, OrderView] = {}
-        deliveries = []
+        deliveries, watched = [], []
 
         def view(order_id: str) -> OrderView:
             return orders.setdefault(order_id, OrderView(order_id, {}))
@@ -47,13 +49,15 @@ class LedgerState:
                 view(pk.removeprefix("ORDER#")).effects.append(item)
             elif sk == tables.DELIVERY_SORT:
                 deliveries.append(item)
+            elif pk == tables.RECHECK_PK:
+                watched.append(item)
         items = list(outbox)
         by_order: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for item in items:
             by_order[item["order_id"]].append(item)
         for order_id, of_order in by_order.items():
             view(order_id).outbox = of_order
-        return cls(orders, deliveries, items)
+        return cls(orders, deliveries, items, watched)
 
 
 def order_view(dynamodb: Any, names: tables.TableNames, order_id: str) -> OrderView:

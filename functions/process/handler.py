@@ -31,7 +31,14 @@ from functions.process.mercadopago_disputes import LedgerDisputes
 from functions.process.service import EffectProcessor, Processed
 from functions.process.stripe_api import BASE_URL as STRIPE_BASE_URL
 from functions.process.stripe_api import StripeApi
-from functions.process.waiting import PARK_AFTER_RECEIVES, Message, Waiting, waiting_from_env
+from functions.process.waiting import (
+    PARK_AFTER_RECEIVES,
+    RECHECK_GENERATION,
+    RECHECK_OBJECT,
+    Message,
+    Waiting,
+    waiting_from_env,
+)
 from functions.shared.domain import Outcome
 from functions.shared.errors import MalformedEventError, OrderNotYetKnownError, RetryableError
 from functions.shared.money import InvalidFieldError
@@ -157,6 +164,8 @@ def handle_message(
                 },
             )
             raise
+        if waiting is not None:
+            _keep_rechecking(record, results, waiting)
         for processed in results:
             _count(processed.outcome)
             if processed.amount_disagrees:
@@ -174,6 +183,20 @@ def handle_message(
                 },
             )
         return results
+
+
+def _keep_rechecking(record: SQSRecord, results: list[Processed], waiting: Waiting) -> None:
+    """Objects still unsettled are watched (the waiting function re-drives this delivery
+    later); a re-check that found its object settled ends its watch."""
+    unsettled = {p.recheck for p in results if p.recheck}
+    if unsettled:
+        waiting.watch(_message_of(record), unsettled)
+        metrics.add_metric(name="rechecks_scheduled", unit=MetricUnit.Count, value=1)
+        return
+    attributes = record.message_attributes
+    watched, generation = attributes[RECHECK_OBJECT], attributes[RECHECK_GENERATION]
+    if watched and watched.string_value and generation and generation.string_value:
+        waiting.unwatch(_provider_of(record), watched.string_value, int(generation.string_value))
 
 
 def _receives(record: SQSRecord) -> int:

@@ -100,6 +100,7 @@ class Processed:
     effect_key: str | None = None
     detail: str = ""
     amount_disagrees: bool = False
+    recheck: str | None = None  # an object to read again later (see NoEffect.recheck)
 
 
 class EffectProcessor:
@@ -125,9 +126,10 @@ class EffectProcessor:
 
     def _process_one(self, interpretation: Interpretation) -> Processed:
         if isinstance(interpretation, NoEffect):
-            return self._record_no_change(
+            processed = self._record_no_change(
                 interpretation.delivery, Outcome.IGNORED, interpretation.reason
             )
+            return replace(processed, recheck=interpretation.recheck)
         if isinstance(interpretation, Binding):
             return self._bind(interpretation)
         order_id = self._route(interpretation)

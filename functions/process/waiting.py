@@ -53,6 +53,13 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
 WAIT_LIMIT_SECONDS: Final = 3 * 86_400  # Stripe retries a live delivery for up to 3 days
+# A watched object is read again after 5 minutes, then at doubling intervals up to 6 hours:
+# a card refund usually settles within minutes, a bank's can take days.
+RECHECK_AFTER_SECONDS: Final = 300
+RECHECK_AT_MOST_EVERY_SECONDS: Final = 6 * 3600
+# The message attributes a re-check carries: what is watched, and which watch it re-drives.
+RECHECK_OBJECT: Final = "recheck_object"
+RECHECK_GENERATION: Final = "recheck_generation"
 PARK_AFTER_RECEIVES: Final = 3
 ATTACH_ATTEMPTS: Final = 3  # a transaction conflict is retried: the command is idempotent
 WAITING_ALARM_SECONDS: Final = 3600
@@ -85,6 +92,7 @@ class Waiting:
         clock: Callable[[], float],
         wait_limit_seconds: int = WAIT_LIMIT_SECONDS,
         retention_seconds: int = settings.DEFAULT_RETENTION_DAYS * 86_400,
+        recheck_after_seconds: int = RECHECK_AFTER_SECONDS,
     ) -> None:
         self._db = dynamodb
         self._sqs = sqs
@@ -93,6 +101,7 @@ class Waiting:
         self._clock = clock
         self._limit = wait_limit_seconds
         self._retention_seconds = retention_seconds
+        self._recheck_after = recheck_after_seconds
 
     # -- parking ---------------------------------------------------------------------------
 
@@ -125,6 +134,111 @@ class Waiting:
     def waiting(self) -> Iterator[dict[str, Any]]:
         return self._partition(tables.WAITING_PK)
 
+    # -- objects read again ----------------------------------------------------------------
+
+    def watch(self, message: Message, objects: set[str]) -> None:
+        """Re-drive this delivery on a schedule while `objects` are unsettled (a charge whose
+        refund is pending): processing it again reads them again. Each call is a new
+        generation (a re-check that finds nothing unsettled ends only the generation it
+        carried); the schedule of a watch already there is kept."""
+        now = int(self._clock())
+        for ref in objects:
+            self._db.update_item(
+                TableName=self._tables.ledger,
+                Key=to_attributes(
+                    {
+                        tables.PARTITION_KEY: tables.RECHECK_PK,
+                        tables.SORT_KEY: tables.parked_sk(message.provider, ref),
+                    }
+                ),
+                UpdateExpression=(
+                    "SET provider = :provider, event_id = :event, event_type = :type, "
+                    "body = :body, #object = :object, "
+                    "watching_since = if_not_exists(watching_since, :now), "
+                    "next_check_at = if_not_exists(next_check_at, :next), "
+                    "checks = if_not_exists(checks, :zero) "
+                    "ADD #generation :one"
+                ),
+                ExpressionAttributeNames={"#object": "object", "#generation": "generation"},
+                ExpressionAttributeValues=to_attributes(
+                    {
+                        ":provider": message.provider,
+                        ":event": message.event_id,
+                        ":type": message.event_type,
+                        ":body": message.body,
+                        ":object": ref,
+                        ":now": now,
+                        ":next": now + self._recheck_after,
+                        ":zero": 0,
+                        ":one": 1,
+                    }
+                ),
+            )
+
+    def unwatch(self, provider: str, ref: str, generation: int) -> None:
+        """The re-check of `generation` found `ref` settled: no more re-checks, unless it was
+        watched again since (a newer generation keeps it)."""
+        try:
+            self._db.delete_item(
+                TableName=self._tables.ledger,
+                Key=to_attributes(
+                    {
+                        tables.PARTITION_KEY: tables.RECHECK_PK,
+                        tables.SORT_KEY: tables.parked_sk(provider, ref),
+                    }
+                ),
+                ConditionExpression="#generation = :generation",
+                ExpressionAttributeNames={"#generation": "generation"},
+                ExpressionAttributeValues=to_attributes({":generation": generation}),
+            )
+        except ClientError as exc:
+            if not is_condition_failure(exc):  # gone already, or watched again since
+                raise_unclassified(exc, "DeleteItem")
+
+    def watched(self) -> Iterator[dict[str, Any]]:
+        return self._partition(tables.RECHECK_PK)
+
+    def _recheck_due(self, now: int) -> Counter[str]:
+        """Each watch whose time has come, re-driven, and its next check scheduled (doubling,
+        at most every 6 hours): sent first, so a crash in between re-checks once more."""
+        counts: Counter[str] = Counter({"rechecked": 0, "rechecks_open": 0})
+        for item in self.watched():
+            counts["rechecks_open"] += 1
+            if int(item["next_check_at"]) > now:
+                continue
+            checks = int(item.get("checks", 0))
+            try:
+                self._send(
+                    item,
+                    "recheck",
+                    {
+                        RECHECK_OBJECT: str(item["object"]),
+                        RECHECK_GENERATION: str(int(item["generation"])),
+                    },
+                )
+                wait = min(self._recheck_after * 2 ** (checks + 1), RECHECK_AT_MOST_EVERY_SECONDS)
+                self._db.update_item(
+                    TableName=self._tables.ledger,
+                    Key=to_attributes(
+                        {
+                            tables.PARTITION_KEY: tables.RECHECK_PK,
+                            tables.SORT_KEY: item[tables.SORT_KEY],
+                        }
+                    ),
+                    UpdateExpression="SET next_check_at = :next, checks = :checks",
+                    ConditionExpression="attribute_exists(#pk)",
+                    ExpressionAttributeNames={"#pk": tables.PARTITION_KEY},
+                    ExpressionAttributeValues=to_attributes(
+                        {":next": now + wait, ":checks": checks + 1}
+                    ),
+                )
+            except ClientError as exc:
+                if not is_condition_failure(exc):  # settled while it was sent: nothing to do
+                    counts["redrive_failures"] += 1
+                    continue
+            counts["rechecked"] += 1
+        return counts
+
     def unmatched(self) -> Iterator[dict[str, Any]]:
         return self._partition(tables.UNMATCHED_PK)
 
@@ -133,8 +247,9 @@ class Waiting:
     def redrive(self) -> Counter[str]:
         """Each waiting delivery: re-enqueued once its binding exists, unmatched once it waited
         longer than the limit (and re-enqueued if its binding appears later), or, if it moves
-        no money, recorded as ignored then; counted (`redriven`, `unmatched`, `ignored`,
-        `still_waiting`, `waiting_over_an_hour`)."""
+        no money, recorded as ignored then; each watched object whose re-check is due,
+        re-driven. Counted (`redriven`, `unmatched`, `ignored`, `still_waiting`,
+        `waiting_over_an_hour`, `rechecked`, `rechecks_open`, `redrive_failures`)."""
         counts: Counter[str] = Counter(
             {
                 "redriven": 0,
@@ -181,6 +296,7 @@ class Waiting:
                     counts["ignored"] += self._ignore(item, tables.UNMATCHED_PK, now)
             except (ClientError, UmavezError):
                 counts["redrive_failures"] += 1
+        counts.update(self._recheck_due(now))
         return counts
 
     def _bound_items(self, items: list[dict[str, Any]]) -> list[bool | None]:
@@ -296,18 +412,27 @@ class Waiting:
             return True
         return None if unread else False
 
-    def _enqueue_and_forget(self, item: dict[str, Any], partition: str) -> None:
-        """Send first, then delete: a crash in between sends it again, which is a duplicate."""
+    def _send(self, item: dict[str, Any], redriven: str, more: dict[str, str]) -> None:
+        """The parked delivery to the webhook queue, with what ingest gave it and why."""
+        attributes = {
+            "provider": str(item["provider"]),
+            "event_id": str(item["event_id"]),
+            "event_type": str(item["event_type"]),
+            "redriven": redriven,
+            **more,
+        }
         self._sqs.send_message(
             QueueUrl=self._queue_url,
             MessageBody=str(item["body"]),
             MessageAttributes={
-                "provider": {"DataType": "String", "StringValue": str(item["provider"])},
-                "event_id": {"DataType": "String", "StringValue": str(item["event_id"])},
-                "event_type": {"DataType": "String", "StringValue": str(item["event_type"])},
-                "redriven": {"DataType": "String", "StringValue": partition.lower()},
+                name: {"DataType": "String", "StringValue": value}
+                for name, value in attributes.items()
             },
         )
+
+    def _enqueue_and_forget(self, item: dict[str, Any], partition: str) -> None:
+        """Send first, then delete: a crash in between sends it again, which is a duplicate."""
+        self._send(item, partition.lower(), {})
         self._db.delete_item(
             TableName=self._tables.ledger,
             Key=to_attributes(
@@ -417,6 +542,7 @@ def waiting_from_env() -> Waiting:
         time.time,
         int(os.environ.get("WAIT_LIMIT_SECONDS", WAIT_LIMIT_SECONDS)),
         settings.retention_seconds(),
+        int(os.environ.get("RECHECK_AFTER_SECONDS", RECHECK_AFTER_SECONDS)),
     )
 
 

@@ -296,6 +296,9 @@ class NoEffect:
 
     delivery: Delivery
     reason: str
+    # A provider object to read again later, because its next change may come with no event
+    # the merchant subscribed (a charge whose refund is still pending, before acacia).
+    recheck: str | None = None
 
 
 @dataclass(frozen=True)

@@ -127,6 +127,8 @@ def delivery_pk(provider: str, event_id: str) -> str:
 # few (a race between a provider's events, or money nobody can route), never the traffic.
 WAITING_PK: Final = "WAITING"
 UNMATCHED_PK: Final = "UNMATCHED"
+# Provider objects read again on a schedule (a charge with a refund still pending): as few.
+RECHECK_PK: Final = "RECHECK"
 
 
 def parked_sk(provider: str, event_id: str) -> str:

@@ -117,11 +117,13 @@ class Pipeline(Construct):
         )
         # TransactWriteItems is authorized item by item as PutItem / UpdateItem.
         # ConditionCheckItem: a reversal's transaction checks the entry it reverses.
+        # DeleteItem: a re-check that finds its charge settled ends the charge's watch.
         allow(
             self.process,
             self.storage.ledger,
             "PutItem",
             "UpdateItem",
+            "DeleteItem",
             "BatchGetItem",
             "ConditionCheckItem",
         )

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
+from local_stack import moto_patches
 from provider_events.shapes import unique
 from provider_events.simulators.asaas import AsaasSimulator
 from provider_events.simulators.mercadopago import MercadoPagoSimulator
@@ -47,10 +48,17 @@ REPORT = os.environ.get("UMAVEZ_HISTORIES_REPORT")
 
 @pytest.fixture(scope="module", autouse=True)
 def _pipeline() -> Iterator[None]:
-    with pytest.MonkeyPatch.context() as patch, pipeline_on_moto(patch) as pipeline:
-        _STAGE["pipeline"] = pipeline
-        yield
-        _STAGE.clear()
+    # moto with the embedded stack's speed-ups (the fire drill's, each tested against moto's
+    # own answers in tests/local/test_local_server.py): half the time a history costs. They
+    # are undone after the module.
+    moto_patches.install()
+    try:
+        with pytest.MonkeyPatch.context() as patch, pipeline_on_moto(patch) as pipeline:
+            _STAGE["pipeline"] = pipeline
+            yield
+            _STAGE.clear()
+    finally:
+        moto_patches.uninstall()
     if REPORT:
         Path(REPORT).write_text(str(_CHECKED[0]))
 
@@ -66,12 +74,15 @@ class ProviderHistories(RuleBasedStateMachine):
         provider=st.sampled_from(PROVIDERS),
         version=st.sampled_from(ApiVersion),
         amount=st.sampled_from([5000, 1234, 99]),
+        refund_updates=st.booleans(),
     )
-    def open_account(self, provider: str, version: ApiVersion, amount: int) -> None:
+    def open_account(
+        self, provider: str, version: ApiVersion, amount: int, refund_updates: bool
+    ) -> None:
         order = unique("ord")
         simulator: Simulator
         if provider == "stripe":
-            simulator = StripeSimulator(order, amount, version, T0)
+            simulator = StripeSimulator(order, amount, version, T0, refund_updates=refund_updates)
         elif provider == "mercadopago":
             simulator = MercadoPagoSimulator(order, amount, T0)
         else:

@@ -147,6 +147,7 @@ EXPECTED_ACTIONS = {
     "Process": {
         "dynamodb:PutItem",
         "dynamodb:UpdateItem",
+        "dynamodb:DeleteItem",  # a settled re-check ends its charge's watch
         "dynamodb:BatchGetItem",
         "dynamodb:ConditionCheckItem",  # a reversal checks the entry it reverses
         "secretsmanager:GetSecretValue",

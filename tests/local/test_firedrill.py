@@ -92,9 +92,11 @@ def test_make_run_works_from_any_directory_and_its_console_is_clean(tmp_path: Pa
     assert "every guarantee held" in out, out + err[-2000:]
     assert result.returncode == 0
     # sized by deliveries: the first stories (written kinds and simulated lifecycles, each
-    # of a kind of its own) make 25
+    # of a kind of its own) make at least 25, every one delivered
     assert re.search(r"^  orders \(stories\) +(\d+) across \1 kinds$", out, re.MULTILINE), out
-    assert re.search(r"^  delivered 25/25 \(100%\)", err, re.MULTILINE), err
+    delivered = re.search(r"^  delivered (\d+)/\1 \(100%\)", err, re.MULTILINE)
+    assert delivered, err
+    assert int(delivered[1]) >= 25
     # and the console holds only the stack's URL, progress lines and the report: no EMF blob,
     # no warning, no carriage return
     console = out + err

@@ -13,22 +13,25 @@ from __future__ import annotations
 import json
 import random
 import uuid
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
+
+from moto.backends import get_backend
+from moto.core.models import DEFAULT_ACCOUNT_ID
 
 from functions.outbox.channels import SesEmailChannel
 from functions.outbox.sender import OutboxSender, SendPolicy
 from functions.outbox.sweeper import Sweeper
 from functions.process import handler
+from functions.process.waiting import Waiting
 from functions.shared.domain import (
     COUNTED_OUTCOMES,
     TRANSITION_RULES,
     Transition,
     financial_status,
 )
-from functions.shared.outbox import OutboxItem
-from functions.shared.tables import create_table_requests
+from functions.shared.outbox import OutboxItem, OutboxStatus
 from infra.settings import MAX_RECEIVE_COUNT, PROCESS_BATCH_SIZE
 from provider_events.simulators.asaas import AsaasSimulator
 from provider_events.simulators.mercadopago import MercadoPagoSimulator
@@ -131,8 +134,31 @@ class History:
             processed += self._process()
             if isinstance(self.simulator, MercadoPagoSimulator):
                 self.simulator.read_now()
-        if not processed:
-            return  # no new entry, so no new notification
+        if processed:
+            self._first_tries()
+
+    def settle(self) -> None:
+        """Everything still in flight delivered and processed; a day later the waiting
+        function's run (objects watched are read again) and the outbox swept once due."""
+        while self.in_flight:
+            self.deliver(0)
+        self.drain()
+        self.clock.advance(24 * 3600)
+        room = self._waiting_room()
+        # (Skipped when nothing is watched, or nothing is left to send: the run, or the sweep,
+        # would find nothing due. Thousands of histories make the reads count.)
+        if any(room.watched()) and room.redrive()["rechecked"]:
+            self._take_redriven()
+            if self._process():
+                self._first_tries()
+        if any(item["status"] != OutboxStatus.SENT for item in self.pipeline.world.outbox()):
+            sweeper = Sweeper(
+                self.pipeline.world.dynamodb, TABLES.outbox, self._sender(), self.clock, 0
+            )
+            sweeper.sweep()
+
+    def _first_tries(self) -> None:
+        """The outbox stream's first try of every item not tried yet."""
         sender = self._sender()
         for item in self.pipeline.world.outbox():
             outbox_id = str(item["outbox_id"])
@@ -140,13 +166,13 @@ class History:
                 self._tried.add(outbox_id)
                 sender.first_try(outbox_id, str(item["order_id"]))
 
-    def settle(self) -> None:
-        """Everything still in flight delivered, processed, and the outbox swept once due."""
-        while self.in_flight:
-            self.deliver(0)
-        self.drain()
-        self.clock.advance(24 * 3600)
-        Sweeper(self.pipeline.world.dynamodb, TABLES.outbox, self._sender(), self.clock, 0).sweep()
+    def _waiting_room(self) -> Waiting:
+        """The waiting function on the history's clock (the process Lambda's own room runs on
+        real time, so only this one finds a re-check due)."""
+        pipeline = self.pipeline
+        return Waiting(
+            pipeline.world.dynamodb, pipeline.sqs, TABLES, pipeline.queue_url, self.clock
+        )
 
     def _enqueue(self, webhook: Webhook) -> None:
         attributes = {
@@ -220,6 +246,7 @@ class History:
             f"still waiting: {w.get('event_type')} {w.get('event_id')}" for w in room.waiting()
         ]
         found += [f"unmatched: {w.get('event_type')} {w.get('event_id')}" for w in room.unmatched()]
+        found += self._rechecks(room)
         totals = {name: int(order.get(name, 0) or 0) for name in truth.totals}
         if totals != truth.totals:
             found.append(f"totals {totals} != true {truth.totals}")
@@ -233,9 +260,27 @@ class History:
             if e.get("outcome") in COUNTED_OUTCOMES
         )
         found += _entries_against(counted, truth.movements)
-        found += [str(m) for m in world.mismatches(order_id)]
-        found += self._announcements(world.outbox(order_id))
+        outbox = world.outbox(order_id)
+        found += [str(m) for m in world.mismatches(order_id, effects, outbox)]
+        found += self._announcements(outbox)
         return found
+
+    def _rechecks(self, room: Waiting) -> list[str]:
+        """After the day's re-check, a charge is watched exactly while one of its refunds is
+        pending on a legacy endpoint (its charge.refunded, delivered by now, said so, and its
+        later change may come as no event)."""
+        simulator = self.simulator
+        watched = {str(w["object"]) for w in room.watched()}
+        expected = set()
+        if (
+            isinstance(simulator, StripeSimulator)
+            and not simulator.api_version.sends_card_refund_events
+            and simulator.pending_refunds()
+        ):
+            expected = {simulator.charge}
+        if watched == expected:
+            return []
+        return [f"watched {sorted(watched)}, expected {sorted(expected)}"]
 
     def _announcements(self, outbox: list[dict[str, Any]]) -> list[str]:
         found = []
@@ -291,11 +336,17 @@ def _event_identity(webhook: Webhook) -> str:
 
 
 def emptied(pipeline: Pipeline) -> None:
-    """The pipeline as new: empty tables, queues and provider APIs (histories share one)."""
-    dynamodb = pipeline.world.dynamodb
-    for request in create_table_requests(TABLES):
-        dynamodb.delete_table(TableName=request["TableName"])
-        dynamodb.create_table(**request)
+    """The pipeline as new: empty tables, queues and provider APIs (histories share one).
+
+    The tables are emptied in moto's own backend: deleting and creating them through the API
+    cost more than a short history does, and only their items (and stream records) differ
+    from a new table's."""
+    backend = get_backend("dynamodb")[DEFAULT_ACCOUNT_ID][pipeline.world.dynamodb.meta.region_name]
+    for name in (TABLES.ledger, TABLES.outbox):
+        table = backend.tables[name]
+        table.items = defaultdict(dict)
+        if table.stream_shard is not None:
+            table.stream_shard.items = []
     for url in (pipeline.queue_url, pipeline.dead_letter_url):
         while messages := pipeline.sqs.receive_message(
             QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=0

@@ -73,12 +73,17 @@ class World:
         return from_attributes(response.get("Item", {}))
 
     def effects(self, order_id: str) -> list[dict[str, Any]]:
-        return [
-            item
-            for item in self._scan(self.tables.ledger)
-            if item[tables.PARTITION_KEY] == tables.order_pk(order_id)
-            and item[tables.SORT_KEY].startswith(tables.EFFECT_SORT_PREFIX)
-        ]
+        """The order's entries: its partition's items under the entry prefix."""
+        pages = self.dynamodb.get_paginator("query").paginate(
+            TableName=self.tables.ledger,
+            KeyConditionExpression="#pk = :pk AND begins_with(#sk, :entry)",
+            ExpressionAttributeNames={"#pk": tables.PARTITION_KEY, "#sk": tables.SORT_KEY},
+            ExpressionAttributeValues={
+                ":pk": {"S": tables.order_pk(order_id)},
+                ":entry": {"S": tables.EFFECT_SORT_PREFIX},
+            },
+        )
+        return [from_attributes(item) for page in pages for item in page["Items"]]
 
     def outbox(self, order_id: str | None = None) -> list[dict[str, Any]]:
         items = self._scan(self.tables.outbox)
@@ -102,8 +107,16 @@ class World:
             for table in (self.tables.ledger, self.tables.outbox)
         }
 
-    def mismatches(self, order_id: str) -> list[books.Mismatch]:
-        effects = self.effects(order_id)
+    def mismatches(
+        self,
+        order_id: str,
+        effects: list[dict[str, Any]] | None = None,
+        outbox: list[dict[str, Any]] | None = None,
+    ) -> list[books.Mismatch]:
+        """What reconciliation would report for the order (its entries and outbox items read
+        here unless the caller read them already)."""
+        effects = self.effects(order_id) if effects is None else effects
+        outbox = self.outbox(order_id) if outbox is None else outbox
         return books.unbalanced_totals(self.order(order_id), effects) + books.unmatched_outbox(
-            effects, self.outbox(order_id)
+            effects, outbox
         )

@@ -1,0 +1,202 @@
+"""A card refund pending when a legacy endpoint's `charge.refunded` arrives counts when it
+succeeds, whichever events the endpoint subscribed.
+
+Before 2024-10-28.acacia Stripe sends no `refund.*` event for a card refund: the only event
+for a pending refund's later success is `charge.refund.updated`, and an endpoint need not
+subscribe it. The charge is therefore watched: the waiting function re-drives its delivery on
+a schedule (5 minutes, then doubling, at most every 6 hours) and each re-processing reads the
+refunds again, until none is pending. Time is the injected clock; DynamoDB and SQS are moto;
+Stripe's refunds API is the local fake."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import boto3
+import pytest
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+from functions.process.handler import handle_message
+from functions.process.waiting import (
+    RECHECK_AFTER_SECONDS,
+    RECHECK_AT_MOST_EVERY_SECONDS,
+    Message,
+    Waiting,
+)
+from functions.shared.domain import NoEffect, Outcome
+from functions.shared.providers import Interpreters
+from local_stack.provider_apis import FakeProviderApis
+from provider_events import stripe
+from tests.conftest import TABLES
+from tests.functional.test_ledger import (
+    MP_TOKEN,
+    STRIPE_KEY,
+    T0,
+    charge_refunded_2023,
+    paid,
+    refund_object,
+    stripe_processor,
+)
+from tests.support.clock import FakeClock
+from tests.support.lambda_events import sqs_record
+from tests.support.world import World
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+    from functions.process.service import EffectProcessor
+
+
+@pytest.fixture
+def provider_apis() -> Iterator[FakeProviderApis]:
+    apis = FakeProviderApis(mercadopago_token=MP_TOKEN, stripe_key=STRIPE_KEY).start()
+    yield apis
+    apis.stop()
+
+
+@pytest.fixture
+def queue(world: World) -> tuple[SQSClient, str]:
+    sqs: SQSClient = boto3.client("sqs")
+    return sqs, sqs.create_queue(QueueName="umavez-test-webhooks")["QueueUrl"]
+
+
+@pytest.fixture
+def room(world: World, queue: tuple[SQSClient, str], clock: FakeClock) -> Waiting:
+    sqs, url = queue
+    return Waiting(world.dynamodb, sqs, TABLES, url, clock)
+
+
+def delivered(body: str, processor: EffectProcessor, room: Waiting) -> list[Outcome]:
+    """The process Lambda's handler with one delivery straight from ingest."""
+    attributes = {"provider": "stripe", "event_id": stripe.unique("evt"), "event_type": "x"}
+    record = SQSRecord(sqs_record(body, attributes))
+    return [p.outcome for p in handle_message(record, processor, room)]
+
+
+def redriven(queue: tuple[SQSClient, str], processor: EffectProcessor, room: Waiting) -> int:
+    """What the waiting function put on the queue, through the handler as SQS gives it."""
+    sqs, url = queue
+    handled = 0
+    while messages := sqs.receive_message(
+        QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"]
+    ).get("Messages", []):
+        for message in messages:
+            attributes = {
+                name: value["StringValue"]
+                for name, value in message.get("MessageAttributes", {}).items()
+            }
+            record = SQSRecord(sqs_record(message["Body"], attributes))
+            handle_message(record, processor, room)
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+            handled += 1
+    return handled
+
+
+def test_a_pending_refund_counts_when_it_succeeds_though_no_event_says_so(
+    world: World,
+    provider_apis: FakeProviderApis,
+    queue: tuple[SQSClient, str],
+    room: Waiting,
+    clock: FakeClock,
+) -> None:
+    # Given a paid order on a 2023-10-16 endpoint that subscribed charge.refunded only, and a
+    # refund still pending when its charge.refunded is processed
+    order, intent, charge = paid(world)
+    refund = refund_object(stripe.unique("re"), intent, charge, 1500, T0 + 60)
+    provider_apis.refunds[charge] = [{**refund, "status": "pending"}]
+    processor = stripe_processor(world, provider_apis)
+    assert delivered(charge_refunded_2023(order, intent, charge), processor, room) == [
+        Outcome.IGNORED
+    ]
+    assert world.order(order).get("refunded_total", 0) == 0
+
+    # When the refund succeeds at Stripe (no event reaches the endpoint) and the waiting
+    # function runs before, then after, the first re-check is due
+    provider_apis.refunds[charge] = [refund]
+    clock.advance(RECHECK_AFTER_SECONDS - 1)
+    early = room.redrive()["rechecked"]
+    clock.advance(1)
+    rechecked = room.redrive()["rechecked"]
+    processed = redriven(queue, processor, room)
+
+    # Then the refund counts once, is announced once, and nothing is watched any more
+    assert (early, rechecked, processed) == (0, 1, 1)
+    assert world.order(order)["refunded_total"] == 1500
+    assert [i["transition"] for i in world.outbox(order)] == ["order.paid", "order.refunded"]
+    assert list(room.watched()) == []
+    clock.advance(RECHECK_AT_MOST_EVERY_SECONDS)
+    assert room.redrive()["rechecked"] == 0
+    assert world.mismatches(order) == []
+
+
+def test_a_refund_still_pending_is_read_again_at_doubling_intervals_up_to_six_hours(
+    world: World,
+    provider_apis: FakeProviderApis,
+    queue: tuple[SQSClient, str],
+    room: Waiting,
+    clock: FakeClock,
+) -> None:
+    # Given a charge watched for a pending refund
+    order, intent, charge = paid(world)
+    refund = refund_object(stripe.unique("re"), intent, charge, 700, T0 + 60)
+    provider_apis.refunds[charge] = [{**refund, "status": "pending"}]
+    processor = stripe_processor(world, provider_apis)
+    delivered(charge_refunded_2023(order, intent, charge), processor, room)
+    started = clock()
+
+    # When the waiting function runs every 5 minutes for two days and the refund stays pending
+    checked_at = []
+    for _ in range(2 * 24 * 12):
+        clock.advance(300)
+        if room.redrive()["rechecked"]:
+            checked_at.append(int(clock() - started))
+            redriven(queue, processor, room)
+
+    # Then it was read again after 5, 15, 35, 75, 155, 315 minutes, then every 6 hours, and
+    # it is still watched, with nothing counted
+    gaps = [b - a for a, b in zip([0, *checked_at], checked_at, strict=False)]
+    assert gaps[:6] == [300, 600, 1200, 2400, 4800, 9600]
+    assert set(gaps[7:]) == {RECHECK_AT_MOST_EVERY_SECONDS}
+    assert [w["object"] for w in room.watched()] == [charge]
+    assert world.order(order).get("refunded_total", 0) == 0
+
+
+def test_a_recheck_that_finds_its_charge_settled_ends_only_its_own_watch(
+    world: World, queue: tuple[SQSClient, str], room: Waiting, clock: FakeClock
+) -> None:
+    # Given a watched charge whose re-check (generation 1) is on its way
+    message = stripe_message()
+    room.watch(message, {"ch_watched"})
+    clock.advance(RECHECK_AFTER_SECONDS)
+    assert room.redrive()["rechecked"] == 1
+
+    # When a newer charge.refunded watches it again before that re-check ends the watch
+    room.watch(message, {"ch_watched"})
+    room.unwatch("stripe", "ch_watched", 1)
+
+    # Then the newer watch stands, and only its own generation ends it
+    assert [int(w["generation"]) for w in room.watched()] == [2]
+    room.unwatch("stripe", "ch_watched", 2)
+    assert list(room.watched()) == []
+
+
+def test_a_pending_refund_read_through_the_api_names_its_charge_to_read_again() -> None:
+    # Given charge.refunded on 2023-10-16, whose refunds API lists a pending refund
+    listed = Interpreters.build(
+        stripe_refunds=lambda charge: [
+            {**refund_object("re_pending", "pi_1", charge, 100, T0), "status": "pending"}
+        ]
+    )
+    order, intent, charge = stripe.unique("ord"), stripe.unique("pi"), stripe.unique("ch")
+
+    # When it is read
+    [from_api] = listed("stripe", charge_refunded_2023(order, intent, charge))
+
+    # Then it moves no money yet and names its charge to read again
+    assert isinstance(from_api, NoEffect)
+    assert from_api.recheck == charge
+
+
+def stripe_message() -> Message:
+    return Message("stripe", '{"id": "evt_watched"}', "evt_watched", "charge.refunded")
