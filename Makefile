@@ -31,9 +31,12 @@ $(NODE_STAMP): package.json package-lock.json
 
 install: $(STAMP) $(NODE_STAMP)
 
+# Style, then the architecture: the import contracts in pyproject.toml (packages by product,
+# one door from the operator's tool to the local stack, no cycles).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-logo --no-cache
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from local_stack.cli import main
+from ops.cli import main
 
 if __name__ == "__main__":
     sys.exit(main(["cost", *sys.argv[1:]]))

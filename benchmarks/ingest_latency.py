@@ -174,15 +174,15 @@ def main() -> None:
     import stripe
 
     from benchmarks import bare_sqs_handler
+    from devstack.resources import client
+    from devstack.server import LocalAws
+    from fixtures.fakes import StaticSecrets
+    from fixtures.lambda_events import FakeLambdaContext, api_gateway_event
     from functions.ingest import handler
     from functions.ingest.adapters import SqsQueue
     from functions.ingest.service import VERIFIERS, WebhookIngest
-    from local_stack.resources import client
-    from local_stack.server import LocalAws
-    from tests.support.fakes import StaticSecrets
-    from tests.support.lambda_events import FakeLambdaContext, api_gateway_event
 
-    body = (ROOT / "tests/events/stripe/payment_intent.succeeded.json").read_text()
+    body = (ROOT / "fixtures/events/stripe/payment_intent.succeeded.json").read_text()
     header = stripe.WebhookSignature.generate_signature_header(body, SECRET, int(time.time()))
     event = api_gateway_event("stripe", body.encode(), {"Stripe-Signature": header})
 

@@ -86,7 +86,7 @@ class Recorder:
 
 
 def payments(first: int, count: int) -> list[str]:
-    from provider_events import stripe
+    from fixtures import stripe
 
     return [
         stripe.payment_intent_succeeded(f"ord_bench{n:06d}", f"pi_bench{n:06d}", 1000 + n, T0 + n)
@@ -119,11 +119,11 @@ class Side:
 
 
 def measure(events: int, rounds: int, chunk: int, warmup: int) -> dict[str, Any]:
+    from devstack.resources import client
+    from devstack.server import LocalAws
     from functions.process.service import EffectProcessor
     from functions.shared import tables
     from functions.shared.domain import Outcome
-    from local_stack.resources import client
-    from local_stack.server import LocalAws
 
     names = tables.TableNames("bench-ledger", "bench-outbox")
     recorder = Recorder()

@@ -21,14 +21,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from devstack.resources import client
+from devstack.server import LocalAws
+from fixtures import stripe
 from functions.process.service import EffectProcessor
 from functions.reconcile.service import CHECKPOINT_PK, CHECKPOINT_SK, Reconciler, Report, iso
 from functions.shared import tables
 from functions.shared.dynamo import to_attributes
 from functions.shared.outbox import outbox_id_for
-from local_stack.resources import client
-from local_stack.server import LocalAws
-from provider_events import stripe
 
 FRESH_CHANGES = 300
 DAY = 86_400

@@ -5,8 +5,8 @@ delivery.py  the simulated providers: signing, copies at once, retries on a time
 progress.py  the console's progress (a bar on a terminal, plain lines anywhere else)
 checks.py    the guarantees of DESIGN.md section 2, judged from the tables
 report.py    the facts of a run and one line per check
-run.py       a whole run, against the embedded stack (`local_stack`) or a deployed one
+run.py       a whole run, against the embedded stack (`devstack`) or a deployed one
 
-It is a package of its own, not part of `local_stack`, because it also drills a deployed stack
+It is a package of its own, not part of `devstack`, because it also drills a deployed stack
 through its URL and tables; the embedded AWS never imports it.
 """

@@ -9,6 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from devstack.resources import client
+from devstack.sink import sink_counts
+from devstack.stack import Drained, EmbeddedStack
 from firedrill.delivery import DeliveryLog
 from firedrill.story import Story
 from functions.outbox.templates import emails_customer
@@ -16,10 +19,7 @@ from functions.reconcile.service import Reconciler
 from functions.shared import books
 from functions.shared.domain import COUNTED_OUTCOMES, Outcome, financial_status
 from functions.shared.outbox import OutboxItem
-from local_stack.resources import client
-from local_stack.sink import sink_counts
-from local_stack.stack import Drained, EmbeddedStack
-from local_stack.state import LedgerState
+from ops.state import LedgerState
 
 # Reads of outbox items (up to 100 keys each) the drill's full audit makes at a time: it waits
 # on the server, not on the CPU.

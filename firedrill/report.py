@@ -7,12 +7,12 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from devstack.metrics_report import by_function
+from devstack.stack import Drained, EmbeddedStack, StageTimes
 from firedrill.checks import Check
 from firedrill.delivery import DeliveryLog
 from firedrill.story import Story
-from local_stack.metrics_report import by_function
-from local_stack.stack import Drained, EmbeddedStack, StageTimes
-from local_stack.state import LedgerState
+from ops.state import LedgerState
 
 
 def render(checks: Sequence[Check], facts: dict[str, Any], stream: TextIO = sys.stdout) -> None:

@@ -16,6 +16,8 @@ from typing import Any, TextIO
 
 import boto3
 
+from devstack.resources import DEVELOPMENT_SECRETS, STRIPE_DEVELOPMENT_API_KEY, client
+from devstack.stack import Drained, EmbeddedStack, Faults
 from firedrill.checks import (
     Check,
     EmbeddedReads,
@@ -29,8 +31,6 @@ from firedrill.report import deliveries_line, embedded_facts, render, server_fac
 from firedrill.stories import stories, stories_for_deliveries
 from firedrill.story import Post, Story
 from functions.ingest.adapters import SqsQueue
-from functions.operations import replay
-from functions.operations.outcomes import LedgerOutcomes, Tracked
 from functions.process.service import EffectProcessor
 from functions.process.stripe_api import StripeApi
 from functions.process.waiting import Waiting
@@ -41,9 +41,9 @@ from functions.shared.errors import WriteContendedError
 from functions.shared.providers import Interpreters
 from functions.shared.tables import RECHECK_PK, TableNames
 from infra.config import DEFAULT_API_TYPE, ApiType
-from local_stack.resources import DEVELOPMENT_SECRETS, STRIPE_DEVELOPMENT_API_KEY, client
-from local_stack.stack import Drained, EmbeddedStack, Faults
-from local_stack.state import LedgerState, order_view
+from ops import replay
+from ops.outcomes import LedgerOutcomes, Tracked
+from ops.state import LedgerState, order_view
 
 DEFAULT_ORDERS = 300
 DEFAULT_DELIVERIES = 1000  # `make run`
@@ -260,12 +260,11 @@ def _attach_unmatched(stack: EmbeddedStack, drill: Sequence[Story]) -> Check:
     order (twice: the second changes nothing), as `umavez attach` does."""
     room = stack.waiting_room()
     listed = {item.get("external_ref") for item in room.unmatched()}
-    expected = [s for s in drill if s.unmatched_object]
-    missing = [s.unmatched_object for s in expected if s.unmatched_object not in listed]
-    for story in expected:
-        assert story.unmatched_object is not None
+    expected = [(s.unmatched_object, s.order_id) for s in drill if s.unmatched_object]
+    missing = [unmatched for unmatched, _ in expected if unmatched not in listed]
+    for unmatched, order_id in expected:
         for _ in range(2):
-            attach_as_an_operator(room, "stripe", story.unmatched_object, story.order_id)
+            attach_as_an_operator(room, "stripe", unmatched, order_id)
     return Check(
         "every unmatched payment listed, then attached once",
         not missing,

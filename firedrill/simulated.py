@@ -14,12 +14,12 @@ import random
 from collections.abc import Callable
 
 from firedrill.story import Expected, Post, Story
+from fixtures.simulators.asaas import AsaasSimulator
+from fixtures.simulators.books import TrueBooks
+from fixtures.simulators.mercadopago import MercadoPagoSimulator
+from fixtures.simulators.stripe import ApiVersion, StripeSimulator
+from fixtures.simulators.webhooks import Webhook
 from functions.shared.domain import TRANSITION_RULES
-from provider_events.simulators.asaas import AsaasSimulator
-from provider_events.simulators.books import TrueBooks
-from provider_events.simulators.mercadopago import MercadoPagoSimulator
-from provider_events.simulators.stripe import ApiVersion, StripeSimulator
-from provider_events.simulators.webhooks import Webhook
 
 Simulator = StripeSimulator | MercadoPagoSimulator | AsaasSimulator
 # Moves whose trace the final state does not keep (see the module's doc).

@@ -1,8 +1,8 @@
 """What the fire drill delivers: per order, a story of real-shaped provider events and what the
 order must look like once everything has arrived, whatever the order and number of arrivals.
 
-The payloads are the real shapes in tests/events, built by the same factories the tests use
-(`provider_events`).
+The payloads are the real shapes in fixtures/events, built by the same factories the tests use
+(`fixtures`).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from datetime import datetime, timedelta, timezone
 
 from firedrill.simulated import simulated_story
 from firedrill.story import Expected, Post, Story
-from provider_events import stripe
-from provider_events.shapes import shape, unique
+from fixtures import stripe
+from fixtures.shapes import shape, unique
 
 _numbers = itertools.count(1)
 BRAZIL = timezone(timedelta(hours=-3))

@@ -1,2 +1,4 @@
-"""The operator's tools for the deployed stack (and the embedded one): they read and repair
-production, so they depend on `functions/` and `infra/` settings, never on the local stack."""
+"""The operator's tools: the `umavez` command (cli.py) and the operations it runs on the
+deployed stack or the embedded one (preflight, replay, dlq, outcomes, state, send). They depend
+on `functions/` and `infra/` settings; the embedded stack, the fire drill and the cost model
+are loaded only for the local commands."""

@@ -28,15 +28,13 @@ from aws_lambda_powertools import Metrics
 from moto import mock_aws
 
 from functions.process.service import EffectProcessor
-from functions.shared.tables import TableNames, create_table_requests
+from functions.shared.tables import create_table_requests
 from tests.support.clients import serialized
 from tests.support.clock import FakeClock
-from tests.support.world import ProcessorFactory, World
+from tests.support.world import TABLES, ProcessorFactory, World
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
-
-TABLES = TableNames(ledger="test-ledger", outbox="test-outbox")
 
 
 def pytest_terminal_summary(

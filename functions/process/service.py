@@ -729,7 +729,8 @@ class EffectProcessor:
         Money that left and came back nets to zero either way; what never left never counts.
         """
         reversed_key = routed.reversed_key
-        assert reversed_key is not None  # only reversals reach here
+        if reversed_key is None:
+            raise UnexpectedWriteError(f"{routed.key} voided, but it reverses nothing")
         if routed.effect.only_if_open:
             # Nothing to record: the delivery's other entries say what it did.
             return self._processed(routed, Outcome.IGNORED, "nothing open to settle")

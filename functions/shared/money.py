@@ -129,7 +129,8 @@ def to_minor(value: object, currency: str, field: str = "amount") -> int:
             field, f"{_shown(value)} is past the bound of 10^{MAX_MAJOR_DIGITS} major units"
         )
     _, digits, power = amount.as_tuple()
-    assert isinstance(power, int)  # finite: checked in _decimal
+    if not isinstance(power, int):  # NaN and infinities are refused in _decimal already
+        raise InvalidMoneyError(field, f"{_shown(value)} is not a finite amount")
     coefficient = int("".join(map(str, digits)))
     places = exponent(currency)
     while power < -places and coefficient and coefficient % 10 == 0:  # 19.990 is 19.99

@@ -153,7 +153,8 @@ class UmavezFunction(Construct):
         # acknowledgment for that wildcard is scoped to this policy alone, so a wildcard added
         # to the role's default policy still fails synth.
         cfn_function = self.function.node.default_child
-        assert isinstance(cfn_function, lambda_.CfnFunction)
+        if not isinstance(cfn_function, lambda_.CfnFunction):
+            raise TypeError(f"{self.function.node.path} is not backed by an AWS::Lambda::Function")
         cfn_function.tracing_config = lambda_.CfnFunction.TracingConfigProperty(mode=spec.tracing)
         self.tracing_policy = iam.Policy(
             self,

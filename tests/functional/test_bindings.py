@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from fixtures import stripe
 from functions.shared.domain import Outcome, financial_status
 from functions.shared.errors import OrderNotYetKnownError
-from provider_events import stripe
 from tests.support.clients import intercepted
 from tests.support.world import World
 

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.conftest import TABLES
 from tests.functional import test_bindings as bindings
 from tests.functional import test_guarantees as guarantees
 from tests.functional import test_ledger as ledger
@@ -24,7 +23,7 @@ from tests.support.broken_designs import (
 )
 from tests.support.clients import serialized
 from tests.support.clock import FakeClock
-from tests.support.world import World
+from tests.support.world import TABLES, World
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

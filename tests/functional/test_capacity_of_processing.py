@@ -1,6 +1,6 @@
 """What process's own DynamoDB requests consume, by hand: the request bodies are captured from
 the process function against moto, the items before and after read from moto's tables, and
-the accounting (`local_stack/capacity.py`) must find the units worked out here."""
+the accounting (`devstack/capacity.py`) must find the units worked out here."""
 
 from __future__ import annotations
 
@@ -10,13 +10,12 @@ from typing import TYPE_CHECKING, Any
 import boto3
 import pytest
 
+from devstack.capacity import Accounting, TableSchema, Units, item_size
+from fixtures import stripe
 from functions.shared import tables
 from functions.shared.tables import create_table_requests
-from local_stack.capacity import Accounting, TableSchema, Units, item_size
-from provider_events import stripe
-from tests.conftest import TABLES
 from tests.support.clock import FakeClock
-from tests.support.world import World
+from tests.support.world import TABLES, World
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

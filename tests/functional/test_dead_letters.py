@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from fixtures import stripe
+from fixtures.shapes import EVENTS_DIR
 from functions.ingest.adapters import SqsQueue
-from functions.operations.dlq import DeadLetters
 from infra.settings import MAX_RECEIVE_COUNT
-from provider_events import stripe
-from provider_events.shapes import EVENTS_DIR
+from ops.dlq import DeadLetters
 from tests.support.clients import intercepted
 from tests.support.pipeline import Pipeline, pipeline_on_moto
 

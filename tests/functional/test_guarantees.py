@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from fixtures import stripe
 from functions.shared.domain import Outcome, financial_status
 from functions.shared.errors import WriteContendedError
-from provider_events import stripe
 from tests.support.clients import (
     PauseAfterFirstRequest,
     SimulatedCrashError,

@@ -20,11 +20,11 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
-from local_stack import moto_patches
-from provider_events.shapes import unique
-from provider_events.simulators.asaas import AsaasSimulator
-from provider_events.simulators.mercadopago import MercadoPagoSimulator
-from provider_events.simulators.stripe import ApiVersion, StripeSimulator
+from devstack.speedups import moto_patches
+from fixtures.shapes import unique
+from fixtures.simulators.asaas import AsaasSimulator
+from fixtures.simulators.mercadopago import MercadoPagoSimulator
+from fixtures.simulators.stripe import ApiVersion, StripeSimulator
 from tests.support.clock import FakeClock
 from tests.support.histories import History, Simulator, emptied
 from tests.support.pipeline import Pipeline, pipeline_on_moto
@@ -49,7 +49,7 @@ REPORT = os.environ.get("UMAVEZ_HISTORIES_REPORT")
 @pytest.fixture(scope="module", autouse=True)
 def _pipeline() -> Iterator[None]:
     # moto with the embedded stack's speed-ups (the fire drill's, each tested against moto's
-    # own answers in tests/local/test_local_server.py): half the time a history costs. They
+    # own answers in tests/devstack/test_local_server.py): half the time a history costs. They
     # are undone after the module.
     moto_patches.install()
     try:

@@ -15,12 +15,12 @@ from hypothesis import strategies as st
 from hypothesis.internal.conjecture import providers as conjecture_providers
 from hypothesis.internal.constants_ast import Constants
 
+from fixtures.fakes import RecordingQueue, StaticSecrets
+from fixtures.lambda_events import api_gateway_event, http_api_event
+from fixtures.shapes import EVENTS_DIR
+from fixtures.stripe import fixture_text
 from functions.ingest import handler
 from functions.ingest.service import VERIFIERS, WebhookIngest
-from provider_events.shapes import EVENTS_DIR
-from provider_events.stripe import fixture_text
-from tests.support.fakes import RecordingQueue, StaticSecrets
-from tests.support.lambda_events import api_gateway_event, http_api_event
 from tests.support.signing import mercadopago_signature, stripe_signature
 
 NOW = 1_764_460_800

@@ -18,16 +18,16 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from functions.ingest import handler
-from provider_events.shapes import EVENTS_DIR
-from provider_events.stripe import fixture_text
-from tests.support.lambda_events import (
+from fixtures.lambda_events import (
     SOURCE_IP,
     FakeLambdaContext,
     Values,
     api_gateway_event,
     http_api_event,
 )
+from fixtures.shapes import EVENTS_DIR
+from fixtures.stripe import fixture_text
+from functions.ingest import handler
 from tests.support.signing import generated_secret, mercadopago_signature, stripe_signature
 
 if TYPE_CHECKING:

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from devstack.provider_apis import FakeProviderApis
+from fixtures.shapes import EVENTS_DIR
 from functions.process.mercadopago_api import (
     MercadoPagoApi,
     ProviderApiRefusedError,
@@ -29,8 +31,6 @@ from functions.shared.domain import (
 )
 from functions.shared.errors import MalformedEventError
 from functions.shared.providers import Interpreters
-from local_stack.provider_apis import FakeProviderApis
-from provider_events.shapes import EVENTS_DIR
 from tests.support.clock import FakeClock
 from tests.support.world import World
 

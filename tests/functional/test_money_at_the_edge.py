@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
+from fixtures import stripe
+from fixtures.lambda_events import sqs_record
+from fixtures.shapes import shape
 from functions.shared.domain import financial_status
-from provider_events import stripe
-from provider_events.shapes import shape
 from tests.support.batches import BatchRun, invalid_money, run_batch
-from tests.support.lambda_events import sqs_record
 from tests.support.pipeline import Pipeline, pipeline_on_moto
 
 T0 = 1_764_460_800

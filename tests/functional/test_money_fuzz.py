@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
+from fixtures.lambda_events import sqs_record
 from functions.shared import tables
 from functions.shared.dynamo import scan_items
 from functions.shared.tables import create_table_requests
 from infra.settings import PROCESS_BATCH_SIZE
 from tests.support.batches import BatchRun, invalid_money, run_batch
-from tests.support.lambda_events import sqs_record
 from tests.support.mutations import Case, Mutator
 from tests.support.pipeline import Pipeline, pipeline_on_moto
 

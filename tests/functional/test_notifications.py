@@ -10,16 +10,15 @@ from collections.abc import Sequence
 import boto3
 import pytest
 
+from fixtures import stripe
 from functions.outbox.channels import Channel, EventBridgeChannel, SesEmailChannel
 from functions.outbox.sender import OutboxSender, SendPolicy, SendResult
 from functions.outbox.sweeper import Sweeper
 from functions.shared.outbox import OutboxItem, outbox_id_for
-from provider_events import stripe
-from tests.conftest import TABLES
 from tests.support.clock import FakeClock
 from tests.support.histories import RecordedChannel, RecordedEmail
 from tests.support.sinks import EMAIL_SENDER, Sinks
-from tests.support.world import World
+from tests.support.world import TABLES, World
 
 T0 = 1_764_460_800
 CUSTOMER = "cliente@example.com"  # the receipt_email of the fixture's PaymentIntent

@@ -12,6 +12,10 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
+from devstack.faults import FaultyChannel, first
+from devstack.pollers import on_failure_message
+from fixtures import stripe
+from fixtures.lambda_events import FakeLambdaContext
 from functions.outbox import handler, sweeper_handler
 from functions.outbox.budget import (
     DYNAMODB_CONNECT_TIMEOUT_SECONDS,
@@ -32,10 +36,6 @@ from functions.outbox.wiring import channels_from_env, policy_from_env, sender_f
 from functions.shared import tables
 from functions.shared.outbox import OutboxItem, outbox_id_for
 from infra.settings import OUTBOX_RETRY_ATTEMPTS
-from local_stack.faults import FaultyChannel, first
-from local_stack.pollers import on_failure_message
-from provider_events import stripe
-from tests.conftest import TABLES
 from tests.support.clients import (
     RequestCounter,
     SimulatedCrashError,
@@ -45,11 +45,10 @@ from tests.support.clients import (
     serialized,
 )
 from tests.support.clock import FakeClock
-from tests.support.lambda_events import FakeLambdaContext
 from tests.support.outbox import in_bucket, one_id_per_shard, put_parked
 from tests.support.sinks import EMAIL_SENDER, Sinks
 from tests.support.streams import StreamReader, stream_event
-from tests.support.world import World
+from tests.support.world import TABLES, World
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -8,19 +8,18 @@ from typing import Any
 import boto3
 import pytest
 
+from devstack.faults import FaultyChannel
+from fixtures import stripe
 from functions.outbox.channels import Channel, EventBridgeChannel, SesEmailChannel
 from functions.outbox.revive import OutboxReviver, Revived, ReviveResult
 from functions.outbox.sender import OutboxSender, SendPolicy, SendResult
 from functions.outbox.sweeper import Sweeper
 from functions.shared import tables
 from functions.shared.outbox import iso_time, outbox_id_for
-from local_stack.faults import FaultyChannel
-from provider_events import stripe
-from tests.conftest import TABLES
 from tests.support.clock import FakeClock
 from tests.support.outbox import in_bucket
 from tests.support.sinks import EMAIL_SENDER, Sinks
-from tests.support.world import World
+from tests.support.world import TABLES, World
 
 T0 = 1_764_460_800
 HOUR = 3600

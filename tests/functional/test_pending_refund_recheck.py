@@ -17,6 +17,9 @@ import boto3
 import pytest
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from devstack.provider_apis import FakeProviderApis
+from fixtures import stripe
+from fixtures.lambda_events import sqs_record
 from functions.process.handler import handle_message
 from functions.process.waiting import (
     RECHECK_AFTER_SECONDS,
@@ -26,9 +29,6 @@ from functions.process.waiting import (
 )
 from functions.shared.domain import NoEffect, Outcome
 from functions.shared.providers import Interpreters
-from local_stack.provider_apis import FakeProviderApis
-from provider_events import stripe
-from tests.conftest import TABLES
 from tests.functional.test_ledger import (
     MP_TOKEN,
     STRIPE_KEY,
@@ -39,8 +39,7 @@ from tests.functional.test_ledger import (
     stripe_processor,
 )
 from tests.support.clock import FakeClock
-from tests.support.lambda_events import sqs_record
-from tests.support.world import World
+from tests.support.world import TABLES, World
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

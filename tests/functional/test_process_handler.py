@@ -10,11 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from fixtures import stripe
+from fixtures.lambda_events import FakeLambdaContext, sqs_event, sqs_record
 from functions.process import handler
-from provider_events import stripe
-from tests.conftest import TABLES
-from tests.support.lambda_events import FakeLambdaContext, sqs_event, sqs_record
-from tests.support.world import World
+from tests.support.world import TABLES, World
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

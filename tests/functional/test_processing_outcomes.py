@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from fixtures import stripe
 from functions.shared.domain import Outcome, financial_status
 from functions.shared.errors import (
     CurrencyMismatchError,
@@ -14,7 +15,6 @@ from functions.shared.errors import (
     OrderNotYetKnownError,
     UnknownProviderError,
 )
-from provider_events import stripe
 from tests.support.world import World
 
 T0 = 1_764_460_800

@@ -14,19 +14,18 @@ from typing import TYPE_CHECKING, Any, cast
 import boto3
 import pytest
 
+from fixtures import stripe
+from fixtures.lambda_events import FakeLambdaContext
 from functions.outbox.channels import EventBridgeChannel
 from functions.outbox.sender import OutboxSender
 from functions.reconcile import handler
 from functions.reconcile.service import CHECKPOINT_PK, CHECKPOINT_SK, Reconciler, _groups
 from functions.shared import tables
 from functions.shared.outbox import outbox_id_for
-from provider_events import stripe
-from tests.conftest import TABLES
 from tests.support.clients import intercepted
 from tests.support.clock import FakeClock
-from tests.support.lambda_events import FakeLambdaContext
 from tests.support.sinks import Sinks
-from tests.support.world import World
+from tests.support.world import TABLES, World
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -13,10 +13,14 @@ from typing import Any
 
 import pytest
 
+from fixtures import stripe
+from fixtures.shapes import EVENTS_DIR
 from functions.ingest.adapters import SqsQueue
 from functions.ingest.errors import UnavailableError
-from functions.operations.outcomes import PENDING, LedgerOutcomes, Result, Tracked
-from functions.operations.replay import (
+from functions.process.stripe_api import StripeApi
+from functions.shared.providers import Interpreters
+from ops.outcomes import PENDING, LedgerOutcomes, Result, Tracked
+from ops.replay import (
     MERCADOPAGO_PAYMENTS_SEARCH,
     REPLAY_ATTRIBUTE,
     STRIPE_EVENTS_API,
@@ -29,10 +33,6 @@ from functions.operations.replay import (
     StripeEvents,
     Window,
 )
-from functions.process.stripe_api import StripeApi
-from functions.shared.providers import Interpreters
-from provider_events import stripe
-from provider_events.shapes import EVENTS_DIR
 from tests.support.clock import FakeClock
 from tests.support.pipeline import MERCADOPAGO_TOKEN, STRIPE_KEY, Pipeline, pipeline_on_moto
 

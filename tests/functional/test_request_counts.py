@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from provider_events import stripe
+from fixtures import stripe
 from tests.support.clients import RequestCounter
 from tests.support.world import World
 

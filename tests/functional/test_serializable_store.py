@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
-from tests.conftest import TABLES
 from tests.support.clients import serialized
+from tests.support.world import TABLES
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

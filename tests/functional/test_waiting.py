@@ -12,6 +12,8 @@ import pytest
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from botocore.exceptions import ClientError
 
+from fixtures import stripe
+from fixtures.lambda_events import sqs_record
 from functions.process.handler import handle_message
 from functions.process.waiting import (
     PARK_AFTER_RECEIVES,
@@ -24,8 +26,6 @@ from functions.shared import tables
 from functions.shared.domain import Outcome
 from functions.shared.dynamo import to_attributes
 from functions.shared.errors import BindingConflictError, OrderNotYetKnownError
-from provider_events import stripe
-from tests.conftest import TABLES
 from tests.support.clients import (
     RequestCounter,
     SimulatedCrashError,
@@ -34,8 +34,7 @@ from tests.support.clients import (
     refusing,
 )
 from tests.support.clock import FakeClock
-from tests.support.lambda_events import sqs_record
-from tests.support.world import World
+from tests.support.world import TABLES, World
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

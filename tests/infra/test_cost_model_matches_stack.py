@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from local_stack.cost import FUNCTION_MEMORY_MB, SCHEDULE_MINUTES, TRACE_STARTERS, Prices
+from costmodel.model import FUNCTION_MEMORY_MB, SCHEDULE_MINUTES, TRACE_STARTERS, Prices
 from tests.infra.conftest import Synthesized
 from tests.infra.test_stack import function, logical_id
 

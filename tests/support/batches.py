@@ -13,11 +13,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from fixtures.lambda_events import FakeLambdaContext, sqs_event
 from functions.process import handler
 from functions.shared import tables
 from functions.shared.dynamo import scan_items
 from functions.shared.money import CURRENCY_EXPONENTS, max_minor
-from tests.support.lambda_events import FakeLambdaContext, sqs_event
 from tests.support.world import World
 
 # What a currency in the ledger must look like: the canonical form is lower case (what Stripe

@@ -15,7 +15,7 @@ from typing import Any, TypeVar, cast
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError
 
-from local_stack.faults import SimulatedCrashError as _SimulatedCrashError
+from devstack.faults import SimulatedCrashError as _SimulatedCrashError
 
 Client = TypeVar("Client")
 Around = Callable[[str, Callable[[], Any]], Any]

@@ -20,6 +20,11 @@ from typing import Any
 from moto.backends import get_backend
 from moto.core.models import DEFAULT_ACCOUNT_ID
 
+from fixtures.lambda_events import FakeLambdaContext, sqs_event, sqs_record
+from fixtures.simulators.asaas import AsaasSimulator
+from fixtures.simulators.mercadopago import MercadoPagoSimulator
+from fixtures.simulators.stripe import StripeSimulator
+from fixtures.simulators.webhooks import Webhook
 from functions.outbox.channels import SesEmailChannel
 from functions.outbox.sender import OutboxSender, SendPolicy
 from functions.outbox.sweeper import Sweeper
@@ -33,14 +38,9 @@ from functions.shared.domain import (
 )
 from functions.shared.outbox import OutboxItem, OutboxStatus
 from infra.settings import MAX_RECEIVE_COUNT, PROCESS_BATCH_SIZE
-from provider_events.simulators.asaas import AsaasSimulator
-from provider_events.simulators.mercadopago import MercadoPagoSimulator
-from provider_events.simulators.stripe import StripeSimulator
-from provider_events.simulators.webhooks import Webhook
-from tests.conftest import TABLES
 from tests.support.clock import FakeClock
-from tests.support.lambda_events import FakeLambdaContext, sqs_event, sqs_record
 from tests.support.pipeline import Pipeline
+from tests.support.world import TABLES
 
 Simulator = StripeSimulator | MercadoPagoSimulator | AsaasSimulator
 

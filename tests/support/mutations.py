@@ -1,5 +1,5 @@
 """Provider payloads mangled the way integrations and provider bugs mangle them, from the
-captured shapes in tests/events, seeded: the same seed gives the same cases.
+captured shapes in fixtures/events, seeded: the same seed gives the same cases.
 
 Each case is one delivery with ids of its own (its order, its payment, its event). A pristine
 case is the shape as captured and must apply; a mutated one has one to three fields set to a
@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from provider_events.shapes import shape
+from fixtures.shapes import shape
 
 Path = tuple[str | int, ...]
 # A value for a field, given the case's own order id (so a valid one stays the case's own).

@@ -14,14 +14,13 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from devstack.provider_apis import FakeProviderApis
+from fixtures.lambda_events import FakeLambdaContext, sqs_event, sqs_record
 from functions.process import handler
 from functions.shared.tables import create_table_requests
 from infra.settings import MAX_RECEIVE_COUNT, PROCESS_BATCH_SIZE
-from local_stack.provider_apis import FakeProviderApis
-from tests.conftest import TABLES
 from tests.support.clients import serialized
-from tests.support.lambda_events import FakeLambdaContext, sqs_event, sqs_record
-from tests.support.world import World
+from tests.support.world import TABLES, World
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

@@ -6,7 +6,7 @@ from typing import Any
 
 import boto3
 
-from local_stack.pollers import StreamRecords
+from devstack.pollers import StreamRecords
 
 
 class StreamReader:

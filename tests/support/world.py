@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 ProcessorFactory = Callable[["DynamoDBClient", tables.TableNames], EffectProcessor]
+# The tables every test on moto creates (conftest.py's fixtures).
+TABLES = tables.TableNames(ledger="test-ledger", outbox="test-outbox")
 
 
 @dataclass

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from fixtures.shapes import EVENTS_DIR
 from functions.shared.domain import (
     Effect,
     Interpretation,
@@ -21,7 +22,6 @@ from functions.shared.domain import (
 from functions.shared.errors import MalformedEventError
 from functions.shared.money import InvalidFieldError
 from functions.shared.providers import Interpreters
-from provider_events.shapes import EVENTS_DIR
 
 
 def asaas_event(name: str, **changes: Any) -> str:

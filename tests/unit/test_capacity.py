@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from local_stack.capacity import (
+from devstack.capacity import (
     Accounting,
     Index,
     TableSchema,

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from local_stack.capacity import Units
-from local_stack.cost import (
+from costmodel.model import (
     KINDS,
     LINE_ITEMS,
     MIX,
@@ -27,6 +26,7 @@ from local_stack.cost import (
     usage,
     without_idle,
 )
+from devstack.capacity import Units
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 QUEUE = "umavez-webhooks"

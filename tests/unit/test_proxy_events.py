@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from functions.ingest.errors import MalformedRequestError
-from functions.ingest.request import WebhookRequest, from_proxy_event, source_ip
-from tests.support.lambda_events import (
+from fixtures.lambda_events import (
     EVENTS_DIR,
     SOURCE_IP,
     Values,
     api_gateway_event,
     http_api_event,
 )
+from functions.ingest.errors import MalformedRequestError
+from functions.ingest.request import WebhookRequest, from_proxy_event, source_ip
 
 BODY = '{"id": "evt_1", "description": "Café ✓"}'.encode()
 

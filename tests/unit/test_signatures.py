@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 import stripe
 
+from fixtures.stripe import fixture_text
 from functions.ingest.errors import UnauthenticatedError
 from functions.ingest.providers.asaas import AsaasVerifier
 from functions.ingest.providers.mercadopago import MercadoPagoVerifier, manifest
 from functions.ingest.providers.stripe import StripeVerifier
 from functions.ingest.request import WebhookRequest
-from provider_events.stripe import fixture_text
 from tests.support.signing import generated_secret, mercadopago_signature, stripe_signature
 
 NOW = 1_764_460_800

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from fixtures.shapes import EVENTS_DIR
+from fixtures.stripe import fixture_text
 from functions.shared.domain import Effect, Interpretation, Money, NoEffect, Transition, effect_key
 from functions.shared.providers.stripe import Interpreter, StripeApiNotConfiguredError
-from provider_events.shapes import EVENTS_DIR
-from provider_events.stripe import fixture_text
 
 CHARGE = "ch_3QpLqRJz8fEoYh0N1Yt9sLq2"
 INTENT = "pi_3QpLqRJz8fEoYh0N1kWc2DxT"

@@ -441,8 +441,13 @@ def _from_checkout_session(event: StripeEvent, delivery: Delivery) -> Readings:
     )
     if event.type == "checkout.session.async_payment_failed":
         return (Binding(delivery, order_id, objects, f"{session.id}: the delayed payment failed"),)
-    paid = session.payment_status == "paid" and session.payment_intent is not None
-    if not paid or session.amount_total is None or session.currency is None:
+    intent = session.payment_intent
+    if (
+        session.payment_status != "paid"
+        or intent is None
+        or session.amount_total is None
+        or session.currency is None
+    ):
         return (
             Binding(
                 delivery,
@@ -451,7 +456,6 @@ def _from_checkout_session(event: StripeEvent, delivery: Delivery) -> Readings:
                 f"{session.id} {session.payment_status}: bound, paid when its payment succeeds",
             ),
         )
-    assert session.payment_intent is not None
     if session.amount_total == 0:
         # Paid with nothing to pay (a full discount): it still says which order is whose.
         return (Binding(delivery, order_id, objects, f"{session.id} paid nothing: bound only"),)
@@ -459,12 +463,12 @@ def _from_checkout_session(event: StripeEvent, delivery: Delivery) -> Readings:
         Effect(
             delivery=delivery,
             transition=Transition.PAID,
-            external_ref=session.payment_intent,
+            external_ref=intent,
             amount=_money(session.amount_total, session.currency, "amount_total", "payment"),
             order_id=order_id,
             registers=objects,
             recipient=session.customer_details.email if session.customer_details else None,
-            payment=session.payment_intent,
+            payment=intent,
         ),
     )
 
@@ -519,6 +523,16 @@ def _refund_entries(
         # Stripe lists newest first; applied oldest first, so none is needlessly late.
         for refund, at in sorted(refunds, key=lambda listed: listed[0].created or 0)
     ) or (NoEffect(delivery, "charge.refunded lists no refund"),)
+
+
+def _listed_refunds(source: RefundSource, charge: str) -> Iterator[tuple[Refund, str]]:
+    """The charge's refunds as the refunds API lists them, each with its path there."""
+    for n, listed in enumerate(source(charge)):
+        at = f"refunds_api.data.{n}"
+        try:
+            yield Refund.model_validate(listed), at
+        except ValidationError as exc:
+            raise refused(exc, at) from exc
 
 
 def _with_recheck(
@@ -577,7 +591,7 @@ class Interpreter:
                 ),
             )
         elif self._refunds is not None:
-            refunds = list(self._listed_refunds(charge.id))
+            refunds = list(_listed_refunds(self._refunds, charge.id))
             readings = _refund_entries(charge, refunds, delivery)
             return _with_recheck(charge, refunds, readings)
         else:
@@ -586,16 +600,6 @@ class Interpreter:
                 "Stripe API key is configured to read them; set the stripe/api-key secret"
             )
         return _refund_entries(charge, refunds, delivery)
-
-    def _listed_refunds(self, charge: str) -> Iterator[tuple[Refund, str]]:
-        """The charge's refunds as the refunds API lists them, each with its path there."""
-        assert self._refunds is not None
-        for n, listed in enumerate(self._refunds(charge)):
-            at = f"refunds_api.data.{n}"
-            try:
-                yield Refund.model_validate(listed), at
-            except ValidationError as exc:
-                raise refused(exc, at) from exc
 
 
 # -- disputes ------------------------------------------------------------------------------

@@ -1,0 +1,241 @@
+"""The providers' REST APIs that process and the operator's `umavez replay` read, on loopback,
+each with its own bearer token:
+
+- Mercado Pago `GET /v1/payments/{id}` (the payment a notification names) and
+  `GET /v1/payments/search?range=…&begin_date=…&end_date=…&sort=…&criteria=…&offset=…&limit=…`
+  (answered `{"paging": {"total", "limit", "offset"}, "results": [...]}`; dates in ISO 8601);
+- Stripe `GET /v1/refunds?charge=…` (a charge's refunds) and
+  `GET /v1/events?created[gte]=…&created[lte]=…&types[]=…` (the events of a window), both paged
+  as Stripe pages lists: newest first, `limit`, `starting_after`, `has_more`.
+
+Tests and the fire drill register what the providers know (`payments`, `refunds`, `events`).
+From outside (`umavez send --provider mercadopago PAYMENT.json`), a Mercado Pago payment is
+registered with `PUT /__fake__/v1/payments/{id}` (the MP token; the body is the payment as
+`GET /v1/payments/{id}` answers it): 201 when new, 200 when it replaced one. The path says it is
+the fake's: Mercado Pago's own `PUT /v1/payments/{id}` updates a payment with other semantics.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from devstack.resources import MERCADOPAGO_DEVELOPMENT_TOKEN, STRIPE_DEVELOPMENT_API_KEY
+
+FAKE_PAYMENTS_PATH = "/__fake__/v1/payments/"
+
+Query = dict[str, list[str]]
+_CREATED_BOUNDS: dict[str, Callable[[int, int], bool]] = {
+    "gte": operator.ge,
+    "gt": operator.gt,
+    "lte": operator.le,
+    "lt": operator.lt,
+}
+
+
+class FakeProviderApis:
+    """Serves `payments` (Mercado Pago, by id and searched), `refunds` (Stripe, by charge id)
+    and `events` (Stripe, by window and type).
+
+    `status_override` makes every answer that status (an outage, a 404); `fail` makes one
+    request of a path fail (an outage on page 3); `requests` records every request's path and
+    query, so a test can see paging and retries.
+    """
+
+    def __init__(
+        self,
+        mercadopago_token: str = MERCADOPAGO_DEVELOPMENT_TOKEN,
+        stripe_key: str = STRIPE_DEVELOPMENT_API_KEY,
+        port: int = 0,
+    ) -> None:
+        self.payments: dict[str, dict[str, Any]] = {}
+        self.refunds: dict[str, list[dict[str, Any]]] = {}
+        self.events: list[dict[str, Any]] = []
+        self.status_override: int | None = None
+        self.requests: list[str] = []
+        self._failures: dict[tuple[str, int], int] = {}
+        self._lock = threading.Lock()
+        fake = self
+
+        class Request(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                url = urllib.parse.urlsplit(self.path)
+                query = urllib.parse.parse_qs(url.query)
+                injected = fake._record(self.path, url.path)
+                token = mercadopago_token if url.path.startswith("/v1/payments/") else stripe_key
+                if self.headers.get("Authorization") != f"Bearer {token}":
+                    self._answer(401, {"message": "invalid access token"})
+                elif injected or fake.status_override:
+                    self._answer(injected or fake.status_override or 500, {"message": "injected"})
+                elif url.path == "/v1/refunds":
+                    self._answer(200, fake.refund_page(query))
+                elif url.path == "/v1/events":
+                    self._answer(200, fake.event_page(query))
+                elif url.path == "/v1/payments/search":
+                    self._answer(200, fake.payment_search(query))
+                elif (payment_id := url.path.rsplit("/", 1)[-1]) in fake.payments:
+                    self._answer(200, fake.payments[payment_id])
+                else:
+                    self._answer(404, {"message": "not found"})
+
+            def do_PUT(self) -> None:
+                path = urllib.parse.urlsplit(self.path).path
+                fake._record(self.path, path)
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length)
+                if not path.startswith(FAKE_PAYMENTS_PATH):
+                    self._answer(404, {"message": "not found"})
+                elif self.headers.get("Authorization") != f"Bearer {mercadopago_token}":
+                    self._answer(401, {"message": "invalid access token"})
+                else:
+                    self._answer(
+                        *fake.register_payment(path.removeprefix(FAKE_PAYMENTS_PATH), body)
+                    )
+
+            def _answer(self, status: int, body: object) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), Request)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def fail(self, path: str, request: int, status: int = 500) -> None:
+        """The `request`-th request to `path` (1 is the first ever) answers `status`, once."""
+        with self._lock:
+            self._failures[(path, request)] = status
+
+    def _record(self, full_path: str, path: str) -> int | None:
+        """Records the request; the status injected for it, if any."""
+        with self._lock:
+            self.requests.append(full_path)
+            nth = sum(urllib.parse.urlsplit(p).path == path for p in self.requests)
+            return self._failures.pop((path, nth), None)
+
+    def register_payment(self, payment_id: str, body: bytes) -> tuple[int, dict[str, Any]]:
+        """A payment as `GET /v1/payments/{id}` will answer it: 201 new, 200 replaced, 400 not
+        a JSON object whose `id` is the path's."""
+        try:
+            payment = json.loads(body)
+        except ValueError:
+            return 400, {"message": "the body is not JSON"}
+        if not isinstance(payment, dict) or str(payment.get("id")) != payment_id:
+            return 400, {"message": f"the body must be a payment whose id is {payment_id!r}"}
+        with self._lock:
+            known = payment_id in self.payments
+            self.payments[payment_id] = payment
+        return (200 if known else 201), payment
+
+    def refund_page(self, query: Query) -> dict[str, Any]:
+        refunds = self.refunds.get(_first(query, "charge") or "", [])
+        return _stripe_page(refunds, query, "/v1/refunds")
+
+    def event_page(self, query: Query) -> dict[str, Any]:
+        """Events in the `created` bounds, of the `types[]` (or `type`) asked, newest first."""
+        types = set(query.get("types[]", []) + query.get("type", []))
+
+        def wanted(event: dict[str, Any]) -> bool:
+            created = int(event["created"])
+            for name, holds in _CREATED_BOUNDS.items():
+                bound = _first(query, f"created[{name}]")
+                if bound is not None and not holds(created, int(bound)):
+                    return False
+            return not types or event["type"] in types
+
+        listed = sorted(filter(wanted, self.events), key=lambda e: -int(e["created"]))
+        return _stripe_page(listed, query, "/v1/events")
+
+    def payment_search(self, query: Query) -> dict[str, Any]:
+        """Payments whose `range` date is within [begin_date, end_date], sorted, offset-paged."""
+        field = _first(query, "range") or "date_created"
+        begin, end = _first(query, "begin_date"), _first(query, "end_date")
+        found = [
+            p
+            for p in self.payments.values()
+            if (begin is None or _instant(begin) <= _instant(p[field]))
+            and (end is None or _instant(p[field]) <= _instant(end))
+        ]
+        sort = _first(query, "sort") or "date_created"
+        found.sort(key=lambda p: _instant(p[sort]), reverse=_first(query, "criteria") == "desc")
+        offset, limit = int(_first(query, "offset") or 0), int(_first(query, "limit") or 30)
+        return {
+            "paging": {"total": len(found), "limit": limit, "offset": offset},
+            "results": found[offset : offset + limit],
+        }
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_port}"
+
+    def start(self) -> FakeProviderApis:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+class FakeApiError(Exception):
+    """The fake provider API could not be reached, or refused what it was given."""
+
+
+def register_mercadopago_payment(
+    api_url: str, token: str, payment: dict[str, Any], timeout_seconds: float = 5.0
+) -> bool:
+    """Registers (or replaces) a payment with the fake Mercado Pago API; True if it was new."""
+    url = f"{api_url.rstrip('/')}{FAKE_PAYMENTS_PATH}{payment['id']}"
+    request = urllib.request.Request(  # noqa: S310 - the local fake, http on loopback
+        url,
+        data=json.dumps(payment).encode(),
+        method="PUT",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_seconds) as response:  # noqa: S310
+            return int(response.status) == 201
+    except urllib.error.HTTPError as exc:
+        reason = exc.read().decode(errors="replace")
+        raise FakeApiError(
+            f"the fake Mercado Pago API at {api_url} answered {exc.code}: {reason}"
+        ) from exc
+    except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+        raise FakeApiError(
+            f"no fake Mercado Pago API at {api_url} (is `umavez serve` running?): {exc}"
+        ) from exc
+
+
+def _first(query: Query, name: str) -> str | None:
+    values = query.get(name)
+    return values[0] if values else None
+
+
+def _instant(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp)
+
+
+def _stripe_page(items: Sequence[dict[str, Any]], query: Query, url: str) -> dict[str, Any]:
+    limit = int(_first(query, "limit") or 10)
+    after = _first(query, "starting_after")
+    start = next((n + 1 for n, item in enumerate(items) if item["id"] == after), 0)
+    return {
+        "object": "list",
+        "data": list(items[start : start + limit]),
+        "has_more": start + limit < len(items),
+        "url": url,
+    }

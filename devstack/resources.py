@@ -1,0 +1,177 @@
+"""The stack's resources on the local moto server, from the same definitions the infra uses."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+
+from functions.shared.tables import TableNames, create_table_requests
+from infra.config import PROVIDERS
+from infra.settings import MAX_RECEIVE_COUNT, WEBHOOK_MESSAGE_MAX_BYTES
+
+REGION = "us-east-1"
+# Documented development secrets: obviously fake, used only by the embedded stack and `send`.
+DEVELOPMENT_SECRETS = {
+    "stripe": "whsec_local_development_only_not_a_secret",
+    "mercadopago": "mp_local_development_only_not_a_secret",
+    "asaas": "asaas_local_development_only_not_a_token",
+}
+WEBHOOK_QUEUE_NAME = "umavez-webhooks"
+DEAD_LETTER_QUEUE_NAME = "umavez-dead-letters"
+MERCADOPAGO_DEVELOPMENT_TOKEN = "APP_USR-local-development-only"
+STRIPE_DEVELOPMENT_API_KEY = "rk_test_local_development_only"
+EMAIL_SENDER = "loja@example.com"
+# Short on purpose: locally, a failed record is retried after seconds, not minutes.
+LOCAL_VISIBILITY_TIMEOUT_SECONDS = 3
+
+# Waiting ends (unmatched) after this many seconds locally, instead of 3 days.
+LOCAL_WAIT_LIMIT_SECONDS = 120
+
+
+@dataclass(frozen=True)
+class LocalResources:
+    endpoint_url: str
+    tables: TableNames
+    queue_url: str
+    dead_letter_url: str
+    outbox_failures_url: str
+    sink_queue_url: str
+    bus_name: str
+    secret_names: dict[str, str]
+    mercadopago_token_secret: str
+    stripe_api_key_secret: str
+
+    def environment(self) -> dict[str, str]:
+        """What the stack gives each Lambda, pointed at the local server."""
+        return {
+            "AWS_ENDPOINT_URL": self.endpoint_url,
+            # boto3's per-service endpoints (`AWS_ENDPOINT_URL_<SERVICE ID>`): another process
+            # for a split server, else this one (never a URL an earlier stack left behind)
+            **{
+                f"AWS_ENDPOINT_URL_{service_id}": _ROUTES.get(self.endpoint_url, {}).get(
+                    service, self.endpoint_url
+                )
+                for service, service_id in SERVICE_IDS.items()
+            },
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_ACCESS_KEY_ID": "local",
+            "AWS_SECRET_ACCESS_KEY": "local",
+            "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
+            "LEDGER_TABLE": self.tables.ledger,
+            "OUTBOX_TABLE": self.tables.outbox,
+            "WEBHOOK_QUEUE_URL": self.queue_url,
+            "OUTBOX_FAILURES_QUEUE_URL": self.outbox_failures_url,
+            "PROVIDER_SECRETS": json.dumps(self.secret_names),
+            "MERCADOPAGO_ACCESS_TOKEN_SECRET": self.mercadopago_token_secret,
+            "STRIPE_API_KEY_SECRET": self.stripe_api_key_secret,
+            "EVENT_BUS_NAME": self.bus_name,
+            "EMAIL_SENDER": EMAIL_SENDER,
+            # Longer than a sweep's sends take on the busy local server, or the next sweep sends
+            # them again.
+            "OUTBOX_LEASE_SECONDS": "5",
+            # Waiting, in seconds instead of days: parked after 2 receives (3 s visibility),
+            # unmatched after 120 s without a binding (the drill's late payment comes after 18 s,
+            # and a loaded local server can take a minute more to process it).
+            "PARK_AFTER_RECEIVES": "2",
+            "WAIT_LIMIT_SECONDS": str(LOCAL_WAIT_LIMIT_SECONDS),
+            # Retries 1 s, 2 s, then every 4 s: the product's minutes to an hour, in seconds.
+            "OUTBOX_BACKOFF_BASE_SECONDS": "1",
+            "OUTBOX_BACKOFF_CAP_SECONDS": "4",
+            # A new item is in no index until its first try (it is the stream's); what is in the
+            # index is the sweeper's once due: the grace only spaces a retry from the last try.
+            "SWEEP_GRACE_SECONDS": "1",
+            "POWERTOOLS_TRACE_DISABLED": "true",
+            # On: each function's EMF goes to its own file (devstack/metrics.py), not stdout.
+            "POWERTOOLS_METRICS_DISABLED": "false",
+            "POWERTOOLS_METRICS_NAMESPACE": "Umavez",
+        }
+
+
+SERVICE_IDS = {"dynamodb": "DYNAMODB", "dynamodbstreams": "DYNAMODB_STREAMS"}
+# Per local server URL, the services another process serves (a split server: `LocalAws`).
+_ROUTES: dict[str, dict[str, str]] = {}
+
+
+def route_services(endpoint_url: str, elsewhere: dict[str, str]) -> None:
+    """From now on, `client(service, endpoint_url)` goes to `elsewhere[service]` if named."""
+    if elsewhere:
+        _ROUTES[endpoint_url] = dict(elsewhere)
+    else:
+        _ROUTES.pop(endpoint_url, None)
+
+
+def client(service: str, endpoint_url: str) -> Any:
+    return boto3.client(  # type: ignore[call-overload]  # the service name is a variable
+        service,
+        endpoint_url=_ROUTES.get(endpoint_url, {}).get(service, endpoint_url),
+        region_name=REGION,
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
+
+
+def provision(endpoint_url: str, names: TableNames | None = None) -> LocalResources:
+    names = names or TableNames()
+    dynamodb = client("dynamodb", endpoint_url)
+    for request in create_table_requests(names):
+        dynamodb.create_table(**request)
+    sqs = client("sqs", endpoint_url)
+    sized = {"MaximumMessageSize": str(WEBHOOK_MESSAGE_MAX_BYTES)}
+    dead_letter_url = sqs.create_queue(QueueName=DEAD_LETTER_QUEUE_NAME, Attributes=sized)[
+        "QueueUrl"
+    ]
+    dead_letter_arn = _arn(sqs, dead_letter_url)
+    queue_url = sqs.create_queue(
+        QueueName=WEBHOOK_QUEUE_NAME,
+        Attributes={
+            **sized,
+            "VisibilityTimeout": str(LOCAL_VISIBILITY_TIMEOUT_SECONDS),
+            "RedrivePolicy": json.dumps(
+                {"deadLetterTargetArn": dead_letter_arn, "maxReceiveCount": MAX_RECEIVE_COUNT}
+            ),
+        },
+    )["QueueUrl"]
+    outbox_failures_url = sqs.create_queue(QueueName="umavez-outbox-stream-failures")["QueueUrl"]
+    sink_queue_url = sqs.create_queue(QueueName="umavez-local-event-sink")["QueueUrl"]
+    events = client("events", endpoint_url)
+    bus_name = "umavez-local"
+    events.create_event_bus(Name=bus_name)
+    events.put_rule(
+        Name="sink", EventBusName=bus_name, EventPattern=json.dumps({"source": ["umavez"]})
+    )
+    events.put_targets(
+        Rule="sink", EventBusName=bus_name, Targets=[{"Id": "q", "Arn": _arn(sqs, sink_queue_url)}]
+    )
+    client("sesv2", endpoint_url).create_email_identity(EmailIdentity=EMAIL_SENDER)
+    secrets = client("secretsmanager", endpoint_url)
+    secret_names = {}
+    for provider in PROVIDERS:
+        name = f"umavez/local/{provider}/webhook"
+        secrets.create_secret(
+            Name=name, SecretString=json.dumps({"active": [DEVELOPMENT_SECRETS[provider]]})
+        )
+        secret_names[provider] = name
+    token_secret = "umavez/local/mercadopago/access-token"
+    secrets.create_secret(Name=token_secret, SecretString=MERCADOPAGO_DEVELOPMENT_TOKEN)
+    stripe_key_secret = "umavez/local/stripe/api-key"
+    secrets.create_secret(Name=stripe_key_secret, SecretString=STRIPE_DEVELOPMENT_API_KEY)
+    return LocalResources(
+        endpoint_url=endpoint_url,
+        tables=names,
+        queue_url=queue_url,
+        dead_letter_url=dead_letter_url,
+        outbox_failures_url=outbox_failures_url,
+        sink_queue_url=sink_queue_url,
+        bus_name=bus_name,
+        secret_names=secret_names,
+        mercadopago_token_secret=token_secret,
+        stripe_api_key_secret=stripe_key_secret,
+    )
+
+
+def _arn(sqs: Any, queue_url: str) -> str:
+    attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])
+    return str(attributes["Attributes"]["QueueArn"])

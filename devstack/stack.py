@@ -1,0 +1,535 @@
+"""The embedded stack: moto server, resources, the real handlers behind Lambda-like pollers,
+an API front on loopback, fake Mercado Pago and Stripe APIs, and switchable faults."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from devstack.faults import Chance, FaultyChannel
+from devstack.front import ApiFront
+from devstack.metering import Metering
+from devstack.metrics import MetricFiles
+from devstack.metrics_report import METRICS_DIR
+from devstack.pollers import Every, Poller, SqsToLambda, StreamToLambda
+from devstack.provider_apis import FakeProviderApis
+from devstack.resources import (
+    LOCAL_VISIBILITY_TIMEOUT_SECONDS,
+    LOCAL_WAIT_LIMIT_SECONDS,
+    LocalResources,
+    client,
+    provision,
+)
+from devstack.server import LocalAws
+from devstack.sink import SinkRecorder, create_sink_table
+from functions.outbox.channels import Channel
+from functions.process.service import EffectProcessor
+from functions.shared import tables
+from infra.config import DEFAULT_API_TYPE, ApiType
+
+if TYPE_CHECKING:
+    from functions.process.waiting import Waiting
+
+# Every request holds the local server's one lock: a sweep is a due-index Query per shard and a
+# waiting run a Query of the parked deliveries, a few ms each; every 2 s, a retried notification
+# or an unmatched payment is not left waiting for the schedule.
+SWEEP_EVERY_SECONDS = 2.0
+WAITING_EVERY_SECONDS = 2.0
+# A run reads every order changed in the hour so far (the changed index knows the hour only):
+# every 2 minutes, the runs of a 10,000-delivery drill re-read the same orders four times, a
+# tenth of the server's requests while the pipeline ran.
+RECONCILE_EVERY_SECONDS = 300.0
+# How long a drain may take: a base, plus this much per unit of work in flight at its peak.
+DRAIN_BASE_SECONDS = 60.0
+DRAIN_SECONDS_PER_ITEM = 1.0
+# Without progress for this long (and nothing left to wait out), the drain gives up early.
+DRAIN_STALL_SECONDS = 60.0
+
+
+class WaitingClock:
+    """The waiting re-drive's clock: real time, plus what a caller lets pass at once. The drill,
+    once every delivery is in and nothing else moves, lets the wait limit pass instead of
+    sleeping through it: what still waits then goes unmatched, as it would after the limit."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self.offset
+
+
+@dataclass
+class Stage:
+    """One function's invocations, the records they were handed, and their wall-clock time."""
+
+    invocations: int = 0
+    records: int = 0
+    seconds: float = 0.0
+
+
+class StageTimes:
+    """Times every handler the stack runs: where a local run's time goes, function by function."""
+
+    def __init__(self) -> None:
+        self.stages: dict[str, Stage] = {}
+        self._lock = threading.Lock()
+
+    def wrap(self, name: str, handler: Any) -> Any:
+        stage = self.stages.setdefault(name, Stage())
+
+        def timed(event: dict[str, Any], context: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return handler(event, context)
+            finally:
+                elapsed = time.perf_counter() - started
+                with self._lock:
+                    stage.invocations += 1
+                    stage.records += len(event.get("Records", ())) or 1
+                    stage.seconds += elapsed
+
+        return timed
+
+
+@dataclass(frozen=True)
+class InFlight:
+    """Work the pipeline has not finished: messages in the queue (visible, or received and not
+    yet deleted), deliveries parked until their order is bound, notifications not yet sent."""
+
+    queued: int = 0
+    receiving: int = 0
+    waiting: int = 0
+    outbox: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.queued + self.receiving + self.waiting + self.outbox
+
+    def __str__(self) -> str:
+        return (
+            f"{self.queued} queued, {self.receiving} being received, {self.waiting} waiting, "
+            f"{self.outbox} notifications unsent"
+        )
+
+
+@dataclass(frozen=True)
+class Drained:
+    """How a drain ended: quiet (`ok`), or what was still in flight when it gave up."""
+
+    ok: bool
+    seconds: float
+    bound_seconds: float
+    peak: int
+    left: InFlight
+    waits_let_pass: bool = False
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+@dataclass
+class Faults:
+    """Shares (0..1) of the crash points and failures to inject."""
+
+    crash_before_delete: float = 0.0  # process committed, then died before the SQS delete
+    transaction_conflicts: float = 0.0  # DynamoDB cancels with TransactionConflict
+    channel_failures: float = 0.0  # a sink refuses a notification
+    crash_after_send: float = 0.0  # the sender died after a send, before recording it
+    seed: int = 42
+
+    @classmethod
+    def drill(cls) -> Faults:
+        return cls(0.05, 0.05, 0.05, 0.03)
+
+
+class EmbeddedStack:
+    def __init__(
+        self,
+        faults: Faults | None = None,
+        process_concurrency: int = 4,
+        log_path: Path = Path(".local/lambda-logs.jsonl"),
+        process_variant: type[EffectProcessor] | None = None,
+        front_port: int = 0,
+        aws_port: int = 0,
+        provider_apis_port: int = 0,
+        metrics_dir: Path = METRICS_DIR,
+        api_type: ApiType = DEFAULT_API_TYPE,
+        metering: Metering | None = None,
+        split_aws: bool = False,
+    ) -> None:
+        self.faults = faults or Faults()
+        # Which API Gateway the front plays: the event shape ingest receives (payload 2.0 or 1.0)
+        self.api_type = api_type
+        # `umavez cost`: handlers timed and their AWS calls billed per function.
+        self._metering = metering
+        self._front_port = front_port
+        self._aws_port = aws_port
+        self._provider_apis_port = provider_apis_port
+        self._concurrency = process_concurrency
+        # DynamoDB in a server process of its own (the drill's throughput; see LocalAws)
+        self._split_aws = split_aws
+        self._log_path = log_path
+        self.metrics = MetricFiles(metrics_dir)  # one EMF file per function, as CloudWatch gets
+        self._variant = process_variant
+        self._rng = random.Random(self.faults.seed)  # noqa: S311 - fault injection
+        self._rng_lock = threading.Lock()
+        self._undo: list[Any] = []
+        self.pollers: list[Poller] = []
+        self.waiting_clock = WaitingClock()
+        self.stage_times = StageTimes()
+        self._clients: dict[str, Any] = {}
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def __enter__(self) -> EmbeddedStack:
+        self.aws = LocalAws(
+            self._aws_port,
+            self.faults.transaction_conflicts,
+            self.faults.seed,
+            account_capacity=self._metering is not None,
+            split_dynamodb=self._split_aws,
+        ).start()
+        self.provider_apis = FakeProviderApis(port=self._provider_apis_port).start()
+        self.resources: LocalResources = provision(self.aws.endpoint_url)
+        self._set_environment(
+            {
+                **self.resources.environment(),
+                "MERCADOPAGO_API_URL": self.provider_apis.url,
+                "STRIPE_API_URL": self.provider_apis.url,
+            }
+        )
+        handlers = self._load_handlers()
+        handlers = {name: self.stage_times.wrap(name, h) for name, h in handlers.items()}
+        if self._metering is not None:
+            handlers = {name: self._metering.wrap(name, h) for name, h in handlers.items()}
+        self.front = ApiFront(handlers["ingest"], self._front_port, self.api_type).start()
+        self.process_pollers = [
+            SqsToLambda(
+                f"process-{n}",
+                self.aws.endpoint_url,
+                self.resources.queue_url,
+                handlers["process"],
+                crash_before_delete=Chance(
+                    self.faults.crash_before_delete, self._rng, self._rng_lock
+                ),
+            )
+            for n in range(self._concurrency)
+        ]
+        self.stream_poller = StreamToLambda(
+            "outbox",
+            self.aws.endpoint_url,
+            self.resources.tables.outbox,
+            handlers["outbox"],
+            self.resources.outbox_failures_url,
+        )
+        self.sweeper = Every("sweeper", SWEEP_EVERY_SECONDS, handlers["sweeper"], "umavez-sweeper")
+        self.reconciliation = Every(
+            "reconciliation",
+            RECONCILE_EVERY_SECONDS,
+            handlers["reconciliation"],
+            "umavez-reconciliation",
+        )
+        self.waiting = Every(
+            "waiting", WAITING_EVERY_SECONDS, handlers["waiting"], "umavez-waiting"
+        )
+        create_sink_table(self.aws.endpoint_url)
+        self.sink = SinkRecorder(self.aws.endpoint_url, self.resources.sink_queue_url)
+        self.pollers = [
+            *self.process_pollers,
+            self.stream_poller,
+            self.sweeper,
+            self.reconciliation,
+            self.waiting,
+            self.sink,
+        ]
+        for poller in self.pollers:
+            poller.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for poller in self.pollers:
+            poller.stop()
+        for poller in self.pollers:
+            poller.join(timeout=5)
+        self.front.stop()
+        self.provider_apis.stop()
+        self.aws.stop()
+        for undo in reversed(self._undo):
+            undo()
+
+    @property
+    def webhook_urls(self) -> dict[str, str]:
+        return {p: f"{self.front.url}/webhooks/{p}" for p in self.resources.secret_names}
+
+    # -- wiring the real handlers ------------------------------------------------------------
+
+    def _set_environment(self, values: dict[str, str]) -> None:
+        previous = {name: os.environ.get(name) for name in values}
+
+        def restore() -> None:
+            for name, value in previous.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
+        os.environ.update(values)
+        self._undo.append(restore)
+
+    def _load_handlers(self) -> dict[str, Any]:
+        from functions.ingest import handler as ingest
+        from functions.outbox import handler as outbox
+        from functions.outbox import sweeper_handler, wiring
+        from functions.process import handler as process
+        from functions.process import waiting_handler
+        from functions.reconcile import handler as reconcile
+
+        self._log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_file: Any = self._log_path.open("a")
+        self._undo.append(log_file.close)
+        if self._metering is not None:
+            log_file = self._metering.log_stream(log_file)
+        for module in (ingest, process, outbox, sweeper_handler, reconcile, waiting_handler):
+            self._redirect_logs(module.logger, log_file)
+            self._undo.append(self.metrics.route(module.metrics))
+        for cached in (
+            ingest.webhook_ingest,
+            process.effect_processor,
+            outbox.outbox_sender,
+            sweeper_handler.sweeper,
+            sweeper_handler.stranded_items,
+            reconcile.reconciler,
+            process.waiting_room,
+            waiting_handler.waiting_room,
+        ):
+            cached.cache_clear()
+            self._undo.append(cached.cache_clear)
+        self._patch(wiring, "channels_from_env", self._faulty_channels(wiring.channels_from_env))
+        self._patch(
+            waiting_handler,
+            "waiting_room",
+            functools.cache(
+                lambda: self.waiting_room(self.waiting_clock, LOCAL_WAIT_LIMIT_SECONDS)
+            ),
+        )
+        if self._variant is not None:
+            variant = self._variant
+            self._patch(
+                process,
+                "effect_processor",
+                functools.cache(
+                    lambda: variant(
+                        client("dynamodb", self.aws.endpoint_url),
+                        self.resources.tables,
+                        time.time,
+                        process.interpreters_from_env(),
+                    )
+                ),
+            )
+        return {
+            "ingest": ingest.lambda_handler,
+            "process": process.lambda_handler,
+            "outbox": outbox.lambda_handler,
+            "sweeper": sweeper_handler.lambda_handler,
+            "reconciliation": reconcile.lambda_handler,
+            "waiting": waiting_handler.lambda_handler,
+        }
+
+    def _redirect_logs(self, logger: Any, stream: Any) -> None:
+        handler = logger.registered_handler
+        if isinstance(handler, logging.StreamHandler):
+            previous = handler.setStream(stream)
+            self._undo.append(lambda: handler.setStream(previous))
+
+    def _patch(self, module: Any, name: str, value: Any) -> None:
+        original = getattr(module, name)
+        setattr(module, name, value)
+        self._undo.append(lambda: setattr(module, name, original))
+
+    def _faulty_channels(self, build: Any) -> Any:
+        fails = Chance(self.faults.channel_failures, self._rng, self._rng_lock)
+        crashes = Chance(self.faults.crash_after_send, self._rng, self._rng_lock)
+
+        def channels() -> list[Channel]:
+            return [FaultyChannel(channel, fails, crashes) for channel in build()]
+
+        return channels
+
+    def waiting_room(
+        self, clock: Callable[[], float] = time.time, limit_seconds: int | None = None
+    ) -> Waiting:
+        """The waiting room on this stack's ledger and queue: the operator's (`umavez attach`),
+        on the wall clock, unless the re-drive's clock and limit are given."""
+        from functions.process.waiting import WAIT_LIMIT_SECONDS, Waiting
+
+        return Waiting(
+            client("dynamodb", self.aws.endpoint_url),
+            client("sqs", self.aws.endpoint_url),
+            self.resources.tables,
+            self.resources.queue_url,
+            clock,
+            WAIT_LIMIT_SECONDS if limit_seconds is None else limit_seconds,
+        )
+
+    # -- waiting for quiet -------------------------------------------------------------------
+
+    def _client(self, service: str) -> Any:
+        """One client per service for the drain's checks, made once: a drain checks every
+        second, and making a client costs more CPU than the call it makes."""
+        made = self._clients.get(service)
+        if made is None:
+            made = self._clients[service] = client(service, self.aws.endpoint_url)
+        return made
+
+    def unfinished_outbox_items(self) -> int:
+        """Items a try could not send yet (the due index's shards). A new item awaiting its
+        first try is in no index: the drain waits for the stream to read empty instead."""
+        dynamodb = self._client("dynamodb")
+        return sum(
+            int(
+                dynamodb.query(
+                    TableName=self.resources.tables.outbox,
+                    IndexName=tables.OUTBOX_DUE_INDEX,
+                    KeyConditionExpression="#b = :due",
+                    ExpressionAttributeNames={"#b": tables.OUTBOX_DUE_BUCKET},
+                    ExpressionAttributeValues={":due": {"S": bucket}},
+                    Select="COUNT",
+                )["Count"]
+            )
+            for bucket in tables.due_buckets()
+        )
+
+    def waiting_deliveries(self) -> int:
+        """Deliveries parked until their order is bound (until unmatched, locally in seconds)."""
+        response = self._client("dynamodb").query(
+            TableName=self.resources.tables.ledger,
+            KeyConditionExpression="#pk = :waiting",
+            ExpressionAttributeNames={"#pk": tables.PARTITION_KEY},
+            ExpressionAttributeValues={":waiting": {"S": tables.WAITING_PK}},
+            Select="COUNT",
+        )
+        return int(response["Count"])
+
+    def queued_messages(self) -> tuple[int, int]:
+        """Messages in the webhook queue: (visible, received and not yet deleted)."""
+        attributes = self._client("sqs").get_queue_attributes(
+            QueueUrl=self.resources.queue_url,
+            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+        )["Attributes"]
+        return (
+            int(attributes["ApproximateNumberOfMessages"]),
+            int(attributes["ApproximateNumberOfMessagesNotVisible"]),
+        )
+
+    def dead_letters(self) -> int:
+        attributes = self._client("sqs").get_queue_attributes(
+            QueueUrl=self.resources.dead_letter_url, AttributeNames=["ApproximateNumberOfMessages"]
+        )["Attributes"]
+        return int(attributes["ApproximateNumberOfMessages"])
+
+    def stop_processing_and_read_queue(self) -> set[str]:
+        """The event ids of every message still in the webhook queue. Stops the process pollers
+        first and waits out the visibility timeout of what they held: for the end of a run."""
+        for poller in self.process_pollers:
+            poller.stop()
+        for poller in self.process_pollers:
+            poller.join(timeout=30)
+        time.sleep(LOCAL_VISIBILITY_TIMEOUT_SECONDS + 0.5)
+        sqs = client("sqs", self.aws.endpoint_url)
+        event_ids: set[str] = set()
+        while messages := sqs.receive_message(
+            QueueUrl=self.resources.queue_url,
+            MaxNumberOfMessages=10,
+            VisibilityTimeout=600,
+            MessageAttributeNames=["event_id"],
+        ).get("Messages", []):
+            event_ids |= {
+                m.get("MessageAttributes", {}).get("event_id", {}).get("StringValue", "?")
+                for m in messages
+            }
+        return event_ids
+
+    def in_flight(self) -> InFlight:
+        queued, receiving = self.queued_messages()
+        return InFlight(
+            queued, receiving, self.waiting_deliveries(), self.unfinished_outbox_items()
+        )
+
+    def drain(
+        self,
+        *,
+        let_waits_pass: bool = False,
+        base_seconds: float = DRAIN_BASE_SECONDS,
+        seconds_per_item: float = DRAIN_SECONDS_PER_ITEM,
+        stall_seconds: float | None = None,
+    ) -> Drained:
+        """Wait until queues, stream and outbox are quiet (three checks in a row), for as long
+        as the work in flight needs: at most `base_seconds` plus `seconds_per_item` for each
+        unit of work at its peak, and never more than `stall_seconds` while nothing moves.
+
+        A delivery waiting for its binding moves on its own only at the wait limit. With
+        `let_waits_pass` (every delivery is in), once nothing else is in flight the waiting
+        re-drive's clock is moved past the limit: what still waits goes unmatched now instead
+        of after the limit. Without it, the stall allowance outlasts the limit.
+        """
+        if stall_seconds is None:
+            stall_seconds = DRAIN_STALL_SECONDS if let_waits_pass else LOCAL_WAIT_LIMIT_SECONDS + 30
+        started = time.monotonic()
+        stalled_at = started + stall_seconds
+        quiet = only_waiting = peak = empty_reads = 0
+        bound = base_seconds
+        waits_let_pass = False
+        left = previous = InFlight()
+        try:
+            while True:
+                busy = any(p.busy for p in [*self.process_pollers, self.stream_poller, self.sink])
+                # The queue first (one request); the tables (nine Queries) once it is empty.
+                queued, receiving = self.queued_messages()
+                if queued or receiving:
+                    left = replace(left, queued=queued, receiving=receiving)
+                else:
+                    left = self.in_flight()
+                now = time.monotonic()
+                peak = max(peak, left.total)
+                bound = base_seconds + seconds_per_item * peak
+                if busy or left != previous:  # progress: the stall allowance starts again
+                    stalled_at, previous = now + stall_seconds, left
+                if not busy and left.total == 0 and self.sink.settled():
+                    quiet += 1
+                    if quiet == 1:
+                        empty_reads = self.stream_poller.stats["empty_reads"]
+                    # Quiet, and the stream read empty twice since: no new item is unread.
+                    stream_read = self.stream_poller.stats["empty_reads"] >= empty_reads + 2
+                    if quiet >= 3 and stream_read:
+                        return Drained(True, now - started, bound, peak, left, waits_let_pass)
+                else:
+                    quiet = 0
+                # Only process binds a waiting delivery: once the queue is empty and no batch
+                # is being processed, nothing will bind what still waits (notifications still
+                # being retried bind nothing).
+                processing = any(p.busy for p in self.process_pollers)
+                only_waiting = (
+                    only_waiting + 1
+                    if left.waiting > 0 and left.queued == left.receiving == 0 and not processing
+                    else 0
+                )
+                if let_waits_pass and only_waiting >= 3 and self.waiting_clock.offset == 0:
+                    self.waiting_clock.offset = LOCAL_WAIT_LIMIT_SECONDS + 1
+                    waits_let_pass = True
+                if now >= min(started + bound, stalled_at):
+                    break
+                # Every check goes through the server's one lock: the queue is one request, the
+                # tables nine Queries of an index or a partition (a few ms each).
+                time.sleep(0.5 if left.total == 0 else 1.0)
+            left = self.in_flight()  # all of it, for the report
+        finally:
+            self.waiting_clock.offset = 0  # items parked from now on wait their own time
+        return Drained(False, time.monotonic() - started, bound, peak, left, waits_let_pass)

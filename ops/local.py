@@ -1,0 +1,58 @@
+"""The one door from the operator's tool to the embedded stack, the fire drill and the cost model.
+
+The local commands (`serve`, `firedrill`, `cost`, `show metrics`, and any command pointed at the
+embedded stack's endpoint) load them through this module, and nothing else in `ops` imports
+them: the import contracts in pyproject.toml hold it. The CLI imports this module only inside
+those commands, so `umavez preflight` and the commands on the deployed stack never load moto.
+"""
+
+from __future__ import annotations
+
+from costmodel.command import run as run_cost
+from costmodel.model import CostOptions
+from devstack.metrics_report import show as show_metrics
+from devstack.provider_apis import FakeApiError, register_mercadopago_payment
+from devstack.resources import (
+    DEAD_LETTER_QUEUE_NAME,
+    DEVELOPMENT_SECRETS,
+    MERCADOPAGO_DEVELOPMENT_TOKEN,
+    STRIPE_DEVELOPMENT_API_KEY,
+    WEBHOOK_QUEUE_NAME,
+    client,
+)
+from devstack.sink import SINK_TABLE, sink_counts
+from devstack.stack import EmbeddedStack
+from firedrill.delivery import DeliveryLog, Providers
+from firedrill.run import (
+    DEFAULT_DELIVERIES,
+    DeployedTarget,
+    DrillOptions,
+    run_deployed,
+    run_embedded,
+)
+from firedrill.story import Post
+
+__all__ = [
+    "DEAD_LETTER_QUEUE_NAME",
+    "DEFAULT_DELIVERIES",
+    "DEVELOPMENT_SECRETS",
+    "MERCADOPAGO_DEVELOPMENT_TOKEN",
+    "SINK_TABLE",
+    "STRIPE_DEVELOPMENT_API_KEY",
+    "WEBHOOK_QUEUE_NAME",
+    "CostOptions",
+    "DeliveryLog",
+    "DeployedTarget",
+    "DrillOptions",
+    "EmbeddedStack",
+    "FakeApiError",
+    "Post",
+    "Providers",
+    "client",
+    "register_mercadopago_payment",
+    "run_cost",
+    "run_deployed",
+    "run_embedded",
+    "show_metrics",
+    "sink_counts",
+]

@@ -1,0 +1,73 @@
+"""The fake Mercado Pago API takes a payment from outside, as `umavez send` registers it."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+
+from devstack.provider_apis import FakeApiError, FakeProviderApis, register_mercadopago_payment
+from devstack.resources import MERCADOPAGO_DEVELOPMENT_TOKEN
+
+TOKEN = MERCADOPAGO_DEVELOPMENT_TOKEN
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeProviderApis]:
+    apis = FakeProviderApis().start()
+    yield apis
+    apis.stop()
+
+
+def get_payment(fake: FakeProviderApis, payment_id: str) -> object:
+    request = urllib.request.Request(  # noqa: S310 - loopback
+        f"{fake.url}/v1/payments/{payment_id}", headers={"Authorization": f"Bearer {TOKEN}"}
+    )
+    with urllib.request.urlopen(request, timeout=5) as response:  # noqa: S310
+        return json.load(response)
+
+
+def test_a_registered_payment_is_what_the_api_answers_and_a_second_replaces_it(
+    fake: FakeProviderApis,
+) -> None:
+    # Given the fake knows no payment 42
+    # When payment 42 is registered approved, then again refunded
+    first = register_mercadopago_payment(fake.url, TOKEN, {"id": 42, "status": "approved"})
+    second = register_mercadopago_payment(fake.url, TOKEN, {"id": 42, "status": "refunded"})
+
+    # Then the first was new and the second was not, and GET answers the latest
+    assert (first, second) == (True, False)
+    assert get_payment(fake, "42") == {"id": 42, "status": "refunded"}
+
+
+def test_a_wrong_token_registers_nothing(fake: FakeProviderApis) -> None:
+    # When a payment is registered with another token, Then it is refused and not kept
+    with pytest.raises(FakeApiError, match="401"):
+        register_mercadopago_payment(fake.url, "APP_USR-someone-else", {"id": 7, "status": "x"})
+    assert fake.payments == {}
+
+
+def test_a_body_naming_another_payment_than_its_path_is_refused(fake: FakeProviderApis) -> None:
+    # When the body's id differs from the path's, Then 400 and nothing kept
+    request = urllib.request.Request(  # noqa: S310 - loopback
+        f"{fake.url}/__fake__/v1/payments/8",
+        data=json.dumps({"id": 9}).encode(),
+        method="PUT",
+        headers={"Authorization": f"Bearer {TOKEN}"},
+    )
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=5)  # noqa: S310
+    assert refused.value.code == 400
+    assert fake.payments == {}
+
+
+def test_no_fake_listening_is_a_clear_error() -> None:
+    # Given a stopped fake, When a payment is registered, Then the error says to start serve
+    apis = FakeProviderApis().start()
+    url = apis.url
+    apis.stop()
+    with pytest.raises(FakeApiError, match="umavez serve"):
+        register_mercadopago_payment(url, TOKEN, {"id": 1, "status": "approved"})

@@ -1,0 +1,302 @@
+"""`umavez serve`, then `umavez send`, as a person would. Mercado Pago: the payment file is
+registered with serve's fake Mercado Pago API and its signed notification goes through the
+front. Every provider: the order is shown once processed; a bad file sends nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from devstack.resources import MERCADOPAGO_DEVELOPMENT_TOKEN
+from devstack.server import STATS_PATH
+from ops.cli import main
+
+EVENTS = Path(__file__).parents[2] / "fixtures" / "events"
+REPOSITORY = Path(__file__).parents[2]
+START_SECONDS = 90
+
+
+@dataclass(frozen=True)
+class Served:
+    banner: str
+    port: int
+
+    @property
+    def aws(self) -> str:
+        return f"http://127.0.0.1:{self.port + 1}"
+
+    @property
+    def mercadopago_api(self) -> str:
+        return f"http://127.0.0.1:{self.port + 2}"
+
+    def options(self, provider: str = "mercadopago") -> list[str]:
+        """What `send` needs to find a stack served on a port of its own."""
+        front = f"http://127.0.0.1:{self.port}/webhooks/{provider}"
+        return ["--endpoint-url", self.aws, "--url", front, "--api-url", self.mercadopago_api]
+
+    def sqs_sends(self) -> int:
+        with urllib.request.urlopen(self.aws + STATS_PATH, timeout=5) as response:  # noqa: S310
+            return int(json.load(response)["requests"].get("SendMessage", 0))
+
+    def fake_payment(self, payment_id: str) -> int:
+        """The fake Mercado Pago API's status for GET /v1/payments/{id}."""
+        request = urllib.request.Request(  # noqa: S310 - loopback
+            f"{self.mercadopago_api}/v1/payments/{payment_id}",
+            headers={"Authorization": f"Bearer {MERCADOPAGO_DEVELOPMENT_TOKEN}"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=5) as response:  # noqa: S310
+                return int(response.status)
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+
+def _three_free_ports() -> int:
+    """A port P with P+1 and P+2 free too: serve's front, AWS and provider APIs."""
+    for _ in range(50):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = int(probe.getsockname()[1])
+        if port + 2 < 65536 and all(_free(port + n) for n in (1, 2)):
+            return port
+    raise RuntimeError("no three consecutive free ports")
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[Served]:
+    port = _three_free_ports()
+    # A session of its own: serve and the moto server it starts are stopped together.
+    process = subprocess.Popen(  # noqa: S603 - our own CLI
+        [sys.executable, "-m", "ops.cli", "serve", "--port", str(port)],
+        cwd=REPOSITORY,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert process.stdout is not None
+        banner, deadline = "", time.monotonic() + START_SECONDS
+        while "show order" not in banner and time.monotonic() < deadline:
+            line = process.stdout.readline()
+            if not line:
+                break
+            banner += line
+        assert "show order" in banner, f"serve did not start: {banner!r}"
+        yield Served(banner, port)
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=30)
+
+
+def payment_file(
+    directory: Path, fixture: str, payment_id: str, order_id: str, name: str = "payment.json"
+) -> Path:
+    """A real-shaped payment (fixtures/events) of a payment and an order of this test's own."""
+    payment = json.loads((EVENTS / "mercadopago" / fixture).read_text())
+    payment.update(
+        {"id": int(payment_id), "external_reference": order_id, "metadata": {"order_id": order_id}}
+    )
+    for refund in payment["refunds"]:
+        refund["payment_id"] = int(payment_id)
+    path = directory / name
+    path.write_text(json.dumps(payment))
+    return path
+
+
+def show_order(served: Served, order_id: str, capsys: pytest.CaptureFixture[str]) -> Any:
+    capsys.readouterr()
+    assert main(["show", "order", order_id, "--json", "--endpoint-url", served.aws]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def unique_payment() -> tuple[str, str]:
+    number = uuid.uuid4().int
+    return str(10**9 + number % (9 * 10**9)), f"ord_mp_{number % 16**10:010x}"
+
+
+def test_serve_prints_the_fake_mercadopago_api_and_its_token(served: Served) -> None:
+    # Given serve's stack, Then its banner says where the fake Mercado Pago API is, and its token
+    assert f"{served.mercadopago_api}/v1/payments/ID" in served.banner
+    assert MERCADOPAGO_DEVELOPMENT_TOKEN in served.banner
+
+
+def test_send_a_mercadopago_payment_pays_its_order_once(
+    served: Served, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given serve's stack, and a file holding an approved payment of BRL 50 for a new order
+    payment_id, order = unique_payment()
+    path = payment_file(tmp_path, "payment.json", payment_id, order)
+
+    # When it is sent as Mercado Pago's
+    code = main(["send", "--provider", "mercadopago", str(path), *served.options()])
+    printed = capsys.readouterr().out
+
+    # Then the fake knew nothing of it (payment.created), the front said 200, and once
+    # processed the order is shown paid
+    assert code == 0
+    assert "notification: payment.created" in printed
+    assert "HTTP 200" in printed
+    assert f"order {order}: paid" in printed
+    # And the books hold the payment once, with one notification
+    shown = show_order(served, order, capsys)
+    assert (shown["status"], shown["currency"], shown["totals"]["paid"]) == ("paid", "brl", 5000)
+    assert [(e["outcome"], e["external_ref"]) for e in shown["effects"]] == [
+        ("applied", payment_id)
+    ]
+    assert [(i["transition"], i["status"]) for i in shown["outbox"]] == [("order.paid", "sent")]
+
+
+def test_a_second_send_with_the_payments_refunds_moves_the_books(
+    served: Served, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a Mercado Pago payment of BRL 50 sent and applied
+    payment_id, order = unique_payment()
+    paid = payment_file(tmp_path, "payment.json", payment_id, order)
+    assert main(["send", "--provider", "mercadopago", str(paid), *served.options()]) == 0
+    capsys.readouterr()
+
+    # When the same payment, refunded in two parts (20 + 30), is sent
+    refunded = payment_file(tmp_path, "payment.refunded.json", payment_id, order, "refunded.json")
+    code = main(["send", "--provider", "mercadopago", str(refunded), *served.options()])
+    printed = capsys.readouterr().out
+
+    # Then its notification is an update, and each refund counted once; the payment not again
+    assert code == 0
+    assert "notification: payment.updated" in printed
+    assert f"order {order}: refunded" in printed
+    shown = show_order(served, order, capsys)
+    assert (shown["status"], shown["totals"]["paid"], shown["totals"]["refunded"]) == (
+        "refunded",
+        5000,
+        5000,
+    )
+    assert sorted((e["transition"], e["external_ref"], e["amount"]) for e in shown["effects"]) == [
+        ("order.paid", payment_id, 5000),
+        ("order.refunded", "refund:2187654321", 2000),
+        ("order.refunded", "refund:2187654399", 3000),
+    ]
+    assert sorted(i["transition"] for i in shown["outbox"]) == [
+        "order.paid",
+        "order.refunded",
+        "order.refunded",
+    ]
+
+
+def stripe_payment(order: str, suffix: str) -> dict[str, Any]:
+    event = json.loads((EVENTS / "stripe" / "payment_intent.succeeded.json").read_text())
+    event["id"] = f"evt_{suffix}"
+    event["data"]["object"].update(id=f"pi_{suffix}", metadata={"order_id": order})
+    return dict(event)
+
+
+def asaas_payment(order: str, suffix: str) -> dict[str, Any]:
+    event = json.loads((EVENTS / "asaas" / "PAYMENT_RECEIVED.json").read_text())
+    event["id"] = f"evt_{suffix}&1"
+    event["payment"].update(id=f"pay_{suffix}", externalReference=order)
+    return dict(event)
+
+
+@pytest.mark.parametrize("provider", ["stripe", "asaas"])
+def test_send_shows_the_order_once_processed_for_stripe_and_asaas_too(
+    served: Served, tmp_path: Path, capsys: pytest.CaptureFixture[str], provider: str
+) -> None:
+    # Given serve's stack and a payment event of a new order, as the provider sends it
+    _, order = unique_payment()
+    suffix = order.removeprefix("ord_mp_")
+    event = (stripe_payment if provider == "stripe" else asaas_payment)(order, suffix)
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps(event))
+
+    # When it is sent
+    code = main(["send", "--provider", provider, str(path), *served.options(provider)])
+
+    # Then send prints the HTTP status, then the order as `show order` does, paid
+    printed = capsys.readouterr().out
+    assert code == 0
+    assert f"{provider} event.json: HTTP 200" in printed
+    assert "processed: applied" in printed
+    assert f"order {order}: paid  (paid BRL 50.00)" in printed
+
+
+def test_send_says_so_when_nothing_is_processed_in_time(
+    served: Served, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a payment naming no order: process retries it (then parks it) for seconds
+    payment_id, _ = unique_payment()
+    path = payment_file(tmp_path, "payment.json", payment_id, "")
+    payment = json.loads(path.read_text())
+    payment.update(external_reference=None, metadata={})
+    path.write_text(json.dumps(payment))
+
+    # When it is sent with a wait shorter than that
+    code = main(
+        ["send", "--provider", "mercadopago", str(path), "--wait", "0.5", *served.options()]
+    )
+
+    # Then the post was accepted, and send says it was not processed in time
+    printed = capsys.readouterr()
+    assert code == 1
+    assert "HTTP 200" in printed.out
+    assert "not processed within 0.5 s" in printed.err
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (lambda p: p.pop("currency_id"), "currency_id: Field required"),
+        (lambda p: p.update(id="12-34"), "is not alphanumeric"),
+        # An unusable date_approved is stamped at date_created instead: the last update is not
+        (lambda p: p.update(date_last_updated="yesterday"), "not an ISO 8601 moment"),
+    ],
+    ids=["no currency", "id not alphanumeric", "date not ISO 8601"],
+)
+def test_a_bad_payment_file_is_refused_and_nothing_is_sent(
+    served: Served,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    change: Any,
+    reason: str,
+) -> None:
+    # Given serve's stack and a payment file process could not read
+    payment_id, order = unique_payment()
+    path = payment_file(tmp_path, "payment.json", payment_id, order)
+    payment = json.loads(path.read_text())
+    change(payment)
+    path.write_text(json.dumps(payment))
+    sends_before = served.sqs_sends()
+
+    # When it is sent
+    code = main(["send", "--provider", "mercadopago", str(path), *served.options()])
+    printed = capsys.readouterr()
+
+    # Then it is refused with the reason, the fake was not told, and nothing was enqueued
+    assert code == 2
+    assert reason in printed.err
+    assert "nothing sent" in printed.err
+    assert "HTTP" not in printed.out
+    assert served.fake_payment(payment_id) == 404
+    assert served.sqs_sends() == sends_before
