@@ -458,8 +458,8 @@ def _history_error(item: dict[str, Any]) -> str:
 # -- the command ---------------------------------------------------------------------------
 
 
-def add_parser(commands: Any) -> None:
-    parser = commands.add_parser(
+def add_parser(commands: Any) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = commands.add_parser(
         "preflight",
         help="check the account before and after `cdk deploy` (docs/deploy.md)",
         description=__doc__,
@@ -491,6 +491,7 @@ def add_parser(commands: Any) -> None:
         help="after the deploy: set the DeadLetters alarm to ALARM and see it published",
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    return parser
 
 
 def command(args: argparse.Namespace, clients: Clients | None = None) -> int:

@@ -1,0 +1,42 @@
+"""What the `umavez` commands share: the local stack's ports, the options naming where the
+stack is, and its clients."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from infra.config import DEFAULT_API_TYPE, ApiType
+
+DEFAULT_PORT = 8750
+LOCAL_PROVIDER_APIS = f"http://127.0.0.1:{DEFAULT_PORT + 2}"  # `serve`'s fake provider APIs
+
+
+def add_api_type(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--api-type",
+        type=ApiType,
+        choices=list(ApiType),
+        default=DEFAULT_API_TYPE,
+        help="the API Gateway the webhook front plays, as the stack's apiType: an HTTP API"
+        " (payload 2.0 events) or a REST API (payload 1.0); default: %(default)s",
+    )
+
+
+def add_endpoint_url(parser: argparse.ArgumentParser, deployed: str = "the deployed stack") -> None:
+    parser.add_argument(
+        "--endpoint-url",
+        default=f"http://127.0.0.1:{DEFAULT_PORT + 1}",
+        help=f"local stack (default) or 'aws' for {deployed}",
+    )
+
+
+def operations_client(service: str, endpoint_url: str) -> Any:
+    """A client of the local stack's AWS, or of the deployed stack's (`aws`)."""
+    import boto3
+
+    from ops.local import client
+
+    if endpoint_url != "aws":
+        return client(service, endpoint_url)
+    return boto3.client(service)  # type: ignore[call-overload]  # the service is a variable

@@ -1,0 +1,109 @@
+"""The local commands: `serve`, `firedrill`, `cost`, `show metrics`. They load the embedded
+stack, the drill and the cost model through `ops.local`, the one door to them."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from functions.shared.tables import TableNames
+from ops.console import warnings_to_log
+
+
+def add_show_metrics_parser(show_what: Any) -> None:
+    """`show metrics`: its options without loading the embedded stack to build the parser."""
+    parser = show_what.add_parser(
+        "metrics", help="the local stack's metrics: sum per function and metric (.local/metrics)"
+    )
+    parser.add_argument(
+        "--dir", type=Path, default=Path(".local/metrics"), help="default: .local/metrics"
+    )
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.set_defaults(run=show_metrics)
+
+
+def show_metrics(args: argparse.Namespace) -> int:
+    from ops.local import show_metrics as show
+
+    return show(args)
+
+
+def cost(args: argparse.Namespace) -> int:
+    from ops.local import CostOptions, run_cost
+
+    options = CostOptions(args.orders, args.per_kind, args.seed)
+    return run_cost(
+        options,
+        readme=args.readme,
+        json_path=args.json,
+        measured=args.from_json,
+        xray_sampling=args.xray_sampling,
+    )
+
+
+def firedrill(args: argparse.Namespace) -> int:
+    from ops.local import DeployedTarget, DrillOptions, run_deployed, run_embedded
+
+    if not args.url:
+        options = DrillOptions(
+            faults=not args.no_faults, seed=args.seed, api_type=args.api_type, **_drill_size(args)
+        )
+        with warnings_to_log():  # the console shows progress and the report only
+            return run_embedded(options)
+    secrets = dict(pair.split("=", 1) for pair in args.secret)
+    if not secrets:
+        print("--url needs --secret PROVIDER=SECRET for stripe and/or asaas", file=sys.stderr)
+        return 2
+    target = DeployedTarget(
+        url=args.url,
+        secrets=secrets,
+        tables=TableNames(args.ledger_table, args.outbox_table),
+        region=args.region,
+    )
+    return run_deployed(DrillOptions(orders=args.orders or 300, faults=False), target)
+
+
+def _drill_size(args: argparse.Namespace) -> dict[str, Any]:
+    """--orders, --soak (at --rate) or --deliveries: 1,000 deliveries when none is given."""
+    from ops.local import DEFAULT_DELIVERIES
+
+    if args.orders is not None:
+        return {"orders": args.orders}
+    if args.soak is not None:
+        return {"soak_minutes": args.soak, "rate": args.rate}
+    return {"deliveries": args.deliveries or DEFAULT_DELIVERIES}
+
+
+def serve(args: argparse.Namespace) -> int:
+    port, api_type = args.port, args.api_type
+    from ops.local import DEVELOPMENT_SECRETS, MERCADOPAGO_DEVELOPMENT_TOKEN, EmbeddedStack
+
+    with (
+        warnings_to_log(),  # the console shows the URLs only
+        EmbeddedStack(
+            front_port=port, aws_port=port + 1, provider_apis_port=port + 2, api_type=api_type
+        ) as stack,
+    ):
+        print(f"umavez local stack is up as a {api_type.value} API (Ctrl-C to stop)")
+        for provider, url in stack.webhook_urls.items():
+            print(f"  POST {url}    secret: {DEVELOPMENT_SECRETS[provider]}")
+        print(f"  AWS (moto) endpoint: {stack.aws.endpoint_url}")
+        print(f"  provider APIs (fakes): {stack.provider_apis.url}")
+        print(
+            f"  Mercado Pago API (fake): {stack.provider_apis.url}/v1/payments/ID"
+            f"    token: {MERCADOPAGO_DEVELOPMENT_TOKEN}"
+        )
+        print(f"  tables: {stack.resources.tables.ledger}, {stack.resources.tables.outbox}")
+        print("  try: umavez send fixtures/events/stripe/payment_intent.succeeded.json")
+        print("       umavez send --provider mercadopago fixtures/events/mercadopago/payment.json")
+        print("       umavez show order ord_1042")
+        sys.stdout.flush()  # for a pipe too (a log, a test): the banner is what it waits for
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            print("stopping")
+    return 0

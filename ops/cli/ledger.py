@@ -1,0 +1,193 @@
+"""The ledger's commands: `show order|waiting|unmatched`, `attach`, `outbox revive`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from functions.shared.tables import DEFAULT_LEDGER_TABLE, DEFAULT_OUTBOX_TABLE, TableNames
+
+
+def _waiting_room(endpoint_url: str, ledger_table: str, queue_url: str | None) -> Any:
+    import boto3
+
+    from functions.process.waiting import Waiting
+    from ops.local import WEBHOOK_QUEUE_NAME, client
+
+    local = endpoint_url != "aws"
+    dynamodb: Any = client("dynamodb", endpoint_url) if local else boto3.client("dynamodb")
+    sqs: Any = client("sqs", endpoint_url) if local else boto3.client("sqs")
+    if queue_url is None and local:
+        queue_url = sqs.get_queue_url(QueueName=WEBHOOK_QUEUE_NAME)["QueueUrl"]
+    return Waiting(
+        dynamodb, sqs, TableNames(ledger_table, DEFAULT_OUTBOX_TABLE), queue_url or "", time.time
+    )
+
+
+def show_parked(args: argparse.Namespace) -> int:
+    from functions.process.waiting import describe
+
+    if args.endpoint_url == "aws" and args.ledger_table == DEFAULT_LEDGER_TABLE:
+        print("--endpoint-url aws needs --ledger-table (the stack's output LedgerTable)")
+        return 2
+    room = _waiting_room(args.endpoint_url, args.ledger_table, "")
+    items = list(room.waiting() if args.what == "waiting" else room.unmatched())
+    now = time.time()
+    described = [describe(item, now) for item in items]
+    if args.json:
+        print(json.dumps(described, indent=2, default=str))
+        return 0
+    print(f"{len(described)} {args.what}")
+    for d in described:
+        print(
+            f"  {d['provider']:<11} {d['event_type']:<28} {d['object'] or '-':<30} "
+            f"{d['amount']} {d['currency']}  waits for {', '.join(d['waits_for'])}  "
+            f"({d['waiting_seconds']} s)"
+        )
+    return 0
+
+
+def outbox_revive(args: argparse.Namespace) -> int:
+    import boto3
+
+    from functions.outbox.revive import OutboxReviver, ReviveResult
+    from functions.shared.outbox import iso_time
+    from ops.local import client
+
+    if args.endpoint_url == "aws" and args.outbox_table == DEFAULT_OUTBOX_TABLE:
+        print("--endpoint-url aws needs --outbox-table (the stack's output OutboxTable)")
+        return 2
+    local = args.endpoint_url != "aws"
+    dynamodb: Any = client("dynamodb", args.endpoint_url) if local else boto3.client("dynamodb")
+    reviver = OutboxReviver(dynamodb, args.outbox_table, time.time)
+    report = reviver.revive_all_dead() if args.all_dead else [reviver.revive(args.outbox_id)]
+    if args.json:
+        print(json.dumps([{**vars(r), "result": r.result.value} for r in report], indent=2))
+    else:
+        print(f"{sum(r.result is ReviveResult.REVIVED for r in report)} revived")
+        for r in report:
+            detail = (
+                f"died {iso_time(r.died_at or 0)} after {r.attempts} attempts: {r.last_error}"
+                if r.result is ReviveResult.REVIVED
+                else f"status {r.status}"
+                if r.result is ReviveResult.NOT_DEAD
+                else "no such item"
+            )
+            print(f"  {r.result.value:<9} {r.outbox_id}  {detail}")
+    if args.all_dead:
+        return 0
+    return 0 if report[0].result is ReviveResult.REVIVED else 1
+
+
+def attach(args: argparse.Namespace) -> int:
+    from functions.process.waiting import NothingWaitsError
+    from functions.shared.errors import BindingConflictError
+
+    if args.endpoint_url == "aws" and (
+        not args.queue_url or args.ledger_table == DEFAULT_LEDGER_TABLE
+    ):
+        print(
+            "--endpoint-url aws needs --queue-url and --ledger-table "
+            "(the stack's outputs WebhookQueueUrl and LedgerTable)",
+            file=sys.stderr,
+        )
+        return 2
+    room = _waiting_room(args.endpoint_url, args.ledger_table, args.queue_url)
+    try:
+        redriven = room.attach(args.provider, args.object, args.order_id, force=args.force)
+    except (BindingConflictError, NothingWaitsError) as exc:
+        print(f"refused: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"{args.provider} {args.object} bound to {args.order_id}; {redriven} deliveries re-driven "
+        "(each applies once; see `umavez show order`)"
+    )
+    return 0
+
+
+def show_order(args: argparse.Namespace) -> int:
+    import boto3
+
+    from functions.shared.domain import financial_status, totals_of
+    from functions.shared.money import render as render_money
+    from ops.local import SINK_TABLE, client, sink_counts
+    from ops.state import order_view
+
+    local = args.endpoint_url != "aws"
+    dynamodb: Any = client("dynamodb", args.endpoint_url) if local else boto3.client("dynamodb")
+    view = order_view(dynamodb, TableNames(args.ledger_table, args.outbox_table), args.order_id)
+    sinks = sink_counts(args.endpoint_url) if local and _has_table(dynamodb, SINK_TABLE) else {}
+    currency = str(view.order.get("currency", ""))
+    report = {
+        "order_id": args.order_id,
+        "status": financial_status(view.order).value,
+        "lifecycle_status": view.order.get("lifecycle_status"),
+        "currency": currency,
+        "recipient": view.order.get("recipient"),
+        "totals": {t.value.removesuffix("_total"): n for t, n in totals_of(view.order).items()},
+        "last_event_at": view.order.get("last_event_at"),
+        "last_event_id": view.order.get("last_event_id"),
+        "effects": [
+            {
+                k: e.get(k)
+                for k in (
+                    "effect_key",
+                    "transition",
+                    "outcome",
+                    "external_ref",
+                    "payment",
+                    "amount",
+                    "event_id",
+                    "event_type",
+                )
+            }
+            for e in sorted(
+                view.effects, key=lambda e: (e.get("ordering_token", 0), e["effect_key"])
+            )
+        ],
+        "outbox": [
+            {
+                "outbox_id": i["outbox_id"],
+                "transition": i["transition"],
+                "status": i["status"],
+                "late": bool(i.get("late")),
+                "attempts": i.get("attempts", 0),
+                "sink_deliveries": sinks.get(i["outbox_id"]) if local else None,
+            }
+            for i in view.outbox
+        ],
+    }
+    if not view.order and not view.effects:
+        print(f"no order {args.order_id!r}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+        return 0
+    totals = ", ".join(
+        f"{name} {render_money(amount, currency)}"
+        for name, amount in report["totals"].items()
+        if amount
+    )
+    print(f"order {args.order_id}: {report['status']}  ({totals or 'nothing counted'})")
+    print(f"  lifecycle {report['lifecycle_status']}, customer {report['recipient']}")
+    print(f"  last event {report['last_event_id']} (token {report['last_event_at']})")
+    print("  effects:")
+    for e in report["effects"]:
+        print(
+            f"    {e['outcome']:<9} {e['transition']:<22} {e['external_ref']:<32} "
+            f"{render_money(int(e['amount']), currency):>14}  {e['event_type']} {e['event_id']}"
+        )
+    print("  outbox:")
+    for i in report["outbox"]:
+        print(
+            f"    {i['status']:<8} {i['transition']:<22} {i['outbox_id'][:24]}...  "
+            f"{'late  ' if i['late'] else ''}attempts {i['attempts']}  sinks {i['sink_deliveries']}"
+        )
+    return 0
+
+
+def _has_table(dynamodb: Any, name: str) -> bool:
+    return name in dynamodb.list_tables().get("TableNames", [])

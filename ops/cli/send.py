@@ -1,0 +1,171 @@
+"""`umavez send`: sign and post one event file as its provider would, then follow it through
+the ledger to its order."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+from functions.shared.tables import TableNames
+from ops.cli.common import DEFAULT_PORT, operations_client
+from ops.cli.ledger import show_order
+
+if TYPE_CHECKING:
+    from ops.outcomes import Tracked
+    from ops.send import PaymentToSend
+
+
+def send(args: argparse.Namespace) -> int:
+    from ops.local import DEVELOPMENT_SECRETS, DeliveryLog, Post, Providers
+    from ops.send import EventFileError
+
+    try:
+        body, payment = _event_to_send(args)
+    except EventFileError as exc:
+        print(f"{args.event_file}: {exc}; nothing sent", file=sys.stderr)
+        return 2
+    secret = args.secret or DEVELOPMENT_SECRETS[args.provider]
+    base = args.url.rsplit("/webhooks/", 1)[0] if args.url else f"http://127.0.0.1:{DEFAULT_PORT}"
+    query = {}
+    if args.provider == "mercadopago":
+        query = {"data.id": str(json.loads(body)["data"]["id"]), "type": "payment"}
+    try:
+        outcomes = _Outcomes(args, payment.resource if payment else None) if args.wait else None
+        tracked = outcomes.track(body) if outcomes else None
+        if payment is not None:
+            body = _register_mercadopago_payment(args, payment)
+    except _NotSentError as exc:
+        print(f"{exc}; nothing sent", file=sys.stderr)
+        return 1
+    log = DeliveryLog()
+    providers = Providers(base, {args.provider: secret}, log)
+    statuses = providers.deliver(Post(args.provider, body, query))
+    answers = " -> ".join(str(status or "timeout") for status in statuses)
+    print(f"{args.provider} {args.event_file.name}: HTTP {answers}")
+    if statuses[-1] != 200:
+        return 1
+    if log.ignored_event_ids:
+        print("acknowledged and not enqueued: the event's mode is not the stack's (ignored)")
+        return 0
+    if outcomes is None or tracked is None:
+        return 0
+    return outcomes.report(tracked)
+
+
+class _NotSentError(Exception):
+    """Something `send` needs before posting failed: the ledger, or the fake API."""
+
+
+def _event_to_send(args: argparse.Namespace) -> tuple[str, PaymentToSend | None]:
+    """The body to post, and the Mercado Pago payment the file holds if it holds one (its
+    notification is made again once the fake says whether it knew the payment)."""
+    from ops import send
+
+    text = args.event_file.read_text()
+    if args.provider != "mercadopago":
+        send.read_event(args.provider, text)
+        return text, None
+    payment = send.read_mercadopago(text)
+    if payment is None:
+        return text, None
+    return payment.notification(send.PAYMENT_CREATED), payment
+
+
+def _register_mercadopago_payment(args: argparse.Namespace, payment: PaymentToSend) -> str:
+    """Registers the payment with the fake; the notification Mercado Pago then sends."""
+    from ops import send
+    from ops.local import MERCADOPAGO_DEVELOPMENT_TOKEN, FakeApiError, register_mercadopago_payment
+
+    resource = payment.resource
+    try:
+        new = register_mercadopago_payment(args.api_url, MERCADOPAGO_DEVELOPMENT_TOKEN, resource)
+    except FakeApiError as exc:
+        raise _NotSentError(str(exc)) from exc
+    action = send.PAYMENT_CREATED if new else send.PAYMENT_UPDATED
+    print(
+        f"payment {resource['id']} ({resource['status']}) {'registered' if new else 'updated'} "
+        f"with the fake Mercado Pago API at {args.api_url}; its notification: {action}"
+    )
+    return payment.notification(action)
+
+
+class _Outcomes:
+    """What a sent event became, read from the ledger as `replay` reads it; then its order."""
+
+    def __init__(self, args: argparse.Namespace, payment: dict[str, Any] | None) -> None:
+        from functions.process.mercadopago_api import MercadoPagoApi
+        from functions.process.stripe_api import StripeApi
+        from functions.shared.providers import Interpreters
+        from ops.local import MERCADOPAGO_DEVELOPMENT_TOKEN, STRIPE_DEVELOPMENT_API_KEY
+        from ops.outcomes import LedgerOutcomes
+
+        self._args = args
+        payments = MercadoPagoApi(lambda: MERCADOPAGO_DEVELOPMENT_TOKEN, args.api_url).payment
+        interpreters = Interpreters.build(
+            # The payment about to be registered, else the one the fake knows.
+            mercadopago_payments=(lambda _: payment) if payment is not None else payments,
+            stripe_refunds=StripeApi(
+                lambda: STRIPE_DEVELOPMENT_API_KEY, args.api_url
+            ).refunds_of_charge,
+        )
+        self._dynamodb = operations_client("dynamodb", args.endpoint_url)
+        self._ledger = LedgerOutcomes(self._dynamodb, args.ledger_table, interpreters)
+
+    def track(self, body: str) -> list[Tracked]:
+        """Before posting: the keys the ledger holds already (a duplicate writes nothing)."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        from ops import send
+
+        try:
+            return self._ledger.track([send.message(self._args.provider, body)])
+        except (BotoCoreError, ClientError) as exc:
+            raise _NotSentError(
+                f"cannot read the ledger at {self._args.endpoint_url} ({exc}); "
+                "is `umavez serve` running? (--wait 0 posts without reading it)"
+            ) from exc
+
+    def report(self, tracked: list[Tracked]) -> int:
+        from ops.outcomes import PENDING
+
+        args = self._args
+        deadline = time.monotonic() + args.wait
+        [result] = self._ledger.settle(tracked, args.wait, every_seconds=0.5)
+        if result.outcome == PENDING:
+            later = f"; `umavez show order {result.order_id}` later" if result.order_id else ""
+            print(
+                f"not processed within {args.wait:g} s: still queued, being retried, or failing "
+                f"towards the dead-letter queue (`umavez dlq list`){later}",
+                file=sys.stderr,
+            )
+            return 1
+        detail = f" ({result.detail})" if result.detail else ""
+        print(f"processed: {result.outcome}{detail}")
+        if result.order_id is None:
+            return 0
+        self._until_notifications_leave_pending(result.order_id, deadline)
+        return show_order(
+            argparse.Namespace(
+                order_id=result.order_id,
+                json=False,
+                endpoint_url=args.endpoint_url,
+                ledger_table=args.ledger_table,
+                outbox_table=args.outbox_table,
+            )
+        )
+
+    def _until_notifications_leave_pending(self, order_id: str, deadline: float) -> None:
+        """The outbox sends right after the commit: show the order once it has (or at the
+        deadline, pending)."""
+        from functions.shared.outbox import OutboxStatus
+        from ops.state import order_view
+
+        names = TableNames(self._args.ledger_table, self._args.outbox_table)
+        while time.monotonic() < deadline:
+            view = order_view(self._dynamodb, names, order_id)
+            if all(i["status"] != OutboxStatus.PENDING for i in view.outbox):
+                return
+            time.sleep(0.5)
