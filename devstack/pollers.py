@@ -81,8 +81,12 @@ class SqsToLambda(Poller):
         queue_url: str,
         handler: Handler,
         crash_before_delete: Callable[[], bool] = lambda: False,
+        new_event: Callable[[], threading.Event] = threading.Event,
     ) -> None:
+        """`new_event` makes the event the visibility keeper waits on between extensions (a
+        test passes one whose waits end when it says time has passed)."""
         super().__init__(name)
+        self._new_event = new_event
         self._sqs = client("sqs", endpoint_url)
         self._queue_url = queue_url
         self._queue_arn = self._sqs.get_queue_attributes(
@@ -142,7 +146,7 @@ class SqsToLambda(Poller):
     def _held(self, messages: list[dict[str, Any]]) -> Iterator[list[bool]]:
         """While the handler runs, its messages stay invisible: every half visibility timeout
         they are hidden for four more. Yields a flag: set once it extended anything."""
-        done, extended = threading.Event(), [False]
+        done, extended = self._new_event(), [False]
 
         def extend() -> None:
             while not done.wait(self._visibility / 2):

@@ -138,12 +138,24 @@ class Deliverer(Protocol):
     def deliver(self, post: Post) -> object: ...
 
 
+class WallClock:
+    """The schedule's time: the monotonic clock, and waits that end at a phase's due time or
+    when a worker finishes, whichever comes first."""
+
+    def now(self) -> float:
+        return time.monotonic()
+
+    def wait(self, turn: threading.Condition, timeout: float | None, idle: bool) -> None:
+        turn.wait(timeout)
+
+
 def run_stories(
     stories: Sequence[Story],
     providers: Deliverer,
     progress: Callable[[int, int], None],
     workers: int = 8,
     stories_per_second: float | None = None,
+    clock: WallClock | None = None,
 ) -> None:
     """Deliver every story, its phases in order, up to `workers` phases at a time.
 
@@ -153,7 +165,10 @@ def run_stories(
     soak's fixed rate); otherwise all are ready at once, those that wait between phases first.
     """
     total = sum(post.copies for story in stories for post in story.posts)
-    Schedule(stories, providers.deliver, progress, total, workers, stories_per_second).run()
+    schedule = Schedule(
+        stories, providers.deliver, progress, total, workers, stories_per_second, clock
+    )
+    schedule.run()
 
 
 def _waits(story: Story) -> bool:
@@ -178,7 +193,9 @@ class Schedule:
         total: int,
         workers: int,
         stories_per_second: float | None,
+        clock: WallClock | None = None,
     ) -> None:
+        self._clock = clock or WallClock()
         self._stories = stories
         self._deliver = deliver
         self._progress = progress
@@ -192,7 +209,7 @@ class Schedule:
         self._unfinished = len(stories)
         self._done = 0
         self._errors: list[BaseException] = []
-        started = time.monotonic()
+        started = self._clock.now()
         if stories_per_second:
             for n in range(len(stories)):
                 self._at(started + n / stories_per_second, n, 0)
@@ -215,7 +232,7 @@ class Schedule:
             self._cond,
         ):
             while self._unfinished:
-                now = time.monotonic()
+                now = self._clock.now()
                 while self._timers and self._timers[0][0] <= now:
                     due, sequence, story, phase = heapq.heappop(self._timers)
                     # Stories under way first (phase > 0), then by when they became due.
@@ -225,7 +242,7 @@ class Schedule:
                     self._running += 1
                     phases.submit(self._run_phase, posts, ready.story, ready.phase)
                 timeout = self._timers[0][0] - now if self._timers else None
-                self._cond.wait(timeout)
+                self._clock.wait(self._cond, timeout, idle=not self._running and not self._ready)
         if self._errors:
             raise self._errors[0]
 
@@ -240,7 +257,7 @@ class Schedule:
             self._done += len(copies)
             self._progress(self._done, self._total)
             if phase + 1 < len(self._stories[story].phases) and not self._errors:
-                self._at(time.monotonic(), story, phase + 1)
+                self._at(self._clock.now(), story, phase + 1)
             else:
                 self._unfinished -= 1
             self._cond.notify()

@@ -37,6 +37,23 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
+# The tooling's suite: the tests of the embedded stack, the fire drill, the cost model and the
+# benchmarks. Everything else tests what users run: the functions, the stack, the operator's
+# tool. Both run in `make test`; `pytest -m product` or `-m tooling` runs one.
+TOOLING_DIRECTORIES = ("devstack",)
+TOOLING_MODULES = frozenset(
+    {"test_cost_model.py", "test_cost_model_matches_stack.py", "test_benchmark_replay.py"}
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each test marked `product` or `tooling` by where it lives."""
+    for item in items:
+        path = item.path
+        tooling = path.parent.name in TOOLING_DIRECTORIES or path.name in TOOLING_MODULES
+        item.add_marker(pytest.mark.tooling if tooling else pytest.mark.product)
+
+
 def pytest_terminal_summary(
     terminalreporter: pytest.TerminalReporter, config: pytest.Config
 ) -> None:

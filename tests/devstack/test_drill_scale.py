@@ -12,7 +12,7 @@ import pytest
 from devstack.resources import DEVELOPMENT_SECRETS
 from devstack.stack import Drained, EmbeddedStack, InFlight, StageTimes
 from firedrill.checks import nothing_lost
-from firedrill.delivery import DeliveryLog, Providers, run_stories
+from firedrill.delivery import DeliveryLog, Providers, WallClock, run_stories
 from firedrill.report import drains_line, server_facts, stage_facts
 from firedrill.run import DrillOptions, attach_as_an_operator
 from firedrill.stories import KINDS, SIMULATED_EVERY
@@ -105,13 +105,37 @@ def test_stories_that_wait_between_phases_start_first_so_their_waits_overlap_the
     stories.append(_story("late", phases=2, after=0.05))
     handed: list[str] = []
 
-    # When the schedule runs them with one worker
-    run_stories(stories, _Recorder(lambda post: handed.append(post.body)), lambda d, t: None, 1)
+    # When the schedule runs them with one worker, on a clock whose time passes only while
+    # nothing is being delivered (a wait long beside a delivery, however slow this machine)
+    run_stories(
+        stories,
+        _Recorder(lambda post: handed.append(post.body)),
+        lambda d, t: None,
+        1,
+        clock=_IdleTime(),
+    )
 
     # Then the waiting story's first phase went first, and its wait did not hold up the others
     assert handed[0] == "late:0"
     assert handed[1:6] == [f"plain{n}:0" for n in range(5)]
     assert handed[-1] == "late:1"
+
+
+class _IdleTime(WallClock):
+    """Time that passes only when the schedule is idle: a wait then ends at once, at its due
+    time; while a phase is delivered, the schedule waits for it, and no time passes."""
+
+    def __init__(self) -> None:
+        self.time = 0.0
+
+    def now(self) -> float:
+        return self.time
+
+    def wait(self, turn: threading.Condition, timeout: float | None, idle: bool) -> None:
+        if timeout is None or not idle:
+            turn.wait()
+        else:
+            self.time += timeout
 
 
 class _Recorder:

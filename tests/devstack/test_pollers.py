@@ -4,7 +4,7 @@ one splits a shard's records into lanes as Lambda's parallelization factor does.
 from __future__ import annotations
 
 import json
-import time
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,31 +23,92 @@ def aws() -> Iterator[LocalAws]:
     server.stop()
 
 
+class HalfTimeouts(threading.Event):
+    """The visibility keeper's clock: its waits between extensions end only when the test says
+    half a visibility timeout has passed (`passes`), or when the batch is done. No real time
+    passes, so nothing races the queue's own timeout."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._turn = threading.Condition()
+        self._owed = 0
+        self._waiting = False
+
+    def set(self) -> None:
+        with self._turn:
+            super().set()
+            self._turn.notify_all()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        with self._turn:
+            self._waiting = True
+            self._turn.notify_all()
+            self._turn.wait_for(lambda: self.is_set() or self._owed > 0)
+            self._waiting = False
+            if self.is_set():
+                return True
+            self._owed -= 1
+            return False
+
+    def passes(self) -> None:
+        """Half a timeout passes; returns once the keeper has acted on it and waits again."""
+        with self._turn:
+            self._owed += 1
+            self._turn.notify_all()
+            self._turn.wait_for(lambda: self._owed == 0 and self._waiting)
+
+
+class Keepers:
+    """The clocks a poller's batches get, one per batch."""
+
+    def __init__(self) -> None:
+        self.made: list[HalfTimeouts] = []
+
+    def __call__(self) -> threading.Event:
+        self.made.append(HalfTimeouts())
+        return self.made[-1]
+
+
+def visibility_changes(sqs: Any) -> list[int]:
+    """Records each visibility a client asks for (ChangeMessageVisibilityBatch)."""
+    asked: list[int] = []
+    sqs.meta.events.register(
+        "provide-client-params.sqs.ChangeMessageVisibilityBatch",
+        lambda params, **_: asked.extend(e["VisibilityTimeout"] for e in params["Entries"]),
+    )
+    return asked
+
+
 def test_a_batch_slower_than_the_visibility_timeout_is_never_received_twice(
     aws: LocalAws,
 ) -> None:
-    # Given a queue with a 1 s visibility timeout, one message in it, and a handler that takes
-    # three times as long, looking into the queue while it runs
+    # Given a queue with a 1 s visibility timeout, one message in it, and a handler during
+    # which three half timeouts pass, looking into the queue after each
     sqs = client("sqs", aws.endpoint_url)
     url = sqs.create_queue(QueueName="local-slow", Attributes={"VisibilityTimeout": "1"})[
         "QueueUrl"
     ]
     sqs.send_message(QueueUrl=url, MessageBody="slow")
+    keepers = Keepers()
     seen_meanwhile: list[Any] = []
 
     def slow(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        time.sleep(3)
-        seen_meanwhile.extend(sqs.receive_message(QueueUrl=url).get("Messages", []))
+        for _ in range(3):
+            keepers.made[-1].passes()
+            seen_meanwhile.extend(sqs.receive_message(QueueUrl=url).get("Messages", []))
         return {"batchItemFailures": []}
 
-    poller = SqsToLambda("process-test", aws.endpoint_url, url, slow)
+    poller = SqsToLambda("process-test", aws.endpoint_url, url, slow, new_event=keepers)
+    asked = visibility_changes(poller._sqs)
 
     # When the poller hands it the batch
     assert poller.poll_once()
 
-    # Then nobody else received the message while the handler held it, and it is gone
+    # Then each half timeout hid the message for four more, nobody else received it while the
+    # handler held it, and it is gone
+    assert asked == [4, 4, 4]
+    assert poller.stats["visibility_extended"] == 3
     assert seen_meanwhile == []
-    assert poller.stats["visibility_extended"] >= 1
     counts = sqs.get_queue_attributes(
         QueueUrl=url,
         AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
@@ -61,28 +122,31 @@ def test_a_batch_slower_than_the_visibility_timeout_is_never_received_twice(
 def test_a_failed_record_of_a_slow_batch_returns_after_the_queues_own_timeout(
     aws: LocalAws,
 ) -> None:
-    # Given a slow handler that fails its one record
+    # Given a handler that fails its one record after its visibility was extended
     sqs = client("sqs", aws.endpoint_url)
     url = sqs.create_queue(QueueName="local-slow-fail", Attributes={"VisibilityTimeout": "1"})[
         "QueueUrl"
     ]
     sqs.send_message(QueueUrl=url, MessageBody="fails")
+    keepers = Keepers()
 
     def slow_failure(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        time.sleep(2)
+        keepers.made[-1].passes()
         return {"batchItemFailures": [{"itemIdentifier": event["Records"][0]["messageId"]}]}
 
-    poller = SqsToLambda("process-test", aws.endpoint_url, url, slow_failure)
+    poller = SqsToLambda("process-test", aws.endpoint_url, url, slow_failure, new_event=keepers)
+    asked = visibility_changes(poller._sqs)
 
-    # When the poller hands it the batch, and the queue is read again
+    # When the poller hands it the batch
     assert poller.poll_once()
-    time.sleep(1.5)  # the queue's own timeout, not the extension of four
-    again = sqs.receive_message(QueueUrl=url, AttributeNames=["ApproximateReceiveCount"])
 
-    # Then the record is back, on its second receive
-    [message] = again["Messages"]
-    assert message["Body"] == "fails"
-    assert message["Attributes"]["ApproximateReceiveCount"] == "2"
+    # Then the failed record is given back the queue's own timeout (1 s), not the extension's
+    # four: SQS returns it as it would have without the extension; it is still there
+    assert asked == [4, 1]
+    counts = sqs.get_queue_attributes(
+        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessagesNotVisible"]
+    )["Attributes"]
+    assert counts == {"ApproximateNumberOfMessagesNotVisible": "1"}
 
 
 def test_a_shards_records_split_into_lanes_keep_each_keys_order() -> None:
