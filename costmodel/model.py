@@ -25,6 +25,9 @@ Lambda duration is the handlers' own work, measured (wall clock minus the time s
 on AWS calls), plus the calls they made, counted, at typical AWS latencies (`[latency_ms]` in
 the prices file): the local moto server is one lock for every request and much slower than
 AWS, so the local wall-clock time (printed too) is only an upper bound.
+
+Long on purpose: the prices, the usage of each AWS service per sample and the rendered bill
+form one model that `tests/unit/test_cost_model.py` checks against the README.
 """
 
 from __future__ import annotations

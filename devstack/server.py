@@ -10,6 +10,9 @@ Optional accounting (`--account-capacity`, for `umavez cost`): what each request
 billed, per caller (`devstack/accounting.py`); off, it costs nothing on the hot path.
 
 Run as `python -m devstack.server --port N [--conflict-rate R] [--seed S] [--account-capacity]`.
+
+Long on purpose: the server process, its lock and its launcher (split or not, priorities,
+startup and shutdown) are one mechanism.
 """
 
 from __future__ import annotations

@@ -1,5 +1,9 @@
 """The embedded stack: moto server, resources, the real handlers behind Lambda-like pollers,
-an API front on loopback, fake Mercado Pago and Stripe APIs, and switchable faults."""
+an API front on loopback, fake Mercado Pago and Stripe APIs, and switchable faults.
+
+Long on purpose: the wiring of every function to its event source, schedule and fault
+injection mirrors infra/constructs/pipeline.py, and is read beside it.
+"""
 
 from __future__ import annotations
 

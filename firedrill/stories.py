@@ -3,6 +3,9 @@ order must look like once everything has arrived, whatever the order and number 
 
 The payloads are the real shapes in fixtures/events, built by the same factories the tests use
 (`fixtures`).
+
+Long on purpose: one story per kind of delivery the drill makes, each with the truth it must
+end in, side by side so that kinds are compared at a glance.
 """
 
 from __future__ import annotations

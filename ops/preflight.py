@@ -8,6 +8,9 @@ same, plus the secrets the stack created never set since (their placeholder), a 
 subscription on the alarm topic, and (`--test-alarm`) one alarm set to ALARM to see whether
 its notification was published. What the account does not answer (an API not allowed, an
 endpoint that does not implement it) is said as such, never guessed.
+
+Long on purpose: one check per thing a first deploy needs from the account, each with the
+advice it prints; docs/deploy.md lists them in the same order.
 """
 
 from __future__ import annotations

@@ -131,6 +131,9 @@ table's `all_items` returns that partition's items, in the same (range key) orde
     id of every answer, 185 for the receipt handle of every message received (a twentieth of
     the SQS server's time). Each is drawn in one `choices` call, from the same characters, by
     the same (seedable) generator.
+
+Long on purpose: each change sits beside the reason it exists and what it preserves, so that
+a moto upgrade is reviewed change by change in one place.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 The transaction reserves the key (`attribute_not_exists`), moves the order only if the event
 is not older than the order's last one (the ordering guard is the Update's
-ConditionExpression) and writes the outbox item, all or nothing. The cancellation reasons, by
-position, say what happened.
+ConditionExpression) and writes the outbox item, all or nothing. Each item has a named slot
+(transaction.py): the cancellation reasons are read back by slot, and `decide` says what
+they mean.
 
 One BatchGetItem comes first, only to spare writes: a key already reserved is a duplicate
 without a transaction (a cancelled transaction is billed in full), an order whose last event
@@ -12,6 +13,11 @@ already held by this order is not written again. What the read saw can only stay
 and bindings are never removed or rebound; `last_event_second` never goes back), so it never
 decides wrongly, and so it may be eventually consistent (half the read units): a read that
 lags sees less, never something false, and what it did not see the transaction decides.
+
+Long on purpose: every path an entry can take (applied, duplicate, stale, voided, conflict,
+bound, waiting) shares one read, one routing and the same item builders, and the broken-design
+harness replaces those builders one at a time; the slots and the decision live apart, in
+transaction.py.
 """
 
 from __future__ import annotations
@@ -19,10 +25,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
+from functions.process.transaction import (
+    Placed,
+    Refusal,
+    Slot,
+    Transaction,
+    Verdict,
+    decide,
+)
 from functions.shared import tables
 from functions.shared.bindings import bound_orders
 from functions.shared.domain import (
@@ -41,7 +55,6 @@ from functions.shared.domain import (
     ordering_token,
 )
 from functions.shared.dynamo import (
-    Cancellation,
     cancellation_of,
     from_attributes,
     is_condition_failure,
@@ -65,12 +78,6 @@ if TYPE_CHECKING:
         TransactWriteItemTypeDef,
         UpdateTypeDef,
     )
-
-# Positions in every transaction this module sends; cancellation reasons come back by position.
-KEY_POSITION: Final = 0
-ORDER_POSITION: Final = 1
-OUTBOX_POSITION: Final = 2
-REVERSED_POSITION: Final = 3
 
 
 @dataclass(frozen=True)
@@ -210,11 +217,12 @@ class EffectProcessor:
         if known.later_second_than(routed):
             self._refuse_other_currency(routed, known.order or {})
             return self._record_stale(routed, to_bind)
+        transaction = self._applied(routed, to_bind)
         try:
-            self._db.transact_write_items(TransactItems=self._applied_items(routed, to_bind))
+            self._db.transact_write_items(TransactItems=transaction.items)
         except ClientError as exc:
-            cancellation = cancellation_of(exc, "TransactWriteItems")
-            return self._after_cancellation(routed, cancellation, to_bind)
+            refusal = transaction.refusal(cancellation_of(exc, "TransactWriteItems"))
+            return self._after_refusal(routed, refusal, to_bind)
         return self._processed(routed, Outcome.APPLIED, routed.effect.note or "")
 
     def _read_before_writing(self, routed: RoutedEffect) -> Known:
@@ -281,33 +289,33 @@ class EffectProcessor:
         )
         return replace(routed, effect=replace(routed.effect, amount=amount, note=note))
 
-    def _after_cancellation(
+    def _after_refusal(
         self,
         routed: RoutedEffect,
-        cancellation: Cancellation,
+        refusal: Refusal,
         to_bind: tuple[str, ...],
         *,
         stale: bool = False,
     ) -> Processed:
-        """By position: the key (duplicate), contention (retry), a binding (conflict), the
-        reversed entry (void), the order's guard (stale, on the first transaction only)."""
+        """What the refused transaction means (transaction.decide), carried out."""
         kind = "stale transaction" if stale else "transaction"
-        if cancellation.failed_condition(KEY_POSITION):
-            return self._duplicate(
-                routed,
-                cancellation.old_item(KEY_POSITION) or {},
-                f"{kind}: effect key already reserved",
+        verdict = decide(refusal, stale_attempt=stale)
+        if verdict is Verdict.DUPLICATE:
+            first = refusal.found(Slot.KEY) or {}
+            return self._duplicate(routed, first, f"{kind}: effect key already reserved")
+        if verdict is Verdict.RETRY:
+            raise WriteContendedError(f"{kind} cancelled: {refusal.codes}")
+        if (binding := refusal.binding()) is not None:
+            bound = (binding.found or {}).get("order_id")
+            return self._record_conflict(
+                routed.effect.delivery, str(binding.ref), str(bound), routed.order_id, routed.key
             )
-        if cancellation.contended:
-            raise WriteContendedError(f"{kind} cancelled: {cancellation.codes}")
-        if conflict := self._binding_conflict(routed, cancellation, to_bind):
-            return conflict
-        if routed.reversed_key is not None and cancellation.failed_condition(REVERSED_POSITION):
+        if verdict is Verdict.VOID:
             return self._void(routed)
-        if not stale and cancellation.failed_condition(ORDER_POSITION):
-            self._refuse_other_currency(routed, cancellation.old_item(ORDER_POSITION) or {})
+        if verdict is Verdict.STALE:
+            self._refuse_other_currency(routed, refusal.found(Slot.ORDER) or {})
             return self._record_stale(routed, to_bind)
-        raise UnexpectedWriteError(f"{kind} cancelled: {cancellation.codes}")
+        raise UnexpectedWriteError(f"{kind} cancelled: {refusal.codes}")
 
     def _duplicate(self, routed: RoutedEffect, first: dict[str, object], detail: str) -> Processed:
         """A duplicate; if it names another amount than the entry that counted, say so; if it
@@ -384,16 +392,14 @@ class EffectProcessor:
             if not is_condition_failure(exc):
                 raise_unclassified(exc, "UpdateItem")
 
-    def _applied_items(
-        self, routed: RoutedEffect, to_bind: tuple[str, ...]
-    ) -> list[TransactWriteItemTypeDef]:
-        return [
-            self._reserve_key(routed, Outcome.APPLIED),
-            {"Update": self._order_update(routed)},
-            self._outbox_put(routed, late=False),
-            *self._reversed_check(routed),
-            *self._bindings(routed.effect.delivery.provider, routed.order_id, to_bind),
-        ]
+    def _applied(self, routed: RoutedEffect, to_bind: tuple[str, ...]) -> Transaction:
+        return Transaction.of(
+            Placed(Slot.KEY, self._reserve_key(routed, Outcome.APPLIED)),
+            Placed(Slot.ORDER, {"Update": self._order_update(routed)}),
+            Placed(Slot.OUTBOX, self._outbox_put(routed, late=False)),
+            self._reversed_check(routed),
+            self._bindings(routed.effect.delivery.provider, routed.order_id, to_bind),
+        )
 
     def _reserve_key(
         self, routed: RoutedEffect, outcome: Outcome, *, key: str | None = None
@@ -537,33 +543,29 @@ class EffectProcessor:
             }
         }
 
-    def _reversed_check(self, routed: RoutedEffect) -> list[TransactWriteItemTypeDef]:
+    def _reversed_check(self, routed: RoutedEffect) -> list[Placed]:
         """A reversal counts only if the entry it reverses counted (a refund that never
         succeeded never counts, so neither does its failure)."""
         reversed_key = routed.reversed_key
         if reversed_key is None:
             return []
-        return [
-            {
-                "ConditionCheck": {
-                    "TableName": self._tables.ledger,
-                    "Key": to_attributes(
-                        {
-                            tables.PARTITION_KEY: tables.order_pk(routed.order_id),
-                            tables.SORT_KEY: tables.effect_sk(reversed_key),
-                        }
-                    ),
-                    "ConditionExpression": "attribute_exists(#pk) AND #outcome IN (:a, :s)",
-                    "ExpressionAttributeNames": {
-                        "#pk": tables.PARTITION_KEY,
-                        "#outcome": "outcome",
-                    },
-                    "ExpressionAttributeValues": to_attributes(
-                        {":a": Outcome.APPLIED.value, ":s": Outcome.STALE.value}
-                    ),
-                }
+        check: TransactWriteItemTypeDef = {
+            "ConditionCheck": {
+                "TableName": self._tables.ledger,
+                "Key": to_attributes(
+                    {
+                        tables.PARTITION_KEY: tables.order_pk(routed.order_id),
+                        tables.SORT_KEY: tables.effect_sk(reversed_key),
+                    }
+                ),
+                "ConditionExpression": "attribute_exists(#pk) AND #outcome IN (:a, :s)",
+                "ExpressionAttributeNames": {"#pk": tables.PARTITION_KEY, "#outcome": "outcome"},
+                "ExpressionAttributeValues": to_attributes(
+                    {":a": Outcome.APPLIED.value, ":s": Outcome.STALE.value}
+                ),
             }
-        ]
+        }
+        return [Placed(Slot.REVERSED, check)]
 
     # -- bindings: which order a provider object belongs to, first writer wins -------------
 
@@ -577,43 +579,31 @@ class EffectProcessor:
             objects = (*objects, effect.payment)
         return tuple(dict.fromkeys(objects))
 
-    def _bindings(
-        self, provider: str, order_id: str, objects: tuple[str, ...]
-    ) -> list[TransactWriteItemTypeDef]:
+    def _bindings(self, provider: str, order_id: str, objects: tuple[str, ...]) -> list[Placed]:
         """Conditional Puts: an object already bound to another order cancels the transaction,
         so one payment can never be credited to two orders, whichever event names it first."""
         return [
-            {
-                "Put": {
-                    "TableName": self._tables.ledger,
-                    "Item": to_attributes(
-                        {
-                            tables.PARTITION_KEY: tables.ref_pk(provider, ref),
-                            tables.SORT_KEY: tables.REF_SORT,
-                            "ref": ref,
-                            "order_id": order_id,
-                        }
-                    ),
-                    "ConditionExpression": "attribute_not_exists(#pk) OR #order = :order",
-                    "ExpressionAttributeNames": {"#pk": tables.PARTITION_KEY, "#order": "order_id"},
-                    "ExpressionAttributeValues": to_attributes({":order": order_id}),
-                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                }
-            }
-            for ref in objects
+            Placed(Slot.BINDING, self._binding(provider, order_id, ref), ref) for ref in objects
         ]
 
-    def _binding_conflict(
-        self, routed: RoutedEffect, cancellation: Cancellation, to_bind: tuple[str, ...]
-    ) -> Processed | None:
-        first = REVERSED_POSITION + (1 if routed.reversed_key is not None else 0)
-        for position, ref in enumerate(to_bind, start=first):
-            if cancellation.failed_condition(position):
-                bound = (cancellation.old_item(position) or {}).get("order_id")
-                return self._record_conflict(
-                    routed.effect.delivery, ref, str(bound), routed.order_id, routed.key
-                )
-        return None
+    def _binding(self, provider: str, order_id: str, ref: str) -> TransactWriteItemTypeDef:
+        return {
+            "Put": {
+                "TableName": self._tables.ledger,
+                "Item": to_attributes(
+                    {
+                        tables.PARTITION_KEY: tables.ref_pk(provider, ref),
+                        tables.SORT_KEY: tables.REF_SORT,
+                        "ref": ref,
+                        "order_id": order_id,
+                    }
+                ),
+                "ConditionExpression": "attribute_not_exists(#pk) OR #order = :order",
+                "ExpressionAttributeNames": {"#pk": tables.PARTITION_KEY, "#order": "order_id"},
+                "ExpressionAttributeValues": to_attributes({":order": order_id}),
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
 
     def _record_conflict(
         self,
@@ -658,32 +648,30 @@ class EffectProcessor:
 
     def _write_binding(self, binding: Binding, order_id: str, *, first_time: bool) -> Processed:
         delivery = binding.delivery
-        bindings = self._bindings(delivery.provider, order_id, binding.objects)
         audit = self._delivery_put(delivery, Outcome.BOUND, binding.reason, order_id)
         if first_time:
             audit["Put"]["ConditionExpression"] = "attribute_not_exists(#pk)"
             audit["Put"]["ExpressionAttributeNames"] = {"#pk": tables.PARTITION_KEY}
             audit["Put"]["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+        transaction = Transaction.of(
+            self._bindings(delivery.provider, order_id, binding.objects), Placed(Slot.AUDIT, audit)
+        )
         try:
-            self._db.transact_write_items(TransactItems=[*bindings, audit])
+            self._db.transact_write_items(TransactItems=transaction.items)
         except ClientError as exc:
-            cancellation = cancellation_of(exc, "TransactWriteItems")
-            if cancellation.contended:
-                raise WriteContendedError(f"binding cancelled: {cancellation.codes}") from exc
-            if cancellation.codes and all(
-                code is None for code in cancellation.codes[: len(bindings)]
-            ):
-                old = cancellation.old_item(len(bindings)) or {}
-                if old.get("outcome") == Outcome.BOUND.value:
+            refusal = transaction.refusal(cancellation_of(exc, "TransactWriteItems"))
+            if refusal.contended:
+                raise WriteContendedError(f"binding cancelled: {refusal.codes}") from exc
+            if refusal.only_audit_refused:
+                if (refusal.found(Slot.AUDIT) or {}).get("outcome") == Outcome.BOUND.value:
                     # This delivery bound these objects already: a resend changes nothing.
                     return Processed(delivery, Outcome.BOUND, order_id, detail=binding.reason)
                 # Recorded otherwise before (e.g. ignored by an older version): bind now.
                 return self._write_binding(binding, order_id, first_time=False)
-            for position, ref in enumerate(binding.objects):
-                if cancellation.failed_condition(position):
-                    bound = (cancellation.old_item(position) or {}).get("order_id")
-                    return self._record_conflict(delivery, ref, str(bound), order_id)
-            raise UnexpectedWriteError(f"binding cancelled: {cancellation.codes}") from exc
+            if (refused := refusal.binding()) is not None:
+                bound = (refused.found or {}).get("order_id")
+                return self._record_conflict(delivery, str(refused.ref), str(bound), order_id)
+            raise UnexpectedWriteError(f"binding cancelled: {refusal.codes}") from exc
         return Processed(delivery, Outcome.BOUND, order_id, detail=binding.reason)
 
     # -- stale: status guarded, money still counted and announced ---------------------------
@@ -704,21 +692,20 @@ class EffectProcessor:
             "#pk": tables.PARTITION_KEY,
             "#currency": "currency",
         }
-        items: list[TransactWriteItemTypeDef] = [
-            self._reserve_key(routed, Outcome.STALE),
-            {"Update": update},
-            self._outbox_put(routed, late=True),
-            *self._reversed_check(routed),
-            *self._bindings(routed.effect.delivery.provider, routed.order_id, to_bind),
-            self._entry_audit(
-                routed, Outcome.STALE, "older than the order's last event: status kept, counted"
-            ),
-        ]
+        reason = "older than the order's last event: status kept, counted"
+        transaction = Transaction.of(
+            Placed(Slot.KEY, self._reserve_key(routed, Outcome.STALE)),
+            Placed(Slot.ORDER, {"Update": update}),
+            Placed(Slot.OUTBOX, self._outbox_put(routed, late=True)),
+            self._reversed_check(routed),
+            self._bindings(routed.effect.delivery.provider, routed.order_id, to_bind),
+            Placed(Slot.AUDIT, self._entry_audit(routed, Outcome.STALE, reason)),
+        )
         try:
-            self._db.transact_write_items(TransactItems=items)
+            self._db.transact_write_items(TransactItems=transaction.items)
         except ClientError as exc:
-            cancellation = cancellation_of(exc, "TransactWriteItems")
-            return self._after_cancellation(routed, cancellation, to_bind, stale=True)
+            refusal = transaction.refusal(cancellation_of(exc, "TransactWriteItems"))
+            return self._after_refusal(routed, refusal, to_bind, stale=True)
         return self._processed(routed, Outcome.STALE, "status change discarded, amount counted")
 
     # -- voided: a reversal of an entry that never counted ---------------------------------
@@ -735,23 +722,23 @@ class EffectProcessor:
             # Nothing to record: the delivery's other entries say what it did.
             return self._processed(routed, Outcome.IGNORED, "nothing open to settle")
         reason = "reverses an entry that never counted: both keys voided"
-        items: list[TransactWriteItemTypeDef] = [
-            self._reserve_key(routed, Outcome.VOIDED, key=reversed_key),
-            self._reserve_key(routed, Outcome.VOIDED),
-            self._entry_audit(routed, Outcome.VOIDED, reason),
-        ]
+        transaction = Transaction.of(
+            Placed(Slot.VOIDED, self._reserve_key(routed, Outcome.VOIDED, key=reversed_key)),
+            Placed(Slot.KEY, self._reserve_key(routed, Outcome.VOIDED)),
+            Placed(Slot.AUDIT, self._entry_audit(routed, Outcome.VOIDED, reason)),
+        )
         try:
-            self._db.transact_write_items(TransactItems=items)
+            self._db.transact_write_items(TransactItems=transaction.items)
         except ClientError as exc:
-            cancellation = cancellation_of(exc, "TransactWriteItems")
-            if cancellation.failed_condition(1):
+            refusal = transaction.refusal(cancellation_of(exc, "TransactWriteItems"))
+            if refusal.failed(Slot.KEY):
                 return self._processed(routed, Outcome.DUPLICATE, "reversal already recorded")
-            if cancellation.failed_condition(0):
+            if refusal.failed(Slot.VOIDED):
                 # The reversed entry was counted meanwhile: the reversal now applies normally.
                 raise WriteContendedError("reversed entry recorded concurrently") from exc
-            if cancellation.contended:
-                raise WriteContendedError(f"void cancelled: {cancellation.codes}") from exc
-            raise UnexpectedWriteError(f"void cancelled: {cancellation.codes}") from exc
+            if refusal.contended:
+                raise WriteContendedError(f"void cancelled: {refusal.codes}") from exc
+            raise UnexpectedWriteError(f"void cancelled: {refusal.codes}") from exc
         return self._processed(routed, Outcome.VOIDED, reason)
 
     def _refuse_other_currency(self, routed: RoutedEffect, order: dict[str, object]) -> None:

@@ -14,6 +14,9 @@ subscription no order was ever bound to) moves no money, so past the wait it is 
 not unmatched; one the code before this rule moved to unmatched is recorded so on the next run.
 Whatever it would have bound, nothing waits for it: a payment it names is counted through its
 own events, and a delivery that needs its binding waits (and goes unmatched) on its own.
+
+Long on purpose: parking, the scheduled re-drive, re-checks and the operator's attach move
+the same items through the same partitions, with the same conditions.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Final
 import boto3
 from botocore.exceptions import ClientError
 
+from functions.process.transaction import Placed, Slot, Transaction
 from functions.shared import settings, tables
 from functions.shared.bindings import binding_key, bound_orders, ledger_items
 from functions.shared.domain import Outcome
@@ -50,6 +54,7 @@ from functions.shared.errors import (
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
     from mypy_boto3_sqs import SQSClient
 
 WAIT_LIMIT_SECONDS: Final = 3 * 86_400  # Stripe retries a live delivery for up to 3 days
@@ -357,37 +362,32 @@ class Waiting:
         return len(parked)
 
     def _bind(self, provider: str, object_id: str, order_id: str) -> None:
-        try:
-            self._db.transact_write_items(
-                TransactItems=[
+        binding: TransactWriteItemTypeDef = {
+            "Put": {
+                "TableName": self._tables.ledger,
+                "Item": to_attributes(
                     {
-                        "Put": {
-                            "TableName": self._tables.ledger,
-                            "Item": to_attributes(
-                                {
-                                    tables.PARTITION_KEY: tables.ref_pk(provider, object_id),
-                                    tables.SORT_KEY: tables.REF_SORT,
-                                    "ref": object_id,
-                                    "order_id": order_id,
-                                    "attached_at": int(self._clock()),
-                                }
-                            ),
-                            "ConditionExpression": "attribute_not_exists(#pk) OR #order = :order",
-                            "ExpressionAttributeNames": {
-                                "#pk": tables.PARTITION_KEY,
-                                "#order": "order_id",
-                            },
-                            "ExpressionAttributeValues": to_attributes({":order": order_id}),
-                            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                        }
+                        tables.PARTITION_KEY: tables.ref_pk(provider, object_id),
+                        tables.SORT_KEY: tables.REF_SORT,
+                        "ref": object_id,
+                        "order_id": order_id,
+                        "attached_at": int(self._clock()),
                     }
-                ]
-            )
+                ),
+                "ConditionExpression": "attribute_not_exists(#pk) OR #order = :order",
+                "ExpressionAttributeNames": {"#pk": tables.PARTITION_KEY, "#order": "order_id"},
+                "ExpressionAttributeValues": to_attributes({":order": order_id}),
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
+        transaction = Transaction.of(Placed(Slot.BINDING, binding, object_id))
+        try:
+            self._db.transact_write_items(TransactItems=transaction.items)
         except ClientError as exc:
-            cancellation = cancellation_of(exc, "TransactWriteItems")
-            if cancellation.contended:
-                raise WriteContendedError(f"attach contended: {cancellation.codes}") from exc
-            bound = (cancellation.old_item(0) or {}).get("order_id")
+            refusal = transaction.refusal(cancellation_of(exc, "TransactWriteItems"))
+            if refusal.contended:
+                raise WriteContendedError(f"attach contended: {refusal.codes}") from exc
+            bound = (refusal.found(Slot.BINDING) or {}).get("order_id")
             raise BindingConflictError(
                 f"{provider} {object_id} is already bound to order {bound}", str(bound)
             ) from exc
@@ -447,31 +447,35 @@ class Waiting:
             tables.PARTITION_KEY: tables.UNMATCHED_PK,
             "unmatched_at": datetime.fromtimestamp(now, tz=UTC).isoformat(timespec="seconds"),
         }
+        parked = to_attributes(
+            {tables.PARTITION_KEY: tables.WAITING_PK, tables.SORT_KEY: item[tables.SORT_KEY]}
+        )
+        transaction = Transaction.of(
+            Placed(
+                Slot.UNMATCHED,
+                {"Put": {"TableName": self._tables.ledger, "Item": to_attributes(unmatched)}},
+            ),
+            Placed(Slot.PARKED, self._parked_delete(parked)),
+        )
         try:
-            self._db.transact_write_items(
-                TransactItems=[
-                    {"Put": {"TableName": self._tables.ledger, "Item": to_attributes(unmatched)}},
-                    {
-                        "Delete": {
-                            "TableName": self._tables.ledger,
-                            "Key": to_attributes(
-                                {
-                                    tables.PARTITION_KEY: tables.WAITING_PK,
-                                    tables.SORT_KEY: item[tables.SORT_KEY],
-                                }
-                            ),
-                            "ConditionExpression": "attribute_exists(#pk)",
-                            "ExpressionAttributeNames": {"#pk": tables.PARTITION_KEY},
-                        }
-                    },
-                ]
-            )
+            self._db.transact_write_items(TransactItems=transaction.items)
         except ClientError as exc:
-            cancellation = cancellation_of(exc, "TransactWriteItems")
-            if cancellation.failed_condition(1) or cancellation.contended:
+            refusal = transaction.refusal(cancellation_of(exc, "TransactWriteItems"))
+            if refusal.failed(Slot.PARKED) or refusal.contended:
                 return False
-            raise UnexpectedWriteError(f"unmatched move: {cancellation.codes}") from exc
+            raise UnexpectedWriteError(f"unmatched move: {refusal.codes}") from exc
         return True
+
+    def _parked_delete(self, key: dict[str, Any]) -> TransactWriteItemTypeDef:
+        """The parked delivery's removal, only if it is still parked."""
+        return {
+            "Delete": {
+                "TableName": self._tables.ledger,
+                "Key": key,
+                "ConditionExpression": "attribute_exists(#pk)",
+                "ExpressionAttributeNames": {"#pk": tables.PARTITION_KEY},
+            }
+        }
 
     def _ignore(self, item: dict[str, Any], partition: str, now: int) -> bool:
         """A delivery that moves no money and whose objects no order was ever bound to: its
@@ -493,36 +497,28 @@ class Waiting:
         parked = to_attributes(
             {tables.PARTITION_KEY: partition, tables.SORT_KEY: item[tables.SORT_KEY]}
         )
+        audit: TransactWriteItemTypeDef = {
+            "Put": {
+                "TableName": self._tables.ledger,
+                "Item": to_attributes(record),
+                "ConditionExpression": "attribute_not_exists(#pk)",
+                "ExpressionAttributeNames": {"#pk": tables.PARTITION_KEY},
+            }
+        }
+        transaction = Transaction.of(
+            Placed(Slot.AUDIT, audit), Placed(Slot.PARKED, self._parked_delete(parked))
+        )
         try:
-            self._db.transact_write_items(
-                TransactItems=[
-                    {
-                        "Put": {
-                            "TableName": self._tables.ledger,
-                            "Item": to_attributes(record),
-                            "ConditionExpression": "attribute_not_exists(#pk)",
-                            "ExpressionAttributeNames": {"#pk": tables.PARTITION_KEY},
-                        }
-                    },
-                    {
-                        "Delete": {
-                            "TableName": self._tables.ledger,
-                            "Key": parked,
-                            "ConditionExpression": "attribute_exists(#pk)",
-                            "ExpressionAttributeNames": {"#pk": tables.PARTITION_KEY},
-                        }
-                    },
-                ]
-            )
+            self._db.transact_write_items(TransactItems=transaction.items)
         except ClientError as exc:
-            cancellation = cancellation_of(exc, "TransactWriteItems")
-            if cancellation.failed_condition(1) or cancellation.contended:
+            refusal = transaction.refusal(cancellation_of(exc, "TransactWriteItems"))
+            if refusal.failed(Slot.PARKED) or refusal.contended:
                 return False
-            if cancellation.failed_condition(0):
+            if refusal.failed(Slot.AUDIT):
                 # The delivery has its record already: it only stops waiting.
                 self._db.delete_item(TableName=self._tables.ledger, Key=parked)
                 return True
-            raise UnexpectedWriteError(f"ignored move: {cancellation.codes}") from exc
+            raise UnexpectedWriteError(f"ignored move: {refusal.codes}") from exc
         return True
 
 

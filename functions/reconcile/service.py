@@ -13,6 +13,9 @@ streaming (the fire drill, or by hand after an incident). Either way a mismatch 
 candidate until it is read again, consistently, after a settle margin: a Query is
 read-committed, so it can see an order's totals and not yet the entry a concurrent transaction
 wrote with them.
+
+Long on purpose: the full and the incremental check share the per-order audit and its
+re-read; apart, the two would drift.
 """
 
 from __future__ import annotations

@@ -1,5 +1,9 @@
 """Alarms (each one has a runbook entry in the README) and a dashboard; alarms go to SNS,
-encrypted with a key CloudWatch may use (it cannot use the AWS-managed SNS key)."""
+encrypted with a key CloudWatch may use (it cannot use the AWS-managed SNS key).
+
+Long on purpose: every alarm with its metric math and threshold, and the dashboard built from
+the same metrics, so that an alarm and its graph cannot disagree.
+"""
 
 from __future__ import annotations
 

@@ -9,12 +9,8 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING
 
-from functions.process.service import (
-    KEY_POSITION,
-    OUTBOX_POSITION,
-    EffectProcessor,
-    Processed,
-)
+from functions.process.service import EffectProcessor, Processed
+from functions.process.transaction import Placed, Slot, Transaction
 from functions.shared import tables
 from functions.shared.domain import Effect, Outcome, RoutedEffect
 from functions.shared.dynamo import to_attributes
@@ -37,10 +33,11 @@ class CheckThenInsert(EffectProcessor):
         )
         if "Item" in existing:
             return self._processed(routed, Outcome.DUPLICATE)
-        items = self._applied_items(routed, self._bound_objects(routed))
-        for put in (items[KEY_POSITION]["Put"], items[OUTBOX_POSITION]["Put"]):
+        transaction = self._applied(routed, self._bound_objects(routed))
+        for slot in (Slot.KEY, Slot.OUTBOX):
+            put = transaction.item(slot)["Put"]
             del put["ConditionExpression"], put["ExpressionAttributeNames"]
-        self._db.transact_write_items(TransactItems=items)
+        self._db.transact_write_items(TransactItems=transaction.items)
         return self._processed(routed, Outcome.APPLIED)
 
 
@@ -65,14 +62,8 @@ class NoOrderingGuard(EffectProcessor):
 class OutboxOutsideTransaction(EffectProcessor):
     """Commits the effect, then writes the outbox item in a second request."""
 
-    def _applied_items(
-        self, routed: RoutedEffect, to_bind: tuple[str, ...]
-    ) -> list[TransactWriteItemTypeDef]:
-        return [
-            item
-            for item in super()._applied_items(routed, to_bind)
-            if item.get("Put", {}).get("TableName") != self._tables.outbox
-        ]
+    def _applied(self, routed: RoutedEffect, to_bind: tuple[str, ...]) -> Transaction:
+        return super()._applied(routed, to_bind).without(Slot.OUTBOX)
 
     def _apply(self, routed: RoutedEffect) -> Processed:
         processed = super()._apply(routed)
@@ -87,7 +78,7 @@ class StaleNotAnnounced(EffectProcessor):
     def _outbox_put(self, routed: RoutedEffect, *, late: bool) -> TransactWriteItemTypeDef:
         if not late:
             return super()._outbox_put(routed, late=late)
-        # Something harmless in its place, so the transaction keeps its positions.
+        # Something harmless in the outbox item's slot.
         item = {tables.PARTITION_KEY: f"UNANNOUNCED#{routed.key}", tables.SORT_KEY: "-"}
         return {"Put": {"TableName": self._tables.ledger, "Item": to_attributes(item)}}
 
@@ -95,25 +86,22 @@ class StaleNotAnnounced(EffectProcessor):
 class LastBindingWins(EffectProcessor):
     """Binds a payment to whichever order the latest event names: one payment, two credits."""
 
-    def _bindings(
-        self, provider: str, order_id: str, objects: tuple[str, ...]
-    ) -> list[TransactWriteItemTypeDef]:
-        puts = super()._bindings(provider, order_id, objects)
-        for put in puts:
-            for field in (
-                "ConditionExpression",
-                "ExpressionAttributeNames",
-                "ExpressionAttributeValues",
-                "ReturnValuesOnConditionCheckFailure",
-            ):
-                put["Put"].pop(field)  # type: ignore[misc]
-        return puts
+    def _binding(self, provider: str, order_id: str, ref: str) -> TransactWriteItemTypeDef:
+        put = super()._binding(provider, order_id, ref)
+        for field in (
+            "ConditionExpression",
+            "ExpressionAttributeNames",
+            "ExpressionAttributeValues",
+            "ReturnValuesOnConditionCheckFailure",
+        ):
+            put["Put"].pop(field)  # type: ignore[misc]
+        return put
 
 
 class ReversalWithoutCheck(EffectProcessor):
     """Takes a failed refund's amount back whether or not the refund ever counted."""
 
-    def _reversed_check(self, routed: RoutedEffect) -> list[TransactWriteItemTypeDef]:
+    def _reversed_check(self, routed: RoutedEffect) -> list[Placed]:
         return []
 
 

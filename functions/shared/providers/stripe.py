@@ -3,6 +3,9 @@
 Each webhook endpoint keeps its own API version, so legacy and current (basil and later)
 payload shapes arrive side by side; the models accept both, follow Stripe's nullability, and
 read only what they need.
+
+Long on purpose: Stripe's objects, its event map and the rules per API version belong
+together; split, a reader would follow one event through several files.
 """
 
 from __future__ import annotations
