@@ -23,6 +23,7 @@ umavez cost [--orders 52] [--per-kind 20] [--readme README.md] [--json FILE | --
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -36,11 +37,15 @@ from ops.cli.common import (
     add_api_type,
     add_endpoint_url,
 )
+from ops.cli.mistakes import MISTAKE, explained
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="umavez", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--debug", action="store_true", help="a traceback instead of the one-line error"
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -188,4 +193,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = parser.parse_args(argv)
     run: Callable[[argparse.Namespace], int] = args.run
-    return run(args)
+    try:
+        return run(args)
+    except Exception as exc:
+        line = None if args.debug else explained(exc)
+        if line is None:
+            raise  # a defect, or --debug: the traceback is what helps
+        print(f"umavez {args.command}: {line}", file=sys.stderr)
+        return MISTAKE

@@ -54,10 +54,10 @@ def add_replay_parser(commands: Any) -> None:
             default=None,
             help=f"the provider's API (default: the real one; locally {LOCAL_PROVIDER_APIS})",
         )
-        parser.set_defaults(run=replay)
+        parser.set_defaults(run=run_replay)
 
 
-def replay(args: argparse.Namespace) -> int:
+def run_replay(args: argparse.Namespace) -> int:
     from functions.ingest.adapters import SqsQueue
     from functions.process.mercadopago_api import BASE_URL as MERCADOPAGO_BASE_URL
     from functions.process.stripe_api import BASE_URL as STRIPE_BASE_URL
@@ -180,10 +180,10 @@ def add_dlq_parser(commands: Any) -> None:
         add_endpoint_url(parser)
         parser.add_argument("--queue-url", default=None, help="the webhook queue (WebhookQueueUrl)")
         parser.add_argument("--dlq-url", default=None, help="the DLQ (DeadLetterQueueUrl)")
-        parser.set_defaults(run=dlq)
+        parser.set_defaults(run=run_dlq)
 
 
-def dlq(args: argparse.Namespace) -> int:
+def run_dlq(args: argparse.Namespace) -> int:
     from ops.dlq import DeadLetters
     from ops.local import DEAD_LETTER_QUEUE_NAME, WEBHOOK_QUEUE_NAME
 
