@@ -514,8 +514,8 @@ def _quantity(value: float) -> str:
 
 
 def render_block(measurement: Measurement, prices: Prices, webhook_queue: str) -> str:
-    """The README's cost section between its markers: its shape never depends on the numbers
-    (`tests/unit/test_cost_model.py` checks the README against it)."""
+    """The cost section between its markers (in docs/cost.md): its shape never depends on the
+    numbers (`tests/unit/test_cost_model.py` checks docs/cost.md against it)."""
     scenarios = measurement.scenarios()
     bills = {name: bill(sample, prices, webhook_queue) for name, sample in scenarios.items()}
     columns = [*KINDS, MIX]
