@@ -1,4 +1,4 @@
-"""Alarms (each one has a runbook entry in the README) and a dashboard; alarms go to SNS,
+"""Alarms (each one has a runbook entry in docs/operations.md) and a dashboard; alarms go to SNS,
 encrypted with a key CloudWatch may use (it cannot use the AWS-managed SNS key)."""
 
 from __future__ import annotations
