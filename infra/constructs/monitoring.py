@@ -202,7 +202,7 @@ class Monitoring(Construct):
         # charge.succeeded, charge.captured, checkout.session.completed, invoice_payment.paid):
         # one applied effect and up to four duplicates is normal traffic. More than five per
         # effect over 15 minutes (and more than 20 in all, so a quiet hour's resend of a few old
-        # events stays quiet) is providers retrying: the incident of DESIGN.md.
+        # events stays quiet) is providers retrying: the incident of docs/design.md.
         self._alarm(
             "DuplicateSurge",
             "Providers are retrying a lot: is ingest slower than their timeout?",
