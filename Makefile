@@ -9,8 +9,10 @@ RUNTIME_STAMP := $(RUNTIME_VENV)/.installed
 # jsii (under aws-cdk-lib) prints a large banner on Node 20; it is noise here.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_VERSION_CHECK := 1
+# Material for MkDocs prints a banner about its successor on every build; it is noise here.
+export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: install run test lint typecheck unit runtime synth bench bench-reconcile cost clean histories
+.PHONY: install run test lint typecheck docs unit runtime synth bench bench-reconcile cost clean histories
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,7 +49,12 @@ unit: $(STAMP) $(NODE_STAMP)
 runtime: $(STAMP) $(RUNTIME_STAMP)
 	$(BIN)/python scripts/check_lambda_runtime.py $(RUNTIME_VENV)/bin/python
 
-test: lint typecheck runtime unit
+# The documentation site (mkdocs.yml, docs/), built strictly: a broken link or anchor fails.
+# Not --quiet: it hides the warnings --strict counts, and the build then passes.
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict --site-dir .local/site
+
+test: lint typecheck docs runtime unit
 
 synth: $(STAMP) $(NODE_STAMP)
 	npx --no-install cdk synth --quiet -c allowNoAlarmSubscription=true
@@ -66,10 +73,10 @@ bench-reconcile: $(STAMP)
 	$(BIN)/python benchmarks/reconcile_scale.py
 
 # The cost per million events, measured on the embedded stack (minutes): prints it and
-# rewrites README.md's cost section; the raw counters go to .local/cost.json.
+# rewrites docs/cost.md's cost section; the raw counters go to .local/cost.json.
 cost: $(STAMP)
 	mkdir -p .local
-	$(BIN)/umavez cost --readme README.md --json .local/cost.json
+	$(BIN)/umavez cost --readme docs/cost.md --json .local/cost.json
 
 clean:
 	rm -rf $(VENV) $(RUNTIME_VENV) node_modules cdk.out .local .mypy_cache .pytest_cache .ruff_cache .hypothesis

@@ -1,6 +1,6 @@
 """The cost per million events, measured on the embedded stack: `umavez cost` (`make cost`).
 
-python benchmarks/cost_model.py [--orders 52] [--per-kind 20] [--readme README.md] [--json FILE]
+python benchmarks/cost_model.py [--orders 52] [--per-kind 20] [--readme docs/cost.md] [--json FILE]
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """`umavez cost`: measure the scenarios on the embedded stack (or read a saved measurement),
-price them, print the bill, and rewrite the README's cost block if asked."""
+price them, print the bill, and rewrite the cost block of a page if asked (`make cost`:
+docs/cost.md)."""
 
 from __future__ import annotations
 
@@ -29,8 +30,9 @@ def run(
     measured: Path | None = None,
     xray_sampling: float | None = None,
 ) -> int:
-    """Measure (or read a measurement `--json` wrote), price, print; rewrite the README's
-    block if asked. Re-pricing a saved measurement takes no stack: `--from-json`."""
+    """Measure (or read a measurement `--json` wrote), price, print; rewrite the cost
+    block of `readme` (docs/cost.md, by `make cost`) if asked. Re-pricing a saved measurement
+    takes no stack: `--from-json`."""
     prices = Prices.load()
     if xray_sampling is not None:
         prices.assumptions["xray_sampling"] = xray_sampling

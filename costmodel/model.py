@@ -27,7 +27,7 @@ the prices file): the local moto server is one lock for every request and much s
 AWS, so the local wall-clock time (printed too) is only an upper bound.
 
 Long on purpose: the prices, the usage of each AWS service per sample and the rendered bill
-form one model that `tests/unit/test_cost_model.py` checks against the README.
+form one model that `tests/unit/test_cost_model.py` checks against docs/cost.md.
 """
 
 from __future__ import annotations
@@ -517,8 +517,8 @@ def _quantity(value: float) -> str:
 
 
 def render_block(measurement: Measurement, prices: Prices, webhook_queue: str) -> str:
-    """The README's cost section between its markers: its shape never depends on the numbers
-    (`tests/unit/test_cost_model.py` checks the README against it)."""
+    """The cost section between its markers (in docs/cost.md): its shape never depends on the
+    numbers (`tests/unit/test_cost_model.py` checks docs/cost.md against it)."""
     scenarios = measurement.scenarios()
     bills = {name: bill(sample, prices, webhook_queue) for name, sample in scenarios.items()}
     columns = [*KINDS, MIX]

@@ -123,7 +123,8 @@ EVENTS: dict[ApiType, Callable[..., dict[str, Any]]] = {
 
 class ApiFront:
     """Serves POST /webhooks/{provider} on 127.0.0.1. `slow_seconds` holds the answer back after
-    ingest has run, as the incident in DESIGN.md did: the provider times out and retries.
+    ingest has run, as the incident in docs/design.md did ("The problem"): the provider times out
+    and retries.
 
     As an HTTP API, only the route's method reaches ingest (anything else is API Gateway's own
     404); a REST API's front hands every method to ingest, which answers 405."""

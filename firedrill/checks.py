@@ -1,4 +1,4 @@
-"""The guarantees of DESIGN.md section 2, judged from the tables once the drill has delivered."""
+"""The guarantees of docs/design.md, judged from the tables once the drill has delivered."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ class Check:
 
 
 def check_state(stories: Sequence[Story], state: Any, log: DeliveryLog) -> list[Check]:
-    """Every guarantee of DESIGN.md section 2, judged from the tables."""
+    """Every guarantee of docs/design.md, judged from the tables."""
     checks: list[Check] = []
     twice, lost, extra, wrong_status, wrong_totals, unbalanced = [], [], [], [], [], []
     stale_off, outbox_off, credited_twice = [], [], []

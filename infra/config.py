@@ -19,7 +19,7 @@ class ConfigError(ValueError):
 
 
 class ApiType(StrEnum):
-    """Which API Gateway fronts ingest (README, "Deploy"): an HTTP API (v2, payload format 2.0,
+    """Which API Gateway fronts ingest (docs/deploy.md): an HTTP API (v2, payload format 2.0,
     the cheaper and faster one) or a REST API (v1), the only one AWS WAF can attach to."""
 
     HTTP = "http"
@@ -65,7 +65,8 @@ class StackConfig:
     # Share of webhooks traced where X-Ray lets it be chosen (the REST stage's sampling rule);
     # 0 turns tracing off. Traces Lambda starts itself are sampled at AWS's fixed rate.
     xray_sampling: float = DEFAULT_XRAY_SAMPLING
-    # One deploy of a stack from before the `changed` index keeps the old `changes` (README).
+    # One deploy of a stack from before the `changed` index keeps the old `changes`
+    # (docs/deploy.md).
     keep_changes_index: bool = False
 
     def __post_init__(self) -> None:

@@ -16,7 +16,9 @@ PACK = "AwsSolutions::AwsSolutions-"
 REVIEWED: dict[str, str] = {
     f"{PACK}APIG4": "authentication is the provider's HMAC signature, checked by ingest",
     f"{PACK}COG4": "providers cannot present Cognito tokens; ingest checks their signatures",
-    f"{PACK}SMG4": "provider-issued signing secrets are rotated in their dashboards (README)",
+    f"{PACK}SMG4": (
+        "provider-issued signing secrets are rotated in their dashboards (docs/deploy.md)"
+    ),
     f"{PACK}L1": "Powertools' public layer is per runtime; 3.13 is the newest it ships",
     f"{PACK}SQS3": "the outbox stream's on-failure destination is itself a dead-letter queue",
 }

@@ -1,4 +1,5 @@
-"""The books, checked from the tables: DESIGN.md invariant 7 and "nothing lost".
+"""The books, checked from the tables: docs/design.md, "The guarantees" 7 (the books balance)
+and 6 (nothing is lost).
 
 - per order, the amounts of its applied and stale effects equal its recorded totals;
 - every counted effect has its outbox item (until that item's retention ran out), and no

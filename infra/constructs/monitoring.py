@@ -1,5 +1,5 @@
-"""Alarms (each one has a runbook entry in the README) and a dashboard; alarms go to SNS,
-encrypted with a key CloudWatch may use (it cannot use the AWS-managed SNS key).
+"""Alarms (each one has a runbook entry in docs/operations.md) and a dashboard; alarms go to
+SNS, encrypted with a key CloudWatch may use (it cannot use the AWS-managed SNS key).
 
 Long on purpose: every alarm with its metric math and threshold, and the dashboard built from
 the same metrics, so that an alarm and its graph cannot disagree.
@@ -206,7 +206,7 @@ class Monitoring(Construct):
         # charge.succeeded, charge.captured, checkout.session.completed, invoice_payment.paid):
         # one applied effect and up to four duplicates is normal traffic. More than five per
         # effect over 15 minutes (and more than 20 in all, so a quiet hour's resend of a few old
-        # events stays quiet) is providers retrying: the incident of DESIGN.md.
+        # events stays quiet) is providers retrying: the incident of docs/design.md.
         self._alarm(
             "DuplicateSurge",
             "Providers are retrying a lot: is ingest slower than their timeout?",

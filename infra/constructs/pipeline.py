@@ -57,7 +57,7 @@ class Pipeline(Construct):
         retention_env = {runtime_settings.RETENTION_DAYS_ENV: str(config.retention_days)}
         give_up_env = {runtime_settings.OUTBOX_GIVE_UP_HOURS_ENV: str(config.outbox_give_up_hours)}
 
-        # Who starts a trace (README "Observability"): with the REST API, its stage samples by
+        # Who starts a trace (docs/observability.md): with the REST API, its stage samples by
         # the stack's rule and ingest continues; with the HTTP API (which does not trace),
         # ingest starts it at Lambda's fixed rate. Process always continues ingest's trace (the
         # message's AWSTraceHeader), so an event is one trace; the stream and the schedules
@@ -89,7 +89,7 @@ class Pipeline(Construct):
                     **payment_mode_env,
                     # Lambda's active tracing records ingest's invocation; the X-Ray SDK's
                     # finer segments are not worth ~170 ms on every cold start of the function
-                    # providers wait on (README "Performance").
+                    # providers wait on (docs/performance.md).
                     "POWERTOOLS_TRACE_DISABLED": "true",
                 },
                 tracing=ingest_tracing,

@@ -80,7 +80,7 @@ class Storage(Construct):
 def _retired_changes_index() -> dynamodb.GlobalSecondaryIndexPropsV2:
     """The index `changed` replaced (sorted by `updated_at`), kept for one deploy of a stack
     that has it: CloudFormation creates or deletes one index per table update, so the upgrade
-    adds the new one with this kept (`-c keepChangesIndex=true`), then drops it (README)."""
+    adds the new one with this kept (`-c keepChangesIndex=true`), then drops it (docs/deploy.md)."""
     return dynamodb.GlobalSecondaryIndexPropsV2(
         index_name="changes",
         partition_key=dynamodb.Attribute(

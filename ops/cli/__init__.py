@@ -16,7 +16,7 @@ umavez outbox revive OUTBOX_ID | --all-dead [--json] [--endpoint-url URL --outbo
 umavez show metrics [--json]           what the local functions counted (.local/metrics/)
 umavez preflight --stack-name NAME [--region R] [--profile P] [--test-alarm] [--json]
        the account before and after `cdk deploy` (docs/deploy.md)
-umavez cost [--orders 52] [--per-kind 20] [--readme README.md] [--json FILE | --from-json FILE]
+umavez cost [--orders 52] [--per-kind 20] [--readme docs/cost.md] [--json FILE | --from-json FILE]
        [--xray-sampling RATE]
 """
 
@@ -90,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     order = show_what.add_parser("order", help="an order, its effects and its outbox items")
     order.add_argument("order_id")
     order.add_argument(
-        "--json", action="store_true", help="machine-readable output (fields in the README)"
+        "--json", action="store_true", help="machine-readable output (fields in docs/operations.md)"
     )
     add_endpoint_url(order, "the deployed tables")
     order.add_argument("--ledger-table", default=DEFAULT_LEDGER_TABLE)

@@ -1,4 +1,4 @@
-"""The guarantees of DESIGN.md section 2, asserted on the state of the tables.
+"""The guarantees of docs/design.md ("The guarantees"), asserted on the state of the tables.
 
 Each test here is also run against deliberately broken processors
 (test_broken_designs_are_caught.py): it must fail for the design it protects against.

@@ -53,7 +53,7 @@ HTTP_API_LOG_VARIABLES = {
         "status",
     ]
 }
-# What an operator reads in an access log line, whichever the API type (README runbook, Api4xx).
+# What an operator reads in an access log line, whichever the API type (docs/operations.md, Api4xx).
 COMMON_LOG_FIELDS = {
     "requestId",
     "ip",

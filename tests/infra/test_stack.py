@@ -496,9 +496,10 @@ def test_outputs_name_each_webhook_url_table_and_queue(prod: Synthesized) -> Non
 
 
 def runbook_rows() -> dict[str, str]:
-    """The README runbook's table: each row by the alarm name(s) its first cell holds."""
-    readme = (ROOT / "README.md").read_text()
-    runbook = readme[readme.index("### Runbook") :].split("\n### ", 1)[0]
+    """The runbook's table (docs/operations.md): each row by the alarm name(s) its first cell
+    holds."""
+    page = (ROOT / "docs" / "operations.md").read_text()
+    runbook = page[page.index("## Runbook") :].split("\n## ", 1)[0]
     rows: dict[str, str] = {}
     for line in runbook.splitlines():
         if line.startswith("| `"):
@@ -508,7 +509,7 @@ def runbook_rows() -> dict[str, str]:
     return rows
 
 
-def test_readme_runbook_has_an_entry_per_alarm(prod: Synthesized) -> None:
+def test_the_runbook_has_an_entry_per_alarm(prod: Synthesized) -> None:
     rows = runbook_rows()
     runbook_names = set(prod.stack.monitoring.alarms)
     generic = {n for n in runbook_names if n.endswith(("Errors", "Throttles"))}

@@ -1,5 +1,5 @@
 """The cost model's own arithmetic and files: prices with their sources, who pays for what,
-the scheduled functions' runs taken out, and the README's section in the generator's shape."""
+the scheduled functions' runs taken out, and the cost page's section in the generator's shape."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from costmodel.model import (
 )
 from devstack.capacity import Units
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+COST_PAGE = Path(__file__).resolve().parents[2] / "docs" / "cost.md"
 QUEUE = "umavez-webhooks"
 
 
@@ -135,7 +135,7 @@ def test_totals_per_million_events_for_each_api_type_leave_e_mail_out(prices: Pr
     assert lines["WAF"] == pytest.approx(0.60)
     assert lines["DynamoDB transactions"] == pytest.approx(10 * 0.625)  # 10 WRU per event
     assert lines["SES e-mail"] == pytest.approx(100.0)
-    # Each API type has its own X-Ray line: who starts the trace differs (README "Observability")
+    # Each API type has its own X-Ray line: who starts the trace differs (docs/observability.md)
     http_only = 1.00 + lines["X-Ray (HTTP API)"]
     rest_only = 3.50 + 0.60 + lines["X-Ray (REST API)"]
     shared = sum(lines.values()) - lines["SES e-mail"] - http_only - rest_only
@@ -182,8 +182,8 @@ def _measurement() -> Measurement:
     )
 
 
-def test_the_readme_cost_section_is_in_the_shape_the_generator_writes(prices: Prices) -> None:
-    written = readme_block(README.read_text())
+def test_the_cost_page_section_is_in_the_shape_the_generator_writes(prices: Prices) -> None:
+    written = readme_block(COST_PAGE.read_text())
     generated = render_block(_measurement(), prices, QUEUE)
 
     assert shape(written) == shape(generated)
@@ -192,7 +192,7 @@ def test_the_readme_cost_section_is_in_the_shape_the_generator_writes(prices: Pr
         assert f"| {kind} " in generated
 
 
-def test_rewriting_the_readme_replaces_only_the_block() -> None:
+def test_rewriting_the_cost_page_replaces_only_the_block() -> None:
     text = "before\n<!-- cost:begin -->\nold\n<!-- cost:end -->\nafter\n"
     block = "<!-- cost:begin -->\nnew\n<!-- cost:end -->\n"
     assert replace_block(text, block) == "before\n" + block + "after\n"
