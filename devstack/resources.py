@@ -8,6 +8,12 @@ from typing import Any
 
 import boto3
 
+from functions.ingest.environment import IngestSettings
+from functions.shared.environment import (
+    ProcessSettings,
+    SweeperSettings,
+    WaitingSettings,
+)
 from functions.shared.tables import TableNames, create_table_requests
 from infra.config import PROVIDERS
 from infra.settings import MAX_RECEIVE_COUNT, WEBHOOK_MESSAGE_MAX_BYTES
@@ -60,29 +66,37 @@ class LocalResources:
             "AWS_ACCESS_KEY_ID": "local",
             "AWS_SECRET_ACCESS_KEY": "local",
             "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
-            "LEDGER_TABLE": self.tables.ledger,
-            "OUTBOX_TABLE": self.tables.outbox,
-            "WEBHOOK_QUEUE_URL": self.queue_url,
-            "OUTBOX_FAILURES_QUEUE_URL": self.outbox_failures_url,
-            "PROVIDER_SECRETS": json.dumps(self.secret_names),
-            "MERCADOPAGO_ACCESS_TOKEN_SECRET": self.mercadopago_token_secret,
-            "STRIPE_API_KEY_SECRET": self.stripe_api_key_secret,
-            "EVENT_BUS_NAME": self.bus_name,
-            "EMAIL_SENDER": EMAIL_SENDER,
-            # Longer than a sweep's sends take on the busy local server, or the next sweep sends
-            # them again.
-            "OUTBOX_LEASE_SECONDS": "5",
-            # Waiting, in seconds instead of days: parked after 2 receives (3 s visibility),
-            # unmatched after 120 s without a binding (the drill's late payment comes after 18 s,
-            # and a loaded local server can take a minute more to process it).
-            "PARK_AFTER_RECEIVES": "2",
-            "WAIT_LIMIT_SECONDS": str(LOCAL_WAIT_LIMIT_SECONDS),
-            # Retries 1 s, 2 s, then every 4 s: the product's minutes to an hour, in seconds.
-            "OUTBOX_BACKOFF_BASE_SECONDS": "1",
-            "OUTBOX_BACKOFF_CAP_SECONDS": "4",
-            # A new item is in no index until its first try (it is the stream's); what is in the
-            # index is the sweeper's once due: the grace only spaces a retry from the last try.
-            "SWEEP_GRACE_SECONDS": "1",
+            # One process runs every function: each one's settings, written from its model.
+            **IngestSettings.variables(
+                webhook_queue_url=self.queue_url, provider_secrets=self.secret_names
+            ),
+            **ProcessSettings.variables(
+                ledger_table=self.tables.ledger,
+                outbox_table=self.tables.outbox,
+                mercadopago_access_token_secret=self.mercadopago_token_secret,
+                stripe_api_key_secret=self.stripe_api_key_secret,
+                # Waiting, in seconds instead of days: parked after 2 receives (3 s
+                # visibility), unmatched after 120 s without a binding (the drill's late
+                # payment comes after 18 s, and a loaded local server can take a minute more).
+                park_after_receives=2,
+            ),
+            **WaitingSettings.variables(wait_limit_seconds=LOCAL_WAIT_LIMIT_SECONDS),
+            **SweeperSettings.variables(
+                outbox_failures_queue_url=self.outbox_failures_url,
+                event_bus_name=self.bus_name,
+                email_sender=EMAIL_SENDER,
+                # Longer than a sweep's sends take on the busy local server, or the next sweep
+                # sends them again.
+                outbox_lease_seconds=5,
+                # Retries 1 s, 2 s, then every 4 s: the product's minutes to an hour, in
+                # seconds.
+                outbox_backoff_base_seconds=1,
+                outbox_backoff_cap_seconds=4,
+                # A new item is in no index until its first try (it is the stream's); what is in
+                # the index is the sweeper's once due: the grace only spaces a retry from the
+                # last try.
+                sweep_grace_seconds=1,
+            ),
             "POWERTOOLS_TRACE_DISABLED": "true",
             # On: each function's EMF goes to its own file (devstack/metrics.py), not stdout.
             "POWERTOOLS_METRICS_DISABLED": "false",

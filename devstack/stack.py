@@ -37,6 +37,7 @@ from devstack.sink import SinkRecorder, create_sink_table
 from functions.outbox.channels import Channel
 from functions.process.service import EffectProcessor
 from functions.shared import tables
+from functions.shared.environment import ProcessSettings
 from infra.config import DEFAULT_API_TYPE, ApiType
 
 if TYPE_CHECKING:
@@ -206,8 +207,10 @@ class EmbeddedStack:
         self._set_environment(
             {
                 **self.resources.environment(),
-                "MERCADOPAGO_API_URL": self.provider_apis.url,
-                "STRIPE_API_URL": self.provider_apis.url,
+                **ProcessSettings.variables(
+                    mercadopago_api_url=self.provider_apis.url,
+                    stripe_api_url=self.provider_apis.url,
+                ),
             }
         )
         handlers = self._load_handlers()

@@ -10,7 +10,6 @@ mapping each enabled provider to the name or ARN of its secret in Secrets Manage
 from __future__ import annotations
 
 import json
-import os
 import time
 from functools import cache
 from typing import Any
@@ -21,11 +20,11 @@ from aws_lambda_powertools.utilities.parameters import SecretsProvider
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.ingest.adapters import SecretsManagerStore, SqsQueue
+from functions.ingest.environment import IngestSettings
 from functions.ingest.errors import RejectedError, UnavailableError
 from functions.ingest.request import from_proxy_event, provider_of, source_ip
 from functions.ingest.service import VERIFIERS, Ignored, WebhookIngest
 from functions.shared.observability import powertools, with_request_id
-from functions.shared.settings import payment_mode
 
 logger, tracer, metrics = powertools("ingest")
 SECRET_CACHE_SECONDS = 300
@@ -33,16 +32,17 @@ SECRET_CACHE_SECONDS = 300
 
 @cache
 def webhook_ingest() -> WebhookIngest:
-    secret_names: dict[str, str] = json.loads(os.environ["PROVIDER_SECRETS"])
+    settings = IngestSettings.from_env()
+    secret_names = settings.provider_secrets
     fetch = SecretsProvider(boto3_client=boto3.client("secretsmanager")).get
     return WebhookIngest(
         verifiers={p: v for p, v in VERIFIERS.items() if p in secret_names},
         secrets=SecretsManagerStore(
             secret_names, lambda name: fetch(name, max_age=SECRET_CACHE_SECONDS)
         ),
-        queue=SqsQueue(boto3.client("sqs"), os.environ["WEBHOOK_QUEUE_URL"]),
+        queue=SqsQueue(boto3.client("sqs"), settings.webhook_queue_url),
         clock=time.time,
-        mode=payment_mode(),
+        mode=settings.payment_mode,
     )
 
 

@@ -5,7 +5,6 @@ counted (`sweep_error`)."""
 
 from __future__ import annotations
 
-import os
 import time
 from functools import cache
 from typing import Any
@@ -19,8 +18,8 @@ from functions.outbox.sender import SendResult
 from functions.outbox.stranded import ALREADY_HANDLED, PARKED, UNREADABLE, StrandedItems
 from functions.outbox.sweeper import SWEEP_CUT_SHORT, SWEEP_ERROR, Sweeper
 from functions.outbox.wiring import sender_from_env, sweep_grace_seconds
+from functions.shared.environment import SweeperSettings
 from functions.shared.observability import powertools, with_request_id
-from functions.shared.tables import TableNames
 
 logger, tracer, metrics = powertools("sweeper")
 
@@ -29,7 +28,7 @@ logger, tracer, metrics = powertools("sweeper")
 def sweeper() -> Sweeper:
     return Sweeper(
         boto3.client("dynamodb", config=DYNAMODB_CLIENT_CONFIG),
-        TableNames.from_env().outbox,
+        SweeperSettings.from_env().outbox_table,
         sender_from_env(),
         time.time,
         grace_seconds=sweep_grace_seconds(),
@@ -39,7 +38,7 @@ def sweeper() -> Sweeper:
 
 @cache
 def stranded_items() -> StrandedItems | None:
-    queue_url = os.environ.get("OUTBOX_FAILURES_QUEUE_URL")
+    queue_url = SweeperSettings.from_env().outbox_failures_queue_url
     if not queue_url:
         return None
     return StrandedItems(

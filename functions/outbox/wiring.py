@@ -1,13 +1,7 @@
-"""Builds the sender from the stack's environment; shared by the stream and sweeper handlers.
-
-EVENT_BUS_NAME: EventBridge bus for domain events (always on). EMAIL_SENDER: SES from-address;
-e-mail is sent when set and the item has a recipient; EMAIL_CONFIGURATION_SET, the SES
-configuration set each e-mail names (optional). NOTIFY_URL: optional HTTP sink.
-OUTBOX_LEASE_SECONDS, OUTBOX_BACKOFF_BASE_SECONDS, OUTBOX_BACKOFF_CAP_SECONDS,
-SWEEP_GRACE_SECONDS override the send policy (the embedded local stack shortens them to fit a
-drill in minutes). OUTBOX_GIVE_UP_HOURS (an item is dead when a send fails past this age) and
-RETENTION_DAYS (how long a sent item is kept) come from the stack: functions/shared/settings.py.
-"""
+"""Builds the sender from the stack's environment (SenderSettings, SweeperSettings in
+functions/shared/environment.py: each variable, its meaning and default); shared by the stream
+and sweeper handlers. EventBridge is always on; e-mail when a sender address is set; HTTP when
+a URL is."""
 
 from __future__ import annotations
 
@@ -24,52 +18,48 @@ from functions.outbox.budget import (
 )
 from functions.outbox.channels import Channel, EventBridgeChannel, HttpChannel, SesEmailChannel
 from functions.outbox.sender import OutboxSender, SendPolicy
-from functions.shared import settings
-from functions.shared.tables import TableNames
+from functions.shared.environment import SenderSettings, SweeperSettings
 
 
 def channels_from_env() -> list[Channel]:
+    settings = SenderSettings.from_env()
     # Every send bounded (functions/outbox/budget.py): an item's worst case is known.
     channels: list[Channel] = [
         EventBridgeChannel(
-            boto3.client("events", config=SEND_CLIENT_CONFIG),
-            os.environ.get("EVENT_BUS_NAME", "default"),
+            boto3.client("events", config=SEND_CLIENT_CONFIG), settings.event_bus_name
         )
     ]
-    if sender := os.environ.get("EMAIL_SENDER"):
+    if settings.email_sender:
         channels.append(
             SesEmailChannel(
                 boto3.client("sesv2", config=SEND_CLIENT_CONFIG),
-                sender,
-                configuration_set=os.environ.get("EMAIL_CONFIGURATION_SET") or None,
+                settings.email_sender,
+                configuration_set=settings.email_configuration_set or None,
             )
         )
-    if url := os.environ.get("NOTIFY_URL"):
-        channels.append(HttpChannel(url, timeout_seconds=HTTP_TIMEOUT_SECONDS))
+    if settings.notify_url:
+        channels.append(HttpChannel(settings.notify_url, timeout_seconds=HTTP_TIMEOUT_SECONDS))
     return channels
 
 
 def policy_from_env(environ: Mapping[str, str] = os.environ) -> SendPolicy:
+    settings = SenderSettings.from_env(environ)
     defaults = SendPolicy()
     return SendPolicy(
-        lease_seconds=int(environ.get("OUTBOX_LEASE_SECONDS", defaults.lease_seconds)),
-        backoff_base_seconds=int(
-            environ.get("OUTBOX_BACKOFF_BASE_SECONDS", defaults.backoff_base_seconds)
-        ),
-        backoff_cap_seconds=int(
-            environ.get("OUTBOX_BACKOFF_CAP_SECONDS", defaults.backoff_cap_seconds)
-        ),
-        give_up_seconds=settings.outbox_give_up_seconds(environ),
-        retention_seconds=settings.retention_seconds(environ),
+        lease_seconds=settings.outbox_lease_seconds or defaults.lease_seconds,
+        backoff_base_seconds=settings.outbox_backoff_base_seconds or defaults.backoff_base_seconds,
+        backoff_cap_seconds=settings.outbox_backoff_cap_seconds or defaults.backoff_cap_seconds,
+        give_up_seconds=settings.outbox_give_up_hours * 3600,
+        retention_seconds=settings.retention_seconds,
     )
 
 
 def sweep_grace_seconds() -> int:
-    return int(os.environ.get("SWEEP_GRACE_SECONDS", "120"))
+    return SweeperSettings.from_env().sweep_grace_seconds
 
 
 def sender_from_env() -> OutboxSender:
-    names = TableNames.from_env()
+    names = SenderSettings.from_env().tables
     return OutboxSender(
         boto3.client("dynamodb", config=DYNAMODB_CLIENT_CONFIG),
         names.outbox,

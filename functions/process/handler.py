@@ -7,7 +7,6 @@ are informative only.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -40,13 +39,12 @@ from functions.process.waiting import (
     waiting_from_env,
 )
 from functions.shared.domain import Outcome
+from functions.shared.environment import ProcessSettings
 from functions.shared.errors import MalformedEventError, OrderNotYetKnownError, RetryableError
 from functions.shared.money import InvalidFieldError
 from functions.shared.observability import powertools, with_request_id
 from functions.shared.providers import Interpreters
 from functions.shared.providers.mercadopago import DisputeBooks, nothing_booked
-from functions.shared.settings import retention_seconds
-from functions.shared.tables import TableNames
 
 logger, tracer, metrics = powertools("process")
 SECRET_CACHE_SECONDS = 300
@@ -63,20 +61,22 @@ class BatchCutShortError(RetryableError):
 
 @cache
 def effect_processor() -> EffectProcessor:
+    settings = ProcessSettings.from_env()
     return EffectProcessor(
         boto3.client("dynamodb"),
-        TableNames.from_env(),
+        settings.tables,
         time.time,
         interpreters_from_env(),
-        retention_seconds=retention_seconds(),
+        retention_seconds=settings.retention_seconds,
     )
 
 
 def interpreters_from_env() -> Interpreters:
     """Mercado Pago is enabled when the stack names the secret holding its access token;
     Stripe's refunds API when it names the secret holding a read-only Stripe key."""
-    mercadopago_secret = os.environ.get("MERCADOPAGO_ACCESS_TOKEN_SECRET")
-    stripe_secret = os.environ.get("STRIPE_API_KEY_SECRET")
+    settings = ProcessSettings.from_env()
+    mercadopago_secret = settings.mercadopago_access_token_secret
+    stripe_secret = settings.stripe_api_key_secret
     if not (mercadopago_secret or stripe_secret):
         return Interpreters.build()
     secrets = SecretsProvider(boto3_client=boto3.client("secretsmanager"))
@@ -89,15 +89,15 @@ def interpreters_from_env() -> Interpreters:
     if mercadopago_secret:
         payments = MercadoPagoApi(
             secret(mercadopago_secret),
-            base_url=os.environ.get("MERCADOPAGO_API_URL", MERCADOPAGO_BASE_URL),
+            base_url=settings.mercadopago_api_url or MERCADOPAGO_BASE_URL,
             timeout_seconds=PROVIDER_API_TIMEOUT_SECONDS,
         ).payment
-        disputes = LedgerDisputes(boto3.client("dynamodb"), TableNames.from_env().ledger)
+        disputes = LedgerDisputes(boto3.client("dynamodb"), settings.ledger_table)
     refunds = None
     if stripe_secret:
         refunds = StripeApi(
             secret(stripe_secret),
-            base_url=os.environ.get("STRIPE_API_URL", STRIPE_BASE_URL),
+            base_url=settings.stripe_api_url or STRIPE_BASE_URL,
             timeout_seconds=PROVIDER_API_TIMEOUT_SECONDS,
         ).refunds_of_charge
     return Interpreters.build(
@@ -204,7 +204,7 @@ def _receives(record: SQSRecord) -> int:
 
 
 def park_after_receives() -> int:
-    return int(os.environ.get("PARK_AFTER_RECEIVES", PARK_AFTER_RECEIVES))
+    return ProcessSettings.from_env().park_after_receives or PARK_AFTER_RECEIVES
 
 
 def _message_of(record: SQSRecord) -> Message:

@@ -22,7 +22,6 @@ the same items through the same partitions, with the same conditions.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -44,6 +43,7 @@ from functions.shared.dynamo import (
     raise_unclassified,
     to_attributes,
 )
+from functions.shared.environment import WaitingSettings
 from functions.shared.errors import (
     BindingConflictError,
     OrderNotYetKnownError,
@@ -530,15 +530,16 @@ def moves_money(item: dict[str, Any]) -> bool:
 
 def waiting_from_env() -> Waiting:
     """The waiting room as the Lambdas build it from the stack's environment."""
+    settings = WaitingSettings.from_env()
     return Waiting(
         boto3.client("dynamodb"),
         boto3.client("sqs"),
-        tables.TableNames.from_env(),
-        os.environ.get("WEBHOOK_QUEUE_URL", ""),
+        settings.tables,
+        settings.webhook_queue_url,
         time.time,
-        int(os.environ.get("WAIT_LIMIT_SECONDS", WAIT_LIMIT_SECONDS)),
-        settings.retention_seconds(),
-        int(os.environ.get("RECHECK_AFTER_SECONDS", RECHECK_AFTER_SECONDS)),
+        settings.wait_limit_seconds or WAIT_LIMIT_SECONDS,
+        settings.retention_seconds,
+        settings.recheck_after_seconds or RECHECK_AFTER_SECONDS,
     )
 
 

@@ -12,9 +12,8 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.reconcile.service import Reconciler
+from functions.shared.environment import ReconcileSettings
 from functions.shared.observability import powertools, with_request_id
-from functions.shared.settings import retention_seconds
-from functions.shared.tables import TableNames
 
 logger, tracer, metrics = powertools("reconciliation")
 MISMATCH_KINDS = (
@@ -29,12 +28,13 @@ MISMATCH_KINDS = (
 
 @cache
 def reconciler() -> Reconciler:
+    settings = ReconcileSettings.from_env()
     return Reconciler(
         boto3.client("dynamodb"),
-        TableNames.from_env(),
+        settings.tables,
         time.time,
         sleep=time.sleep,
-        retention_seconds=retention_seconds(),
+        retention_seconds=settings.retention_seconds,
     )
 
 

@@ -52,3 +52,7 @@ class CurrencyMismatchError(UmavezError):
 
 class UnexpectedWriteError(UmavezError):
     """A write failed for a reason we do not classify; the record goes to the DLQ."""
+
+
+class SettingsError(UmavezError):
+    """A function's environment does not hold what the stack should have set."""

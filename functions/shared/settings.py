@@ -1,12 +1,9 @@
-"""Operational settings the stack passes to the functions as environment variables.
-
-One place for their names and defaults, read by the functions, the local stack and infra.
-"""
+"""Names and defaults of the operational settings shared by several functions, without
+pydantic (ingest reads them too). Each function's model of its whole environment is in
+functions/shared/environment.py (ingest's in functions/ingest/environment.py)."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
 from enum import StrEnum
 from typing import Final
 
@@ -19,22 +16,10 @@ OUTBOX_GIVE_UP_HOURS_ENV: Final = "OUTBOX_GIVE_UP_HOURS"
 DEFAULT_OUTBOX_GIVE_UP_HOURS: Final = 24
 # Which of the providers' modes this deployment applies (`-c stripeMode=live|test`).
 PAYMENT_MODE_ENV: Final = "PAYMENT_MODE"
+# The webhook queue: ingest sends to it, the waiting room re-drives to it.
+WEBHOOK_QUEUE_URL_ENV: Final = "WEBHOOK_QUEUE_URL"
 
 
 class PaymentMode(StrEnum):
     LIVE = "live"
     TEST = "test"
-
-
-def retention_seconds(environ: Mapping[str, str] = os.environ) -> int:
-    return int(environ.get(RETENTION_DAYS_ENV, DEFAULT_RETENTION_DAYS)) * 86_400
-
-
-def outbox_give_up_seconds(environ: Mapping[str, str] = os.environ) -> int:
-    return int(environ.get(OUTBOX_GIVE_UP_HOURS_ENV, DEFAULT_OUTBOX_GIVE_UP_HOURS)) * 3600
-
-
-def payment_mode(environ: Mapping[str, str] = os.environ) -> PaymentMode:
-    """Test unless configured: a deployment never applies live money by default by accident,
-    and the stack sets `live` explicitly in prod."""
-    return PaymentMode(environ.get(PAYMENT_MODE_ENV, PaymentMode.TEST.value))

@@ -15,9 +15,8 @@ The outbox is its own table because its stream feeds the sender and nothing else
 
 from __future__ import annotations
 
-import os
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -139,13 +138,6 @@ def parked_sk(provider: str, event_id: str) -> str:
 class TableNames:
     ledger: str = DEFAULT_LEDGER_TABLE
     outbox: str = DEFAULT_OUTBOX_TABLE
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] = os.environ) -> TableNames:
-        return cls(
-            ledger=environ.get(LEDGER_TABLE_ENV, DEFAULT_LEDGER_TABLE),
-            outbox=environ.get(OUTBOX_TABLE_ENV, DEFAULT_OUTBOX_TABLE),
-        )
 
 
 def create_table_requests(names: TableNames) -> list[dict[str, Any]]:

@@ -3,7 +3,6 @@ plus the scheduled sweeper and reconciliation. Each function gets only the actio
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
 import aws_cdk as cdk
@@ -15,8 +14,15 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from constructs import Construct
 
-from functions.shared import settings as runtime_settings
+from functions.ingest.environment import IngestSettings
 from functions.shared import tables
+from functions.shared.environment import (
+    ProcessSettings,
+    ReconcileSettings,
+    SenderSettings,
+    SweeperSettings,
+    WaitingSettings,
+)
 from functions.shared.observability import stage_metrics_namespace
 from infra import settings
 from infra.config import PROVIDERS, ApiType, StackConfig
@@ -47,15 +53,14 @@ class Pipeline(Construct):
         )
         self.bus = events.EventBus(self, "Bus", description="umavez domain events")
         layer = powertools_layer(self)
-        tables_env = {
-            tables.LEDGER_TABLE_ENV: self.storage.ledger.table_name,
-            tables.OUTBOX_TABLE_ENV: self.storage.outbox.table_name,
+        # Each function's environment is written from its settings model (the names are
+        # spelled there once, and the function reads the same model).
+        stored = {
+            "ledger_table": self.storage.ledger.table_name,
+            "outbox_table": self.storage.outbox.table_name,
+            # What expires: delivery audits and sent notifications, after this many days.
+            "retention_days": config.retention_days,
         }
-        # Which mode's events count: a test event never moves money on a live deployment.
-        payment_mode_env = {runtime_settings.PAYMENT_MODE_ENV: config.payment_mode.value}
-        # What expires: delivery audits and sent notifications, after this many days.
-        retention_env = {runtime_settings.RETENTION_DAYS_ENV: str(config.retention_days)}
-        give_up_env = {runtime_settings.OUTBOX_GIVE_UP_HOURS_ENV: str(config.outbox_give_up_hours)}
 
         # Who starts a trace (docs/observability.md): with the REST API, its stage samples by
         # the stack's rule and ingest continues; with the HTTP API (which does not trace),
@@ -84,9 +89,13 @@ class Pipeline(Construct):
                 memory_mb=512,  # more memory, more CPU: cold starts are part of the contract
                 timeout=cdk.Duration.seconds(5),
                 environment={
-                    "WEBHOOK_QUEUE_URL": self.queues.queue.queue_url,
-                    "PROVIDER_SECRETS": json.dumps(self.secrets.names_by_provider),
-                    **payment_mode_env,
+                    **IngestSettings.variables(
+                        webhook_queue_url=self.queues.queue.queue_url,
+                        provider_secrets=self.secrets.names_by_provider,
+                        # Which mode's events count: a test event never moves money on a live
+                        # deployment.
+                        payment_mode=config.payment_mode.value,
+                    ),
                     # Lambda's active tracing records ingest's invocation; the X-Ray SDK's
                     # finer segments are not worth ~170 ms on every cold start of the function
                     # providers wait on (docs/performance.md).
@@ -105,13 +114,12 @@ class Pipeline(Construct):
                 name="process",
                 description="Applies each effect once: one DynamoDB transaction per effect",
                 timeout=PROCESS_TIMEOUT,
-                environment={
-                    **tables_env,
-                    **payment_mode_env,
-                    **retention_env,
-                    "MERCADOPAGO_ACCESS_TOKEN_SECRET": self.secrets.mercadopago_access_token_name,
-                    "STRIPE_API_KEY_SECRET": self.secrets.stripe_api_key_name,
-                },
+                environment=ProcessSettings.variables(
+                    **stored,
+                    payment_mode=config.payment_mode.value,
+                    mercadopago_access_token_secret=self.secrets.mercadopago_access_token_name,
+                    stripe_api_key_secret=self.secrets.stripe_api_key_name,
+                ),
                 tracing="PassThrough",
             ),
         )
@@ -139,11 +147,9 @@ class Pipeline(Construct):
                 scheduled_every=WAITING_EVERY,
                 description="Re-drives deliveries whose order is now bound; unmatched after 3 days",
                 timeout=cdk.Duration.minutes(2),
-                environment={
-                    **tables_env,
-                    **retention_env,
-                    "WEBHOOK_QUEUE_URL": self.queues.queue.queue_url,
-                },
+                environment=WaitingSettings.variables(
+                    **stored, webhook_queue_url=self.queues.queue.queue_url
+                ),
             ),
         )
         # Parked and unmatched deliveries live in two partitions of the ledger.
@@ -167,18 +173,15 @@ class Pipeline(Construct):
             )
         )
 
-        sender_env = {
-            **tables_env,
-            **retention_env,
-            **give_up_env,
-            "EVENT_BUS_NAME": self.bus.event_bus_name,
+        sender_settings = {
+            **stored,
+            "outbox_give_up_hours": config.outbox_give_up_hours,
+            "event_bus_name": self.bus.event_bus_name,
+            # Each sink only when configured (None leaves the variable out).
+            "email_sender": config.email_sender or None,
+            "email_configuration_set": config.email_configuration_set or None,
+            "notify_url": config.notify_url or None,
         }
-        if config.email_sender:
-            sender_env["EMAIL_SENDER"] = config.email_sender
-        if config.email_configuration_set:
-            sender_env["EMAIL_CONFIGURATION_SET"] = config.email_configuration_set
-        if config.notify_url:
-            sender_env["NOTIFY_URL"] = config.notify_url
 
         self.outbox = function(
             "Outbox",
@@ -186,7 +189,7 @@ class Pipeline(Construct):
                 name="outbox",
                 description="Sends each new outbox item once, keyed by its id",
                 timeout=cdk.Duration.seconds(settings.OUTBOX_TIMEOUT_SECONDS),
-                environment=sender_env,
+                environment=SenderSettings.variables(**sender_settings),
             ),
         )
         self.outbox_failures = secure_queue(
@@ -228,10 +231,9 @@ class Pipeline(Construct):
                 scheduled_every=SWEEP_EVERY,
                 description="Re-drives outbox items the stream did not finish",
                 timeout=cdk.Duration.seconds(settings.SWEEPER_TIMEOUT_SECONDS),
-                environment={
-                    **sender_env,
-                    "OUTBOX_FAILURES_QUEUE_URL": self.outbox_failures.queue_url,
-                },
+                environment=SweeperSettings.variables(
+                    **sender_settings, outbox_failures_queue_url=self.outbox_failures.queue_url
+                ),
             ),
         )
         # The first try reads the item with its order in one BatchGetItem, and writes once.
@@ -266,7 +268,7 @@ class Pipeline(Construct):
                 description="Proves the books balance and nothing is stuck",
                 memory_mb=1024,
                 timeout=cdk.Duration.minutes(10),
-                environment={**tables_env, **retention_env},
+                environment=ReconcileSettings.variables(**stored),
             ),
         )
         # Incremental: the orders changed since its checkpoint (an item of the ledger it

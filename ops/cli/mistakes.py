@@ -7,6 +7,8 @@ shows the traceback instead. Anything not recognised here is a defect, and keeps
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from botocore.exceptions import (
     ClientError,
     EndpointConnectionError,
@@ -17,6 +19,7 @@ from botocore.exceptions import (
 
 # Exit status of a mistake the operator can fix (argparse's own usage errors exit 2 too).
 MISTAKE = 2
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
 _MISSING_RESOURCE = frozenset(
     {"ResourceNotFoundException", "AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"}
@@ -36,10 +39,13 @@ def explained(exc: BaseException) -> str | None:
     if isinstance(exc, PermissionError) and exc.filename:
         return f"{exc.filename}: permission denied"
     if isinstance(exc, EndpointConnectionError):
-        return (
-            f"nothing answers at {exc.kwargs.get('endpoint_url')}: start the local stack "
-            "(`umavez serve`) or point the command at the deployed stack (--endpoint-url aws)"
-        )
+        url = str(exc.kwargs.get("endpoint_url", ""))
+        if urlsplit(url).hostname in LOOPBACK:
+            return (
+                f"nothing answers at {url}: start the local stack (`umavez serve`) or point "
+                "the command at the deployed stack (--endpoint-url aws)"
+            )
+        return f"cannot reach {url}: check the network, the region and any proxy"
     if isinstance(exc, NoCredentialsError):
         return (
             "no AWS credentials found: set a profile (--profile, AWS_PROFILE) or run "

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import socket
 
+import boto3
 import pytest
 from moto import mock_aws
 
@@ -24,6 +25,10 @@ def nothing_listening() -> str:
 
 @pytest.fixture
 def no_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No credentials anywhere boto3 looks (and none cached by an earlier test's session);
+    should any be found, the call goes to a closed loopback port, never to AWS."""
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/credentials")
