@@ -43,8 +43,10 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# One worker per core, each test file whole on one worker (its module's servers and fixtures
+# with it); random order within each, the seed printed at the end.
 unit: $(STAMP) $(NODE_STAMP)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n auto --dist loadfile
 
 runtime: $(STAMP) $(RUNTIME_STAMP)
 	$(BIN)/python scripts/check_lambda_runtime.py $(RUNTIME_VENV)/bin/python

@@ -69,6 +69,14 @@ class Keepers:
         return self.made[-1]
 
 
+def one_message(aws: LocalAws, name: str, body: str) -> tuple[Any, str]:
+    """A queue with a 1 s visibility timeout holding one message."""
+    sqs = client("sqs", aws.endpoint_url)
+    url = sqs.create_queue(QueueName=name, Attributes={"VisibilityTimeout": "1"})["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody=body)
+    return sqs, url
+
+
 def visibility_changes(sqs: Any) -> list[int]:
     """Records each visibility a client asks for (ChangeMessageVisibilityBatch)."""
     asked: list[int] = []
@@ -84,11 +92,7 @@ def test_a_batch_slower_than_the_visibility_timeout_is_never_received_twice(
 ) -> None:
     # Given a queue with a 1 s visibility timeout, one message in it, and a handler during
     # which three half timeouts pass, looking into the queue after each
-    sqs = client("sqs", aws.endpoint_url)
-    url = sqs.create_queue(QueueName="local-slow", Attributes={"VisibilityTimeout": "1"})[
-        "QueueUrl"
-    ]
-    sqs.send_message(QueueUrl=url, MessageBody="slow")
+    sqs, url = one_message(aws, "local-slow", "slow")
     keepers = Keepers()
     seen_meanwhile: list[Any] = []
 
@@ -123,11 +127,7 @@ def test_a_failed_record_of_a_slow_batch_returns_after_the_queues_own_timeout(
     aws: LocalAws,
 ) -> None:
     # Given a handler that fails its one record after its visibility was extended
-    sqs = client("sqs", aws.endpoint_url)
-    url = sqs.create_queue(QueueName="local-slow-fail", Attributes={"VisibilityTimeout": "1"})[
-        "QueueUrl"
-    ]
-    sqs.send_message(QueueUrl=url, MessageBody="fails")
+    sqs, url = one_message(aws, "local-slow-fail", "fails")
     keepers = Keepers()
 
     def slow_failure(event: dict[str, Any], context: Any) -> dict[str, Any]:

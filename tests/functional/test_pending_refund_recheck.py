@@ -11,9 +11,8 @@ Stripe's refunds API is the local fake."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-import boto3
 import pytest
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
@@ -39,7 +38,8 @@ from tests.functional.test_ledger import (
     stripe_processor,
 )
 from tests.support.clock import FakeClock
-from tests.support.world import TABLES, World
+from tests.support.queues import taken
+from tests.support.world import World
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -54,18 +54,6 @@ def provider_apis() -> Iterator[FakeProviderApis]:
     apis.stop()
 
 
-@pytest.fixture
-def queue(world: World) -> tuple[SQSClient, str]:
-    sqs: SQSClient = boto3.client("sqs")
-    return sqs, sqs.create_queue(QueueName="umavez-test-webhooks")["QueueUrl"]
-
-
-@pytest.fixture
-def room(world: World, queue: tuple[SQSClient, str], clock: FakeClock) -> Waiting:
-    sqs, url = queue
-    return Waiting(world.dynamodb, sqs, TABLES, url, clock)
-
-
 def delivered(body: str, processor: EffectProcessor, room: Waiting) -> list[Outcome]:
     """The process Lambda's handler with one delivery straight from ingest."""
     attributes = {"provider": "stripe", "event_id": stripe.unique("evt"), "event_type": "x"}
@@ -75,21 +63,27 @@ def delivered(body: str, processor: EffectProcessor, room: Waiting) -> list[Outc
 
 def redriven(queue: tuple[SQSClient, str], processor: EffectProcessor, room: Waiting) -> int:
     """What the waiting function put on the queue, through the handler as SQS gives it."""
-    sqs, url = queue
     handled = 0
-    while messages := sqs.receive_message(
-        QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"]
-    ).get("Messages", []):
-        for message in messages:
-            attributes = {
-                name: value["StringValue"]
-                for name, value in message.get("MessageAttributes", {}).items()
-            }
-            record = SQSRecord(sqs_record(message["Body"], attributes))
-            handle_message(record, processor, room)
-            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
-            handled += 1
+    for body, attributes in taken(*queue):
+        handle_message(SQSRecord(sqs_record(body, attributes)), processor, room)
+        handled += 1
     return handled
+
+
+def watched_for_a_pending_refund(
+    world: World, provider_apis: FakeProviderApis, room: Waiting, amount: int
+) -> tuple[str, str, dict[str, Any], EffectProcessor]:
+    """A paid order on a 2023-10-16 endpoint that subscribed charge.refunded only, whose
+    refund is still pending when its charge.refunded is processed: its order, its charge,
+    the refund as it will be once succeeded, and the processor reading Stripe's fake API."""
+    order, intent, charge = paid(world)
+    refund = refund_object(stripe.unique("re"), intent, charge, amount, T0 + 60)
+    provider_apis.refunds[charge] = [{**refund, "status": "pending"}]
+    processor = stripe_processor(world, provider_apis)
+    assert delivered(charge_refunded_2023(order, intent, charge), processor, room) == [
+        Outcome.IGNORED
+    ]
+    return order, charge, refund, processor
 
 
 def test_a_pending_refund_counts_when_it_succeeds_though_no_event_says_so(
@@ -101,13 +95,9 @@ def test_a_pending_refund_counts_when_it_succeeds_though_no_event_says_so(
 ) -> None:
     # Given a paid order on a 2023-10-16 endpoint that subscribed charge.refunded only, and a
     # refund still pending when its charge.refunded is processed
-    order, intent, charge = paid(world)
-    refund = refund_object(stripe.unique("re"), intent, charge, 1500, T0 + 60)
-    provider_apis.refunds[charge] = [{**refund, "status": "pending"}]
-    processor = stripe_processor(world, provider_apis)
-    assert delivered(charge_refunded_2023(order, intent, charge), processor, room) == [
-        Outcome.IGNORED
-    ]
+    order, charge, refund, processor = watched_for_a_pending_refund(
+        world, provider_apis, room, 1500
+    )
     assert world.order(order).get("refunded_total", 0) == 0
 
     # When the refund succeeds at Stripe (no event reaches the endpoint) and the waiting
@@ -137,11 +127,7 @@ def test_a_refund_still_pending_is_read_again_at_doubling_intervals_up_to_six_ho
     clock: FakeClock,
 ) -> None:
     # Given a charge watched for a pending refund
-    order, intent, charge = paid(world)
-    refund = refund_object(stripe.unique("re"), intent, charge, 700, T0 + 60)
-    provider_apis.refunds[charge] = [{**refund, "status": "pending"}]
-    processor = stripe_processor(world, provider_apis)
-    delivered(charge_refunded_2023(order, intent, charge), processor, room)
+    order, charge, _, processor = watched_for_a_pending_refund(world, provider_apis, room, 700)
     started = clock()
 
     # When the waiting function runs every 5 minutes for two days and the refund stays pending

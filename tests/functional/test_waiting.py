@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-import boto3
 import pytest
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from botocore.exceptions import ClientError
@@ -41,18 +40,6 @@ if TYPE_CHECKING:
 
 T0 = 1_764_460_800
 AMOUNT = 5000
-
-
-@pytest.fixture
-def queue(world: World) -> tuple[SQSClient, str]:
-    sqs: SQSClient = boto3.client("sqs")
-    return sqs, sqs.create_queue(QueueName="umavez-test-webhooks")["QueueUrl"]
-
-
-@pytest.fixture
-def room(world: World, queue: tuple[SQSClient, str], clock: FakeClock) -> Waiting:
-    sqs, url = queue
-    return Waiting(world.dynamodb, sqs, TABLES, url, clock)
 
 
 def record(body: str, receives: int) -> SQSRecord:

@@ -40,6 +40,7 @@ from functions.shared.outbox import OutboxItem, OutboxStatus
 from infra.settings import MAX_RECEIVE_COUNT, PROCESS_BATCH_SIZE
 from tests.support.clock import FakeClock
 from tests.support.pipeline import Pipeline
+from tests.support.queues import taken
 from tests.support.world import TABLES
 
 Simulator = StripeSimulator | MercadoPagoSimulator | AsaasSimulator
@@ -209,17 +210,8 @@ class History:
 
     def _take_redriven(self) -> None:
         """What the waiting function sent to the stack's queue, into this one."""
-        sqs, url = self.pipeline.sqs, self.pipeline.queue_url
-        while messages := sqs.receive_message(
-            QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"]
-        ).get("Messages", []):
-            for message in messages:
-                attributes = {
-                    name: value["StringValue"]
-                    for name, value in message.get("MessageAttributes", {}).items()
-                }
-                self._queue.append(_Message(message["Body"], attributes))
-                sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+        for body, attributes in taken(self.pipeline.sqs, self.pipeline.queue_url):
+            self._queue.append(_Message(body, attributes))
 
     def _sender(self) -> OutboxSender:
         return OutboxSender(
