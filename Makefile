@@ -43,10 +43,10 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# One worker per core, each test file whole on one worker (its module's servers and fixtures
-# with it); random order within each, the seed printed at the end.
+# One worker per core; a worker that runs out of tests takes some of another's (worksteal),
+# so the longest tests do not end up queued on one worker. Random order, the seed printed last.
 unit: $(STAMP) $(NODE_STAMP)
-	$(BIN)/pytest -q -n auto --dist loadfile
+	$(BIN)/pytest -q -n auto --dist worksteal
 
 runtime: $(STAMP) $(RUNTIME_STAMP)
 	$(BIN)/python scripts/check_lambda_runtime.py $(RUNTIME_VENV)/bin/python

@@ -1,6 +1,7 @@
-"""Twenty-two changes to moto, for the local stack's server process (and, scoped, the history
-property's test module). `install()` checks moto's version and that every attribute it
-replaces exists, and refuses to start otherwise.
+"""Twenty-two changes to moto, for processes that run nothing else against moto: the local
+stack's server, and `make histories`' workers (which run the history property alone).
+`install()` checks moto's version and that every attribute it replaces exists, and refuses
+to start otherwise.
 
 1. SQS: moto checks each received message's retention by computing *all* the queue's
    attributes, approximate counts included, each a pass over every message: a receive costs
@@ -815,9 +816,8 @@ def check(patches: list[tuple[Any, str, Any]] | None = None) -> None:
 
 
 def install() -> None:
-    """Patch moto in this process: the local stack's server (`devstack/server.py`), or a test
-    module that asks for them and uninstalls them after (the history property). Checked
-    first: a moto that moved fails here, naming what moved."""
+    """Patch moto in this process: the local stack's server (`devstack/server.py`), or a
+    `make histories` worker. Checked first: a moto that moved fails here, naming what moved."""
     if _REPLACED:
         return
     check()

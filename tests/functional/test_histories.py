@@ -44,21 +44,27 @@ _STAGE: dict[str, Pipeline] = {}
 # Histories checked in this process; `make histories` sums its workers' (scripts/histories.py).
 _CHECKED: list[int] = [0]
 REPORT = os.environ.get("UMAVEZ_HISTORIES_REPORT")
+# Set by `make histories` (scripts/histories.py) for its dedicated workers.
+FAST_MOTO = os.environ.get("UMAVEZ_HISTORIES_FAST_MOTO") == "1"
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _pipeline() -> Iterator[None]:
-    # moto with the embedded stack's speed-ups (the fire drill's, each tested against moto's
-    # own answers in tests/devstack/test_local_server.py): half the time a history costs. They
-    # are undone after the module.
-    moto_patches.install()
+    # `make histories` runs this module alone in processes of its own, on moto with the
+    # embedded stack's speed-ups (each tested against moto's own answers in
+    # tests/devstack/test_local_server.py): half the time a history costs. In `make test` it
+    # shares its process with other tests, on moto as it is.
+    fast = FAST_MOTO
+    if fast:
+        moto_patches.install()
     try:
         with pytest.MonkeyPatch.context() as patch, pipeline_on_moto(patch) as pipeline:
             _STAGE["pipeline"] = pipeline
             yield
             _STAGE.clear()
     finally:
-        moto_patches.uninstall()
+        if fast:
+            moto_patches.uninstall()
     if REPORT:
         Path(REPORT).write_text(str(_CHECKED[0]))
 
