@@ -128,6 +128,10 @@ def handle_message(
     with _record_keys(record):
         try:
             results = processor.process(_provider_of(record), record.body)
+            if waiting is not None:
+                # Inside: a watch that could not be written is retried (and logged) like the
+                # rest of the record, whose entries are duplicates the second time.
+                _keep_rechecking(record, results, waiting)
         except OrderNotYetKnownError as exc:
             if waiting is None or _receives(record) < park_after_receives():
                 _count(Outcome.RETRIED)
@@ -164,8 +168,6 @@ def handle_message(
                 },
             )
             raise
-        if waiting is not None:
-            _keep_rechecking(record, results, waiting)
         for processed in results:
             _count(processed.outcome)
             if processed.amount_disagrees:
@@ -196,7 +198,7 @@ def _keep_rechecking(record: SQSRecord, results: list[Processed], waiting: Waiti
     attributes = record.message_attributes
     watched, generation = attributes[RECHECK_OBJECT], attributes[RECHECK_GENERATION]
     if watched and watched.string_value and generation and generation.string_value:
-        waiting.unwatch(_provider_of(record), watched.string_value, int(generation.string_value))
+        waiting.unwatch(_provider_of(record), watched.string_value, generation.string_value)
 
 
 def _receives(record: SQSRecord) -> int:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 import boto3
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.process.transaction import Placed, Slot, Transaction
 from functions.shared import settings, tables
@@ -144,11 +145,12 @@ class Waiting:
     def watch(self, message: Message, objects: set[str]) -> None:
         """Re-drive this delivery on a schedule while `objects` are unsettled (a charge whose
         refund is pending): processing it again reads them again. Each call is a new
-        generation (a re-check that finds nothing unsettled ends only the generation it
-        carried); the schedule of a watch already there is kept."""
+        generation, a token never used before (a re-check that finds nothing unsettled ends
+        only the generation it carried, never a watch made or renewed since); the schedule of
+        a watch already there is kept."""
         now = int(self._clock())
         for ref in objects:
-            self._db.update_item(
+            self._update_watch(
                 TableName=self._tables.ledger,
                 Key=to_attributes(
                     {
@@ -161,8 +163,7 @@ class Waiting:
                     "body = :body, #object = :object, "
                     "watching_since = if_not_exists(watching_since, :now), "
                     "next_check_at = if_not_exists(next_check_at, :next), "
-                    "checks = if_not_exists(checks, :zero) "
-                    "ADD #generation :one"
+                    "checks = if_not_exists(checks, :zero), #generation = :generation"
                 ),
                 ExpressionAttributeNames={"#object": "object", "#generation": "generation"},
                 ExpressionAttributeValues=to_attributes(
@@ -175,12 +176,18 @@ class Waiting:
                         ":now": now,
                         ":next": now + self._recheck_after,
                         ":zero": 0,
-                        ":one": 1,
+                        ":generation": uuid.uuid4().hex,
                     }
                 ),
             )
 
-    def unwatch(self, provider: str, ref: str, generation: int) -> None:
+    def _update_watch(self, **request: Any) -> None:
+        try:
+            self._db.update_item(**request)
+        except ClientError as exc:
+            raise_unclassified(exc, "UpdateItem")
+
+    def unwatch(self, provider: str, ref: str, generation: str) -> None:
         """The re-check of `generation` found `ref` settled: no more re-checks, unless it was
         watched again since (a newer generation keeps it)."""
         try:
@@ -218,7 +225,7 @@ class Waiting:
                     "recheck",
                     {
                         RECHECK_OBJECT: str(item["object"]),
-                        RECHECK_GENERATION: str(int(item["generation"])),
+                        RECHECK_GENERATION: str(item["generation"]),
                     },
                 )
                 wait = min(self._recheck_after * 2 ** (checks + 1), RECHECK_AT_MOST_EVERY_SECONDS)
@@ -231,16 +238,24 @@ class Waiting:
                         }
                     ),
                     UpdateExpression="SET next_check_at = :next, checks = :checks",
-                    ConditionExpression="attribute_exists(#pk)",
-                    ExpressionAttributeNames={"#pk": tables.PARTITION_KEY},
+                    # Only the watch it sent: one ended or renewed meanwhile keeps its own.
+                    ConditionExpression="#generation = :generation",
+                    ExpressionAttributeNames={"#generation": "generation"},
                     ExpressionAttributeValues=to_attributes(
-                        {":next": now + wait, ":checks": checks + 1}
+                        {
+                            ":next": now + wait,
+                            ":checks": checks + 1,
+                            ":generation": item["generation"],
+                        }
                     ),
                 )
             except ClientError as exc:
-                if not is_condition_failure(exc):  # settled while it was sent: nothing to do
+                if not is_condition_failure(exc):  # ended or renewed meanwhile: nothing to do
                     counts["redrive_failures"] += 1
                     continue
+            except BotoCoreError:  # the queue unreachable: this one waits for the next run
+                counts["redrive_failures"] += 1
+                continue
             counts["rechecked"] += 1
         return counts
 

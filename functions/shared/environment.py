@@ -36,7 +36,8 @@ from functions.shared.tables import (
 
 
 class FunctionSettings(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
+    # Read by alias only: the variable's name, never the field's.
+    model_config = ConfigDict(frozen=True, extra="ignore")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> Self:

@@ -191,12 +191,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     cost.set_defaults(run=embedded.cost)
 
-    args = parser.parse_args(argv)
+    # --debug anywhere on the line (before or after the command)
+    words = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in words
+    args = parser.parse_args([w for w in words if w != "--debug"])
     run: Callable[[argparse.Namespace], int] = args.run
     try:
         return run(args)
     except Exception as exc:
-        line = None if args.debug else explained(exc)
+        # The commands that run a stack of their own (serve, firedrill, cost) have no
+        # operator's mistake to explain: what fails there is a defect, with its traceback.
+        runs_its_own_stack = args.command in {"serve", "firedrill", "cost"}
+        line = None if debug or runs_its_own_stack else explained(exc)
         if line is None:
             raise  # a defect, or --debug: the traceback is what helps
         print(f"umavez {args.command}: {line}", file=sys.stderr)

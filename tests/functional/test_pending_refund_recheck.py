@@ -23,6 +23,7 @@ from functions.process.handler import handle_message
 from functions.process.waiting import (
     RECHECK_AFTER_SECONDS,
     RECHECK_AT_MOST_EVERY_SECONDS,
+    RECHECK_GENERATION,
     Message,
     Waiting,
 )
@@ -150,20 +151,45 @@ def test_a_refund_still_pending_is_read_again_at_doubling_intervals_up_to_six_ho
 def test_a_recheck_that_finds_its_charge_settled_ends_only_its_own_watch(
     world: World, queue: tuple[SQSClient, str], room: Waiting, clock: FakeClock
 ) -> None:
-    # Given a watched charge whose re-check (generation 1) is on its way
+    # Given a watched charge whose re-check is on its way
     message = stripe_message()
     room.watch(message, {"ch_watched"})
     clock.advance(RECHECK_AFTER_SECONDS)
     assert room.redrive()["rechecked"] == 1
+    [(_, sent)] = [(b, a) for b, a in taken(*queue)]
+    carried = sent[RECHECK_GENERATION]
 
     # When a newer charge.refunded watches it again before that re-check ends the watch
     room.watch(message, {"ch_watched"})
-    room.unwatch("stripe", "ch_watched", 1)
+    room.unwatch("stripe", "ch_watched", carried)
 
     # Then the newer watch stands, and only its own generation ends it
-    assert [int(w["generation"]) for w in room.watched()] == [2]
-    room.unwatch("stripe", "ch_watched", 2)
+    [renewed] = room.watched()
+    assert renewed["generation"] != carried
+    room.unwatch("stripe", "ch_watched", str(renewed["generation"]))
     assert list(room.watched()) == []
+
+
+def test_a_watch_ended_and_made_again_is_not_ended_by_an_old_recheck(
+    world: World, queue: tuple[SQSClient, str], room: Waiting, clock: FakeClock
+) -> None:
+    # Given a re-check on its way, and a copy of it (SQS delivers at least once)
+    message = stripe_message()
+    room.watch(message, {"ch_watched"})
+    clock.advance(RECHECK_AFTER_SECONDS)
+    room.redrive()
+    [(_, sent)] = [(b, a) for b, a in taken(*queue)]
+
+    # When the first copy ends the watch, a new refund watches the charge again, and then the
+    # second copy (which also found nothing pending when it read) ends what it carried
+    room.unwatch("stripe", "ch_watched", sent[RECHECK_GENERATION])
+    room.watch(message, {"ch_watched"})
+    room.unwatch("stripe", "ch_watched", sent[RECHECK_GENERATION])
+
+    # Then the new watch stands, with its own schedule from its start
+    [again] = room.watched()
+    assert int(again["checks"]) == 0
+    assert int(again["next_check_at"]) == int(clock()) + RECHECK_AFTER_SECONDS
 
 
 def test_a_pending_refund_read_through_the_api_names_its_charge_to_read_again() -> None:

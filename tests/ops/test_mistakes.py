@@ -103,7 +103,12 @@ def test_a_table_that_does_not_exist_is_named(capsys: pytest.CaptureFixture[str]
     assert "Check the table or queue name" in line
 
 
-def test_debug_shows_the_traceback_instead(nothing_listening: str) -> None:
-    # When the same mistake is made with --debug, Then the exception itself comes out
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_debug_shows_the_traceback_instead(nothing_listening: str, where: str) -> None:
+    # When the same mistake is made with --debug, before or after the command
+    command = ["show", "waiting", "--endpoint-url", nothing_listening]
+    words = ["--debug", *command] if where == "before" else [*command, "--debug"]
+
+    # Then the exception itself comes out
     with pytest.raises(Exception, match="Could not connect"):
-        main(["--debug", "show", "waiting", "--endpoint-url", nothing_listening])
+        main(words)
