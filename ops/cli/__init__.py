@@ -3,19 +3,23 @@
 umavez serve [--port 8750] [--api-type http|rest]   the embedded stack until Ctrl-C
 umavez firedrill [--deliveries N | --orders N | --soak MINUTES [--rate R]] [--no-faults]
        [--api-type http|rest]
-umavez show order ORDER_ID [--json] [--endpoint-url URL] [--ledger-table T --outbox-table T]
-umavez show waiting|unmatched [--json] [--endpoint-url URL] [--ledger-table T]
-umavez attach PROVIDER OBJECT ORDER_ID [--endpoint-url URL --ledger-table T --queue-url URL]
+Where the stack is, for the commands that read or repair it: the local one (default), a
+deployed one by name (STACK: --stack-name NAME [--region R] [--profile P], its resources from
+its outputs), or --endpoint-url aws with physical names (--ledger-table, --queue-url, ...).
+
+umavez show order ORDER_ID [--json] [STACK]
+umavez show waiting|unmatched [--json] [STACK]
+umavez attach PROVIDER OBJECT ORDER_ID [STACK]
 umavez send EVENT_FILE [--provider stripe] [--url URL] [--secret S] [--wait 30]
        [--api-url URL] [--endpoint-url URL --ledger-table T --outbox-table T]
 umavez replay stripe|mercadopago --since ISO [--until ISO] [--types T1,T2] [--starting-after ID]
-       [--wait S] [--endpoint-url URL --ledger-table T --queue-url URL --stage S --api-url URL]
-umavez dlq list [--json] | dlq redrive (--message-id ID ... | --all)
-       [--endpoint-url URL --queue-url URL --dlq-url URL]
-umavez outbox revive OUTBOX_ID | --all-dead [--json] [--endpoint-url URL --outbox-table T]
+       [--wait S] [STACK] [--api-url URL]
+umavez dlq list [--json] | dlq redrive (--message-id ID ... | --all) [STACK]
+umavez outbox revive OUTBOX_ID | --all-dead [--json] [STACK]
 umavez show metrics [--json]           what the local functions counted (.local/metrics/)
 umavez preflight --stack-name NAME [--region R] [--profile P] [--test-alarm] [--json]
        the account before and after `cdk deploy` (docs/deploy.md)
+--debug, anywhere: a traceback instead of a one-line error.
 umavez cost [--orders 52] [--per-kind 20] [--readme docs/cost.md] [--json FILE | --from-json FILE]
        [--xray-sampling RATE]
 """
@@ -28,7 +32,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from functions.shared.tables import DEFAULT_LEDGER_TABLE, DEFAULT_OUTBOX_TABLE
-from ops import preflight
+from ops import preflight, stack
 from ops.cli import embedded, ledger, redelivery
 from ops.cli import send as send_command
 from ops.cli.common import (
@@ -164,7 +168,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=30,
         help="seconds to wait for processing (default: %(default)s; 0: post only)",
     )
-    add_endpoint_url(send, "the deployed tables (with --ledger-table, --outbox-table)")
+    # By physical names only: `send` posts to the local front (or --url), whatever it reads.
+    add_endpoint_url(
+        send, "the deployed tables (with --ledger-table, --outbox-table)", by_name=False
+    )
     send.add_argument("--ledger-table", default=DEFAULT_LEDGER_TABLE)
     send.add_argument("--outbox-table", default=DEFAULT_OUTBOX_TABLE)
     send.set_defaults(run=send_command.send)
@@ -197,6 +204,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args([w for w in words if w != "--debug"])
     run: Callable[[argparse.Namespace], int] = args.run
     try:
+        if getattr(args, "stack_name", None) and args.command != "preflight":
+            stack.resolve(args)
         return run(args)
     except Exception as exc:
         # The commands that run a stack of their own (serve, firedrill, cost) have no

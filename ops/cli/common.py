@@ -23,12 +23,23 @@ def add_api_type(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_endpoint_url(parser: argparse.ArgumentParser, deployed: str = "the deployed stack") -> None:
+def add_endpoint_url(
+    parser: argparse.ArgumentParser, deployed: str = "the deployed stack", *, by_name: bool = True
+) -> None:
+    """Where the stack is: the local one (default), or a deployed one by its name (its
+    resources from its outputs), or `--endpoint-url aws` with physical names given."""
     parser.add_argument(
         "--endpoint-url",
         default=f"http://127.0.0.1:{DEFAULT_PORT + 1}",
-        help=f"local stack (default) or 'aws' for {deployed}",
+        help=f"local stack (default) or 'aws' for {deployed} (with physical names)",
     )
+    if not by_name:
+        return
+    parser.add_argument(
+        "--stack-name", help="a deployed stack: its tables and queues from its outputs"
+    )
+    parser.add_argument("--region", help="with --stack-name: default the profile's")
+    parser.add_argument("--profile", help="with --stack-name: an AWS CLI profile")
 
 
 def operations_client(service: str, endpoint_url: str) -> Any:

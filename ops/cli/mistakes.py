@@ -73,6 +73,8 @@ def _client_error(exc: ClientError) -> str | None:
         return f"{operation}: not allowed ({message or code}); check the role or profile in use"
     if code in _BAD_CREDENTIALS:
         return f"{operation}: the credentials were refused ({code}); refresh them and retry"
+    if operation == "DescribeStacks" and "does not exist" in message:
+        return f"{message}: check --stack-name and --region (`aws cloudformation list-stacks`)"
     return None
 
 
