@@ -152,12 +152,7 @@ def test_a_recheck_that_finds_its_charge_settled_ends_only_its_own_watch(
     world: World, queue: tuple[SQSClient, str], room: Waiting, clock: FakeClock
 ) -> None:
     # Given a watched charge whose re-check is on its way
-    message = stripe_message()
-    room.watch(message, {"ch_watched"})
-    clock.advance(RECHECK_AFTER_SECONDS)
-    assert room.redrive()["rechecked"] == 1
-    [(_, sent)] = [(b, a) for b, a in taken(*queue)]
-    carried = sent[RECHECK_GENERATION]
+    message, carried = recheck_on_its_way(queue, room, clock)
 
     # When a newer charge.refunded watches it again before that re-check ends the watch
     room.watch(message, {"ch_watched"})
@@ -174,17 +169,13 @@ def test_a_watch_ended_and_made_again_is_not_ended_by_an_old_recheck(
     world: World, queue: tuple[SQSClient, str], room: Waiting, clock: FakeClock
 ) -> None:
     # Given a re-check on its way, and a copy of it (SQS delivers at least once)
-    message = stripe_message()
-    room.watch(message, {"ch_watched"})
-    clock.advance(RECHECK_AFTER_SECONDS)
-    room.redrive()
-    [(_, sent)] = [(b, a) for b, a in taken(*queue)]
+    message, carried = recheck_on_its_way(queue, room, clock)
 
     # When the first copy ends the watch, a new refund watches the charge again, and then the
     # second copy (which also found nothing pending when it read) ends what it carried
-    room.unwatch("stripe", "ch_watched", sent[RECHECK_GENERATION])
+    room.unwatch("stripe", "ch_watched", carried)
     room.watch(message, {"ch_watched"})
-    room.unwatch("stripe", "ch_watched", sent[RECHECK_GENERATION])
+    room.unwatch("stripe", "ch_watched", carried)
 
     # Then the new watch stands, with its own schedule from its start
     [again] = room.watched()
@@ -207,6 +198,19 @@ def test_a_pending_refund_read_through_the_api_names_its_charge_to_read_again() 
     # Then it moves no money yet and names its charge to read again
     assert isinstance(from_api, NoEffect)
     assert from_api.recheck == charge
+
+
+def recheck_on_its_way(
+    queue: tuple[SQSClient, str], room: Waiting, clock: FakeClock
+) -> tuple[Message, str]:
+    """A charge watched, its first re-check due and sent: the delivery, and the generation the
+    re-check carries."""
+    message = stripe_message()
+    room.watch(message, {"ch_watched"})
+    clock.advance(RECHECK_AFTER_SECONDS)
+    assert room.redrive()["rechecked"] == 1
+    [(_, sent)] = list(taken(*queue))
+    return message, sent[RECHECK_GENERATION]
 
 
 def stripe_message() -> Message:
