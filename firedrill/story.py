@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from fixtures.simulators.books import ledger_totals
+
 
 @dataclass
 class Post:
@@ -45,14 +47,14 @@ class Expected:
 
     @property
     def totals(self) -> dict[str, int]:
-        return {
-            "paid_total": self.paid,
-            "refunded_total": self.refunded,
-            "disputed_total": self.disputed,
-            "dispute_won_total": self.dispute_won,
-            "dispute_lost_total": self.dispute_lost,
-            "inquiry_total": self.inquiry,
-        }
+        return ledger_totals(
+            self.paid,
+            self.refunded,
+            self.disputed,
+            self.dispute_won,
+            self.dispute_lost,
+            self.inquiry,
+        )
 
 
 @dataclass
