@@ -54,6 +54,10 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         name="reconciliation_mismatches", unit=MetricUnit.Count, value=len(report.mismatches)
     )
     metrics.add_metric(name="orders_checked", unit=MetricUnit.Count, value=report.orders_checked)
+    # 1 when the run stopped at its cap: the books of the orders after it wait for a later run.
+    metrics.add_metric(
+        name="reconciliation_behind", unit=MetricUnit.Count, value=int(not report.caught_up)
+    )
     metrics.add_metric(
         name="cleared_on_recheck", unit=MetricUnit.Count, value=report.cleared_on_recheck
     )

@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 
 CHECKPOINT_PK: Final = "RECONCILIATION"
 CHECKPOINT_SK: Final = "CHECKPOINT"
+# The last run's summary, beside its checkpoint: what `umavez status` shows an operator.
+LAST_RUN_SK: Final = "LAST_RUN"
 T = TypeVar("T")
 
 
@@ -67,6 +69,8 @@ class Report:
     # False when another run saved the checkpoint after this one read it (runs overlapped):
     # this run's findings stand, its checkpoint is dropped and the other run's kept.
     checkpoint_saved: bool = True
+    # False when the run stopped at its cap before `now - settle`: the next run resumes.
+    caught_up: bool = True
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,7 @@ class Reconciler:
         candidates: list[OrderBooks] = []
         checked_until = max(self._pass(start, until, report, candidates), start)
         report.checked_until = checked_until
+        report.caught_up = checked_until >= until
         lag = self._deadline + 60
         lagged_from = saved.get("lagged_until") or _shifted(start, -lag)
         lagged_until = _shifted(checked_until, -lag)
@@ -145,6 +150,7 @@ class Reconciler:
         self._check_outbox_backlog(report)
         self._check_unmatched(report)
         report.checkpoint_saved = self._save_checkpoint(saved, checked_until, lagged_until)
+        self._record_run(report)
         return report
 
     def _pass(
@@ -509,6 +515,28 @@ class Reconciler:
                 return False
             raise
         return True
+
+    def _record_run(self, report: Report) -> None:
+        """The run's summary, written over the last one's (runs that overlap: the last to
+        finish is shown; each also logs and publishes its own)."""
+        by_kind: dict[str, int] = {}
+        for mismatch in report.mismatches:
+            by_kind[mismatch.kind] = by_kind.get(mismatch.kind, 0) + 1
+        self._db.put_item(
+            TableName=self._tables.ledger,
+            Item=to_attributes(
+                {
+                    tables.PARTITION_KEY: CHECKPOINT_PK,
+                    tables.SORT_KEY: LAST_RUN_SK,
+                    "ran_at": iso(self._clock()),
+                    "checked_from": report.checked_from,
+                    "checked_until": report.checked_until,
+                    "orders_checked": report.orders_checked,
+                    "mismatches": by_kind,
+                    "caught_up": report.caught_up,
+                }
+            ),
+        )
 
 
 def _hours(start: str, until: str) -> Iterator[tuple[str, str]]:

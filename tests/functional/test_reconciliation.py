@@ -19,8 +19,15 @@ from fixtures.lambda_events import FakeLambdaContext
 from functions.outbox.channels import EventBridgeChannel
 from functions.outbox.sender import OutboxSender
 from functions.reconcile import handler
-from functions.reconcile.service import CHECKPOINT_PK, CHECKPOINT_SK, Reconciler, _groups
+from functions.reconcile.service import (
+    CHECKPOINT_PK,
+    CHECKPOINT_SK,
+    LAST_RUN_SK,
+    Reconciler,
+    _groups,
+)
 from functions.shared import tables
+from functions.shared.dynamo import from_attributes, to_attributes
 from functions.shared.outbox import outbox_id_for
 from tests.support.clients import intercepted
 from tests.support.clock import FakeClock
@@ -648,3 +655,36 @@ def test_overlapping_runs_never_move_the_checkpoint_back(world: World, clock: Fa
         ConsistentRead=True,
     )["Item"]
     assert stored["checked_until"]["S"] == second.checked_until
+
+
+def last_run(dynamodb: DynamoDBClient) -> dict[str, Any]:
+    item = dynamodb.get_item(
+        TableName=TABLES.ledger,
+        Key=to_attributes({tables.PARTITION_KEY: CHECKPOINT_PK, tables.SORT_KEY: LAST_RUN_SK}),
+    )["Item"]
+    return from_attributes(item)
+
+
+def test_each_run_leaves_its_summary_and_says_when_it_stopped_at_its_cap(
+    world: World, clock: FakeClock, dynamodb: DynamoDBClient
+) -> None:
+    # Given three orders changed in one hour, one of them unbalanced
+    orders = busy_day(world)
+    send_everything(world, clock)
+    total_changed_by_hand(dynamodb, orders[0])
+    clock.advance(2 * 3600)
+
+    # When a run capped below the backlog runs, then an uncapped one
+    capped = Reconciler(world.dynamodb, TABLES, clock, max_orders_per_run=1).run()
+    behind = last_run(dynamodb)
+    clock.advance(60)
+    Reconciler(world.dynamodb, TABLES, clock).run()
+    caught_up = last_run(dynamodb)
+
+    # Then the capped run finished its hour, found the mismatch and says it is behind; the
+    # next one resumes after that hour and says it caught up
+    assert (capped.caught_up, behind["caught_up"], caught_up["caught_up"]) == (False, False, True)
+    assert (behind["orders_checked"], behind["mismatches"]) == (3, {"unbalanced_total": 1})
+    assert (caught_up["orders_checked"], caught_up["mismatches"]) == (0, {})
+    assert caught_up["checked_from"] == behind["checked_until"] < caught_up["checked_until"]
+    assert caught_up["ran_at"] > behind["ran_at"]
