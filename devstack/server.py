@@ -35,6 +35,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from devstack import queue_metrics
 from devstack.accounting import Accountant
 
 StartResponse = Callable[..., Any]
@@ -43,6 +44,8 @@ STATS_PATH = "/umavez-local/stats"
 # The bodies of the e-mails SES took, every account and region: what `/moto-api/data.json`
 # would say, without serializing every table and queue of the server with them.
 EMAILS_PATH = "/umavez-local/emails"
+# Publishes the queues' CloudWatch metrics now (the stack, once its queues exist).
+QUEUE_METRICS_PATH = "/umavez-local/queue-metrics"
 
 
 class SerializedRequests:
@@ -74,6 +77,10 @@ class SerializedRequests:
         if environ.get("PATH_INFO") == EMAILS_PATH:
             with self._lock:
                 return _json_response(start_response, {"bodies": _email_bodies()})
+        if environ.get("PATH_INFO") == QUEUE_METRICS_PATH:
+            with self._lock:
+                queues = queue_metrics.publish_once(int(time.time() * 1000))
+                return _json_response(start_response, {"queues": queues})
         target = str(environ.get("HTTP_X_AMZ_TARGET", ""))
         operation = target.rsplit(".", 1)[-1] or str(environ.get("PATH_INFO"))
         name = f"{_service(target, environ)} {operation}"
@@ -93,6 +100,11 @@ class SerializedRequests:
                 elapsed = time.perf_counter() - started
                 self.seconds[operation] += elapsed
                 call[1] += elapsed
+
+    @property
+    def lock(self) -> threading.Lock:
+        """What a request holds: anything else touching moto's backends holds it too."""
+        return self._lock
 
     def _conflict(self) -> bool:
         if self._conflict_rate and self._random.random() < self._conflict_rate:
@@ -180,6 +192,7 @@ def serve(port: int, conflict_rate: float, seed: int, account_capacity: bool = F
     server = make_server(
         "127.0.0.1", port, app, threaded=True, request_handler=keep_alive_handler()
     )
+    queue_metrics.start_publishing(app.lock, time.time, threading.Event())
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
     server.serve_forever()
 
@@ -340,6 +353,10 @@ class _ServerProcess:
             stats: dict[str, Any] = json.load(response)
         return stats
 
+    def publish_queue_metrics(self) -> None:
+        with urllib.request.urlopen(self.url + QUEUE_METRICS_PATH, timeout=10) as response:  # noqa: S310
+            response.read()
+
     def stop(self) -> None:
         if self._process is not None:
             self._process.terminate()
@@ -432,6 +449,10 @@ class LocalAws:
         self._installed_loopback = not loopback_calls.installed()
         loopback_calls.install()
         return self
+
+    def publish_queue_metrics(self) -> None:
+        """The queues' CloudWatch metrics, now (they are served by the first process)."""
+        self._main.publish_queue_metrics()
 
     def stats(self) -> dict[str, Any]:
         """Both processes' statistics added up (their accounting too)."""

@@ -7,6 +7,7 @@ injection mirrors infra/constructs/pipeline.py, and is read beside it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -16,7 +17,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urlsplit
 
 from devstack.faults import Chance, FaultyChannel
 from devstack.front import ApiFront
@@ -155,12 +157,28 @@ class Faults:
         return cls(0.05, 0.05, 0.05, 0.03)
 
 
+# The log of the stack that stopped last: what to read once no stack runs.
+LAST_STACK_LOG: Final = Path(".local/lambda-logs.jsonl")
+
+
+def stack_log_path(aws_endpoint_url: str) -> Path:
+    """The handlers' log of the stack whose AWS answers at that URL, while it runs: one file
+    per stack, so that `umavez trace` reads that stack's lines only, whatever else runs."""
+    port = urlsplit(aws_endpoint_url).port
+    return Path(".local/logs") / f"aws-{port}.jsonl"
+
+
+def _keep_as_last(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.replace(path, LAST_STACK_LOG)
+
+
 class EmbeddedStack:
     def __init__(
         self,
         faults: Faults | None = None,
         process_concurrency: int = 4,
-        log_path: Path = Path(".local/lambda-logs.jsonl"),
+        log_path: Path | None = None,
         process_variant: type[EffectProcessor] | None = None,
         front_port: int = 0,
         aws_port: int = 0,
@@ -181,6 +199,8 @@ class EmbeddedStack:
         self._concurrency = process_concurrency
         # DynamoDB in a server process of its own (the drill's throughput; see LocalAws)
         self._split_aws = split_aws
+        # None: the stack's own file while it runs (see `stack_log_path`), kept as
+        # LAST_STACK_LOG once it stops.
         self._log_path = log_path
         self.metrics = MetricFiles(metrics_dir)  # one EMF file per function, as CloudWatch gets
         self._variant = process_variant
@@ -204,6 +224,7 @@ class EmbeddedStack:
         ).start()
         self.provider_apis = FakeProviderApis(port=self._provider_apis_port).start()
         self.resources: LocalResources = provision(self.aws.endpoint_url)
+        self.aws.publish_queue_metrics()  # status reads its queues from their first moment
         self._set_environment(
             {
                 **self.resources.environment(),
@@ -299,8 +320,12 @@ class EmbeddedStack:
         from functions.process import waiting_handler
         from functions.reconcile import handler as reconcile
 
-        self._log_path.parent.mkdir(parents=True, exist_ok=True)
-        log_file: Any = self._log_path.open("a")
+        self.log_path = self._log_path or stack_log_path(self.aws.endpoint_url)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        # A fresh stack, a fresh log: its lines are this stack's, as its tables are.
+        log_file: Any = self.log_path.open("w" if self._log_path is None else "a", buffering=1)
+        if self._log_path is None:
+            self._undo.append(lambda: _keep_as_last(self.log_path))
         self._undo.append(log_file.close)
         if self._metering is not None:
             log_file = self._metering.log_stream(log_file)

@@ -90,6 +90,11 @@ API_THROTTLE_BURST: Final = 400
 # and slow secrets reads raise the average in a burst).
 INGEST_SECONDS_PER_REQUEST: Final = 0.1
 SCHEDULED_FUNCTIONS: Final = ("sweeper", "waiting", "reconciliation")
+# How often each scheduled function runs on AWS (`umavez status` judges a run's age by it).
+SWEEP_EVERY_SECONDS: Final = 5 * 60
+RECONCILE_EVERY_SECONDS: Final = 3600
+# A delivery waiting for its binding is applied within this long of the binding arriving.
+WAITING_EVERY_SECONDS: Final = 5 * 60
 
 
 def concurrency_needed(process_max_concurrency: int) -> dict[str, int]:

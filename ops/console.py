@@ -1,6 +1,6 @@
 """The local commands' console shows what a person needs (the stack's URLs, progress, the
-report); warnings raised meanwhile, by the handlers or the libraries under them, go to the log
-file with the handlers' logs, as one JSON line each."""
+report); warnings raised meanwhile, by the handlers or the libraries under them, go to a file
+of their own, as one JSON line each (the handlers' own lines are in each stack's log)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-LOG_PATH = Path(".local/lambda-logs.jsonl")  # the embedded stack's handler log
+LOG_PATH = Path(".local/warnings.jsonl")
 
 
 @contextmanager

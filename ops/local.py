@@ -21,7 +21,8 @@ from devstack.resources import (
     client,
 )
 from devstack.sink import SINK_TABLE, sink_counts
-from devstack.stack import EmbeddedStack
+from devstack.stack import RECONCILE_EVERY_SECONDS as LOCAL_RECONCILE_EVERY_SECONDS
+from devstack.stack import EmbeddedStack, stack_log_path
 from firedrill.delivery import DeliveryLog, Providers
 from firedrill.run import (
     DEFAULT_DELIVERIES,
@@ -36,6 +37,7 @@ __all__ = [
     "DEAD_LETTER_QUEUE_NAME",
     "DEFAULT_DELIVERIES",
     "DEVELOPMENT_SECRETS",
+    "LOCAL_RECONCILE_EVERY_SECONDS",
     "MERCADOPAGO_DEVELOPMENT_TOKEN",
     "SINK_TABLE",
     "STRIPE_DEVELOPMENT_API_KEY",
@@ -55,4 +57,5 @@ __all__ = [
     "run_embedded",
     "show_metrics",
     "sink_counts",
+    "stack_log_path",
 ]

@@ -33,10 +33,9 @@ from infra.constructs.storage import Storage
 from infra.removal import kept
 
 PROCESS_TIMEOUT = cdk.Duration.seconds(settings.PROCESS_TIMEOUT_SECONDS)
-SWEEP_EVERY = cdk.Duration.minutes(5)
-RECONCILE_EVERY = cdk.Duration.hours(1)
-# A delivery waiting for its binding is applied within this long of the binding arriving.
-WAITING_EVERY = cdk.Duration.minutes(5)
+SWEEP_EVERY = cdk.Duration.seconds(settings.SWEEP_EVERY_SECONDS)
+RECONCILE_EVERY = cdk.Duration.seconds(settings.RECONCILE_EVERY_SECONDS)
+WAITING_EVERY = cdk.Duration.seconds(settings.WAITING_EVERY_SECONDS)
 
 
 class Pipeline(Construct):

@@ -16,6 +16,8 @@ umavez replay stripe|mercadopago --since ISO [--until ISO] [--types T1,T2] [--st
        [--wait S] [STACK] [--api-url URL]
 umavez dlq list [--json] | dlq redrive (--message-id ID ... | --all) [STACK]
 umavez outbox revive OUTBOX_ID | --all-dead [--json] [STACK]
+umavez status [--json] [STACK]        the pipeline's health; exit 1 when a person is needed
+umavez trace EVENT_ID|ORDER_ID [--json] [--since 7d] [STACK]   one event's journey
 umavez show metrics [--json]           what the local functions counted (.local/metrics/)
 umavez preflight --stack-name NAME [--region R] [--profile P] [--test-alarm] [--json]
        the account before and after `cdk deploy` (docs/deploy.md)
@@ -33,7 +35,7 @@ from pathlib import Path
 
 from functions.shared.tables import DEFAULT_LEDGER_TABLE, DEFAULT_OUTBOX_TABLE
 from ops import preflight, stack
-from ops.cli import embedded, ledger, redelivery
+from ops.cli import embedded, ledger, observe, redelivery
 from ops.cli import send as send_command
 from ops.cli.common import (
     DEFAULT_PORT,
@@ -176,6 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     send.add_argument("--outbox-table", default=DEFAULT_OUTBOX_TABLE)
     send.set_defaults(run=send_command.send)
 
+    observe.add_parsers(commands)
     redelivery.add_replay_parser(commands)
     redelivery.add_dlq_parser(commands)
     preflight.add_parser(commands).set_defaults(run=preflight.command)

@@ -17,6 +17,8 @@ from botocore.exceptions import (
     ProfileNotFound,
 )
 
+from ops.trace import LogsQueryError
+
 # Exit status of a mistake the operator can fix (argparse's own usage errors exit 2 too).
 MISTAKE = 2
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -57,6 +59,8 @@ def explained(exc: BaseException) -> str | None:
         return "no AWS region: pass --region or set AWS_REGION"
     if isinstance(exc, ClientError):
         return _client_error(exc)
+    if isinstance(exc, LogsQueryError):
+        return str(exc)
     return None
 
 

@@ -5,49 +5,16 @@ the stack's resources created under the names its outputs give."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import boto3
 import pytest
-from moto import mock_aws
 
 from fixtures import stripe
-from functions.shared.tables import TableNames, create_table_requests
 from ops.cli import main
 from ops.cli.mistakes import MISTAKE
+from tests.ops.conftest import NAMES, STACK
 
-STACK = "Umavez-prod"
-NAMES = TableNames("Umavez-prod-Ledger-1A2B", "Umavez-prod-Outbox-3C4D")
 T0 = 1_764_460_800
-
-
-@pytest.fixture
-def deployed(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
-    """A stack named Umavez-prod in us-east-1 whose outputs name its tables and queues."""
-    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
-    with mock_aws():
-        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
-        for request in create_table_requests(NAMES):
-            dynamodb.create_table(**request)
-        sqs = boto3.client("sqs", region_name="us-east-1")
-        queue = sqs.create_queue(QueueName="Umavez-prod-Webhooks-5E6F")["QueueUrl"]
-        dead = sqs.create_queue(QueueName="Umavez-prod-DeadLetters-7A8B")["QueueUrl"]
-        outputs = {
-            "LedgerTable": NAMES.ledger,
-            "OutboxTable": NAMES.outbox,
-            "WebhookQueueUrl": queue,
-            "DeadLetterQueueUrl": dead,
-            "Stage": "prod",
-        }
-        template = {
-            "Resources": {"Topic": {"Type": "AWS::SNS::Topic"}},
-            "Outputs": {name: {"Value": value} for name, value in outputs.items()},
-        }
-        boto3.client("cloudformation", region_name="us-east-1").create_stack(
-            StackName=STACK, TemplateBody=json.dumps(template)
-        )
-        yield outputs
-    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
 
 
 def test_show_waiting_reads_the_ledger_the_stack_names(

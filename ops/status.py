@@ -1,0 +1,278 @@
+"""`umavez status`: the pipeline's health on one screen, from the stack itself (the local one or
+a deployed one), each reading with whether a person is needed now.
+
+Read, never written: the webhook queue (its depth from SQS, its oldest message's age from
+CloudWatch's `AWS/SQS` metric, as the `WebhookQueueAge` alarm reads it), the dead-letter queue,
+the deliveries waiting for their order and the money nobody could route (the ledger), the
+notifications given up on or overdue (the outbox's `due` index), the last reconciliation's
+summary (beside its checkpoint), and the stack's alarms now in ALARM.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+from functions.reconcile.service import CHECKPOINT_PK, LAST_RUN_SK
+from functions.shared import tables
+from functions.shared.dynamo import from_attributes, to_attributes
+from infra.settings import MAX_RECEIVE_COUNT
+
+# A delivery waiting longer than this needs a person (the `WaitingOverAnHour` alarm).
+WAITING_LIMIT_SECONDS: Final = 3600
+# A notification due this long ago and still not taken: the sweeper is not running.
+OVERDUE_AFTER_SECONDS: Final = 15 * 60
+# The window CloudWatch is asked about for the queue's oldest message (the alarm's period).
+QUEUE_AGE_WINDOW_SECONDS: Final = 5 * 60
+
+Clients = Callable[[str], Any]
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """Where the stack's parts are, and how often its reconciliation runs there."""
+
+    ledger_table: str
+    outbox_table: str
+    queue_url: str
+    dlq_url: str
+    reconcile_every_seconds: float
+    stack_name: str | None = None  # its alarms; None: alarms are not read (the local stack)
+
+
+@dataclass(frozen=True)
+class Reading:
+    name: str
+    summary: str
+    needs_person: bool
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Status:
+    readings: list[Reading]
+
+    @property
+    def needs_person(self) -> bool:
+        return any(r.needs_person for r in self.readings)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "needs_person": self.needs_person,
+            "readings": [asdict(r) for r in self.readings],
+        }
+
+    def render(self) -> str:
+        verdict = "a person is needed" if self.needs_person else "healthy"
+        lines = [f"umavez: {verdict}"]
+        for r in self.readings:
+            mark = "!!" if r.needs_person else "ok"
+            lines.append(f"  {mark}  {r.name:<15} {r.summary}")
+        return "\n".join(lines)
+
+
+def read_status(pipeline: Pipeline, client: Clients, now: float) -> Status:
+    sqs, dynamodb = client("sqs"), client("dynamodb")
+    readings = [
+        webhook_queue(sqs, client("cloudwatch"), pipeline.queue_url, now),
+        dead_letters(sqs, pipeline.dlq_url),
+        parked(dynamodb, pipeline.ledger_table, tables.WAITING_PK, "waiting", now),
+        parked(dynamodb, pipeline.ledger_table, tables.UNMATCHED_PK, "unmatched", now),
+        notifications(dynamodb, pipeline.outbox_table, now),
+        reconciliation(dynamodb, pipeline.ledger_table, pipeline.reconcile_every_seconds, now),
+        alarms(client, pipeline.stack_name),
+    ]
+    return Status(readings)
+
+
+# -- the readings -----------------------------------------------------------------------------
+
+
+def webhook_queue(sqs: Any, cloudwatch: Any, queue_url: str, now: float) -> Reading:
+    """Depth from SQS; the oldest message's age from CloudWatch (SQS publishes it once a
+    minute). A person is needed once a message is older than a record can live unreceived:
+    the visibility timeout times the receives allowed, as the `WebhookQueueAge` alarm says."""
+    attributes = sqs.get_queue_attributes(
+        QueueUrl=queue_url,
+        AttributeNames=[
+            "ApproximateNumberOfMessages",
+            "ApproximateNumberOfMessagesNotVisible",
+            "VisibilityTimeout",
+            "RedrivePolicy",
+        ],
+    )["Attributes"]
+    visible = int(attributes.get("ApproximateNumberOfMessages", 0))
+    in_flight = int(attributes.get("ApproximateNumberOfMessagesNotVisible", 0))
+    receives = int(
+        json.loads(attributes.get("RedrivePolicy") or "{}").get("maxReceiveCount")
+        or MAX_RECEIVE_COUNT
+    )
+    limit = int(attributes.get("VisibilityTimeout", 30)) * receives
+    oldest = _oldest_message_age(cloudwatch, queue_url.rsplit("/", 1)[-1], now)
+    age = "no datapoint in 5 min" if oldest is None else f"oldest {_age(oldest)}"
+    return Reading(
+        "webhook queue",
+        f"{visible} queued, {in_flight} in flight, {age} (limit {_age(limit)})",
+        oldest is not None and oldest > limit,
+        {
+            "queued": visible,
+            "in_flight": in_flight,
+            "oldest_seconds": oldest,
+            "limit_seconds": limit,
+        },
+    )
+
+
+def dead_letters(sqs: Any, dlq_url: str) -> Reading:
+    attributes = sqs.get_queue_attributes(
+        QueueUrl=dlq_url,
+        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    )["Attributes"]
+    count = int(attributes.get("ApproximateNumberOfMessages", 0)) + int(
+        attributes.get("ApproximateNumberOfMessagesNotVisible", 0)
+    )
+    hint = "; `umavez dlq list`, then `dlq redrive`" if count else ""
+    return Reading("dead letters", f"{count} in the DLQ{hint}", count > 0, {"count": count})
+
+
+def parked(dynamodb: Any, ledger_table: str, partition: str, name: str, now: float) -> Reading:
+    """Waiting deliveries need a person past an hour; unmatched money always does."""
+    since = [
+        int(item.get("waiting_since", now))
+        for item in _partition(dynamodb, ledger_table, partition)
+    ]
+    oldest = int(now - min(since)) if since else None
+    if name == "waiting":
+        needs = oldest is not None and oldest > WAITING_LIMIT_SECONDS
+        hint = "; `umavez show waiting`" if needs else ""
+    else:
+        needs = bool(since)
+        hint = "; `umavez show unmatched`, then `attach`" if needs else ""
+    text = f"{len(since)}" + (f", oldest {_age(oldest)}" if oldest is not None else "") + hint
+    return Reading(name, text, needs, {"count": len(since), "oldest_seconds": oldest})
+
+
+def notifications(dynamodb: Any, outbox_table: str, now: float) -> Reading:
+    """Dead items (the due index's `dead` bucket) and items due long ago that nobody took."""
+    dead = sum(1 for _ in tables.due_index_ids(dynamodb, outbox_table, tables.OUTBOX_DEAD_BUCKET))
+    overdue = sum(
+        1
+        for shard in range(tables.OUTBOX_DUE_SHARDS)
+        for _ in tables.due_index_ids(
+            dynamodb, outbox_table, f"due#{shard}", due_by=int(now - OVERDUE_AFTER_SECONDS)
+        )
+    )
+    hints = (["`umavez outbox revive --all-dead`"] if dead else []) + (
+        ["is the sweeper running?"] if overdue else []
+    )
+    return Reading(
+        "notifications",
+        f"{dead} dead, {overdue} overdue" + (f"; {', '.join(hints)}" if hints else ""),
+        bool(dead or overdue),
+        {"dead": dead, "overdue": overdue},
+    )
+
+
+def reconciliation(dynamodb: Any, ledger_table: str, every_seconds: float, now: float) -> Reading:
+    """The last run's summary. A person is needed when it found mismatches, stopped behind,
+    or is older than two periods (the schedule stopped)."""
+    item = dynamodb.get_item(
+        TableName=ledger_table,
+        Key=to_attributes({tables.PARTITION_KEY: CHECKPOINT_PK, tables.SORT_KEY: LAST_RUN_SK}),
+        ConsistentRead=True,
+    ).get("Item")
+    if not item:
+        return Reading("reconciliation", "no run recorded yet", False, {"ran_at": None})
+    run = from_attributes(item)
+    ran_at = datetime.fromisoformat(str(run["ran_at"]))
+    age = now - ran_at.timestamp()
+    mismatches = {str(k): int(v) for k, v in dict(run.get("mismatches") or {}).items()}
+    caught_up = bool(run.get("caught_up", True))
+    late = age > 2 * every_seconds
+    problems = [f"{k} {v}" for k, v in sorted(mismatches.items())]
+    problems += [] if caught_up else ["stopped at its cap, behind"]
+    problems += [f"no run for {_age(age)}"] if late else []
+    text = f"last run {_age(age)} ago, {int(run.get('orders_checked', 0))} orders, " + (
+        "; ".join(problems) if problems else "0 mismatches"
+    )
+    return Reading(
+        "reconciliation",
+        text,
+        bool(problems),
+        {
+            "ran_at": str(run["ran_at"]),
+            "orders_checked": int(run.get("orders_checked", 0)),
+            "mismatches": mismatches,
+            "caught_up": caught_up,
+            "age_seconds": int(age),
+        },
+    )
+
+
+def alarms(client: Clients, stack_name: str | None) -> Reading:
+    """The stack's alarms in ALARM: the stack names each `<stack>-<name>` (what the runbook and
+    a pager call it). The local stack has no alarms: its readings above are what they watch."""
+    if stack_name is None:
+        return Reading("alarms", "not read (local stack, or no --stack-name)", False, {})
+    pages = (
+        client("cloudwatch")
+        .get_paginator("describe_alarms")
+        .paginate(AlarmNamePrefix=f"{stack_name}-", AlarmTypes=["MetricAlarm", "CompositeAlarm"])
+    )
+    states = {
+        alarm["AlarmName"]: alarm["StateValue"]
+        for page in pages
+        for alarm in page.get("MetricAlarms", []) + page.get("CompositeAlarms", [])
+    }
+    firing = sorted(name for name, state in states.items() if state == "ALARM")
+    text = f"{len(firing)} of {len(states)} in ALARM" + (
+        f": {', '.join(firing[:5])}" if firing else ""
+    )
+    return Reading("alarms", text, bool(firing), {"in_alarm": firing, "alarms": len(states)})
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+def _oldest_message_age(cloudwatch: Any, queue_name: str, now: float) -> int | None:
+    end = datetime.fromtimestamp(now, tz=UTC)
+    points = cloudwatch.get_metric_statistics(
+        Namespace="AWS/SQS",
+        MetricName="ApproximateAgeOfOldestMessage",
+        Dimensions=[{"Name": "QueueName", "Value": queue_name}],
+        StartTime=end - timedelta(seconds=QUEUE_AGE_WINDOW_SECONDS),
+        EndTime=end + timedelta(seconds=60),
+        Period=60,
+        Statistics=["Maximum"],
+    )["Datapoints"]
+    if not points:
+        return None
+    latest = max(points, key=lambda p: p["Timestamp"])
+    return int(latest["Maximum"])
+
+
+def _partition(dynamodb: Any, table: str, partition: str) -> Iterable[dict[str, Any]]:
+    pages = dynamodb.get_paginator("query").paginate(
+        TableName=table,
+        KeyConditionExpression="#pk = :pk",
+        ExpressionAttributeNames={"#pk": tables.PARTITION_KEY, "#since": "waiting_since"},
+        ExpressionAttributeValues={":pk": {"S": partition}},
+        ProjectionExpression="#since",
+    )
+    for page in pages:
+        for item in page["Items"]:
+            yield from_attributes(item)
+
+
+def _age(seconds: float) -> str:
+    seconds = int(seconds)
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 2 * 3600:
+        return f"{seconds // 60} min"
+    if seconds < 2 * 86_400:
+        return f"{seconds // 3600} h"
+    return f"{seconds // 86_400} d"

@@ -1,0 +1,323 @@
+"""`umavez status` and `umavez trace` on a deployed stack found by its name (moto's
+CloudFormation): status reads each part from AWS and needs a person exactly when one part is
+wrong; trace reads the functions' log groups with Logs Insights and the stack's tables."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+import pytest
+from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
+
+from functions.reconcile.service import CHECKPOINT_PK, LAST_RUN_SK
+from functions.shared import tables
+from functions.shared.dynamo import to_attributes
+from functions.shared.outbox import outbox_id_for
+from ops.cli import main
+from ops.cli.mistakes import MISTAKE, explained
+from ops.trace import InsightsLogs, LogsQueryError
+from tests.ops.conftest import ALARMS, LOG_GROUPS, NAMES, STACK
+from tests.support.clock import FakeClock
+
+BY_NAME = ("--stack-name", STACK, "--region", "us-east-1")
+HOUR = 3600
+
+
+def status(capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
+    capsys.readouterr()
+    code = main(["status", "--json", *BY_NAME])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def put_ledger(item: dict[str, Any]) -> None:
+    boto3.client("dynamodb").put_item(TableName=NAMES.ledger, Item=to_attributes(item))
+
+
+def iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, tz=UTC).isoformat(timespec="milliseconds")
+
+
+def last_run(ran_at: float, mismatches: dict[str, int], caught_up: bool = True) -> None:
+    put_ledger(
+        {
+            tables.PARTITION_KEY: CHECKPOINT_PK,
+            tables.SORT_KEY: LAST_RUN_SK,
+            "ran_at": iso(ran_at),
+            "checked_from": iso(ran_at - HOUR),
+            "checked_until": iso(ran_at - 5),
+            "orders_checked": 12,
+            "mismatches": mismatches,
+            "caught_up": caught_up,
+        }
+    )
+
+
+def parked(partition: str, waiting_since: float) -> None:
+    event_id = f"evt_{uuid.uuid4().hex[:12]}"
+    put_ledger(
+        {
+            tables.PARTITION_KEY: partition,
+            tables.SORT_KEY: tables.parked_sk("stripe", event_id),
+            "event_id": event_id,
+            "waiting_since": int(waiting_since),
+        }
+    )
+
+
+def outbox_in(bucket: str, due_at: float) -> None:
+    boto3.client("dynamodb").put_item(
+        TableName=NAMES.outbox,
+        Item=to_attributes(
+            {
+                tables.OUTBOX_KEY: outbox_id_for(uuid.uuid4().hex * 2),
+                tables.OUTBOX_DUE_BUCKET: bucket,
+                tables.OUTBOX_DUE_AT: int(due_at),
+                "status": "dead" if bucket == tables.OUTBOX_DEAD_BUCKET else "pending",
+            }
+        ),
+    )
+
+
+def queue_age(seconds: float) -> None:
+    boto3.client("cloudwatch").put_metric_data(
+        Namespace="AWS/SQS",
+        MetricData=[
+            {
+                "MetricName": "ApproximateAgeOfOldestMessage",
+                "Dimensions": [{"Name": "QueueName", "Value": "Umavez-prod-Webhooks-5E6F"}],
+                "Value": seconds,
+                "Unit": "Seconds",
+            }
+        ],
+    )
+
+
+def dead_letter(outputs: dict[str, str]) -> None:
+    boto3.client("sqs").send_message(QueueUrl=outputs["DeadLetterQueueUrl"], MessageBody="{}")
+
+
+def alarm_fires() -> None:
+    boto3.client("cloudwatch").set_alarm_state(
+        AlarmName=ALARMS[1], StateValue="ALARM", StateReason="a record failed"
+    )
+
+
+# Each harm, and the one reading that must then need a person.
+HARMS: dict[str, tuple[str, Callable[[dict[str, str]], None]]] = {
+    "a dead letter": ("dead letters", dead_letter),
+    "a delivery waiting two hours": (
+        "waiting",
+        lambda _: parked(tables.WAITING_PK, time.time() - 2 * HOUR),
+    ),
+    "money nobody could route": (
+        "unmatched",
+        lambda _: parked(tables.UNMATCHED_PK, time.time() - 4 * 86_400),
+    ),
+    "a dead notification": (
+        "notifications",
+        lambda _: outbox_in(tables.OUTBOX_DEAD_BUCKET, time.time() - HOUR),
+    ),
+    "a notification overdue by an hour": (
+        "notifications",
+        lambda _: outbox_in("due#3", time.time() - HOUR),
+    ),
+    "books that do not balance": (
+        "reconciliation",
+        lambda _: last_run(time.time() - 60, {"unbalanced_total": 1}),
+    ),
+    "a reconciliation behind its window": (
+        "reconciliation",
+        lambda _: last_run(time.time() - 60, {}, caught_up=False),
+    ),
+    "no reconciliation for three hours": (
+        "reconciliation",
+        lambda _: last_run(time.time() - 3 * HOUR, {}),
+    ),
+    "a webhook older than a record can live": ("webhook queue", lambda _: queue_age(1000)),
+    "an alarm in ALARM": ("alarms", lambda _: alarm_fires()),
+}
+
+
+@pytest.fixture
+def healthy(deployed: dict[str, str]) -> dict[str, str]:
+    """The deployed stack at rest: a clean reconciliation a minute ago, a young waiting
+    delivery, a notification due now, the queue's oldest message a few seconds old."""
+    last_run(time.time() - 60, {})
+    parked(tables.WAITING_PK, time.time() - 120)
+    outbox_in("due#1", time.time())
+    queue_age(4)
+    return deployed
+
+
+def test_a_healthy_stack_needs_nobody(
+    healthy: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given the deployed stack at rest
+
+    # When the operator asks for its status by the stack's name
+    code, report = status(capsys)
+
+    # Then every part is read from the stack's own resources, and nobody is needed
+    assert (code, report["needs_person"]) == (0, False)
+    readings = {r["name"]: r["facts"] for r in report["readings"]}
+    assert readings["webhook queue"]["oldest_seconds"] == 4
+    assert readings["webhook queue"]["limit_seconds"] == 180 * 5  # visibility x receives
+    assert readings["waiting"]["count"] == 1
+    assert readings["notifications"] == {"dead": 0, "overdue": 0}
+    assert readings["reconciliation"]["mismatches"] == {}
+    assert readings["alarms"] == {"in_alarm": [], "alarms": len(ALARMS)}
+
+
+@pytest.mark.parametrize("harm", list(HARMS))
+def test_each_harm_needs_a_person_and_names_its_part(
+    harm: str, healthy: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given the stack at rest, then one thing wrong with it
+    part, inflict = HARMS[harm]
+    inflict(healthy)
+
+    # When the operator asks for its status
+    code, report = status(capsys)
+
+    # Then a person is needed (exit 1), and that part, only that part, says so
+    assert (code, report["needs_person"]) == (1, True)
+    assert [r["name"] for r in report["readings"] if r["needs_person"]] == [part]
+
+
+def test_status_by_physical_names_without_the_dlq_is_refused_in_one_line(
+    deployed: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given the deployed stack named by its physical names, the DLQ forgotten
+    argv = ["status", "--endpoint-url", "aws", "--ledger-table", NAMES.ledger]
+    argv += ["--outbox-table", NAMES.outbox, "--queue-url", deployed["WebhookQueueUrl"]]
+
+    # When status runs, Then one line says what is missing, and exit 2
+    assert main(argv) == MISTAKE
+    [line] = capsys.readouterr().err.splitlines()
+    assert "--dlq-url" in line
+    assert "--stack-name" in line
+
+
+def powertools_lines(service: str, lines: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """Lines as the function's Powertools Logger writes them to CloudWatch Logs."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(LambdaPowertoolsFormatter(service=service))
+    # A logger of its own: the functions' Powertools Loggers are shared by service name.
+    logger = logging.getLogger(f"umavez-test-{uuid.uuid4().hex}")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    for message, keys in lines:
+        logger.info(message, extra=keys)
+    return stream.getvalue().splitlines()
+
+
+def put_logs(group: str, lines: list[str]) -> None:
+    logs = boto3.client("logs")
+    stream = f"2026/12/01/[$LATEST]{uuid.uuid4().hex}"
+    logs.create_log_stream(logGroupName=group, logStreamName=stream)
+    now = int(time.time() * 1000)
+    logs.put_log_events(
+        logGroupName=group,
+        logStreamName=stream,
+        logEvents=[{"timestamp": now + i, "message": line} for i, line in enumerate(lines)],
+    )
+
+
+def test_trace_by_stack_name_reads_the_functions_log_groups_and_the_tables(
+    deployed: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a payment taken by ingest, applied by process and notified, as the deployed
+    # functions logged it (and another event's lines beside it), with its entry in the ledger
+    event, order, key = "evt_deployed_1", "ord_deployed_1", "ab" * 32
+    put_logs(
+        LOG_GROUPS["IngestLogs"],
+        powertools_lines(
+            "ingest",
+            [
+                ("enqueued", {"provider": "stripe", "event_id": event, "message_id": "m-1"}),
+                ("enqueued", {"provider": "stripe", "event_id": "evt_other", "message_id": "m-2"}),
+            ],
+        ),
+    )
+    put_logs(
+        LOG_GROUPS["ProcessLogs"],
+        powertools_lines(
+            "process",
+            [
+                (
+                    "applied",
+                    {
+                        "event_id": event,
+                        "receive_count": "1",
+                        "effect_key": key,
+                        "order_id": order,
+                        "outcome": "applied",
+                    },
+                )
+            ],
+        ),
+    )
+    put_ledger(
+        {
+            tables.PARTITION_KEY: tables.order_pk(order),
+            tables.SORT_KEY: tables.effect_sk(key),
+            "effect_key": key,
+            "event_id": event,
+            "outcome": "applied",
+            "transition": "order.paid",
+            "amount": 5000,
+            "currency": "brl",
+        }
+    )
+
+    # When the operator traces the event by the stack's name
+    capsys.readouterr()
+    code = main(["trace", event, "--json", "--since", "1h", *BY_NAME])
+    journey = json.loads(capsys.readouterr().out)
+
+    # Then its lines, and only its, make the timeline; its entry is read from the ledger
+    assert code == 0
+    assert [(s["stage"], s["outcome"], s["event_id"]) for s in journey["timeline"]] == [
+        ("ingest", "enqueued", event),
+        ("process", "applied", event),
+    ]
+    [entry] = [f for f in journey["now"] if f["kind"] == "entry"]
+    assert (entry["order_id"], entry["amount"], entry["counted_by"]) == (
+        order,
+        "BRL 50.00",
+        event,
+    )
+
+
+class NeverComplete:
+    """A Logs Insights that keeps a query running."""
+
+    def start_query(self, **_: Any) -> dict[str, str]:
+        return {"queryId": "q-1"}
+
+    def get_query_results(self, queryId: str) -> dict[str, Any]:
+        return {"status": "Running", "results": []}
+
+
+def test_a_logs_query_that_never_completes_is_one_line_to_try_again() -> None:
+    # Given Logs Insights that never completes a query, and a clock that moves a second a poll
+    clock = FakeClock(1_764_460_800)
+    logs = InsightsLogs(NeverComplete(), ["/aws/lambda/x"], HOUR, clock=clock, sleep=clock.advance)
+
+    # When the trace reads the logs, Then it gives up after its limit, with a line to act on
+    with pytest.raises(LogsQueryError) as raised:
+        logs.lines({"evt_1"})
+    assert clock.now - 1_764_460_800 == pytest.approx(61, abs=1)
+    line = explained(raised.value)
+    assert line is not None
+    assert "try again" in line
