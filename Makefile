@@ -75,10 +75,10 @@ bench-reconcile: $(STAMP)
 	$(BIN)/python benchmarks/reconcile_scale.py
 
 # The cost per million events, measured on the embedded stack (minutes): prints it and
-# rewrites docs/cost.md's cost section; the raw counters go to .local/cost.json.
+# rewrites docs/cost.md's cost section; the raw counters go to costmodel/measured.json, committed:
+# the capacity model (`make capacity`) reads its per-event requests and durations from there.
 cost: $(STAMP)
-	mkdir -p .local
-	$(BIN)/umavez cost --readme docs/cost.md --json .local/cost.json
+	$(BIN)/umavez cost --readme docs/cost.md --json costmodel/measured.json
 
 clean:
 	rm -rf $(VENV) $(RUNTIME_VENV) node_modules cdk.out .local .mypy_cache .pytest_cache .ruff_cache .hypothesis
