@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from devstack.capacity import Units
+from infra import settings
 
 PRICES_PATH = Path(__file__).with_name("prices.toml")
 README_BEGIN = "<!-- cost:begin -->"
@@ -55,7 +56,7 @@ FUNCTION_MEMORY_MB = {
     "waiting": 256,
     "reconciliation": 1024,
 }
-SCHEDULE_MINUTES = {"sweeper": 5, "waiting": 5, "reconciliation": 60}
+SCHEDULE_MINUTES = settings.SCHEDULE_MINUTES
 # Functions whose invocations start a trace of their own (Lambda active tracing): the stream's
 # sender and the schedules. Ingest starts one only with the HTTP API; process never does.
 TRACE_STARTERS = ("outbox", "sweeper", "waiting", "reconciliation")
@@ -270,6 +271,21 @@ def payer(key: AwsKey, webhook_queue: str) -> str | None:
     return None
 
 
+def lambda_milliseconds(sample: Sample, prices: Prices) -> Units:
+    """Each function's billed time in AWS over the sample: its own work, measured, plus every
+    AWS call it made at the typical latency of `[latency_ms]`, plus 0.5 ms an invocation for
+    the rounding up to 1 ms (the local wall clock is only an upper bound)."""
+    waits = Units()
+    for (caller, service, operation, _), units in sample.aws.items():
+        waits[caller] += units["requests"] * prices.latency(service, operation)
+    return Units(
+        {
+            function: meters["compute_ms"] + waits[function] + 0.5 * meters["invocations"]
+            for function, meters in sample.functions.items()
+        }
+    )
+
+
 DYNAMODB_METRICS = (
     "wru_transaction",
     "wru_standard",
@@ -308,9 +324,7 @@ def usage(sample: Sample, prices: Prices, webhook_queue: str) -> Units:
             used["provider_api_calls"] += units["requests"]
         else:
             used[f"unpriced:{service}"] += units["requests"]
-    waits = Units()
-    for (caller, service, operation, _), units in sample.aws.items():
-        waits[caller] += units["requests"] * prices.latency(service, operation)
+    modeled = lambda_milliseconds(sample, prices)
     log_bytes = 0.0
     for function, meters in sample.functions.items():
         if function not in FUNCTION_MEMORY_MB:
@@ -318,7 +332,7 @@ def usage(sample: Sample, prices: Prices, webhook_queue: str) -> Units:
         invocations = meters["invocations"]
         gigabytes = FUNCTION_MEMORY_MB[function] / 1024
         used["lambda_invocations"] += invocations
-        milliseconds = meters["compute_ms"] + waits[function] + 0.5 * invocations
+        milliseconds = modeled[function]
         used["lambda_gb_seconds"] += milliseconds / 1000 * gigabytes
         used["local_gb_seconds"] += meters["billed_ms"] / 1000 * gigabytes
         log_bytes += meters["log_bytes"] + meters["emf_bytes"]

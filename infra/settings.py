@@ -32,6 +32,11 @@ MAX_RECEIVE_COUNT: Final = 5
 # to every retry of it. The dead-letter queue takes the same, or a redrive into it would fail.
 WEBHOOK_MESSAGE_MAX_BYTES: Final = 1024 * 1024
 PROCESS_TIMEOUT_SECONDS: Final = 30
+# AWS's rule for a queue a Lambda consumes: its visibility timeout at least six times the
+# function's timeout. A record failed or cut short is received again that long after.
+VISIBILITY_TIMEOUT_FACTOR: Final = 6
+# How long an accepted delivery may wait in the webhook queue before SQS deletes it.
+WEBHOOK_QUEUE_RETENTION_DAYS: Final = 4
 # The senders start an item only while its worst case (functions/outbox/budget.py, ~40 s with
 # every sink at its timeouts) fits in what is left: these leave room for many items and one
 # slow one. The sweeper's run ends before the next is due (every 5 minutes).
@@ -44,6 +49,13 @@ OUTBOX_RETRY_ATTEMPTS: Final = 3
 # order of records of one key only), so a burst of notifications is sent by this many
 # invocations at once instead of one batch after another.
 OUTBOX_PARALLELIZATION_FACTOR: Final = 4
+# A stream record older than this is not handed to the sender: it goes to the on-failure
+# queue, and the sweeper parks its item (functions/outbox/stranded.py).
+OUTBOX_STREAM_MAX_RECORD_AGE_SECONDS: Final = 3600
+# The scheduled functions: how often each runs, and how long one run may take.
+SCHEDULE_MINUTES: Final[dict[str, int]] = {"sweeper": 5, "waiting": 5, "reconciliation": 60}
+WAITING_TIMEOUT_SECONDS: Final = 120
+RECONCILIATION_TIMEOUT_SECONDS: Final = 600
 # The outbox event source mapping's filter: new outbox items only, which are always pending.
 OUTBOX_STREAM_FILTER: Final[dict[str, Any]] = {
     "eventName": ["INSERT"],
@@ -86,15 +98,13 @@ def powertools_layer_parameter(version: str) -> str:
 # The API stage's limit, whichever API type: requests a second and the burst above it.
 API_THROTTLE_RATE: Final = 200
 API_THROTTLE_BURST: Final = 400
+# The WAF's rate rule (REST + WAF): requests one address may send in its 5-minute window
+# before it is blocked; the addresses in `providerIpAllowList` are never counted.
+WAF_REQUESTS_PER_ADDRESS_PER_5_MINUTES: Final = 3000
 # Ingest's time per request as the concurrency estimate counts it (warm ~50 ms; cold starts
 # and slow secrets reads raise the average in a burst).
 INGEST_SECONDS_PER_REQUEST: Final = 0.1
 SCHEDULED_FUNCTIONS: Final = ("sweeper", "waiting", "reconciliation")
-# How often each scheduled function runs on AWS (`umavez status` judges a run's age by it).
-SWEEP_EVERY_SECONDS: Final = 5 * 60
-RECONCILE_EVERY_SECONDS: Final = 3600
-# A delivery waiting for its binding is applied within this long of the binding arriving.
-WAITING_EVERY_SECONDS: Final = 5 * 60
 
 
 def concurrency_needed(process_max_concurrency: int) -> dict[str, int]:

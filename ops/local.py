@@ -1,13 +1,16 @@
 """The one door from the operator's tool to the embedded stack, the fire drill and the cost model.
 
-The local commands (`serve`, `firedrill`, `cost`, `show metrics`, and any command pointed at the
-embedded stack's endpoint) load them through this module, and nothing else in `ops` imports
-them: the import contracts in pyproject.toml hold it. The CLI imports this module only inside
-those commands, so `umavez preflight` and the commands on the deployed stack never load moto.
+The local commands (`serve`, `firedrill`, `cost`, `capacity`, `show metrics`, and any command
+pointed at the embedded stack's endpoint) load them through this module, and nothing else in
+`ops` imports them: the import contracts in pyproject.toml hold it. The CLI imports this module
+only inside those commands, so `umavez preflight` and the commands on the deployed stack never
+load moto.
 """
 
 from __future__ import annotations
 
+from costmodel.capacity import CapacityOptions
+from costmodel.capacity import run as run_capacity
 from costmodel.command import run as run_cost
 from costmodel.model import CostOptions
 from devstack.metrics_report import show as show_metrics
@@ -42,6 +45,7 @@ __all__ = [
     "SINK_TABLE",
     "STRIPE_DEVELOPMENT_API_KEY",
     "WEBHOOK_QUEUE_NAME",
+    "CapacityOptions",
     "CostOptions",
     "DeliveryLog",
     "DeployedTarget",
@@ -52,6 +56,7 @@ __all__ = [
     "Providers",
     "client",
     "register_mercadopago_payment",
+    "run_capacity",
     "run_cost",
     "run_deployed",
     "run_embedded",

@@ -27,7 +27,11 @@ from constructs import Construct
 from functions.ingest.service import MAX_BODY_BYTES
 from infra.config import WAF_NEEDS_REST, ApiType, ConfigError
 from infra.constructs.lambdas import retained_log_group
-from infra.settings import API_THROTTLE_BURST, API_THROTTLE_RATE
+from infra.settings import (
+    API_THROTTLE_BURST,
+    API_THROTTLE_RATE,
+    WAF_REQUESTS_PER_ADDRESS_PER_5_MINUTES,
+)
 
 STAGE: Final = "live"
 WEBHOOK_PATH: Final = "/webhooks/{provider}"
@@ -228,7 +232,7 @@ class WebhookApi(Construct):
         """Rate limit per source IP (never the providers' own addresses), and refuse declared
         oversized bodies before they cost a Lambda."""
         rate_per_ip = wafv2.CfnWebACL.RateBasedStatementProperty(
-            limit=3000,
+            limit=WAF_REQUESTS_PER_ADDRESS_PER_5_MINUTES,
             aggregate_key_type="IP",
             scope_down_statement=self._not_from(provider_ip_allow_list),
         )

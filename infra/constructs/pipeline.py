@@ -33,9 +33,10 @@ from infra.constructs.storage import Storage
 from infra.removal import kept
 
 PROCESS_TIMEOUT = cdk.Duration.seconds(settings.PROCESS_TIMEOUT_SECONDS)
-SWEEP_EVERY = cdk.Duration.seconds(settings.SWEEP_EVERY_SECONDS)
-RECONCILE_EVERY = cdk.Duration.seconds(settings.RECONCILE_EVERY_SECONDS)
-WAITING_EVERY = cdk.Duration.seconds(settings.WAITING_EVERY_SECONDS)
+SWEEP_EVERY = cdk.Duration.minutes(settings.SCHEDULE_MINUTES["sweeper"])
+RECONCILE_EVERY = cdk.Duration.minutes(settings.SCHEDULE_MINUTES["reconciliation"])
+# A delivery waiting for its binding is applied within this long of the binding arriving.
+WAITING_EVERY = cdk.Duration.minutes(settings.SCHEDULE_MINUTES["waiting"])
 
 
 class Pipeline(Construct):
@@ -145,7 +146,7 @@ class Pipeline(Construct):
                 name="waiting",
                 scheduled_every=WAITING_EVERY,
                 description="Re-drives deliveries whose order is now bound; unmatched after 3 days",
-                timeout=cdk.Duration.minutes(2),
+                timeout=cdk.Duration.seconds(settings.WAITING_TIMEOUT_SECONDS),
                 environment=WaitingSettings.variables(
                     **stored, webhook_queue_url=self.queues.queue.queue_url
                 ),
@@ -205,7 +206,7 @@ class Pipeline(Construct):
                 parallelization_factor=settings.OUTBOX_PARALLELIZATION_FACTOR,
                 bisect_batch_on_error=True,
                 retry_attempts=settings.OUTBOX_RETRY_ATTEMPTS,
-                max_record_age=cdk.Duration.hours(1),
+                max_record_age=cdk.Duration.seconds(settings.OUTBOX_STREAM_MAX_RECORD_AGE_SECONDS),
                 report_batch_item_failures=True,
                 on_failure=sources.SqsDlq(self.outbox_failures),
                 filters=[
@@ -266,7 +267,7 @@ class Pipeline(Construct):
                 scheduled_every=RECONCILE_EVERY,
                 description="Proves the books balance and nothing is stuck",
                 memory_mb=1024,
-                timeout=cdk.Duration.minutes(10),
+                timeout=cdk.Duration.seconds(settings.RECONCILIATION_TIMEOUT_SECONDS),
                 environment=ReconcileSettings.variables(**stored),
             ),
         )

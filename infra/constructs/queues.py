@@ -7,7 +7,12 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.removal import kept
-from infra.settings import MAX_RECEIVE_COUNT, WEBHOOK_MESSAGE_MAX_BYTES
+from infra.settings import (
+    MAX_RECEIVE_COUNT,
+    VISIBILITY_TIMEOUT_FACTOR,
+    WEBHOOK_MESSAGE_MAX_BYTES,
+    WEBHOOK_QUEUE_RETENTION_DAYS,
+)
 
 
 def secure_queue(scope: Construct, construct_id: str, **props: object) -> sqs.Queue:
@@ -51,14 +56,16 @@ class WebhookQueues(Construct):
                 source_queues=[sqs.Queue.from_queue_arn(self, "WebhooksByName", queue_arn)],
             ),
         )
-        self.visibility_timeout = cdk.Duration.seconds(6 * consumer_timeout.to_seconds())
+        self.visibility_timeout = cdk.Duration.seconds(
+            VISIBILITY_TIMEOUT_FACTOR * consumer_timeout.to_seconds()
+        )
         self.queue = secure_queue(
             self,
             "Webhooks",
             queue_name=queue_name,
             # AWS's rule for Lambda consumers: at least six times the function's timeout.
             visibility_timeout=self.visibility_timeout,
-            retention_period=cdk.Duration.days(4),
+            retention_period=cdk.Duration.days(WEBHOOK_QUEUE_RETENTION_DAYS),
             max_message_size_bytes=WEBHOOK_MESSAGE_MAX_BYTES,
             removal_policy=removal,
             dead_letter_queue=sqs.DeadLetterQueue(

@@ -24,6 +24,8 @@ umavez preflight --stack-name NAME [--region R] [--profile P] [--test-alarm] [--
 --debug, anywhere: a traceback instead of a one-line error.
 umavez cost [--orders 52] [--per-kind 20] [--readme docs/cost.md] [--json FILE | --from-json FILE]
        [--xray-sampling RATE]
+umavez capacity --rate R [--burst N] [--json] [--process-max-concurrency N] [--ses-send-rate R]
+       the load at R payments a second, each component's limit, what saturates first
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from pathlib import Path
 
 from functions.shared.tables import DEFAULT_LEDGER_TABLE, DEFAULT_OUTBOX_TABLE
 from ops import preflight, stack
+from ops.cli import capacity as capacity_command
 from ops.cli import embedded, ledger, observe, redelivery
 from ops.cli import send as send_command
 from ops.cli.common import (
@@ -200,6 +203,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="share of invocations traced (default: costmodel/prices.toml, 0.05)",
     )
     cost.set_defaults(run=embedded.cost)
+
+    capacity = commands.add_parser(
+        "capacity", help="the load at a rate against each limit, and what saturates first"
+    )
+    capacity.add_argument("--rate", type=float, help="payments a second (the drill mix's)")
+    capacity.add_argument("--burst", type=int, help="deliveries at once: the drain, what waits")
+    capacity.add_argument("--json", action="store_true", help="machine-readable output")
+    capacity.add_argument(
+        "--measured",
+        type=Path,
+        default=Path("costmodel/measured.json"),
+        help="`make cost` wrote it",
+    )
+    capacity.add_argument("--process-max-concurrency", type=int, help="default: the stack's, 5")
+    capacity.add_argument("--ses-send-rate", type=float, help="default: 14 a second")
+    capacity.add_argument("--account-concurrency", type=float, help="default: 1,000")
+    capacity.add_argument("--docs", type=Path, help="rewrite this page's capacity section")
+    capacity.add_argument("--readme", type=Path, help="rewrite this file's capacity summary")
+    capacity.set_defaults(run=capacity_command.run)
 
     # --debug anywhere on the line (before or after the command)
     words = list(sys.argv[1:] if argv is None else argv)

@@ -88,9 +88,10 @@ def run_status(args: argparse.Namespace) -> int:
         dlq_url = args.dlq_url or sqs.get_queue_url(QueueName=DEAD_LETTER_QUEUE_NAME)["QueueUrl"]
         every = LOCAL_RECONCILE_EVERY_SECONDS
     else:
-        from infra.settings import RECONCILE_EVERY_SECONDS
+        from infra.settings import SCHEDULE_MINUTES
 
-        queue_url, dlq_url, every = args.queue_url, args.dlq_url, RECONCILE_EVERY_SECONDS
+        every = SCHEDULE_MINUTES["reconciliation"] * 60
+        queue_url, dlq_url = args.queue_url, args.dlq_url
     pipeline = Pipeline(
         args.ledger_table,
         args.outbox_table,
