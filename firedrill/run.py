@@ -26,6 +26,7 @@ from firedrill.checks import (
     embedded_checks,
 )
 from firedrill.delivery import DeliveryLog, Providers, run_stories
+from firedrill.observed import status_check, trace_check
 from firedrill.progress import ProgressBar
 from firedrill.report import deliveries_line, embedded_facts, render, server_facts
 from firedrill.stories import stories, stories_for_deliveries
@@ -159,6 +160,7 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
             state = LedgerState.of(after.ledger, after.outbox)
             checks = check_state(drill, state, log)
             checks += embedded_checks(stack, state, log, drains, reads)
+            checks += [status_check(stack, state), trace_check(stack, state, log, drill)]
             checks.append(unmatched)
             checks.append(
                 Check(

@@ -60,8 +60,10 @@ class LedgerState:
         return cls(orders, deliveries, items, watched)
 
 
-def order_view(dynamodb: Any, names: tables.TableNames, order_id: str) -> OrderView:
-    """One order, its effects (one Query) and its outbox items."""
+def order_view(
+    dynamodb: Any, names: tables.TableNames, order_id: str, *, with_outbox: bool = True
+) -> OrderView:
+    """One order, its effects (one Query) and, unless told not to, its outbox items."""
     view = OrderView(order_id, {})
     pages = dynamodb.get_paginator("query").paginate(
         TableName=names.ledger,
@@ -75,7 +77,7 @@ def order_view(dynamodb: Any, names: tables.TableNames, order_id: str) -> OrderV
                 view.order = item
             else:
                 view.effects.append(item)
-    if view.effects:
+    if view.effects and with_outbox:
         keys = [{tables.OUTBOX_KEY: {"S": outbox_id_for(e["effect_key"])}} for e in view.effects]
         for start in range(0, len(keys), 100):
             response = dynamodb.batch_get_item(

@@ -90,10 +90,16 @@ class Journey:
             )
         lines.append("  now (tables):" if self.now else "  now (tables): nothing")
         for fact in self.now:
-            lines.append("    " + "  ".join(f"{v}" for v in fact.values() if v not in (None, "")))
+            shown = (_short(str(v)) for v in fact.values() if v not in (None, ""))
+            lines.append("    " + "  ".join(shown))
         for missing in self.not_found:
             lines.append(f"  not found: {missing}")
         return "\n".join(lines)
+
+
+def _short(text: str) -> str:
+    """A key or an outbox id (64 hex digits) cut for the screen; --json has them whole."""
+    return text[:20] + "..." if len(text) > 40 and " " not in text else text
 
 
 # -- where the logs are ---------------------------------------------------------------------
@@ -109,7 +115,9 @@ class LocalLogs:
         if not self._path.exists():
             return []
         with self._path.open() as log:
-            found = [line for line in _parsed(log) if _names(line, ids)]
+            # A substring first: most lines name none of the ids, and are never parsed.
+            mentioning = (text for text in log if any(i in text for i in ids))
+            found = [line for line in _parsed(mentioning) if _names(line, ids)]
         return sorted(found, key=_moment)
 
 
@@ -187,7 +195,7 @@ def trace(asked: str, dynamodb: Any, names: tables.TableNames, logs: LogSource) 
     else:
         lines = logs.lines({asked})
         journey = Journey(asked, "event")
-        effects = _effects_named_by(dynamodb, names.ledger, lines)
+        effects = _effects_named_by(dynamodb, names, asked, lines)
         events = {asked}
     outbox = _outbox_items(dynamodb, names.outbox, {str(e["effect_key"]) for e in effects})
     lines += logs.lines({str(i["outbox_id"]) for i in outbox})
@@ -215,29 +223,22 @@ def trace(asked: str, dynamodb: Any, names: tables.TableNames, logs: LogSource) 
 
 
 def _effects_named_by(
-    dynamodb: Any, ledger: str, lines: Iterable[dict[str, Any]]
+    dynamodb: Any, names: tables.TableNames, event_id: str, lines: Iterable[dict[str, Any]]
 ) -> list[dict[str, Any]]:
-    """The entries process's lines name (order and effect key): the ledger is keyed by order,
-    so an event's entries are found through the line that applied (or refused) them."""
-    keys = {
-        (str(line["order_id"]), str(line["effect_key"]))
-        for line in lines
-        if line.get("service") == "process" and line.get("order_id") and line.get("effect_key")
-    }
+    """The entries of the orders process's lines name: those this event counted (a reversal
+    voids two keys and names one), and those its lines found counted by another event (it
+    was their duplicate). The ledger is keyed by order, so the lines say where to read."""
+    named: dict[str, set[str]] = {}
+    for line in lines:
+        if line.get("service") == "process" and line.get("order_id"):
+            keys = named.setdefault(str(line["order_id"]), set())
+            if line.get("effect_key"):
+                keys.add(str(line["effect_key"]))
     found = []
-    for order_id, key in sorted(keys):
-        item = dynamodb.get_item(
-            TableName=ledger,
-            Key=to_attributes(
-                {
-                    tables.PARTITION_KEY: tables.order_pk(order_id),
-                    tables.SORT_KEY: tables.effect_sk(key),
-                }
-            ),
-            ConsistentRead=True,
-        ).get("Item")
-        if item:
-            found.append(from_attributes(item))
+    for order_id, keys in sorted(named.items()):
+        for effect in order_view(dynamodb, names, order_id, with_outbox=False).effects:
+            if effect.get("event_id") == event_id or effect.get("effect_key") in keys:
+                found.append(effect)
     return found
 
 
@@ -300,7 +301,7 @@ def _effect_fact(effect: dict[str, Any], asked_event: str | None) -> dict[str, A
     counted_by = by if asked_event is None or by == asked_event else f"another event, {by}"
     return {
         "kind": "entry",
-        "id": str(effect["effect_key"])[:16] + "...",
+        "id": str(effect["effect_key"]),
         "outcome": str(effect.get("outcome")),
         "transition": effect.get("transition"),
         "order_id": effect.get("order_id") or str(effect.get("pk", "")).removeprefix("ORDER#"),
@@ -320,7 +321,7 @@ def _outbox_fact(item: dict[str, Any]) -> dict[str, Any]:
     channels = sorted(item.get("channels_sent") or [])
     return {
         "kind": "notification",
-        "id": str(item["outbox_id"])[:20] + "...",
+        "id": str(item["outbox_id"]),
         "status": item.get("status"),
         "attempts": f"{int(item.get('attempts', 0))} attempts",
         "channels": "reached " + (", ".join(channels) if channels else "none yet"),
