@@ -12,7 +12,7 @@ export CDK_DISABLE_VERSION_CHECK := 1
 # Material for MkDocs prints a banner about its successor on every build; it is noise here.
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: install run test lint typecheck docs unit runtime synth bench bench-reconcile cost capacity clean histories
+.PHONY: install run test lint typecheck docs unit runtime synth bench bench-reconcile cost capacity clean histories burst
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +63,11 @@ synth: $(STAMP) $(NODE_STAMP)
 
 run: $(STAMP)
 	$(BIN)/umavez firedrill
+
+# A provider's backlog: BURST deliveries (default 20,000) queued while process is down, then
+# drained and checked; the report sets the drain beside the capacity model's prediction.
+burst: $(STAMP)
+	$(BIN)/umavez firedrill --burst $(or $(BURST),20000)
 
 # Ingest's cold import and warm latency next to a bare handler; process throughput next to its
 # raw transactions (about 3 minutes on 2 busy cores).

@@ -335,6 +335,20 @@ def load_measurement(path: Path = MEASURED_PATH) -> Measurement:
     return Measurement.from_json(json.loads(path.read_text()))
 
 
+def embedded_drain_seconds(
+    deliveries: int, process_concurrency: int, measurement: Measurement | None = None
+) -> float:
+    """How long the embedded stack takes to drain `deliveries` queued at once (the burst
+    drill), predicted from the drill mix as measured on this machine: process's wall-clock time
+    per delivery (its invocations' time over the deliveries, which includes its waits on the
+    local server's lock), spread over the stack's process pollers. The outbox drains beside
+    process, and finishes behind it by about one item's time."""
+    sample = (measurement or load_measurement()).scenarios()[MIX]
+    process_ms = sample.functions["process"]["billed_ms"]
+    per_delivery = process_ms / 1000 / max(sample.events, 1)
+    return deliveries * per_delivery / max(process_concurrency, 1)
+
+
 # -- the reconciliation -------------------------------------------------------------------------
 
 

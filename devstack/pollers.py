@@ -48,6 +48,8 @@ class Poller(threading.Thread):
     def __init__(self, name: str) -> None:
         super().__init__(name=name, daemon=True)
         self.stopping = threading.Event()
+        # Set: the poller takes nothing new (its function is down: a burst drill's outage).
+        self.paused = threading.Event()
         self.stats: Counter[str] = Counter()
         self.busy = False
         self.errors: list[str] = []
@@ -58,6 +60,9 @@ class Poller(threading.Thread):
     def run(self) -> None:
         idle = IDLE_MIN_SECONDS
         while not self.stopping.is_set():
+            if self.paused.is_set():
+                self.stopping.wait(IDLE_MAX_SECONDS)
+                continue
             try:
                 worked = self.poll_once()
             except Exception as exc:  # noqa: BLE001 - a Lambda error must not kill the mapping

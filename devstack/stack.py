@@ -450,6 +450,16 @@ class EmbeddedStack:
         )
         return int(response["Count"])
 
+    def pause_processing(self) -> None:
+        """Process takes nothing from the queue until `resume_processing`: an outage on our
+        side, while providers keep delivering (ingest still answers)."""
+        for poller in self.process_pollers:
+            poller.paused.set()
+
+    def resume_processing(self) -> None:
+        for poller in self.process_pollers:
+            poller.paused.clear()
+
     def queued_messages(self) -> tuple[int, int]:
         """Messages in the webhook queue: (visible, received and not yet deleted)."""
         attributes = self._client("sqs").get_queue_attributes(

@@ -21,6 +21,7 @@ from ops.trace import Journey, LocalLogs, trace
 # How many events and orders the drill traces: a spread over the whole run, not all of it.
 TRACED_EVENTS = 24
 TRACED_ORDERS = 6
+SENDERS = frozenset({"outbox", "sweeper"})
 
 
 def status_check(stack: EmbeddedStack, state: LedgerState) -> Check:
@@ -116,9 +117,10 @@ def _event_problems(
         problems.append(f"{asked}: ingest not traced")
     if not any(stage == "process" for stage, _ in stages):
         problems.append(f"{asked}: process not traced")
-    # The sender's lines are the entry's: under the event that counted it (for a duplicate,
-    # another); ingest's and process's are this event's alone.
-    if foreign := {s.event_id for s in journey.timeline if s.stage != "outbox"} - {asked}:
+    # The senders' lines (first try, sweeper) are the entry's: under the event that counted it
+    # (for a duplicate, another); ingest's and process's are this event's alone.
+    own = {s.event_id for s in journey.timeline if s.stage not in SENDERS}
+    if foreign := own - {asked}:
         problems.append(f"{asked}: lines of {sorted(foreign)[:2]}")
     traced = sorted(
         (f["id"], f["outcome"])

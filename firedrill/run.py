@@ -7,7 +7,7 @@ import random
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -69,6 +69,11 @@ class DrillOptions:
     # A soak: deliver for this many minutes at `rate` deliveries a second, then check.
     soak_minutes: float | None = None
     rate: float = DEFAULT_SOAK_RATE
+    # A burst: every delivery queued while process is down (a provider's backlog after an
+    # outage), then drained; `predict_drain(deliveries, pollers)` is the capacity model's
+    # drain time on this stack (the operator's tool passes it: the model is above the drill).
+    burst: bool = False
+    predict_drain: Callable[[int, int], float] | None = None
 
     def stories(self, now: int) -> list[Story]:
         if self.soak_minutes is not None:
@@ -130,6 +135,8 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
                 drains.append(stack.drain(let_waits_pass=True))
             _progress_line(err, drains[-1])
 
+        if options.burst:
+            stack.pause_processing()
         with watch.step("delivering"):
             run_stories(
                 drill,
@@ -137,7 +144,10 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
                 ProgressBar(err),
                 stories_per_second=options.stories_per_second(drill),
             )
+        backlog = stack.queued_messages()[0] if options.burst else 0
+        stack.resume_processing()
         drain()
+        burst = burst_check(options, drill, log, backlog, drains[0], len(stack.process_pollers))
         dynamodb = client("dynamodb", stack.aws.endpoint_url)
         names = stack.resources.tables
         with watch.step("attaching, resending, replaying"):
@@ -161,6 +171,7 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
             checks = check_state(drill, state, log)
             checks += embedded_checks(stack, state, log, drains, reads)
             checks += [status_check(stack, state), trace_check(stack, state, log, drill)]
+            checks += [burst] if burst else []
             checks.append(unmatched)
             checks.append(
                 Check(
@@ -178,6 +189,44 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
     facts["elapsed"] = f"{watch.elapsed:.1f} s"
     render(checks, facts, out)
     return 0 if all(c.ok for c in checks) else 1
+
+
+# How far the burst's drain may be from the capacity model's prediction, either way: the
+# model's per-delivery time is the drill mix's, measured at another load on another run.
+BURST_PREDICTION_FACTOR = 3.0
+
+
+def burst_check(
+    options: DrillOptions,
+    drill: Sequence[Story],
+    log: DeliveryLog,
+    backlog: int,
+    drained: Drained,
+    pollers: int,
+) -> Check | None:
+    """The burst's drain against the model: drained at all (nothing dead-lettered or given up
+    is judged by the other checks), and within BURST_PREDICTION_FACTOR of the prediction when
+    there is one."""
+    if not options.burst:
+        return None
+    queued = backlog or len(log.accepted_event_ids)
+    predicted = options.predict_drain(queued, pollers) if options.predict_drain else None
+    ratio = drained.seconds / predicted if predicted else None
+    within = ratio is not None and 1 / BURST_PREDICTION_FACTOR <= ratio <= BURST_PREDICTION_FACTOR
+    told = (
+        f"{backlog} queued at once by {len(drill)} stories; drained in {drained.seconds:.0f} s"
+        + (
+            f", the capacity model predicts {predicted:.0f} s for {pollers} pollers "
+            f"({ratio:.2f}x, within {BURST_PREDICTION_FACTOR:.0f}x)"
+            if predicted
+            else ", no prediction (the capacity model was not given)"
+        )
+    )
+    return Check(
+        "a burst drains, as fast as the capacity model says",
+        bool(drained) and (predicted is None or within),
+        told,
+    )
 
 
 def _progress_line(err: TextIO, drained: Drained) -> None:

@@ -9,7 +9,7 @@ load moto.
 
 from __future__ import annotations
 
-from costmodel.capacity import CapacityOptions
+from costmodel.capacity import CapacityOptions, embedded_drain_seconds
 from costmodel.capacity import run as run_capacity
 from costmodel.command import run as run_cost
 from costmodel.model import CostOptions
@@ -55,6 +55,7 @@ __all__ = [
     "Post",
     "Providers",
     "client",
+    "embedded_drain_seconds",
     "register_mercadopago_payment",
     "run_capacity",
     "run_cost",

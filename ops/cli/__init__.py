@@ -1,7 +1,8 @@
 """`umavez`: run the stack locally, drill it, look inside it, send it an event.
 
 umavez serve [--port 8750] [--api-type http|rest]   the embedded stack until Ctrl-C
-umavez firedrill [--deliveries N | --orders N | --soak MINUTES [--rate R]] [--no-faults]
+umavez firedrill [--deliveries N | --orders N | --soak MINUTES [--rate R] | --burst N]
+       [--no-faults]
        [--api-type http|rest]
 Where the stack is, for the commands that read or repair it: the local one (default), a
 deployed one by name (STACK: --stack-name NAME [--region R] [--profile P], its resources from
@@ -78,6 +79,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     size.add_argument("--orders", type=int, help="orders to simulate instead")
     size.add_argument(
         "--soak", type=float, metavar="MINUTES", help="deliver at --rate for MINUTES, then check"
+    )
+    size.add_argument(
+        "--burst",
+        type=int,
+        metavar="N",
+        help="queue N deliveries while process is down (a backlog), then drain and check",
     )
     drill.add_argument("--rate", type=float, default=5.0, help="a soak's deliveries per second")
     drill.add_argument(

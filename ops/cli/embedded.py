@@ -67,9 +67,12 @@ def firedrill(args: argparse.Namespace) -> int:
 
 
 def _drill_size(args: argparse.Namespace) -> dict[str, Any]:
-    """--orders, --soak (at --rate) or --deliveries: 1,000 deliveries when none is given."""
-    from ops.local import DEFAULT_DELIVERIES
+    """--orders, --soak (at --rate), --burst or --deliveries: 1,000 deliveries when none is
+    given."""
+    from ops.local import DEFAULT_DELIVERIES, embedded_drain_seconds
 
+    if args.burst is not None:
+        return {"deliveries": args.burst, "burst": True, "predict_drain": embedded_drain_seconds}
     if args.orders is not None:
         return {"orders": args.orders}
     if args.soak is not None:
