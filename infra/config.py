@@ -9,6 +9,7 @@ from typing import Any, Final, TypeVar
 
 from functions.shared import settings
 from functions.shared.settings import PaymentMode
+from infra.mappings import DEFAULT_PROCESS_MAX_CONCURRENCY
 
 PROVIDERS: Final = ("stripe", "mercadopago", "asaas")
 PRODUCTION: Final = "prod"
@@ -57,7 +58,7 @@ class StackConfig:
     waf: bool = False
     # CIDRs the WAF's per-IP rate rule never counts: the providers' published webhook sources.
     provider_ip_allow_list: tuple[str, ...] = ()
-    process_max_concurrency: int = 5
+    process_max_concurrency: int = DEFAULT_PROCESS_MAX_CONCURRENCY
     # None: live in prod, test elsewhere (a test stack never applies live money by default).
     stripe_mode: PaymentMode | None = None
     retention_days: int = settings.DEFAULT_RETENTION_DAYS
@@ -137,7 +138,9 @@ class StackConfig:
             api_type=_api_type(get("apiType")),
             waf=flag("waf"),
             provider_ip_allow_list=cidrs(get("providerIpAllowList")),
-            process_max_concurrency=number("processMaxConcurrency", 5),
+            process_max_concurrency=number(
+                "processMaxConcurrency", DEFAULT_PROCESS_MAX_CONCURRENCY
+            ),
             stripe_mode=_payment_mode(get("stripeMode")),
             retention_days=number("retentionDays", settings.DEFAULT_RETENTION_DAYS),
             outbox_give_up_hours=number("outboxGiveUpHours", settings.DEFAULT_OUTBOX_GIVE_UP_HOURS),

@@ -9,7 +9,7 @@ import math
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from infra.assets import ROOT
 
@@ -44,23 +44,6 @@ OUTBOX_RETRY_ATTEMPTS: Final = 3
 # order of records of one key only), so a burst of notifications is sent by this many
 # invocations at once instead of one batch after another.
 OUTBOX_PARALLELIZATION_FACTOR: Final = 4
-# The outbox event source mapping's filter: new outbox items only, which are always pending.
-OUTBOX_STREAM_FILTER: Final[dict[str, Any]] = {
-    "eventName": ["INSERT"],
-    "dynamodb": {"NewImage": {"status": {"S": ["pending"]}}},
-}
-
-
-def matches_outbox_filter(record: dict[str, Any]) -> bool:
-    """What Lambda's filter does with OUTBOX_STREAM_FILTER, for the local stream poller."""
-    image = record.get("dynamodb", {}).get("NewImage", {})
-    return bool(
-        record.get("eventName") in OUTBOX_STREAM_FILTER["eventName"]
-        and image.get("status", {}).get("S")
-        in OUTBOX_STREAM_FILTER["dynamodb"]["NewImage"]["status"]["S"]
-    )
-
-
 # The functions' runtime and architecture, as CDK and AWS's public parameters name them.
 LAMBDA_RUNTIME: Final = "python3.13"
 LAMBDA_ARCHITECTURE: Final = "arm64"
