@@ -47,7 +47,12 @@ if TYPE_CHECKING:
 # tool. Both run in `make test`; `pytest -m product` or `-m tooling` runs one.
 TOOLING_DIRECTORIES = ("devstack",)
 TOOLING_MODULES = frozenset(
-    {"test_cost_model.py", "test_cost_model_matches_stack.py", "test_benchmark_replay.py"}
+    {
+        "test_cost_model.py",
+        "test_cost_model_matches_stack.py",
+        "test_benchmark_replay.py",
+        "test_local_mappings_match_stack.py",
+    }
 )
 
 
