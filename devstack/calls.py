@@ -2,7 +2,8 @@
 stack runs: the evidence `tests/infra/test_permissions.py` holds against the synthesized roles.
 
 Every request that carries the `X-Umavez-Caller` header (`devstack/metering.py`: a function's
-invocation, or a poller playing that function's event source mapping) is recorded as one
+invocation) or `X-Umavez-Mapping` (a poller playing that function's event source mapping) is
+recorded as one
 `AwsCall` per permission it needs: the function, the API's service and operation, the IAM
 action, and the resource the request addresses, named locally:
 
@@ -32,6 +33,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
+# A poller's requests, made for Lambda's event source mapping of this function with its role.
+# Not the caller header: the cost model bills a mapping's requests apart from the function's.
+MAPPING_HEADER: Final = "X-Umavez-Mapping"
 StartResponse = Callable[..., Any]
 Environ = dict[str, Any]
 App = Callable[[Environ, StartResponse], Iterable[bytes]]

@@ -30,6 +30,7 @@ from typing import Any, TextIO
 import boto3
 
 from devstack.accounting import CALLER_HEADER
+from devstack.calls import MAPPING_HEADER
 from devstack.capacity import Units
 
 Handler = Callable[[dict[str, Any], Any], Any]
@@ -70,7 +71,7 @@ def on_behalf_of(function: str, client: Any) -> Any:
     plays the function's event source mapping, calls with the function's execution role."""
 
     def tag(request: Any, **_: Any) -> None:
-        request.headers[CALLER_HEADER] = function
+        request.headers[MAPPING_HEADER] = function
 
     client.meta.events.register("before-send", tag)
     return client

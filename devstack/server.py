@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from devstack.accounting import CALLER_HEADER, Accountant, service_and_operation
-from devstack.calls import CallRecorder
+from devstack.calls import MAPPING_HEADER, CallRecorder
 
 StartResponse = Callable[..., Any]
 Environ = dict[str, Any]
@@ -48,6 +48,7 @@ STATS_PATH = "/umavez-local/stats"
 # would say, without serializing every table and queue of the server with them.
 EMAILS_PATH = "/umavez-local/emails"
 CALLER_ENVIRON = "HTTP_" + CALLER_HEADER.upper().replace("-", "_")
+MAPPING_ENVIRON = "HTTP_" + MAPPING_HEADER.upper().replace("-", "_")
 
 
 class SerializedRequests:
@@ -94,7 +95,7 @@ class SerializedRequests:
                     app = self._transaction_conflict
                 if self._accountant is not None:
                     app = functools.partial(self._accountant.serve, app)
-                caller = environ.get(CALLER_ENVIRON)
+                caller = environ.get(CALLER_ENVIRON) or environ.get(MAPPING_ENVIRON)
                 if caller:
                     service, operation = service_and_operation(environ)
                     return self.recorder.serve(
