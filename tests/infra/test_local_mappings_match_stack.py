@@ -22,13 +22,14 @@ def stack() -> Iterator[EmbeddedStack]:
 
 
 def mapping_of(synth: Synthesized, function: str) -> dict[str, Any]:
-    [found] = [
+    found: list[dict[str, Any]] = [
         m["Properties"]
         for m in synth.resources("AWS::Lambda::EventSourceMapping").values()
         if m["Properties"]["FunctionName"]
         == {"Ref": logical_id(synth, "AWS::Lambda::Function", function)}
     ]
-    return found
+    [mapping] = found
+    return mapping
 
 
 def test_the_process_pollers_run_the_deployed_queue_mapping(
