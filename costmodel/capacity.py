@@ -45,7 +45,7 @@ from costmodel.model import (
     webhook_queue,
 )
 from infra import settings as stack
-from infra.config import DEFAULT_PROCESS_MAX_CONCURRENCY
+from infra.mappings import DEFAULT_PROCESS_MAX_CONCURRENCY
 
 QUOTAS_PATH = Path(__file__).with_name("quotas.toml")
 MEASURED_PATH = Path(__file__).with_name("measured.json")

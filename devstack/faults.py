@@ -33,6 +33,21 @@ def first(count: int) -> Decision:
     return decide
 
 
+def every(nth: int) -> Decision:
+    """True on every `nth` call (never for 0): a fault a short run still meets, whatever the
+    threads' order."""
+    calls = 0
+    lock = threading.Lock()
+
+    def decide() -> bool:
+        nonlocal calls
+        with lock:
+            calls += 1
+            return nth > 0 and calls % nth == 0
+
+    return decide
+
+
 @dataclass
 class Chance:
     """True with probability `share`, from a seeded generator shared by threads."""

@@ -11,6 +11,11 @@ invocation ran, and how many bytes each function logged.
   (Powertools Logger: what CloudWatch Logs would ingest).
 - stdout, while installed: what a handler prints (Powertools Metrics' EMF blobs, which Lambda
   also ships to CloudWatch Logs) is counted for its function and not echoed.
+
+The embedded stack names the caller of every AWS call even without metering
+(`tag_calls`, `acting_as`, and `on_behalf_of` for a poller playing a function's event source
+mapping): the local server records the permissions each function's calls need
+(`devstack/calls.py`).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Any, TextIO
 import boto3
 
 from devstack.accounting import CALLER_HEADER
+from devstack.calls import MAPPING_HEADER
 from devstack.capacity import Units
 
 Handler = Callable[[dict[str, Any], Any], Any]
@@ -34,6 +40,41 @@ _current = threading.local()
 def current_function() -> str | None:
     name: str | None = getattr(_current, "function", None)
     return name
+
+
+def tag_calls() -> Callable[[], None]:
+    """From now on, every boto3 client made from the default session names the function whose
+    invocation calls it. Returns the undo."""
+    if boto3.DEFAULT_SESSION is None:
+        boto3.setup_default_session()
+    session: Any = boto3.DEFAULT_SESSION
+    session.events.register("before-send", _tag_request, unique_id="umavez-caller")
+    return lambda: session.events.unregister("before-send", unique_id="umavez-caller")
+
+
+def acting_as(name: str, handler: Handler) -> Handler:
+    """The handler, whose AWS calls name `name` as their caller while it runs."""
+
+    def named(event: dict[str, Any], context: Any) -> Any:
+        previous = current_function()
+        _current.function = name
+        try:
+            return handler(event, context)
+        finally:
+            _current.function = previous
+
+    return named
+
+
+def on_behalf_of(function: str, client: Any) -> Any:
+    """The client, every call of which names `function` as its caller: a poller's, which
+    plays the function's event source mapping, calls with the function's execution role."""
+
+    def tag(request: Any, **_: Any) -> None:
+        request.headers[MAPPING_HEADER] = function
+
+    client.meta.events.register("before-send", tag)
+    return client
 
 
 class Metering:

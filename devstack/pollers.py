@@ -1,15 +1,22 @@
-"""Event source mappings with Lambda's semantics, polling the local server.
+"""Event source mappings with Lambda's semantics, polling the local server. Each runs its
+mapping's one definition (`infra/mappings.py`: batch size and window, filter, retries,
+bisecting, parallelization, partial batch responses, concurrency, starting position), the one
+the CDK stack synthesizes. A poller acts for Lambda with the function's execution role: its
+calls name that function (`devstack/metering.py`'s `on_behalf_of`), so the local server
+records them among the function's (`devstack/calls.py`).
 
-- SQS -> process: batches, partial batch responses (only succeeded records are deleted), the
-  queue's visibility timeout before a failed record returns, and its redrive policy to the DLQ.
+- SQS -> process: batches (gathered for up to the mapping's batching window), partial batch
+  responses (only succeeded records are deleted), the queue's visibility timeout before a
+  failed record returns, and its redrive policy to the DLQ.
   A batch stays invisible while its invocation runs: Lambda's timeout is a sixth of the
   visibility timeout, so AWS never redelivers a message its function still holds. Locally
   the timeout is seconds and a busy server can make a batch take longer: the poller extends
   the batch's visibility while the handler runs, or a slow batch would be received again, up
   to the DLQ, without ever having failed.
-- DynamoDB Streams -> outbox: the same filter as the mapping, its parallelization factor (the
-  shard's records in lanes by partition key, the lanes' batches invoked at once), partial batch
-  responses, bounded retries, then the failed records' metadata to the on-failure queue.
+- DynamoDB Streams -> outbox: the mapping's filter, its parallelization factor (the shard's
+  records in lanes by partition key, the lanes' batches invoked at once), partial batch
+  responses, a batch whose invocation failed split in two (bisecting), bounded retries, then
+  the failed records' coordinates to the on-failure queue.
 - a schedule for the sweeper.
 When idle, a poller waits a little longer each time (up to half a second), and goes back
 to full speed as soon as there is work: empty polls cost the single-threaded server time.
@@ -30,18 +37,17 @@ from typing import Any, Final
 from botocore.exceptions import ClientError
 
 from devstack.lambdas import LambdaContext
+from devstack.metering import on_behalf_of
 from devstack.resources import client
-from infra.settings import (
-    OUTBOX_BATCH_SIZE,
-    OUTBOX_PARALLELIZATION_FACTOR,
-    OUTBOX_RETRY_ATTEMPTS,
-    PROCESS_BATCH_SIZE,
-    matches_outbox_filter,
-)
+from infra.mappings import QueueMapping, StreamMapping
 
 Handler = Callable[[dict[str, Any], Any], Any]
 IDLE_MIN_SECONDS = 0.01
 IDLE_MAX_SECONDS = 0.5
+# While a batch fills within its window, the queue is read again this often.
+BATCHING_POLL_SECONDS = 0.1
+# SQS hands out at most this many messages a receive.
+SQS_RECEIVE_MOST = 10
 
 
 class Poller(threading.Thread):
@@ -85,14 +91,22 @@ class SqsToLambda(Poller):
         endpoint_url: str,
         queue_url: str,
         handler: Handler,
+        mapping: QueueMapping,
         crash_before_delete: Callable[[], bool] = lambda: False,
         new_event: Callable[[], threading.Event] = threading.Event,
+        clock: Callable[[], float] = time.monotonic,
+        pause: Callable[[float], object] | None = None,
     ) -> None:
         """`new_event` makes the event the visibility keeper waits on between extensions (a
-        test passes one whose waits end when it says time has passed)."""
+        test passes one whose waits end when it says time has passed); `clock` times the
+        batching window and `pause` waits between reads while a batch fills (a test's let its
+        time pass)."""
         super().__init__(name)
+        self.mapping = mapping
         self._new_event = new_event
-        self._sqs = client("sqs", endpoint_url)
+        self._clock = clock
+        self._pause = pause or self.stopping.wait
+        self._sqs = on_behalf_of(mapping.function, client("sqs", endpoint_url))
         self._queue_url = queue_url
         self._queue_arn = self._sqs.get_queue_attributes(
             QueueUrl=queue_url, AttributeNames=["QueueArn"]
@@ -106,13 +120,36 @@ class SqsToLambda(Poller):
             )["Attributes"]["VisibilityTimeout"]
         )
 
-    def poll_once(self) -> bool:
-        messages = self._sqs.receive_message(
+    def _receive(self, most: int) -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = self._sqs.receive_message(
             QueueUrl=self._queue_url,
-            MaxNumberOfMessages=PROCESS_BATCH_SIZE,
+            MaxNumberOfMessages=min(most, SQS_RECEIVE_MOST),
             AttributeNames=["All"],
             MessageAttributeNames=["All"],
         ).get("Messages", [])
+        return messages
+
+    def _batch(self) -> list[dict[str, Any]]:
+        """Lambda's batch: up to the batch size, read until it is full or the batching window
+        since its first message has passed."""
+        size = self.mapping.batch_size
+        messages = self._receive(size)
+        if not messages:
+            return []
+        closes = self._clock() + self.mapping.max_batching_window_seconds
+        while len(messages) < size and not self.stopping.is_set():
+            more = self._receive(size - len(messages))
+            if more:
+                messages += more
+                continue
+            left = closes - self._clock()
+            if left <= 0:
+                break
+            self._pause(min(left, BATCHING_POLL_SECONDS))
+        return messages
+
+    def poll_once(self) -> bool:
+        messages = self._batch()
         if not messages:
             return False
         self.busy = True
@@ -124,7 +161,11 @@ class SqsToLambda(Poller):
                 ] += 1
             with self._held(messages) as extended:
                 response = self._handler({"Records": records}, LambdaContext("umavez-process"))
-            failed = {f["itemIdentifier"] for f in (response or {}).get("batchItemFailures", [])}
+            failed = (
+                {f["itemIdentifier"] for f in (response or {}).get("batchItemFailures", [])}
+                if self.mapping.report_batch_item_failures
+                else set()
+            )
             self.stats["records"] += len(records)
             self.stats["failed"] += len(failed)
             if self._crash_before_delete():
@@ -203,11 +244,19 @@ SHARD_OF: Final = "umavezShardId"
 
 
 class StreamRecords:
-    """Reads every shard of a stream from TRIM_HORIZON on, as the records Lambda delivers."""
+    """Reads every shard of a stream from its starting position on (TRIM_HORIZON: the oldest
+    record kept), as the records Lambda delivers."""
 
-    def __init__(self, streams: Any, stream_arn: str, limit: int | None = None) -> None:
+    def __init__(
+        self,
+        streams: Any,
+        stream_arn: str,
+        limit: int | None = None,
+        starting_position: str = "TRIM_HORIZON",
+    ) -> None:
         self._streams = streams
         self._arn = stream_arn
+        self._starting_position = starting_position
         self._limit = {"Limit": limit} if limit else {}
         self._iterators: dict[str, str | None] = {}
         self._shards: list[str] = []
@@ -226,7 +275,9 @@ class StreamRecords:
         for shard_id in self._shard_ids():
             if shard_id not in self._iterators:
                 self._iterators[shard_id] = self._streams.get_shard_iterator(
-                    StreamArn=self._arn, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON"
+                    StreamArn=self._arn,
+                    ShardId=shard_id,
+                    ShardIteratorType=self._starting_position,
                 )["ShardIterator"]
             iterator = self._iterators[shard_id]
             if iterator is None:
@@ -242,22 +293,37 @@ class StreamRecords:
 
 class StreamToLambda(Poller):
     def __init__(
-        self, name: str, endpoint_url: str, table_name: str, handler: Handler, failures_url: str
+        self,
+        name: str,
+        endpoint_url: str,
+        table_name: str,
+        handler: Handler,
+        failures_url: str,
+        mapping: StreamMapping,
+        gives_up: Callable[[], bool] = lambda: False,
     ) -> None:
+        """`gives_up` decides, batch by batch, that the mapping discards a batch at once, as
+        after its retries or past its maximum record age: a fault the drill injects, so that
+        the sweeper's way back for those items runs."""
         super().__init__(name)
+        self.mapping = mapping
+        self._gives_up = gives_up
+        # The stack's own wiring, as CloudFormation hands Lambda the stream's ARN: no call of
+        # the function's.
         dynamodb = client("dynamodb", endpoint_url)
-        self._sqs = client("sqs", endpoint_url)
+        self._sqs = on_behalf_of(mapping.function, client("sqs", endpoint_url))
         self._arn = dynamodb.describe_table(TableName=table_name)["Table"]["LatestStreamArn"]
         self._records = StreamRecords(
-            client("dynamodbstreams", endpoint_url),
+            on_behalf_of(mapping.function, client("dynamodbstreams", endpoint_url)),
             self._arn,
-            OUTBOX_BATCH_SIZE * OUTBOX_PARALLELIZATION_FACTOR,
+            mapping.batch_size * mapping.parallelization_factor,
+            mapping.starting_position,
         )
         self._handler = handler
         self._failures_url = failures_url
         self._stats_lock = threading.Lock()
         self._lanes = ThreadPoolExecutor(
-            OUTBOX_PARALLELIZATION_FACTOR, thread_name_prefix=f"{name}-lane"
+            mapping.parallelization_factor, thread_name_prefix=f"{name}-lane"
         )
 
     def run(self) -> None:
@@ -272,12 +338,12 @@ class StreamToLambda(Poller):
             # A new outbox item is in no index until its first try: the drain knows the
             # stream has none left unread only from reads of it that found nothing.
             self.stats["empty_reads"] += 1
-        matching = [r for r in records if matches_outbox_filter(r)]
+        matching = [r for r in records if self.mapping.matches(r)]
         self.stats["filtered_out"] += len(records) - len(matching)
         if matching:
             self.busy = True
             try:
-                lanes = by_partition_key(matching, OUTBOX_PARALLELIZATION_FACTOR)
+                lanes = by_partition_key(matching, self.mapping.parallelization_factor)
                 # Each lane's batches in order, the lanes at once, all done before the next
                 # read (a lane that raised too: then its error).
                 running = [self._lanes.submit(self._invoke_lane, lane) for lane in lanes]
@@ -289,30 +355,65 @@ class StreamToLambda(Poller):
         return bool(records)
 
     def _invoke_lane(self, lane: list[dict[str, Any]]) -> None:
-        for start in range(0, len(lane), OUTBOX_BATCH_SIZE):
-            self._invoke_with_retries(lane[start : start + OUTBOX_BATCH_SIZE])
+        size = self.mapping.batch_size
+        for start in range(0, len(lane), size):
+            batch = lane[start : start + size]
+            if self._gives_up():
+                self._count("given_up", len(batch))
+                self._send_to_on_failure(batch)
+            else:
+                self._invoke_with_retries(batch, self.mapping.retry_attempts)
 
     def _count(self, name: str, n: int = 1) -> None:
         with self._stats_lock:
             self.stats[name] += n
 
-    def _invoke_with_retries(self, batch: list[dict[str, Any]]) -> None:
-        for _attempt in range(1 + OUTBOX_RETRY_ATTEMPTS):
+    def _invoke_with_retries(self, batch: list[dict[str, Any]], retries: int) -> None:
+        """Invokes until the batch succeeds or its retries run out. Partial failures: the
+        batch again from its first failed record. An invocation that failed (raised): split
+        in two with bisecting, each half with the retries left, else the whole batch again."""
+        while True:
             # The shard each record came from is the poller's, not part of Lambda's record.
             records = [{k: v for k, v in r.items() if k != SHARD_OF} for r in batch]
-            response = self._handler({"Records": records}, LambdaContext("umavez-outbox"))
-            failed = [f["itemIdentifier"] for f in (response or {}).get("batchItemFailures", [])]
-            self._count("records", len(batch))
-            if not failed:
-                return
+            try:
+                response = self._handler({"Records": records}, LambdaContext("umavez-outbox"))
+            except Exception as exc:  # noqa: BLE001 - Lambda retries a function error
+                self.errors.append(repr(exc))
+                self._count("function_errors")
+                if self.mapping.bisect_batch_on_error and len(batch) > 1 and retries > 0:
+                    self._count("bisected")
+                    half = len(batch) // 2
+                    self._invoke_with_retries(batch[:half], retries - 1)
+                    self._invoke_with_retries(batch[half:], retries - 1)
+                    return
+                first = 0
+            else:
+                self._count("records", len(batch))
+                reported = (response or {}).get("batchItemFailures", [])
+                failed = (
+                    [f["itemIdentifier"] for f in reported]
+                    if self.mapping.report_batch_item_failures
+                    else []
+                )
+                if not failed:
+                    return
+                first = next(
+                    i for i, r in enumerate(batch) if r["dynamodb"]["SequenceNumber"] in failed
+                )
+            if retries == 0:
+                break
+            retries -= 1
             self._count("retried")
-            first = next(
-                i for i, r in enumerate(batch) if r["dynamodb"]["SequenceNumber"] in failed
-            )
             batch = batch[first:]
+        self._send_to_on_failure(batch)
+
+    def _send_to_on_failure(self, batch: list[dict[str, Any]]) -> None:
         self._count("sent_to_on_failure", len(batch))
         self._sqs.send_message(
-            QueueUrl=self._failures_url, MessageBody=json.dumps(on_failure_message(batch))
+            QueueUrl=self._failures_url,
+            MessageBody=json.dumps(
+                on_failure_message(batch, invocations=1 + self.mapping.retry_attempts)
+            ),
         )
 
 
@@ -326,12 +427,15 @@ def by_partition_key(records: list[dict[str, Any]], lanes: int) -> list[list[dic
     return [lane for lane in split if lane]
 
 
-def on_failure_message(batch: list[dict[str, Any]]) -> dict[str, Any]:
+def on_failure_message(batch: list[dict[str, Any]], invocations: int = 4) -> dict[str, Any]:
     """What Lambda sends to a stream mapping's on-failure destination: the discarded batch's
     coordinates in its shard, not its records."""
     sequence = [r["dynamodb"]["SequenceNumber"] for r in batch]
     return {
-        "requestContext": {"condition": "RetryAttemptsExhausted", "approximateInvokeCount": 4},
+        "requestContext": {
+            "condition": "RetryAttemptsExhausted",
+            "approximateInvokeCount": invocations,
+        },
         "version": "1.0",
         "DDBStreamBatchInfo": {
             "shardId": batch[0][SHARD_OF],

@@ -27,6 +27,7 @@ DEVELOPMENT_SECRETS = {
 }
 WEBHOOK_QUEUE_NAME = "umavez-webhooks"
 DEAD_LETTER_QUEUE_NAME = "umavez-dead-letters"
+OUTBOX_FAILURES_QUEUE_NAME = "umavez-outbox-stream-failures"
 MERCADOPAGO_DEVELOPMENT_TOKEN = "APP_USR-local-development-only"
 STRIPE_DEVELOPMENT_API_KEY = "rk_test_local_development_only"
 EMAIL_SENDER = "loja@example.com"
@@ -49,6 +50,26 @@ class LocalResources:
     secret_names: dict[str, str]
     mercadopago_token_secret: str
     stripe_api_key_secret: str
+
+    def deployed_as(self) -> dict[str, str]:
+        """Which resource of the deployed stack each local one plays (named as
+        `devstack/calls.py` names what a call addresses): its construct's path under the
+        stack's pipeline, of which CloudFormation makes its logical id. The SES identity is
+        the same address in both (`emailSender`)."""
+        return {
+            f"table/{self.tables.ledger}": "Storage/Ledger",
+            f"table/{self.tables.outbox}": "Storage/Outbox",
+            f"queue/{WEBHOOK_QUEUE_NAME}": "Queues/Webhooks",
+            f"queue/{DEAD_LETTER_QUEUE_NAME}": "Queues/DeadLetters",
+            f"queue/{OUTBOX_FAILURES_QUEUE_NAME}": "OutboxStreamFailures",
+            f"event-bus/{self.bus_name}": "Bus",
+            **{
+                f"secret/{name}": f"Secrets/{provider.capitalize()}Webhook"
+                for provider, name in self.secret_names.items()
+            },
+            f"secret/{self.mercadopago_token_secret}": "Secrets/MercadopagoAccessToken",
+            f"secret/{self.stripe_api_key_secret}": "Secrets/StripeApiKey",
+        }
 
     def environment(self) -> dict[str, str]:
         """What the stack gives each Lambda, pointed at the local server."""
@@ -148,7 +169,7 @@ def provision(endpoint_url: str, names: TableNames | None = None) -> LocalResour
             ),
         },
     )["QueueUrl"]
-    outbox_failures_url = sqs.create_queue(QueueName="umavez-outbox-stream-failures")["QueueUrl"]
+    outbox_failures_url = sqs.create_queue(QueueName=OUTBOX_FAILURES_QUEUE_NAME)["QueueUrl"]
     sink_queue_url = sqs.create_queue(QueueName="umavez-local-event-sink")["QueueUrl"]
     events = client("events", endpoint_url)
     bus_name = "umavez-local"

@@ -8,6 +8,8 @@ Optional fault: cancel a share of TransactWriteItems with TransactionConflict, a
 DynamoDB does under contention. `GET /umavez-local/stats` reports requests and faults.
 Optional accounting (`--account-capacity`, for `umavez cost`): what each request would be
 billed, per caller (`devstack/accounting.py`); off, it costs nothing on the hot path.
+Always: the permissions each request naming its caller needed (`devstack/calls.py`), in the
+stats' `calls`; a request without the caller header costs one lookup.
 
 Run as `python -m devstack.server --port N [--conflict-rate R] [--seed S] [--account-capacity]`.
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import io
 import json
 import os
@@ -36,7 +39,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from devstack import queue_metrics
-from devstack.accounting import Accountant
+from devstack.accounting import CALLER_HEADER, Accountant, service_and_operation
+from devstack.calls import MAPPING_HEADER, CallRecorder
 
 StartResponse = Callable[..., Any]
 Environ = dict[str, Any]
@@ -46,6 +50,8 @@ STATS_PATH = "/umavez-local/stats"
 EMAILS_PATH = "/umavez-local/emails"
 # Publishes the queues' CloudWatch metrics now (the stack, once its queues exist).
 QUEUE_METRICS_PATH = "/umavez-local/queue-metrics"
+CALLER_ENVIRON = "HTTP_" + CALLER_HEADER.upper().replace("-", "_")
+MAPPING_ENVIRON = "HTTP_" + MAPPING_HEADER.upper().replace("-", "_")
 
 
 class SerializedRequests:
@@ -61,6 +67,7 @@ class SerializedRequests:
     ) -> None:
         self._app = app
         self._accountant = accountant
+        self.recorder = CallRecorder()
         self._lock = threading.Lock()
         self._conflict_rate = conflict_rate
         self._random = random.Random(seed)  # noqa: S311 - fault injection, not security
@@ -94,7 +101,13 @@ class SerializedRequests:
                 if target.endswith(".TransactWriteItems") and self._conflict():
                     app = self._transaction_conflict
                 if self._accountant is not None:
-                    return self._accountant.serve(app, environ, start_response)
+                    app = functools.partial(self._accountant.serve, app)
+                caller = environ.get(CALLER_ENVIRON) or environ.get(MAPPING_ENVIRON)
+                if caller:
+                    service, operation = service_and_operation(environ)
+                    return self.recorder.serve(
+                        app, environ, start_response, str(caller), service, operation
+                    )
                 return list(app(environ, start_response))
             finally:
                 elapsed = time.perf_counter() - started
@@ -119,6 +132,8 @@ class SerializedRequests:
             "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
             "calls": {k: [int(n), round(t, 3)] for k, (n, t) in list(self.calls.items())},
         }
+        with self._lock:
+            stats["aws_calls"] = self.recorder.snapshot()
         if self._accountant is not None:
             with self._lock:
                 stats["accounting"] = self._accountant.snapshot()
@@ -486,6 +501,10 @@ def merge_stats(parts: list[dict[str, Any]]) -> dict[str, Any]:
         "requests": dict(sum((Counter(p["requests"]) for p in parts), Counter())),
         "seconds": {},
         "calls": {},
+        "aws_calls": sorted(
+            {tuple(sorted(c.items())): c for p in parts for c in p.get("aws_calls", [])}.values(),
+            key=lambda c: sorted(c.items()),
+        ),
     }
     for part in parts:
         for operation, seconds in part["seconds"].items():

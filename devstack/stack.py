@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
-from devstack.faults import Chance, FaultyChannel
+from devstack.calls import AwsCall
+from devstack.faults import Chance, FaultyChannel, every
 from devstack.front import ApiFront
-from devstack.metering import Metering
+from devstack.metering import Metering, acting_as, tag_calls
 from devstack.metrics import MetricFiles
 from devstack.metrics_report import METRICS_DIR
 from devstack.pollers import Every, Poller, SqsToLambda, StreamToLambda
@@ -41,6 +42,7 @@ from functions.process.service import EffectProcessor
 from functions.shared import tables
 from functions.shared.environment import ProcessSettings
 from infra.config import DEFAULT_API_TYPE, ApiType
+from infra.mappings import OUTBOX_MAPPING, PROCESS_MAPPING
 
 if TYPE_CHECKING:
     from functions.process.waiting import Waiting
@@ -150,11 +152,15 @@ class Faults:
     transaction_conflicts: float = 0.0  # DynamoDB cancels with TransactionConflict
     channel_failures: float = 0.0  # a sink refuses a notification
     crash_after_send: float = 0.0  # the sender died after a send, before recording it
+    # Every this many batches (0: never), the stream's mapping gives one up (as when its
+    # retries ran out, or it was too old): the sweeper's way back for new items, through the
+    # on-failure queue. A count, not a share: a small drill meets it too.
+    stream_gives_up_every: int = 0
     seed: int = 42
 
     @classmethod
     def drill(cls) -> Faults:
-        return cls(0.05, 0.05, 0.05, 0.03)
+        return cls(0.05, 0.05, 0.05, 0.03, stream_gives_up_every=10)
 
 
 # The log of the stack that stopped last: what to read once no stack runs.
@@ -177,7 +183,7 @@ class EmbeddedStack:
     def __init__(
         self,
         faults: Faults | None = None,
-        process_concurrency: int = 4,
+        process_concurrency: int | None = None,
         log_path: Path | None = None,
         process_variant: type[EffectProcessor] | None = None,
         front_port: int = 0,
@@ -196,7 +202,8 @@ class EmbeddedStack:
         self._front_port = front_port
         self._aws_port = aws_port
         self._provider_apis_port = provider_apis_port
-        self._concurrency = process_concurrency
+        # As many process pollers as the mapping's maximum concurrency, unless told
+        self._concurrency = process_concurrency or PROCESS_MAPPING.max_concurrency
         # DynamoDB in a server process of its own (the drill's throughput; see LocalAws)
         self._split_aws = split_aws
         # None: the stack's own file while it runs (see `stack_log_path`), kept as
@@ -234,7 +241,11 @@ class EmbeddedStack:
                 ),
             }
         )
+        # Every AWS call a handler makes names its function: the server records what each
+        # function's calls need of its role (devstack/calls.py).
+        self._undo.append(tag_calls())
         handlers = self._load_handlers()
+        handlers = {name: acting_as(name, h) for name, h in handlers.items()}
         handlers = {name: self.stage_times.wrap(name, h) for name, h in handlers.items()}
         if self._metering is not None:
             handlers = {name: self._metering.wrap(name, h) for name, h in handlers.items()}
@@ -245,6 +256,7 @@ class EmbeddedStack:
                 self.aws.endpoint_url,
                 self.resources.queue_url,
                 handlers["process"],
+                PROCESS_MAPPING,
                 crash_before_delete=Chance(
                     self.faults.crash_before_delete, self._rng, self._rng_lock
                 ),
@@ -257,6 +269,8 @@ class EmbeddedStack:
             self.resources.tables.outbox,
             handlers["outbox"],
             self.resources.outbox_failures_url,
+            OUTBOX_MAPPING,
+            gives_up=every(self.faults.stream_gives_up_every),
         )
         self.sweeper = Every("sweeper", SWEEP_EVERY_SECONDS, handlers["sweeper"], "umavez-sweeper")
         self.reconciliation = Every(
@@ -292,6 +306,11 @@ class EmbeddedStack:
         self.aws.stop()
         for undo in reversed(self._undo):
             undo()
+
+    def recorded_calls(self) -> list[AwsCall]:
+        """Every permission the functions' AWS calls needed so far, each once
+        (`devstack/calls.py`): pollers' calls under the function whose mapping they play."""
+        return sorted(AwsCall(**call) for call in self.aws.stats()["aws_calls"])
 
     @property
     def webhook_urls(self) -> dict[str, str]:
@@ -422,10 +441,17 @@ class EmbeddedStack:
         return made
 
     def unfinished_outbox_items(self) -> int:
-        """Items a try could not send yet (the due index's shards). A new item awaiting its
-        first try is in no index: the drain waits for the stream to read empty instead."""
+        """Items a try could not send yet (the due index's shards), and batches the stream's
+        mapping gave up on that the sweeper has not parked yet (on-failure messages). A new
+        item awaiting its first try is in no index: the drain waits for the stream to read
+        empty instead."""
         dynamodb = self._client("dynamodb")
-        return sum(
+        attributes = self._client("sqs").get_queue_attributes(
+            QueueUrl=self.resources.outbox_failures_url,
+            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+        )["Attributes"]
+        given_up = sum(int(n) for n in attributes.values())
+        return given_up + sum(
             int(
                 dynamodb.query(
                     TableName=self.resources.tables.outbox,

@@ -12,10 +12,12 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TextIO
 
 import boto3
 
+from devstack.calls import AwsCall
 from devstack.resources import DEVELOPMENT_SECRETS, STRIPE_DEVELOPMENT_API_KEY, client
 from devstack.stack import Drained, EmbeddedStack, Faults
 from firedrill.checks import (
@@ -54,6 +56,7 @@ RESEND_WORKERS = 8
 # The replay's window: at most about this many events (the default drill has ~700).
 REPLAYED_EVENTS = 1000
 DEPLOYED_PROVIDERS = {"stripe", "asaas"}  # Mercado Pago's would need their live payments API
+RECORDED_CALLS_PATH = Path(".local/aws-calls.json")
 
 
 @dataclass
@@ -74,6 +77,9 @@ class DrillOptions:
     # drain time on this stack (the operator's tool passes it: the model is above the drill).
     burst: bool = False
     predict_drain: Callable[[int, int], float] | None = None
+    # Where the embedded stack's recorded calls go: every permission each function's calls
+    # needed (devstack/calls.py), what tests/infra/test_permissions.py holds the roles to.
+    calls_path: Path = RECORDED_CALLS_PATH
 
     def stories(self, now: int) -> list[Story]:
         if self.soak_minutes is not None:
@@ -185,6 +191,11 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
             )
         facts = embedded_facts(options.faults, drill, log, stack, state, drains, watch.seconds)
         server = stack.aws.stats()
+        calls = stack.recorded_calls()
+        write_calls(calls, stack.resources.deployed_as(), options.calls_path)
+    facts["aws calls"] = (
+        f"{len(calls)} distinct (function, action, resource) in {options.calls_path}"
+    )
     facts |= server_facts(server)
     facts["elapsed"] = f"{watch.elapsed:.1f} s"
     render(checks, facts, out)
@@ -227,6 +238,26 @@ def burst_check(
         bool(drained) and (predicted is None or within),
         told,
     )
+
+
+@dataclass(frozen=True)
+class RecordedCalls:
+    """What a drill's functions called (`devstack/calls.py`), and which resource of the
+    deployed stack each local resource they named plays (`LocalResources.deployed_as`)."""
+
+    calls: list[AwsCall]
+    deployed_as: dict[str, str]
+
+    @classmethod
+    def read(cls, path: Path) -> RecordedCalls:
+        recorded = json.loads(path.read_text())
+        return cls([AwsCall(**c) for c in recorded["calls"]], recorded["deployed_as"])
+
+
+def write_calls(calls: Sequence[AwsCall], deployed_as: dict[str, str], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    document = {"calls": [call.as_json() for call in calls], "deployed_as": deployed_as}
+    path.write_text(json.dumps(document, indent=1) + "\n")
 
 
 def _progress_line(err: TextIO, drained: Drained) -> None:

@@ -9,6 +9,7 @@ from typing import Any, Final, TypeVar
 
 from functions.shared import settings
 from functions.shared.settings import PaymentMode
+from infra.mappings import DEFAULT_PROCESS_MAX_CONCURRENCY
 
 PROVIDERS: Final = ("stripe", "mercadopago", "asaas")
 PRODUCTION: Final = "prod"
@@ -34,9 +35,8 @@ WAF_NEEDS_REST: Final = (
 )
 
 
-# What AWS accepts as an SQS event source mapping's MaximumConcurrency, and the stack's default.
+# What AWS accepts as an SQS event source mapping's MaximumConcurrency.
 PROCESS_MAX_CONCURRENCY_RANGE: Final = (2, 1000)
-DEFAULT_PROCESS_MAX_CONCURRENCY: Final = 5
 
 # 1% of webhooks: a trace a second at 100 webhooks/s, $0.05 per million events recorded.
 DEFAULT_XRAY_SAMPLING: Final = 0.01

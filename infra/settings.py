@@ -9,7 +9,7 @@ import math
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from infra.assets import ROOT
 
@@ -56,23 +56,6 @@ OUTBOX_STREAM_MAX_RECORD_AGE_SECONDS: Final = 3600
 SCHEDULE_MINUTES: Final[dict[str, int]] = {"sweeper": 5, "waiting": 5, "reconciliation": 60}
 WAITING_TIMEOUT_SECONDS: Final = 120
 RECONCILIATION_TIMEOUT_SECONDS: Final = 600
-# The outbox event source mapping's filter: new outbox items only, which are always pending.
-OUTBOX_STREAM_FILTER: Final[dict[str, Any]] = {
-    "eventName": ["INSERT"],
-    "dynamodb": {"NewImage": {"status": {"S": ["pending"]}}},
-}
-
-
-def matches_outbox_filter(record: dict[str, Any]) -> bool:
-    """What Lambda's filter does with OUTBOX_STREAM_FILTER, for the local stream poller."""
-    image = record.get("dynamodb", {}).get("NewImage", {})
-    return bool(
-        record.get("eventName") in OUTBOX_STREAM_FILTER["eventName"]
-        and image.get("status", {}).get("S")
-        in OUTBOX_STREAM_FILTER["dynamodb"]["NewImage"]["status"]["S"]
-    )
-
-
 # The functions' runtime and architecture, as CDK and AWS's public parameters name them.
 LAMBDA_RUNTIME: Final = "python3.13"
 LAMBDA_ARCHITECTURE: Final = "arm64"

@@ -18,8 +18,13 @@ os.environ.update(
     }
 )
 
+import fcntl
+import io
+import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import boto3
@@ -47,6 +52,7 @@ TOOLING_MODULES = frozenset(
         "test_cost_model_matches_stack.py",
         "test_capacity_model.py",
         "test_benchmark_replay.py",
+        "test_local_mappings_match_stack.py",
     }
 )
 
@@ -104,3 +110,43 @@ def dynamodb() -> Iterator[DynamoDBClient]:
 @pytest.fixture
 def world(dynamodb: DynamoDBClient, make_processor: ProcessorFactory) -> World:
     return World(serialized(dynamodb), TABLES, make_processor)
+
+
+@dataclass(frozen=True)
+class DrillRun:
+    """One fire drill on the embedded stack: its exit code, its report, and the file of the
+    AWS calls its functions made (`firedrill.run.RecordedCalls`)."""
+
+    exit_code: int
+    report: str
+    recorded_calls: Path
+
+
+@pytest.fixture(scope="session")
+def every_kind_drill(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> DrillRun:
+    """A drill with faults of one story of every written kind (and the simulated lifecycles
+    between them): what the drill's own test and the permission tests read. Run once for
+    the whole session: the first worker to need it runs it, the others read what it wrote."""
+    shared = tmp_path_factory.getbasetemp()
+    if worker_id != "master":  # every worker's base is under the session's
+        shared = shared.parent
+    done = shared / "every-kind-drill.json"
+    with (shared / "every-kind-drill.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            done.write_text(json.dumps(_run_every_kind_drill(shared / "aws-calls.json")))
+    run = json.loads(done.read_text())
+    return DrillRun(run["exit_code"], run["report"], Path(run["recorded_calls"]))
+
+
+def _run_every_kind_drill(calls_path: Path) -> dict[str, object]:
+    from firedrill.run import DrillOptions, run_embedded
+    from firedrill.stories import KINDS, SIMULATED_EVERY
+
+    # Every written kind once, with a simulated lifecycle every SIMULATED_EVERY-th story.
+    orders = len(KINDS) * SIMULATED_EVERY // (SIMULATED_EVERY - 1)
+    out, err = io.StringIO(), io.StringIO()
+    exit_code = run_embedded(
+        DrillOptions(orders=orders, faults=True, calls_path=calls_path), out, err
+    )
+    return {"exit_code": exit_code, "report": out.getvalue(), "recorded_calls": str(calls_path)}

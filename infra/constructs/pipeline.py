@@ -30,6 +30,7 @@ from infra.constructs.lambdas import FunctionSpec, UmavezFunction, powertools_la
 from infra.constructs.queues import WebhookQueues, secure_queue
 from infra.constructs.secrets import ProviderSecrets
 from infra.constructs.storage import Storage
+from infra.mappings import OUTBOX_MAPPING, PROCESS_MAPPING
 from infra.removal import kept
 
 PROCESS_TIMEOUT = cdk.Duration.seconds(settings.PROCESS_TIMEOUT_SECONDS)
@@ -104,9 +105,15 @@ class Pipeline(Construct):
                 tracing=ingest_tracing,
             ),
         )
-        self.queues.queue.grant_send_messages(self.ingest)
-        for secret in self.secrets.webhook.values():
-            secret.grant_read(self.ingest)
+        # Exactly what the code calls (tests/infra/test_permissions.py holds each role to its
+        # function's recorded calls): CDK's grants would add GetQueueAttributes, GetQueueUrl
+        # and DescribeSecret, which nothing calls.
+        grant(self.ingest, ["sqs:SendMessage"], [self.queues.queue.queue_arn])
+        grant(
+            self.ingest,
+            ["secretsmanager:GetSecretValue"],
+            [secret.secret_arn for secret in self.secrets.webhook.values()],
+        )
 
         self.process = function(
             "Process",
@@ -138,8 +145,14 @@ class Pipeline(Construct):
         # UpdateItem: a notification that left before the order knew its customer goes back
         # to the sweeper for the e-mail once the address is learnt.
         allow(self.process, self.storage.outbox, "PutItem", "UpdateItem")
-        self.secrets.mercadopago_access_token.grant_read(self.process)
-        self.secrets.stripe_api_key.grant_read(self.process)
+        grant(
+            self.process,
+            ["secretsmanager:GetSecretValue"],
+            [
+                self.secrets.mercadopago_access_token.secret_arn,
+                self.secrets.stripe_api_key.secret_arn,
+            ],
+        )
         self.waiting = function(
             "Waiting",
             FunctionSpec(
@@ -162,14 +175,19 @@ class Pipeline(Construct):
             "DeleteItem",
             "UpdateItem",
         )
-        self.queues.queue.grant_send_messages(self.waiting)
+        grant(self.waiting, ["sqs:SendMessage"], [self.queues.queue.queue_arn])
+        # The mapping's one definition (infra/mappings.py), which the local pollers run too;
+        # its concurrency is the deployment's choice.
+        process_mapping = replace(PROCESS_MAPPING, max_concurrency=config.process_max_concurrency)
         self.process.add_event_source(
             sources.SqsEventSource(
                 self.queues.queue,
-                batch_size=settings.PROCESS_BATCH_SIZE,
-                max_batching_window=cdk.Duration.seconds(1),
-                report_batch_item_failures=True,
-                max_concurrency=config.process_max_concurrency,
+                batch_size=process_mapping.batch_size,
+                max_batching_window=cdk.Duration.seconds(
+                    process_mapping.max_batching_window_seconds
+                ),
+                report_batch_item_failures=process_mapping.report_batch_item_failures,
+                max_concurrency=process_mapping.max_concurrency,
             )
         )
 
@@ -201,26 +219,15 @@ class Pipeline(Construct):
         self.outbox.add_event_source(
             sources.DynamoEventSource(
                 self.storage.outbox,
-                starting_position=lambda_.StartingPosition.TRIM_HORIZON,
-                batch_size=settings.OUTBOX_BATCH_SIZE,
-                parallelization_factor=settings.OUTBOX_PARALLELIZATION_FACTOR,
-                bisect_batch_on_error=True,
-                retry_attempts=settings.OUTBOX_RETRY_ATTEMPTS,
-                max_record_age=cdk.Duration.seconds(settings.OUTBOX_STREAM_MAX_RECORD_AGE_SECONDS),
-                report_batch_item_failures=True,
+                starting_position=lambda_.StartingPosition(OUTBOX_MAPPING.starting_position),
+                batch_size=OUTBOX_MAPPING.batch_size,
+                parallelization_factor=OUTBOX_MAPPING.parallelization_factor,
+                bisect_batch_on_error=OUTBOX_MAPPING.bisect_batch_on_error,
+                retry_attempts=OUTBOX_MAPPING.retry_attempts,
+                max_record_age=cdk.Duration.seconds(OUTBOX_MAPPING.max_record_age_seconds),
+                report_batch_item_failures=OUTBOX_MAPPING.report_batch_item_failures,
                 on_failure=sources.SqsDlq(self.outbox_failures),
-                filters=[
-                    lambda_.FilterCriteria.filter(
-                        {
-                            "eventName": lambda_.FilterRule.is_equal("INSERT"),
-                            "dynamodb": {
-                                "NewImage": {
-                                    "status": {"S": lambda_.FilterRule.is_equal("pending")}
-                                }
-                            },
-                        }
-                    )
-                ],
+                filters=[lambda_.FilterCriteria.filter(dict(OUTBOX_MAPPING.filter_pattern))],
             )
         )
 
@@ -244,8 +251,19 @@ class Pipeline(Construct):
         allow(self.sweeper, self.storage.ledger, "GetItem")
         # Records the stream gave up on: their coordinates from the on-failure queue, the
         # records themselves from the stream, so their items are parked for the sweep.
-        self.outbox_failures.grant_consume_messages(self.sweeper)
-        self.storage.outbox.grant_stream_read(self.sweeper)
+        grant(
+            self.sweeper,
+            ["sqs:ReceiveMessage", "sqs:DeleteMessage"],
+            [self.outbox_failures.queue_arn],
+        )
+        outbox_stream = self.storage.outbox.table_stream_arn
+        if outbox_stream is None:
+            raise ValueError("the outbox table has no stream: the outbox mapping reads it")
+        grant(
+            self.sweeper,
+            ["dynamodb:GetShardIterator", "dynamodb:GetRecords"],
+            [outbox_stream],
+        )
         allow(self.sweeper, self.storage.outbox, "Query", index=tables.OUTBOX_DUE_INDEX)
         for sender in (self.outbox, self.sweeper):
             self.bus.grant_put_events_to(sender)
@@ -275,7 +293,11 @@ class Pipeline(Construct):
         # writes), each order's partition, and their outbox items; stuck or dead
         # notifications through the due index.
         allow(self.reconciliation, self.storage.ledger, "Query", index=tables.LEDGER_CHANGES_INDEX)
-        allow(self.reconciliation, self.storage.ledger, "Query", "GetItem", "PutItem", "UpdateItem")
+        # BatchGetItem on the ledger: an outbox item found without its counted entry is
+        # confirmed by reading the entry back.
+        allow(
+            self.reconciliation, self.storage.ledger, "Query", "GetItem", "PutItem", "BatchGetItem"
+        )
         allow(self.reconciliation, self.storage.outbox, "BatchGetItem")
         allow(self.reconciliation, self.storage.outbox, "Query", index=tables.OUTBOX_DUE_INDEX)
 
@@ -290,6 +312,10 @@ class Pipeline(Construct):
                 schedule=events.Schedule.rate(every),
                 targets=[targets.LambdaFunction(target, retry_attempts=2)],
             )
+
+
+def grant(function: lambda_.Function, actions: list[str], resources: list[str]) -> None:
+    function.add_to_role_policy(iam.PolicyStatement(actions=actions, resources=resources))
 
 
 def allow(

@@ -16,6 +16,7 @@ import pytest
 from devstack.resources import DEVELOPMENT_SECRETS
 from devstack.stack import EmbeddedStack
 from firedrill.run import DeployedTarget, DrillOptions, run_deployed, run_embedded
+from tests.conftest import DrillRun
 from tests.support.broken_designs import EventIdKey
 
 
@@ -27,15 +28,13 @@ def _own_environment() -> Iterator[None]:
     assert {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"} == before
 
 
-def test_small_drill_with_faults_proves_every_guarantee() -> None:
-    # Given the embedded stack with crashes, conflicts and failing sinks injected
-    out, err = io.StringIO(), io.StringIO()
-
-    # When the drill delivers two orders of every kind and checks the state
-    exit_code = run_embedded(DrillOptions(orders=16, faults=True), out, err)
+def test_small_drill_with_faults_proves_every_guarantee(every_kind_drill: DrillRun) -> None:
+    # Given the embedded stack with crashes, conflicts, failing sinks and a stream mapping
+    # giving batches up injected
+    # When the drill delivers one order of every kind and checks the state
+    report, exit_code = every_kind_drill.report, every_kind_drill.exit_code
 
     # Then every guarantee held
-    report = out.getvalue()
     assert "FAIL" not in report, report
     assert "every guarantee held" in report
     assert exit_code == 0
@@ -52,10 +51,13 @@ def test_small_drill_with_faults_proves_every_guarantee() -> None:
         "server requests",
         "server: dynamodb",
         "server: sqs",
+        "aws calls",
     ):
         assert fact in facts, report
     assert re.search(r"^  delivery rate +[\d.]+ deliveries/s \(\d+ in [\d.]+ s\)$", report, re.M)
     assert re.search(r"^  drains +\d+ s of \d+ s allowed \(peak \d+ in flight", report, re.M)
+    # and where the AWS calls its functions made were written
+    assert f"in {every_kind_drill.recorded_calls}" in report
 
 
 def test_drill_catches_a_broken_process_handler_and_exits_non_zero() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -14,6 +15,10 @@ from devstack.pollers import SqsToLambda, by_partition_key
 from devstack.resources import client
 from devstack.server import LocalAws
 from devstack.sink import SinkRecorder, create_sink_table, sink_counts
+from infra.mappings import PROCESS_MAPPING
+
+# The process mapping, invoking with whatever a read returned (no batching window).
+AT_ONCE = replace(PROCESS_MAPPING, max_batching_window_seconds=0)
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +107,7 @@ def test_a_batch_slower_than_the_visibility_timeout_is_never_received_twice(
             seen_meanwhile.extend(sqs.receive_message(QueueUrl=url).get("Messages", []))
         return {"batchItemFailures": []}
 
-    poller = SqsToLambda("process-test", aws.endpoint_url, url, slow, new_event=keepers)
+    poller = SqsToLambda("process-test", aws.endpoint_url, url, slow, AT_ONCE, new_event=keepers)
     asked = visibility_changes(poller._sqs)
 
     # When the poller hands it the batch
@@ -134,7 +139,9 @@ def test_a_failed_record_of_a_slow_batch_returns_after_the_queues_own_timeout(
         keepers.made[-1].passes()
         return {"batchItemFailures": [{"itemIdentifier": event["Records"][0]["messageId"]}]}
 
-    poller = SqsToLambda("process-test", aws.endpoint_url, url, slow_failure, new_event=keepers)
+    poller = SqsToLambda(
+        "process-test", aws.endpoint_url, url, slow_failure, AT_ONCE, new_event=keepers
+    )
     asked = visibility_changes(poller._sqs)
 
     # When the poller hands it the batch
@@ -199,3 +206,47 @@ def test_the_sink_recorder_polls_again_at_once_only_after_a_full_receive(aws: Lo
         dict.fromkeys(keys, 1)
     )
     assert recorder.settled()
+
+
+def test_a_batch_fills_for_up_to_its_mappings_window_before_the_function_runs(
+    aws: LocalAws,
+) -> None:
+    # Given three messages in a queue, the process mapping (a batch of 10, a 1 s window), and
+    # time that passes only when the poller pauses: two more messages arrive during its first
+    # pause, none after
+    sqs, url = one_message(aws, "local-window", "first")
+    for body in ("second", "third"):
+        sqs.send_message(QueueUrl=url, MessageBody=body)
+    now = [0.0]
+    pauses: list[float] = []
+
+    def pause(seconds: float) -> None:
+        if not pauses:
+            for body in ("fourth", "fifth"):
+                sqs.send_message(QueueUrl=url, MessageBody=body)
+        pauses.append(seconds)
+        now[0] += seconds
+
+    batches: list[list[str]] = []
+
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        batches.append([r["body"] for r in event["Records"]])
+        return {"batchItemFailures": []}
+
+    poller = SqsToLambda(
+        "process-test",
+        aws.endpoint_url,
+        url,
+        handler,
+        PROCESS_MAPPING,
+        clock=lambda: now[0],
+        pause=pause,
+    )
+
+    # When it polls once
+    assert poller.poll_once()
+
+    # Then the function ran once, with all five, once the window had passed
+    assert len(batches) == 1
+    assert sorted(batches[0]) == sorted(["first", "second", "third", "fourth", "fifth"])
+    assert sum(pauses) == pytest.approx(PROCESS_MAPPING.max_batching_window_seconds)

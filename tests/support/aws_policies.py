@@ -135,6 +135,11 @@ def _principal_matches(principal: Any, caller: Mapping[str, str]) -> bool:
     )
 
 
+def like(pattern: str, value: str, fold: bool = False) -> bool:
+    """Whether `value` is one of the values an IAM pattern names (an action, folding case)."""
+    return _like(pattern, value, fold)
+
+
 def _like(pattern: str, value: str, fold: bool = False) -> bool:
     """IAM's wildcards: `*` any run of characters, `?` one; nothing else is special."""
     if fold:
