@@ -46,6 +46,7 @@ def status_check(stack: EmbeddedStack, state: LedgerState) -> Check:
         "dead letters": stack.dead_letters(),
         "waiting": sum(1 for _ in room.waiting()),
         "unmatched": sum(1 for _ in room.unmatched()),
+        "re-checks": len(state.watched),
         "dead notifications": sum(i["status"] == "dead" for i in state.outbox),
         "last reconciliation's orders": runs[-1]["orders_checked"] if runs else None,
     }
@@ -53,6 +54,7 @@ def status_check(stack: EmbeddedStack, state: LedgerState) -> Check:
         "dead letters": facts["dead letters"]["count"],
         "waiting": facts["waiting"]["count"],
         "unmatched": facts["unmatched"]["count"],
+        "re-checks": facts["re-checks"]["count"],
         "dead notifications": facts["notifications"]["dead"],
         "last reconciliation's orders": facts["reconciliation"].get("orders_checked"),
     }

@@ -23,6 +23,9 @@ from infra.settings import MAX_RECEIVE_COUNT
 
 # A delivery waiting longer than this needs a person (the `WaitingOverAnHour` alarm).
 WAITING_LIMIT_SECONDS: Final = 3600
+# A refund still pending after this long is stuck (one in `requires_action` waits for the
+# merchant): its charge has been read again all that time, and someone should look.
+RECHECK_LIMIT_SECONDS: Final = 7 * 86_400
 # A notification due this long ago and still not taken: the sweeper is not running.
 OVERDUE_AFTER_SECONDS: Final = 15 * 60
 # The window CloudWatch is asked about for the queue's oldest message (the alarm's period).
@@ -81,6 +84,7 @@ def read_status(pipeline: Pipeline, client: Clients, now: float) -> Status:
         dead_letters(sqs, pipeline.dlq_url),
         parked(dynamodb, pipeline.ledger_table, tables.WAITING_PK, "waiting", now),
         parked(dynamodb, pipeline.ledger_table, tables.UNMATCHED_PK, "unmatched", now),
+        rechecks(dynamodb, pipeline.ledger_table, now),
         notifications(dynamodb, pipeline.outbox_table, now),
         reconciliation(dynamodb, pipeline.ledger_table, pipeline.reconcile_every_seconds, now),
         alarms(client, pipeline.stack_name),
@@ -140,10 +144,7 @@ def dead_letters(sqs: Any, dlq_url: str) -> Reading:
 
 def parked(dynamodb: Any, ledger_table: str, partition: str, name: str, now: float) -> Reading:
     """Waiting deliveries need a person past an hour; unmatched money always does."""
-    since = [
-        int(item.get("waiting_since", now))
-        for item in _partition(dynamodb, ledger_table, partition)
-    ]
+    since = list(_partition(dynamodb, ledger_table, partition, "waiting_since", now))
     oldest = int(now - min(since)) if since else None
     if name == "waiting":
         needs = oldest is not None and oldest > WAITING_LIMIT_SECONDS
@@ -153,6 +154,19 @@ def parked(dynamodb: Any, ledger_table: str, partition: str, name: str, now: flo
         hint = "; `umavez show unmatched`, then `attach`" if needs else ""
     text = f"{len(since)}" + (f", oldest {_age(oldest)}" if oldest is not None else "") + hint
     return Reading(name, text, needs, {"count": len(since), "oldest_seconds": oldest})
+
+
+def rechecks(dynamodb: Any, ledger_table: str, now: float) -> Reading:
+    """Charges read again while a refund of theirs is pending; a person is needed once one has
+    been pending a week."""
+    since = list(_partition(dynamodb, ledger_table, tables.RECHECK_PK, "watching_since", now))
+    oldest = int(now - min(since)) if since else None
+    needs = oldest is not None and oldest > RECHECK_LIMIT_SECONDS
+    text = f"{len(since)} charges with a refund pending" + (
+        f", oldest {_age(oldest)}" if oldest is not None else ""
+    )
+    hint = "; see its refunds in the provider's dashboard" if needs else ""
+    return Reading("re-checks", text + hint, needs, {"count": len(since), "oldest_seconds": oldest})
 
 
 def notifications(dynamodb: Any, outbox_table: str, now: float) -> Reading:
@@ -254,17 +268,18 @@ def _oldest_message_age(cloudwatch: Any, queue_name: str, now: float) -> int | N
     return int(latest["Maximum"])
 
 
-def _partition(dynamodb: Any, table: str, partition: str) -> Iterable[dict[str, Any]]:
+def _partition(dynamodb: Any, table: str, partition: str, since: str, now: float) -> Iterable[int]:
+    """Each item's `since` time (epoch seconds; now when missing) in one partition."""
     pages = dynamodb.get_paginator("query").paginate(
         TableName=table,
         KeyConditionExpression="#pk = :pk",
-        ExpressionAttributeNames={"#pk": tables.PARTITION_KEY, "#since": "waiting_since"},
+        ExpressionAttributeNames={"#pk": tables.PARTITION_KEY, "#since": since},
         ExpressionAttributeValues={":pk": {"S": partition}},
         ProjectionExpression="#since",
     )
     for page in pages:
         for item in page["Items"]:
-            yield from_attributes(item)
+            yield int(from_attributes(item).get(since, now))
 
 
 def _age(seconds: float) -> str:

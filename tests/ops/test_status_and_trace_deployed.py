@@ -72,6 +72,18 @@ def parked(partition: str, waiting_since: float) -> None:
     )
 
 
+def watched(since: float) -> None:
+    charge = f"ch_{uuid.uuid4().hex[:12]}"
+    put_ledger(
+        {
+            tables.PARTITION_KEY: tables.RECHECK_PK,
+            tables.SORT_KEY: tables.parked_sk("stripe", charge),
+            "object": charge,
+            "watching_since": int(since),
+        }
+    )
+
+
 def outbox_in(bucket: str, due_at: float) -> None:
     boto3.client("dynamodb").put_item(
         TableName=NAMES.outbox,
@@ -125,6 +137,10 @@ HARMS: dict[str, tuple[str, Callable[[dict[str, str]], None]]] = {
         "notifications",
         lambda _: outbox_in(tables.OUTBOX_DEAD_BUCKET, time.time() - HOUR),
     ),
+    "a refund pending for eight days": (
+        "re-checks",
+        lambda _: watched(time.time() - 8 * 86_400),
+    ),
     "a notification overdue by an hour": (
         "notifications",
         lambda _: outbox_in("due#3", time.time() - HOUR),
@@ -152,6 +168,7 @@ def healthy(deployed: dict[str, str]) -> dict[str, str]:
     delivery, a notification due now, the queue's oldest message a few seconds old."""
     last_run(time.time() - 60, {})
     parked(tables.WAITING_PK, time.time() - 120)
+    watched(time.time() - 3 * 86_400)
     outbox_in("due#1", time.time())
     queue_age(4)
     return deployed
@@ -171,6 +188,7 @@ def test_a_healthy_stack_needs_nobody(
     assert readings["webhook queue"]["oldest_seconds"] == 4
     assert readings["webhook queue"]["limit_seconds"] == 180 * 5  # visibility x receives
     assert readings["waiting"]["count"] == 1
+    assert readings["re-checks"]["count"] == 1
     assert readings["notifications"] == {"dead": 0, "overdue": 0}
     assert readings["reconciliation"]["mismatches"] == {}
     assert readings["alarms"] == {"in_alarm": [], "alarms": len(ALARMS)}

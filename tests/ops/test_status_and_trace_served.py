@@ -137,6 +137,7 @@ def test_status_says_healthy_then_names_a_dead_letter_and_exits_1(
         "dead letters",
         "waiting",
         "unmatched",
+        "re-checks",
         "notifications",
         "reconciliation",
         "alarms",
