@@ -434,10 +434,14 @@ class Reconciler:
         self._sleep(self._settle)
         for first in candidates:
             again = self._check_order(first.order_id, Report())
-            if again.updated_at != first.updated_at or not again.mismatches:
+            # Only the kinds it was a candidate for: a pass reports its own kinds (the lagged
+            # one stuck items only), and another kind of the same order is the other pass's.
+            kinds = {m.kind for m in first.mismatches}
+            confirmed = [m for m in again.mismatches if m.kind in kinds]
+            if again.updated_at != first.updated_at or not confirmed:
                 report.cleared_on_recheck += 1
             else:
-                report.mismatches += again.mismatches
+                report.mismatches += confirmed
 
     # -- outbox items: unexpected, stuck, dead ---------------------------------------------------
 
