@@ -199,7 +199,7 @@ def test_a_long_backlog_is_planned_whole_hours_at_a_time_up_to_the_units_cap(
 
     # When capped runs go on until one catches up
     found: Counter[str] = Counter()
-    plans = []
+    plans: list[RunPlan] = []
     while not plans or not plans[-1].caught_up:
         plans.append(capped.plan())
         reports, _ = check_every_unit(capped, plans[-1])
