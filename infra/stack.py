@@ -63,6 +63,8 @@ class UmavezStack(cdk.Stack):
             "OutboxFailureQueueUrl": self.pipeline.outbox_failures.queue_url,
             "EventBusName": self.pipeline.bus.event_bus_name,
             "AlarmTopicArn": self.monitoring.topic.topic_arn,
+            # The hourly books check: its executions, and one started by hand.
+            "ReconciliationStateMachineArn": self.reconciliation.state_machine.state_machine_arn,
             # Plain names the operator commands read (replay, the refunds of charge.refunded).
             "SecretStripeApiKey": self.pipeline.secrets.stripe_api_key_name,
             "SecretMercadopagoAccessToken": self.pipeline.secrets.mercadopago_access_token_name,
