@@ -456,7 +456,11 @@ class Monitoring(Construct):
         dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="Books",
-                left=[self._app_metric("reconciliation", "reconciliation_mismatches", HOUR)],
+                left=[
+                    self._app_metric("reconciliation", "reconciliation_mismatches", HOUR),
+                    self._app_metric("reconciliation", "reconciliation_behind", HOUR),
+                    self.alarms["ReconciliationRunFailed"].metric,
+                ],
                 right=[self._app_metric("reconciliation", "orders_checked", HOUR)],
                 width=12,
             ),
