@@ -50,6 +50,10 @@ class ReconciliationSettings:
     run_budget_seconds: int = 45 * 60
     seconds_per_order_query: float = SECONDS_PER_ORDER_QUERY
     seconds_per_outbox_read: float = SECONDS_PER_OUTBOX_READ
+    # Reads of an order's hour partition per pass: the run that checks it, and the next run
+    # whose window starts within that hour (how much of the hour it reads again depends on the
+    # minute the schedule fires: the whole hour, 2, at worst).
+    reads_of_an_hour: float = RUNS_READING_AN_HOUR
 
     @property
     def seconds_per_order_checked(self) -> float:
@@ -60,9 +64,13 @@ class ReconciliationSettings:
         """Lambda time one order change costs, both passes: checked once in each, and read
         (Query only) once more in each by the next run."""
         per_pass = self.seconds_per_order_checked + (
-            (RUNS_READING_AN_HOUR - 1) * self.seconds_per_order_query
+            (self.reads_of_an_hour - 1) * self.seconds_per_order_query
         )
         return PASSES * per_pass
+
+    @property
+    def reads_per_change(self) -> float:
+        return PASSES * self.reads_of_an_hour
 
     @property
     def check_timeout_seconds(self) -> int:
@@ -88,7 +96,7 @@ def reconciliation_capacity(settings: ReconciliationSettings = RECONCILIATION) -
 
         R (E per_change / M + 3,600 per_checked / S) <= B
 
-    Cap: a run reads each change `PASSES x RUNS_READING_AN_HOUR` times, and at most
+    Cap: a run reads each change `reads_per_change` (2 passes x 2) times, and at most
     `max_orders_per_run` orders: R <= cap / (E x 4).
 
     Defaults: per change 2 x (15 + 7.5) = 45 ms, per order checked 15 ms, M = 32, S = 16,
@@ -101,5 +109,5 @@ def reconciliation_capacity(settings: ReconciliationSettings = RECONCILIATION) -
         + HOUR_SECONDS * settings.seconds_per_order_checked / settings.shards
     )
     by_time = settings.run_budget_seconds / seconds_per_unit_rate
-    by_cap = settings.max_orders_per_run / (every * PASSES * RUNS_READING_AN_HOUR)
+    by_cap = settings.max_orders_per_run / (every * settings.reads_per_change)
     return min(by_time, by_cap)
