@@ -46,6 +46,8 @@ from costmodel.model import (
 )
 from infra import settings as stack
 from infra.mappings import DEFAULT_PROCESS_MAX_CONCURRENCY
+from infra.reconciliation import RECONCILIATION
+from infra.reconciliation import reconciliation_capacity as fanout_capacity
 
 QUOTAS_PATH = Path(__file__).with_name("quotas.toml")
 MEASURED_PATH = Path(__file__).with_name("measured.json")
@@ -140,6 +142,9 @@ class StackSettings:
     reconciliation_every_seconds: float = stack.SCHEDULE_MINUTES["reconciliation"] * 60.0
     reconciliation_timeout_seconds: float = stack.RECONCILIATION_TIMEOUT_SECONDS
     scheduled_functions: int = len(stack.SCHEDULED_FUNCTIONS)
+    # The hourly reconciliation's units checked at once (its Map's concurrency), for minutes
+    # of each hour: counted as always in use.
+    reconciliation_concurrency: int = RECONCILIATION.max_concurrency
     # From the functions' own code: read once, below (`code_settings`).
     code: CodeSettings = field(default_factory=lambda: code_settings())
 
@@ -368,24 +373,34 @@ class ReconciliationCapacity:
 def reconciliation_capacity(
     settings: StackSettings, seconds_per_order: float, hour_fraction: float
 ) -> ReconciliationCapacity:
-    """The scheduled check's sustained capacity, from its settings alone: the one place to
-    change when the check fans out across the `changed` index's shards.
-
-    Today: one run every hour, stopping after `max_orders_per_run` orders read (or at its
-    timeout). Each pass reads whole hour buckets of the index, the hour it started in again
-    (the index knows the hour only): `1 + hour_fraction` reads of a change per pass."""
-    code = settings.code
-    by_time = (
-        settings.reconciliation_timeout_seconds / seconds_per_order if seconds_per_order else 0
+    """The scheduled check's sustained capacity: its fan-out's model (infra/reconciliation.py:
+    32 units at once within a 45-minute budget, at most `max_orders_per_run` orders read a
+    run), at `seconds_per_order` (checked: a Query and a read of its outbox items; half of it
+    for an order another run's window reads again) and with each pass reading `hour_fraction`
+    of an hour again (the `changed` index knows the hour only)."""
+    fanout = replace(
+        RECONCILIATION,
+        max_orders_per_run=settings.code.reconciliation_max_orders_per_run,
+        run_every_seconds=int(settings.reconciliation_every_seconds),
+        reads_of_an_hour=1 + hour_fraction,
     )
-    cap = float(code.reconciliation_max_orders_per_run)
-    limited_by = "its cap on orders a run"
-    if by_time and by_time < cap:
-        cap, limited_by = by_time, "its timeout"
+    if seconds_per_order:
+        fanout = replace(
+            fanout,
+            seconds_per_order_query=seconds_per_order / 2,
+            seconds_per_outbox_read=seconds_per_order / 2,
+        )
+    changes = fanout_capacity(fanout)
+    by_cap = fanout.max_orders_per_run / (fanout.run_every_seconds * fanout.reads_per_change)
+    limited_by = (
+        "its cap on orders a run"
+        if changes >= by_cap
+        else f"its {fanout.max_concurrency} workers' time within the run's budget"
+    )
     return ReconciliationCapacity(
-        orders_read_per_run=cap,
+        orders_read_per_run=changes * fanout.run_every_seconds * fanout.reads_per_change,
         runs_per_hour=HOUR / settings.reconciliation_every_seconds,
-        reads_per_change=code.reconciliation_passes * (1 + hour_fraction),
+        reads_per_change=fanout.reads_per_change,
         limited_by=limited_by,
     )
 
@@ -487,7 +502,11 @@ def model(
     ingest_concurrency = rate * e.seconds.get("ingest", 0.0)
     process_concurrency = min(messages * per_message, settings.process_max_concurrency)
     outbox_concurrency = min(items * per_item, outbox_lanes)
-    others = settings.process_max_concurrency + outbox_lanes + settings.scheduled_functions
+    others = (
+        settings.process_max_concurrency
+        + outbox_lanes
+        + (settings.scheduled_functions + settings.reconciliation_concurrency)
+    )
 
     rows = [
         Row(
@@ -669,7 +688,7 @@ def model(
             ingest_concurrency
             + process_concurrency
             + outbox_concurrency
-            + settings.scheduled_functions,
+            + (settings.scheduled_functions + settings.reconciliation_concurrency),
             account,
             "concurrent executions",
             "a Lambda concurrency quota increase",
@@ -703,8 +722,9 @@ def model(
             payments_per_second,
             reconciliation.changes_per_second,
             "orders changed/s",
-            "none yet: its fan-out across the `changed` index's shards (issue #25)",
-            "functions/reconcile/service.py",
+            f"{reconciliation.limited_by}: the Map's `max_concurrency` (up to 40) in "
+            "infra/reconciliation.py, `CHANGES_SHARDS`, `MAX_ORDERS_PER_RUN`",
+            "infra/reconciliation.py",
             webhook_path=False,
         )
     )
@@ -1056,11 +1076,14 @@ def render_summary_block(
             + " |"
         )
     reconciliation = models[0].rows[-1]
+    behind = [f"{m.payments_per_second:,.0f}" for m in models if m.rows[-1].headroom < 1]
     lines += [
         "",
-        "At each of these rates the hourly reconciliation falls behind (it keeps up with "
-        f"{reconciliation.limit or 0:.2g} changed orders a second; its fan-out is on its way). "
-        "Every component, quotas with sources, bursts: [docs/performance.md](docs/performance.md).",
+        "The hourly reconciliation, fanned out, keeps up with "
+        f"{reconciliation.limit or 0:,.0f} changed orders a second"
+        + (f" (behind at {', '.join(behind)} a second)" if behind else "")
+        + ". Every component, quotas with sources, bursts: "
+        "[docs/performance.md](docs/performance.md).",
     ]
     lines.append(SUMMARY_END)
     return "\n".join(lines) + "\n"

@@ -49,3 +49,23 @@ def acknowledge_reviewed_findings(
     acknowledge(
         api, API_LOGS_MANAGED_POLICY, "API Gateway's account-level logging role, made by CDK"
     )
+
+
+def acknowledge_state_machine_findings(state_machine: Construct, function: Construct) -> None:
+    """The reconciliation's state machine: its role's policy, and nothing else, may name the
+    function's versions and the actions that take no resource."""
+    acknowledge(
+        state_machine,
+        XRAY_WILDCARD,
+        "Step Functions' log delivery (logs:CreateLogDelivery and the rest) and X-Ray actions "
+        "take no resource",
+    )
+    cfn_function = function.node.default_child
+    if not isinstance(cfn_function, cdk.CfnElement):
+        raise TypeError(f"{function.node.path} is not backed by a CloudFormation resource")
+    logical_id = cdk.Stack.of(function).get_logical_id(cfn_function)
+    acknowledge(
+        state_machine,
+        f"{PACK}IAM5[Resource::<{logical_id}.Arn>:*]",
+        "the one reconciliation function, any version of it (what LambdaInvoke grants)",
+    )

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Final
 
 from infra.assets import ROOT
+from infra.reconciliation import RECONCILIATION
 
 # Each Lambda: its handler and the packages its asset holds besides `functions/__init__.py`.
 LAMBDA_PACKAGES: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
@@ -55,7 +56,9 @@ OUTBOX_STREAM_MAX_RECORD_AGE_SECONDS: Final = 3600
 # The scheduled functions: how often each runs, and how long one run may take.
 SCHEDULE_MINUTES: Final[dict[str, int]] = {"sweeper": 5, "waiting": 5, "reconciliation": 60}
 WAITING_TIMEOUT_SECONDS: Final = 120
-RECONCILIATION_TIMEOUT_SECONDS: Final = 600
+# The reconciliation runs as a state machine every hour; each invocation of its function (a
+# plan, a unit's share of orders, a finish) has this long, sized from a unit's share.
+RECONCILIATION_TIMEOUT_SECONDS: Final = RECONCILIATION.check_timeout_seconds
 # The functions' runtime and architecture, as CDK and AWS's public parameters name them.
 LAMBDA_RUNTIME: Final = "python3.13"
 LAMBDA_ARCHITECTURE: Final = "arm64"
@@ -87,7 +90,7 @@ WAF_REQUESTS_PER_ADDRESS_PER_5_MINUTES: Final = 3000
 # Ingest's time per request as the concurrency estimate counts it (warm ~50 ms; cold starts
 # and slow secrets reads raise the average in a burst).
 INGEST_SECONDS_PER_REQUEST: Final = 0.1
-SCHEDULED_FUNCTIONS: Final = ("sweeper", "waiting", "reconciliation")
+SCHEDULED_FUNCTIONS: Final = ("sweeper", "waiting")
 
 
 def concurrency_needed(process_max_concurrency: int) -> dict[str, int]:
@@ -99,4 +102,6 @@ def concurrency_needed(process_max_concurrency: int) -> dict[str, int]:
         # One stream shard at least, each read by this many batches at once.
         "outbox": OUTBOX_PARALLELIZATION_FACTOR,
         "scheduled": len(SCHEDULED_FUNCTIONS),
+        # The hourly books check's units, side by side for a few minutes of each hour.
+        "reconciliation": RECONCILIATION.max_concurrency,
     }

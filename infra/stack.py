@@ -10,8 +10,10 @@ from constructs import Construct
 from infra.config import PROVIDERS, StackConfig
 from infra.constructs.api import WebhookApi
 from infra.constructs.monitoring import Monitoring
-from infra.constructs.pipeline import Pipeline
+from infra.constructs.pipeline import RECONCILE_EVERY, Pipeline
+from infra.constructs.reconciliation import ReconciliationRuns
 from infra.nag import acknowledge_reviewed_findings
+from infra.reconciliation import RECONCILIATION
 
 
 class UmavezStack(cdk.Stack):
@@ -31,10 +33,19 @@ class UmavezStack(cdk.Stack):
             retain_logs=config.retain_data,
             xray_sampling=config.xray_sampling,
         )
+        self.reconciliation = ReconciliationRuns(
+            self,
+            "Reconciliation",
+            function=self.pipeline.reconciliation,
+            settings=RECONCILIATION,
+            every=RECONCILE_EVERY,
+            retain_logs=config.retain_data,
+        )
         self.monitoring = Monitoring(
             self,
             "Monitoring",
             pipeline=self.pipeline,
+            reconciliation=self.reconciliation,
             api=self.api,
             alarm_email=config.alarm_email,
             retain=config.retain_data,
@@ -52,6 +63,8 @@ class UmavezStack(cdk.Stack):
             "OutboxFailureQueueUrl": self.pipeline.outbox_failures.queue_url,
             "EventBusName": self.pipeline.bus.event_bus_name,
             "AlarmTopicArn": self.monitoring.topic.topic_arn,
+            # The hourly books check: its executions, and one started by hand.
+            "ReconciliationStateMachineArn": self.reconciliation.state_machine.state_machine_arn,
             # Plain names the operator commands read (replay, the refunds of charge.refunded).
             "SecretStripeApiKey": self.pipeline.secrets.stripe_api_key_name,
             "SecretMercadopagoAccessToken": self.pipeline.secrets.mercadopago_access_token_name,

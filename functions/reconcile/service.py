@@ -7,9 +7,11 @@ and 6 (nothing is lost).
 - no outbox item stays pending or sending past its deadline, and none is dead;
 - no money waits unmatched.
 
-`run` (hourly) is incremental: only orders that changed since the last run's checkpoint, found
-through the keys-only `changed` index (by hour), one order at a time, so memory does not grow
-with the tables and time grows with the traffic, not the history. `audit` reads everything,
+The scheduled run (hourly) is incremental: only orders that changed since the last run's
+checkpoint, found through the keys-only `changed` index (by hour and shard), one order at a
+time, so memory does not grow with the tables and time grows with the traffic, not the history.
+It is three steps, so that its units run side by side (functions/reconcile/units.py): `plan`,
+`check` per unit, `finish`; `run` does all three in this process. `audit` reads everything,
 streaming (the fire drill, or by hand after an incident). Either way a mismatch is only a
 candidate until it is read again, consistently, after a settle margin: a Query is
 read-committed, so it can see an order's totals and not yet the entry a concurrent transaction
@@ -21,7 +23,7 @@ re-read; apart, the two would drift.
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -30,6 +32,14 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from botocore.exceptions import ClientError
 
+from functions.reconcile.units import (
+    MAX_ORDERS_PER_RUN,
+    MAX_UNITS_PER_RUN,
+    ORDERS_PER_INVOCATION,
+    RunPlan,
+    Unit,
+    UnitTotals,
+)
 from functions.shared import books, tables
 from functions.shared.bindings import BATCH_GET_LIMIT
 from functions.shared.domain import COUNTED_OUTCOMES
@@ -50,6 +60,8 @@ CHECKPOINT_SK: Final = "CHECKPOINT"
 # The last run's summary, beside its checkpoint: what `umavez status` shows an operator.
 LAST_RUN_SK: Final = "LAST_RUN"
 T = TypeVar("T")
+# Index keys one Query of a unit asks for at most (a page of keys is also cut at 1 MB).
+QUERY_PAGE_ITEMS: Final = 1000
 
 
 STUCK: Final = "stuck_outbox_item"
@@ -71,6 +83,19 @@ class Report:
     checkpoint_saved: bool = True
     # False when the run stopped at its cap before `now - settle`: the next run resumes.
     caught_up: bool = True
+    # The run's mismatches per kind, its units' included (the finish step has their counts,
+    # not their details: each unit logged its own).
+    by_kind: dict[str, int] = field(default_factory=dict)
+
+    def totals(self) -> UnitTotals:
+        """What a unit's invocation hands on: its counts."""
+        return UnitTotals(
+            self.orders_read,
+            self.orders_checked,
+            self.outbox_items_checked,
+            self.cleared_on_recheck,
+            Counter(m.kind for m in self.mismatches),
+        )
 
 
 @dataclass(frozen=True)
@@ -99,9 +124,14 @@ class Reconciler:
         sleep: Callable[[float], None] | None = None,
         retention_seconds: int = DEFAULT_RETENTION_DAYS * 86_400,
         first_run_lookback_seconds: int = 24 * 3600,
-        max_orders_per_run: int = 20_000,
+        max_orders_per_run: int = MAX_ORDERS_PER_RUN,
+        max_units_per_run: int = MAX_UNITS_PER_RUN,
+        orders_per_invocation: int = ORDERS_PER_INVOCATION,
         max_candidates: int = 1000,
     ) -> None:
+        if max_units_per_run < tables.CHANGES_SHARDS:
+            # The plan takes whole hours: fewer units than an hour's shards would never move.
+            raise ValueError(f"max_units_per_run must hold an hour ({tables.CHANGES_SHARDS})")
         self._db = dynamodb
         self._tables = table_names
         self._clock = clock
@@ -111,16 +141,34 @@ class Reconciler:
         self._retention = retention_seconds
         self._first_lookback = first_run_lookback_seconds
         self._max_orders = max_orders_per_run
+        self._max_units = max_units_per_run
+        self._per_invocation = orders_per_invocation
         self._max_candidates = max_candidates
 
     # -- the two ways to run -------------------------------------------------------------------
 
     def run(self) -> Report:
-        """Orders changed since the checkpoint up to `now - settle`, hour by hour; the
-        checkpoint moves to the end of the last hour finished (a huge backlog is resumed by
-        the next run, not lost).
+        """One scheduled run in this process: the plan, each unit to its end, one after the
+        other, then the finish, as the state machine runs them side by side. The report holds
+        every mismatch with its detail (the units' too)."""
+        plan = self.plan()
+        found: list[Report] = []
+        for unit in plan.units:
+            pending: Unit | None = unit
+            while pending is not None:
+                checked, pending = self.check(pending)
+                found.append(checked)
+        report = self.finish(plan, [checked.totals() for checked in found])
+        report.mismatches = [m for checked in found for m in checked.mismatches] + report.mismatches
+        return report
 
-        Then the same orders once more, a deadline later (the lagged pass, with its own
+    def plan(self) -> RunPlan:
+        """The window since the checkpoint up to `now - settle`, cut into units: per pass, per
+        hour, one unit per shard of the `changed` index that holds an order (counted, keys only).
+        The window stops at an hour boundary once the run's orders or units reach their caps (a
+        huge backlog is resumed by the next run, not lost).
+
+        Then the same window once more, a deadline later (the lagged pass, with its own
         checkpoint): every outbox item of an order whose last change is that old is past its
         deadline, so one that is neither sent nor in the due index (its stream try was lost)
         is reported there, once, however young it was when its order was first checked.
@@ -129,60 +177,118 @@ class Reconciler:
         saved = self._checkpoint()
         start = saved.get("checked_until") or iso(now - self._first_lookback)
         until = iso(now - self._settle)
-        report = Report(checked_from=start, checked_until=until)
-        candidates: list[OrderBooks] = []
-        checked_until = max(self._pass(start, until, report, candidates), start)
-        report.checked_until = checked_until
-        report.caught_up = checked_until >= until
+        units: list[Unit] = []
+        counted = [0]
+        checked_until = max(self._plan_pass(start, until, units, counted), start)
         lag = self._deadline + 60
         lagged_from = saved.get("lagged_until") or _shifted(start, -lag)
         lagged_until = _shifted(checked_until, -lag)
         if lagged_from < lagged_until:
-            # The cap is shared: what the first pass left; the lagged one resumes next run.
-            stuck_only = Report(orders_read=report.orders_read)
-            lagged_until = self._pass(
-                lagged_from, lagged_until, stuck_only, candidates, lagged=True
-            )
-            report.orders_read = stuck_only.orders_read
+            # The caps are shared: what the first pass left; the lagged one resumes next run.
+            lagged_until = self._plan_pass(lagged_from, lagged_until, units, counted, lagged=True)
         else:
             lagged_until = lagged_from
+        return RunPlan(
+            checkpoint_read=saved.get("checked_until", ""),
+            checked_from=start,
+            checked_until=checked_until,
+            lagged_until=lagged_until,
+            caught_up=checked_until >= until,
+            orders_counted=counted[0],
+            units=tuple(units),
+        )
+
+    def _plan_pass(
+        self, start: str, until: str, units: list[Unit], counted: list[int], lagged: bool = False
+    ) -> str:
+        """Units for the hours of [start, until], whole hours only; how far they reach (an
+        hour boundary when a cap stopped them)."""
+        for hour_start, hour_end in _hours(start, until):
+            full = len(units) + tables.CHANGES_SHARDS > self._max_units
+            if counted[0] >= self._max_orders or full:
+                return hour_start
+            for bucket in tables.changes_buckets(hour_start):
+                orders = self._count(bucket)
+                if orders:
+                    units.append(Unit(bucket, hour_start, hour_end, lagged=lagged))
+                    counted[0] += orders
+        return until
+
+    def check(self, unit: Unit) -> tuple[Report, Unit | None]:
+        """One invocation's share of a unit: the orders of its index partition from its
+        cursor on, at most `orders_per_invocation`, those changed within its window checked
+        (candidates read again before they are reported); the unit again, resumed where this
+        stopped, or None when its partition is done. The first pass reports all but items
+        stuck outside the due index, the lagged pass only those (each once)."""
+        report = Report(checked_from=unit.checked_from, checked_until=unit.checked_until)
+        candidates: list[OrderBooks] = []
+        cursor = unit.cursor
+        while report.orders_read < self._per_invocation:
+            query: dict[str, Any] = {
+                "TableName": self._tables.ledger,
+                "IndexName": tables.LEDGER_CHANGES_INDEX,
+                "KeyConditionExpression": "#bucket = :bucket",
+                "ExpressionAttributeNames": {"#bucket": tables.CHANGES_BUCKET},
+                "ExpressionAttributeValues": {":bucket": {"S": unit.bucket}},
+                # Exactly what is left of this invocation's share: its cursor is then the
+                # last order it read, and the next invocation starts right after it.
+                "Limit": min(self._per_invocation - report.orders_read, QUERY_PAGE_ITEMS),
+            }
+            if cursor:
+                query["ExclusiveStartKey"] = cursor
+            page = self._db.query(**query)
+            for key in page["Items"]:
+                order_id = str(key[tables.PARTITION_KEY]["S"]).removeprefix("ORDER#")
+                self._check_changed(order_id, unit, report, candidates)
+            cursor = page.get("LastEvaluatedKey")
+            if not cursor:
+                break
         self._confirm(candidates, report)
+        return report, unit.resumed_at(cursor) if cursor else None
+
+    def _check_changed(
+        self, order_id: str, unit: Unit, report: Report, candidates: list[OrderBooks]
+    ) -> None:
+        items = self._order_items(order_id)
+        report.orders_read += 1
+        # The index knows the hour only: an order of that hour outside this window (before
+        # the checkpoint, or within the settle margin) is another run's, and its outbox items
+        # are not read.
+        if not unit.checked_from <= _updated_at(items) <= unit.checked_until:
+            return
+        read = Report()
+        checked = self._books(order_id, items, read)
+        if not unit.lagged:  # (the lagged pass reads them again for stuck items only)
+            report.orders_checked += read.orders_checked
+            report.outbox_items_checked += read.outbox_items_checked
+        kept = [m for m in checked.mismatches if (m.kind == STUCK) == unit.lagged]
+        self._note(OrderBooks(checked.order_id, checked.updated_at, kept), candidates, report)
+
+    def finish(self, plan: RunPlan, found: Iterable[UnitTotals]) -> Report:
+        """The run's end, once every unit is checked: the units' totals added up, the outbox
+        backlog and unmatched money read (few items, once a run), the checkpoint moved to the
+        end of the plan's window and the run's summary recorded. Never called when a unit
+        failed: the checkpoint then stays, and the next run checks the window again."""
+        total = UnitTotals()
+        for unit in found:
+            total = total.add(unit)
+        report = Report(
+            orders_checked=total.orders_checked,
+            orders_read=total.orders_read,
+            outbox_items_checked=total.outbox_items_checked,
+            cleared_on_recheck=total.cleared_on_recheck,
+            checked_from=plan.checked_from,
+            checked_until=plan.checked_until,
+            caught_up=plan.caught_up,
+        )
         self._check_outbox_backlog(report)
         self._check_unmatched(report)
-        report.checkpoint_saved = self._save_checkpoint(saved, checked_until, lagged_until)
+        report.by_kind = dict(total.mismatches + Counter(m.kind for m in report.mismatches))
+        report.checkpoint_saved = self._save_checkpoint(
+            plan.checkpoint_read, plan.checked_until, plan.lagged_until
+        )
         self._record_run(report)
         return report
-
-    def _pass(
-        self,
-        start: str,
-        until: str,
-        report: Report,
-        candidates: list[OrderBooks],
-        lagged: bool = False,
-    ) -> str:
-        """Check the orders whose last change is in [start, until]; how far it got (an hour
-        boundary when it stopped at the cap on orders read). The first pass reports all but
-        items stuck outside the due index, the lagged pass only those (each once)."""
-        for hour_start, hour_end in _hours(start, until):
-            if report.orders_read >= self._max_orders:
-                return hour_start
-            for order_id in self._changed_orders(hour_start):
-                items = self._order_items(order_id)
-                report.orders_read += 1
-                # The index knows the hour only: an order of that hour outside this window
-                # (before the checkpoint, or within the settle margin) is another run's, and
-                # its outbox items are not read.
-                if not hour_start <= _updated_at(items) <= hour_end:
-                    continue
-                read = Report()
-                checked = self._books(order_id, items, read)
-                report.orders_checked += read.orders_checked
-                report.outbox_items_checked += read.outbox_items_checked
-                kept = [m for m in checked.mismatches if (m.kind == STUCK) == lagged]
-                checked = OrderBooks(checked.order_id, checked.updated_at, kept)
-                self._note(checked, candidates, report)
-        return until
 
     def audit(self, workers: int = 1, outbox_keys_per_read: int = BATCH_GET_LIMIT) -> Report:
         """Every order and every outbox item, streamed: one consistent scan of the ledger, whose
@@ -328,10 +434,14 @@ class Reconciler:
         self._sleep(self._settle)
         for first in candidates:
             again = self._check_order(first.order_id, Report())
-            if again.updated_at != first.updated_at or not again.mismatches:
+            # Only the kinds it was a candidate for: a pass reports its own kinds (the lagged
+            # one stuck items only), and another kind of the same order is the other pass's.
+            kinds = {m.kind for m in first.mismatches}
+            confirmed = [m for m in again.mismatches if m.kind in kinds]
+            if again.updated_at != first.updated_at or not confirmed:
                 report.cleared_on_recheck += 1
             else:
-                report.mismatches += again.mismatches
+                report.mismatches += confirmed
 
     # -- outbox items: unexpected, stuck, dead ---------------------------------------------------
 
@@ -434,17 +544,18 @@ class Reconciler:
 
     # -- reads -----------------------------------------------------------------------------------
 
-    def _changed_orders(self, hour: str) -> Iterator[str]:
-        """The orders whose last change is in this hour (`hour` is any stamp in it)."""
-        for shard in range(tables.CHANGES_SHARDS):
-            for key in self._query_pages(
-                TableName=self._tables.ledger,
-                IndexName=tables.LEDGER_CHANGES_INDEX,
-                KeyConditionExpression="#bucket = :bucket",
-                ExpressionAttributeNames={"#bucket": tables.CHANGES_BUCKET},
-                ExpressionAttributeValues={":bucket": {"S": f"{hour[:13]}#{shard}"}},
-            ):
-                yield str(key[tables.PARTITION_KEY]).removeprefix("ORDER#")
+    def _count(self, bucket: str) -> int:
+        """Orders in one partition of the `changed` index (keys only: about 80 keys per read
+        unit, a page of ~13,000 per request)."""
+        pages = self._db.get_paginator("query").paginate(
+            TableName=self._tables.ledger,
+            IndexName=tables.LEDGER_CHANGES_INDEX,
+            KeyConditionExpression="#bucket = :bucket",
+            ExpressionAttributeNames={"#bucket": tables.CHANGES_BUCKET},
+            ExpressionAttributeValues={":bucket": {"S": bucket}},
+            Select="COUNT",
+        )
+        return sum(int(page["Count"]) for page in pages)
 
     def _outbox_items(self, outbox_ids: list[str]) -> dict[str, dict[str, Any]]:
         found = self._batch_get(self._tables.outbox, [{tables.OUTBOX_KEY: i} for i in outbox_ids])
@@ -484,18 +595,24 @@ class Reconciler:
         item = from_attributes(response.get("Item", {}))
         return {k: str(item[k]) for k in ("checked_until", "lagged_until") if item.get(k)}
 
-    def _save_checkpoint(self, read: dict[str, str], checked_until: str, lagged_until: str) -> bool:
+    def _save_checkpoint(self, read: str, checked_until: str, lagged_until: str) -> bool:
         """Saved only if it is still the one this run started from. Two runs that overlap (a
         manual run beside the scheduled one) read the same checkpoint; the first to finish
         saves, and the other's save is refused rather than writing over it with the window it
-        had read. False when refused."""
-        if read.get("checked_until"):
+        had read. False when refused. Saving the same checkpoint again succeeds: a finish step
+        retried after its save went through is not an overlap."""
+        same = "(checked_until = :until AND lagged_until = :lagged)"
+        values = {":until": checked_until, ":lagged": lagged_until}
+        if read:
             condition: dict[str, Any] = {
-                "ConditionExpression": "checked_until = :read",
-                "ExpressionAttributeValues": to_attributes({":read": read["checked_until"]}),
+                "ConditionExpression": f"checked_until = :read OR {same}",
+                "ExpressionAttributeValues": to_attributes({":read": read, **values}),
             }
         else:
-            condition = {"ConditionExpression": "attribute_not_exists(checked_until)"}
+            condition = {
+                "ConditionExpression": f"attribute_not_exists(checked_until) OR {same}",
+                "ExpressionAttributeValues": to_attributes(values),
+            }
         try:
             self._db.put_item(
                 TableName=self._tables.ledger,
@@ -519,9 +636,6 @@ class Reconciler:
     def _record_run(self, report: Report) -> None:
         """The run's summary, written over the last one's (runs that overlap: the last to
         finish is shown; each also logs and publishes its own)."""
-        by_kind: dict[str, int] = {}
-        for mismatch in report.mismatches:
-            by_kind[mismatch.kind] = by_kind.get(mismatch.kind, 0) + 1
         self._db.put_item(
             TableName=self._tables.ledger,
             Item=to_attributes(
@@ -532,7 +646,7 @@ class Reconciler:
                     "checked_from": report.checked_from,
                     "checked_until": report.checked_until,
                     "orders_checked": report.orders_checked,
-                    "mismatches": by_kind,
+                    "mismatches": report.by_kind,
                     "caught_up": report.caught_up,
                 }
             ),

@@ -39,9 +39,13 @@ OUTBOX_DEAD_BUCKET: Final = "dead"
 # (`2026-11-30T06#3`), and nothing else: no sort key, so an order changed again within the same
 # hour writes nothing to the index (a sort key of `updated_at` cost a delete and a put, 2 WRU,
 # on every change). The reconciliation reads the order's `updated_at` from the order itself.
+# The shards are the reconciliation's parallelism: each hour's shard is one unit of its work,
+# checked beside the others (an hour of 200 changes a second is 45,000 orders a shard). Only ever
+# raise the count: a reader queries shards 0..CHANGES_SHARDS-1 of every hour, which holds the
+# shards of a smaller count too (orders bucketed when there were 4 are in 0..3).
 LEDGER_CHANGES_INDEX: Final = "changed"
 CHANGES_BUCKET: Final = "changed_bucket"
-CHANGES_SHARDS: Final = 4
+CHANGES_SHARDS: Final = 16
 
 # TTL attribute (epoch seconds) of both tables. Only DELIVERY audit records and sent outbox
 # items carry it; effect keys and orders never expire (they make a redelivery a duplicate).
@@ -112,6 +116,11 @@ def due_index_ids(
 def changes_bucket(order_id: str, updated_at: str) -> str:
     """`updated_at` is ISO-8601: its first 13 characters are the hour (`2026-11-30T06`)."""
     return f"{updated_at[:13]}#{shard_of(order_id, CHANGES_SHARDS)}"
+
+
+def changes_buckets(stamp: str) -> list[str]:
+    """Every shard's partition of the hour `stamp` is in."""
+    return [f"{stamp[:13]}#{shard}" for shard in range(CHANGES_SHARDS)]
 
 
 def ref_pk(provider: str, object_id: str) -> str:

@@ -21,6 +21,7 @@ from constructs import Construct
 
 from infra.constructs.api import WebhookApi
 from infra.constructs.pipeline import Pipeline
+from infra.constructs.reconciliation import ReconciliationRuns
 from infra.removal import kept
 from infra.settings import MAX_RECEIVE_COUNT
 
@@ -137,6 +138,7 @@ class Monitoring(Construct):
         construct_id: str,
         *,
         pipeline: Pipeline,
+        reconciliation: ReconciliationRuns,
         api: WebhookApi,
         alarm_email: str | None,
         retain: bool,
@@ -311,6 +313,24 @@ class Monitoring(Construct):
             periods=2,
         )
         stopped.add_insufficient_data_action(actions.SnsAction(self.topic))
+        # A run whose unit still failed after its retries, or that outlasted its budget, or
+        # was stopped: its checkpoint did not move (the next run checks the window again), and
+        # it published nothing, which ReconciliationStopped would only say two hours later.
+        runs = reconciliation.state_machine
+        self._alarm(
+            "ReconciliationRunFailed",
+            "The hourly books check failed, timed out or was aborted: its window is checked again",
+            cloudwatch.MathExpression(
+                expression="FILL(failed, 0) + FILL(timed_out, 0) + FILL(aborted, 0)",
+                using_metrics={
+                    "failed": runs.metric_failed(period=FIVE_MINUTES),
+                    "timed_out": runs.metric_timed_out(period=FIVE_MINUTES),
+                    "aborted": runs.metric_aborted(period=FIVE_MINUTES),
+                },
+                label="books check executions failed, timed out or aborted",
+                period=FIVE_MINUTES,
+            ),
+        )
         self._alarm(
             "DeadOutboxItems",
             "Notifications given up: still failing outboxGiveUpHours after they were written",
@@ -436,7 +456,11 @@ class Monitoring(Construct):
         dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="Books",
-                left=[self._app_metric("reconciliation", "reconciliation_mismatches", HOUR)],
+                left=[
+                    self._app_metric("reconciliation", "reconciliation_mismatches", HOUR),
+                    self._app_metric("reconciliation", "reconciliation_behind", HOUR),
+                    self.alarms["ReconciliationRunFailed"].metric,
+                ],
                 right=[self._app_metric("reconciliation", "orders_checked", HOUR)],
                 width=12,
             ),

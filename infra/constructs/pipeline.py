@@ -1,5 +1,6 @@
 """The functions and how events reach them: ingest -> SQS -> process -> outbox stream -> sender,
-plus the scheduled sweeper and reconciliation. Each function gets only the actions it uses."""
+plus the scheduled sweeper and waiting, and the function the reconciliation's state machine
+runs (infra/constructs/reconciliation.py). Each function gets only the actions it uses."""
 
 from __future__ import annotations
 
@@ -278,12 +279,14 @@ class Pipeline(Construct):
                     )
                 )
 
+        # Each step of the hourly run, invoked by its state machine (infra/constructs/
+        # reconciliation.py): the plan, a unit's share of orders, the finish. The timeout is
+        # sized from a unit's share (infra/reconciliation.py).
         self.reconciliation = function(
             "Reconciliation",
             FunctionSpec(
                 name="reconciliation",
-                scheduled_every=RECONCILE_EVERY,
-                description="Proves the books balance and nothing is stuck",
+                description="Proves the books balance and nothing is stuck, a unit at a time",
                 memory_mb=1024,
                 timeout=cdk.Duration.seconds(settings.RECONCILIATION_TIMEOUT_SECONDS),
                 environment=ReconcileSettings.variables(**stored),
@@ -303,7 +306,6 @@ class Pipeline(Construct):
 
         for construct_id, target, every in (
             ("SweepSchedule", self.sweeper, SWEEP_EVERY),
-            ("ReconcileSchedule", self.reconciliation, RECONCILE_EVERY),
             ("WaitingSchedule", self.waiting, WAITING_EVERY),
         ):
             events.Rule(

@@ -153,7 +153,18 @@ def test_handler_publishes_mismatch_metrics_by_kind_including_zero(
         stripe.payment_intent_succeeded(stripe.unique("ord"), stripe.unique("pi"), 5000, T0)
     )
 
-    result = handler.lambda_handler({}, FakeLambdaContext(function_name="umavez-reconciliation"))
+    context = FakeLambdaContext(function_name="umavez-reconciliation")
+    planned = handler.lambda_handler({"step": "plan"}, context)
+    totals = []
+    for unit in planned["units"]:
+        state = {"step": "check", "unit": unit}
+        while not (state := handler.lambda_handler(state, context))["done"]:
+            pass
+        totals.append(state["totals"])
+    capsys.readouterr()  # (the plan's and the units' own metrics)
+    result = handler.lambda_handler(
+        {"step": "finish", "run": planned["run"], "totals": totals}, context
+    )
     handler.reconciler.cache_clear()
 
     [emf] = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]

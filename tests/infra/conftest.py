@@ -85,3 +85,19 @@ def each_api_type(
     """What must hold whichever API fronts ingest: prod is HTTP, dev_with_waf is REST."""
     api_type: ApiType = request.param
     return api_type, prod if api_type is ApiType.HTTP else dev_with_waf
+
+
+def scheduled_targets(synth: Synthesized) -> dict[str, str]:
+    """Each schedule's function by its logical id, with the rule's expression. A rule that
+    starts the reconciliation's state machine runs the function its tasks invoke."""
+    machines = synth.resources("AWS::StepFunctions::StateMachine")
+    targets: dict[str, str] = {}
+    for rule in synth.resources("AWS::Events::Rule").values():
+        arn = rule["Properties"]["Targets"][0]["Arn"]
+        if "Ref" in arn:
+            definition = machines[arn["Ref"]]["Properties"]["DefinitionString"]["Fn::Join"][1]
+            [function_id] = {part["Fn::GetAtt"][0] for part in definition if "Fn::GetAtt" in part}
+        else:
+            function_id = arn["Fn::GetAtt"][0]
+        targets[function_id] = rule["Properties"]["ScheduleExpression"]
+    return targets

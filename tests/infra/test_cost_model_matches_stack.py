@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from costmodel.model import FUNCTION_MEMORY_MB, SCHEDULE_MINUTES, TRACE_STARTERS, Prices
-from tests.infra.conftest import Synthesized
+from tests.infra.conftest import Synthesized, scheduled_targets
 from tests.infra.test_stack import function, logical_id
 
 RATES = {"rate(5 minutes)": 5, "rate(1 hour)": 60}
@@ -17,12 +17,9 @@ def test_the_cost_model_knows_each_functions_memory(prod: Synthesized) -> None:
 
 
 def test_the_cost_model_knows_each_schedule(prod: Synthesized) -> None:
-    rules = prod.resources("AWS::Events::Rule").values()
     deployed = {
-        rule["Properties"]["Targets"][0]["Arn"]["Fn::GetAtt"][0]: RATES[
-            rule["Properties"]["ScheduleExpression"]
-        ]
-        for rule in rules
+        function_id: RATES[expression]
+        for function_id, expression in scheduled_targets(prod).items()
     }
     assert deployed == {
         logical_id(prod, "AWS::Lambda::Function", name.capitalize()): minutes

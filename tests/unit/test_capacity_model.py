@@ -34,6 +34,8 @@ from costmodel.capacity import (
     render_summary_block,
 )
 from costmodel.model import Measurement, Prices
+from infra.reconciliation import RECONCILIATION
+from infra.reconciliation import reconciliation_capacity as fanout_capacity
 
 ROOT = Path(__file__).resolve().parents[2]
 SES = "SES sending rate"
@@ -139,22 +141,31 @@ def test_a_burst_drains_at_its_bottleneck_and_says_what_waits_past_its_deadline(
     assert deadlines["the last accepted delivery, in the webhook queue"].kept
 
 
-def test_the_reconciliation_keeps_up_with_its_cap_over_the_reads_each_change_costs() -> None:
-    # Given the deployed run: hourly, at most 20,000 orders read a run, two passes a run
+def test_the_reconciliation_keeps_up_by_its_fan_out_model() -> None:
+    # Given the deployed run: hourly, its units 32 at once within 45 minutes, at most 5,000,000
+    # orders read a run, two passes a run
     settings = StackSettings()
-    assert settings.code.reconciliation_max_orders_per_run == 20_000
+    assert settings.code.reconciliation_max_orders_per_run == 5_000_000
 
     # When each pass also reads half an hour again (it fires half past), at 18 ms an order
     capacity = reconciliation_capacity(settings, seconds_per_order=0.018, hour_fraction=0.5)
 
-    # Then 20,000 / (2 x 1.5) changed orders an hour: about 1.85 a second
+    # Then it is the fan-out's model at those reads (infra/reconciliation.py): above 200 changed
+    # orders a second, limited by its workers' time
     assert capacity.reads_per_change == 3
-    assert capacity.changes_per_second == pytest.approx(20_000 / 3 / 3600)
-    assert capacity.limited_by == "its cap on orders a run"
-    # and a slower order makes the timeout the limit (600 s / 0.1 s = 6,000 orders a run)
-    slow = reconciliation_capacity(settings, seconds_per_order=0.1, hour_fraction=0.5)
-    assert slow.limited_by == "its timeout"
-    assert slow.orders_read_per_run == pytest.approx(6000)
+    fanout = replace(
+        RECONCILIATION,
+        seconds_per_order_query=0.009,
+        seconds_per_outbox_read=0.009,
+        reads_of_an_hour=1.5,
+    )
+    assert capacity.changes_per_second == pytest.approx(fanout_capacity(fanout))
+    assert capacity.changes_per_second >= 200
+    assert capacity.limited_by.startswith("its 32 workers")
+    # and faster reads make the cap on orders a run the limit (5,000,000 / 3 an hour)
+    fast = reconciliation_capacity(settings, seconds_per_order=0.001, hour_fraction=0.5)
+    assert fast.limited_by == "its cap on orders a run"
+    assert fast.changes_per_second == pytest.approx(5_000_000 / 3 / 3600)
 
 
 # -- from the measurement ----------------------------------------------------------------------
@@ -185,12 +196,16 @@ def test_the_first_to_saturate_at_10_100_and_1000_payments_a_second(
     # Given the default stack and the committed measurement
     at = {rate: model(measured, rate, StackSettings(), quotas) for rate in (10, 100, 1000)}
 
-    # Then the hourly reconciliation gives first at every rate; on a webhook's way, SES
+    # Then SES gives first at every rate; the hourly reconciliation (fanned out) keeps up with
+    # 100 payments a second, not with 1,000
     for capacity in at.values():
-        assert capacity.first_to_saturate().component.startswith("reconciliation")
+        assert capacity.first_to_saturate().component == SES
         assert capacity.first_to_saturate(webhook_path_only=True).component == SES
+    saturated = {rate: {r.component.split(" ")[0] for r in c.saturated()} for rate, c in at.items()}
+    assert "reconciliation" not in saturated[100]
+    assert "reconciliation" in saturated[1000]
     # At 10 a second process, the API and the outbox stream keep up; at 100 none of them does
-    assert {r.component.split(" ")[0] for r in at[10].saturated()} == {"reconciliation", "SES"}
+    assert saturated[10] == {"SES"}
     assert {"process", "outbox", "API"} <= {r.component.split(" ")[0] for r in at[100].saturated()}
     # With REST + WAF and no allow list, the WAF's rate rule refuses the providers first
     with_waf = at[10].first_to_saturate(rest=True, webhook_path_only=True)
