@@ -116,7 +116,7 @@ class Accountant:
         environ["wsgi.input"] = io.BytesIO(body)
         service, operation = service_and_operation(environ)
         caller = str(environ.get("HTTP_" + CALLER_HEADER.upper().replace("-", "_"), ""))
-        request = _json(body)
+        request = json_body(body)
         pending = self._before(service, operation, request)
         status: list[str] = []
 
@@ -155,7 +155,7 @@ class Accountant:
         pending: Pending | None,
     ) -> Units:
         units = Units({"requests": 1})
-        response = _json(response_body)
+        response = json_body(response_body)
         if service == "dynamodb":
             if pending is not None:
                 units.add(self._accounting().after(pending, ok, response))
@@ -196,7 +196,8 @@ def _chunks(size: int) -> int:
     return max(1, math.ceil(size / CHUNK_BYTES))
 
 
-def _json(body: bytes) -> dict[str, Any]:
+def json_body(body: bytes) -> dict[str, Any]:
+    """A request's or answer's JSON document; empty when it is none (a query-protocol body)."""
     if not body:
         return {}
     try:

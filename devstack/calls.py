@@ -28,10 +28,11 @@ otherwise (the services' references):
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Final
+
+from devstack.accounting import json_body
 
 # A poller's requests, made for Lambda's event source mapping of this function with its role.
 # Not the caller header: the cost model bills a mapping's requests apart from the function's.
@@ -162,7 +163,7 @@ class CallRecorder:
         environ["wsgi.input"] = io.BytesIO(body)
         chunks = list(app(environ, start_response))
         try:
-            self._record(caller, service, operation, _json(body), chunks)
+            self._record(caller, service, operation, json_body(body), chunks)
         except Exception:  # noqa: BLE001 - recording must never fail a request
             self.errors += 1
         return chunks
@@ -180,20 +181,10 @@ class CallRecorder:
         if service == "dynamodbstreams" and operation in ("GetShardIterator", "GetRecords"):
             used = str(request.get("ShardIterator", ""))
             stream = str(request.get("StreamArn") or self._streams.pop(used, ""))
-            answer = _json(b"".join(chunks))
+            answer = json_body(b"".join(chunks))
             handed_out = answer.get("ShardIterator") or answer.get("NextShardIterator")
             if handed_out and stream:
                 self._streams[str(handed_out)] = stream
 
     def snapshot(self) -> list[dict[str, str]]:
         return [call.as_json() for call in sorted(self.calls)]
-
-
-def _json(body: bytes) -> dict[str, Any]:
-    if not body:
-        return {}
-    try:
-        loaded = json.loads(body)
-    except ValueError:
-        return {}
-    return loaded if isinstance(loaded, dict) else {}

@@ -12,11 +12,11 @@ from devstack.reconciliation import LocalReconciliation, ReconciliationRunFailed
 from fixtures import stripe
 from fixtures.lambda_events import FakeLambdaContext
 from functions.reconcile import handler
-from functions.reconcile.service import CHECKPOINT_PK, CHECKPOINT_SK, LAST_RUN_SK, Reconciler
+from functions.reconcile.service import CHECKPOINT_SK, LAST_RUN_SK, Reconciler
 from functions.shared import tables
-from functions.shared.dynamo import from_attributes, to_attributes
 from infra.reconciliation import RETRY_ATTEMPTS
 from tests.support.clock import FakeClock
+from tests.support.reconciliation import stored
 from tests.support.world import TABLES, World
 
 if TYPE_CHECKING:
@@ -69,15 +69,6 @@ class FailingUnits:
                 self.failures -= 1
                 raise ConnectionError("DynamoDB endpoint unreachable")
         return handler.lambda_handler(event, context)
-
-
-def stored(dynamodb: DynamoDBClient, sort_key: str) -> dict[str, Any]:
-    item = dynamodb.get_item(
-        TableName=TABLES.ledger,
-        Key=to_attributes({tables.PARTITION_KEY: CHECKPOINT_PK, tables.SORT_KEY: sort_key}),
-        ConsistentRead=True,
-    ).get("Item", {})
-    return from_attributes(item)
 
 
 def test_a_unit_that_fails_is_retried_and_the_run_finishes(

@@ -27,10 +27,10 @@ from functions.reconcile.service import (
     _groups,
 )
 from functions.shared import tables
-from functions.shared.dynamo import from_attributes, to_attributes
 from functions.shared.outbox import outbox_id_for
 from tests.support.clients import intercepted
 from tests.support.clock import FakeClock
+from tests.support.reconciliation import stored
 from tests.support.sinks import Sinks
 from tests.support.world import TABLES, World
 
@@ -669,11 +669,7 @@ def test_overlapping_runs_never_move_the_checkpoint_back(world: World, clock: Fa
 
 
 def last_run(dynamodb: DynamoDBClient) -> dict[str, Any]:
-    item = dynamodb.get_item(
-        TableName=TABLES.ledger,
-        Key=to_attributes({tables.PARTITION_KEY: CHECKPOINT_PK, tables.SORT_KEY: LAST_RUN_SK}),
-    )["Item"]
-    return from_attributes(item)
+    return stored(dynamodb, LAST_RUN_SK)
 
 
 def test_each_run_leaves_its_summary_and_says_when_it_stopped_at_its_cap(

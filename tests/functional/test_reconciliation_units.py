@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from fixtures import stripe
 from functions.reconcile.service import (
-    CHECKPOINT_PK,
     CHECKPOINT_SK,
     LAST_RUN_SK,
     Reconciler,
@@ -18,8 +17,8 @@ from functions.reconcile.service import (
 )
 from functions.reconcile.units import RunPlan, Unit, UnitTotals
 from functions.shared import tables
-from functions.shared.dynamo import from_attributes, to_attributes
 from tests.support.clock import FakeClock
+from tests.support.reconciliation import stored
 from tests.support.world import TABLES, World
 
 if TYPE_CHECKING:
@@ -70,15 +69,6 @@ def check_every_unit(reconciler: Reconciler, plan: RunPlan) -> tuple[list[Report
             reports.append(report)
             invocations += 1
     return reports, invocations
-
-
-def stored(dynamodb: DynamoDBClient, sort_key: str) -> dict[str, Any]:
-    item = dynamodb.get_item(
-        TableName=TABLES.ledger,
-        Key=to_attributes({tables.PARTITION_KEY: CHECKPOINT_PK, tables.SORT_KEY: sort_key}),
-        ConsistentRead=True,
-    ).get("Item", {})
-    return from_attributes(item)
 
 
 def test_a_window_split_across_units_checks_every_changed_order_exactly_once(

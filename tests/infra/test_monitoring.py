@@ -25,6 +25,19 @@ def resource(synth: Synthesized, kind: str, name: str) -> dict[str, Any]:
     return found  # type: ignore[no-any-return]
 
 
+def metric_stats(props: dict[str, Any]) -> dict[str, tuple[Any, Any, Any]]:
+    """A metric-math alarm's metrics by id: (namespace, name, dimensions) of each it reads."""
+    return {
+        m["Id"]: (
+            m["MetricStat"]["Metric"]["Namespace"],
+            m["MetricStat"]["Metric"]["MetricName"],
+            m["MetricStat"]["Metric"]["Dimensions"],
+        )
+        for m in props["Metrics"]
+        if "MetricStat" in m
+    }
+
+
 def alarm(synth: Synthesized, name: str) -> dict[str, Any]:
     return resource(synth, "AWS::CloudWatch::Alarm", f"Monitoring{name}")["Properties"]  # type: ignore[no-any-return]
 
@@ -192,15 +205,7 @@ def test_api_4xx_is_a_share_of_all_requests_for_both_types(
     props = alarm(synth, "Api4xx")
     names = API_METRICS[api_type]
 
-    read = {
-        m["Id"]: (
-            m["MetricStat"]["Metric"]["Namespace"],
-            m["MetricStat"]["Metric"]["MetricName"],
-            m["MetricStat"]["Metric"]["Dimensions"],
-        )
-        for m in props["Metrics"]
-        if "MetricStat" in m
-    }
+    read = metric_stats(props)
 
     dimensions = [api_dimension(api_type, synth)]
     assert read == {

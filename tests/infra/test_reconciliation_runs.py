@@ -10,7 +10,7 @@ from functions.reconcile.units import CHECK, FINISH, PLAN
 from infra.constructs.reconciliation import UNIT_FAILED
 from infra.reconciliation import RECONCILIATION, RETRY_ATTEMPTS
 from tests.infra.conftest import Synthesized
-from tests.infra.test_monitoring import alarm, returned_expression
+from tests.infra.test_monitoring import alarm, metric_stats, returned_expression
 from tests.infra.test_stack import function, logical_id
 
 
@@ -114,15 +114,7 @@ def test_a_failed_timed_out_or_aborted_run_pages_through_the_alarm_topic(
     props = alarm(prod, "ReconciliationRunFailed")
     [topic] = prod.resources("AWS::SNS::Topic")
 
-    read = {
-        m["Id"]: (
-            m["MetricStat"]["Metric"]["Namespace"],
-            m["MetricStat"]["Metric"]["MetricName"],
-            m["MetricStat"]["Metric"]["Dimensions"],
-        )
-        for m in props["Metrics"]
-        if "MetricStat" in m
-    }
+    read = metric_stats(props)
     dimensions = [{"Name": "StateMachineArn", "Value": {"Ref": machine_id}}]
     assert read == {
         "failed": ("AWS/States", "ExecutionsFailed", dimensions),
