@@ -19,6 +19,8 @@ NAMESPACE: Final = "AWS/SQS"
 OLDEST_AGE: Final = "ApproximateAgeOfOldestMessage"
 VISIBLE: Final = "ApproximateNumberOfMessagesVisible"
 PUBLISH_EVERY_SECONDS: Final = 10.0
+# The queues' datapoints older than this are dropped (status reads the last 5 minutes).
+KEPT_SECONDS: Final = 3600
 
 
 def queue_datapoints(queue: Any, now_ms: int) -> list[dict[str, Any]]:
@@ -55,11 +57,19 @@ def publish_once(now_ms: int) -> int:
     from moto.sqs.models import sqs_backends
 
     published = 0
+    kept_since = datetime.fromtimestamp(now_ms / 1000 - KEPT_SECONDS, tz=UTC).replace(tzinfo=None)
     for account, regions in sqs_backends.items():
         for region, backend in regions.items():
             points = [p for q in backend.queues.values() for p in queue_datapoints(q, now_ms)]
             if points:
-                cloudwatch_backends[account][region].put_metric_data(NAMESPACE, points)
+                cloudwatch = cloudwatch_backends[account][region]
+                # moto keeps every datapoint: a long `serve` would scan ever more of them.
+                cloudwatch.metric_data = [
+                    m
+                    for m in cloudwatch.metric_data
+                    if m.namespace != NAMESPACE or m.timestamp >= kept_since
+                ]
+                cloudwatch.put_metric_data(NAMESPACE, points)
                 published += len(points) // 2
     return published
 

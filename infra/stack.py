@@ -65,6 +65,10 @@ class UmavezStack(cdk.Stack):
             "AlarmTopicArn": self.monitoring.topic.topic_arn,
             # The hourly books check: its executions, and one started by hand.
             "ReconciliationStateMachineArn": self.reconciliation.state_machine.state_machine_arn,
+            # Where `umavez trace` reads the functions' lines (and nothing else of the stack's).
+            "FunctionLogGroups": cdk.Fn.join(
+                ",", [f.log_group.log_group_name for f in self.pipeline.functions]
+            ),
             # Plain names the operator commands read (replay, the refunds of charge.refunded).
             "SecretStripeApiKey": self.pipeline.secrets.stripe_api_key_name,
             "SecretMercadopagoAccessToken": self.pipeline.secrets.mercadopago_access_token_name,

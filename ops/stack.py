@@ -16,6 +16,7 @@ FROM_OUTPUTS: Final = {
     "queue_url": "WebhookQueueUrl",
     "dlq_url": "DeadLetterQueueUrl",
     "stage": "Stage",
+    "state_machine_arn": "ReconciliationStateMachineArn",
 }
 # What an option holds when the operator did not give it: only those are filled in, so a
 # physical name given on the command line still wins (odd set-ups).

@@ -11,7 +11,7 @@ summary (beside its checkpoint), and the stack's alarms now in ALARM.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
@@ -26,6 +26,8 @@ WAITING_LIMIT_SECONDS: Final = 3600
 # A refund still pending after this long is stuck (one in `requires_action` waits for the
 # merchant): its charge has been read again all that time, and someone should look.
 RECHECK_LIMIT_SECONDS: Final = 7 * 86_400
+# A run's mismatches stay on the screen this long after it found them.
+MISMATCHES_SHOWN_SECONDS: Final = 86_400
 # A notification due this long ago and still not taken: the sweeper is not running.
 OVERDUE_AFTER_SECONDS: Final = 15 * 60
 # The window CloudWatch is asked about for the queue's oldest message (the alarm's period).
@@ -44,6 +46,8 @@ class Pipeline:
     dlq_url: str
     reconcile_every_seconds: float
     stack_name: str | None = None  # its alarms; None: alarms are not read (the local stack)
+    # The reconciliation's state machine (deployed): its failed runs are read.
+    state_machine_arn: str | None = None
 
 
 @dataclass(frozen=True)
@@ -86,7 +90,19 @@ def read_status(pipeline: Pipeline, client: Clients, now: float) -> Status:
         parked(dynamodb, pipeline.ledger_table, tables.UNMATCHED_PK, "unmatched", now),
         rechecks(dynamodb, pipeline.ledger_table, now),
         notifications(dynamodb, pipeline.outbox_table, now),
-        reconciliation(dynamodb, pipeline.ledger_table, pipeline.reconcile_every_seconds, now),
+        reconciliation(
+            dynamodb,
+            pipeline.ledger_table,
+            pipeline.reconcile_every_seconds,
+            now,
+            failed_runs(
+                client("stepfunctions"),
+                pipeline.state_machine_arn,
+                now - 2 * pipeline.reconcile_every_seconds,
+            )
+            if pipeline.state_machine_arn
+            else (),
+        ),
         alarms(client, pipeline.stack_name),
     ]
     return Status(readings)
@@ -190,40 +206,75 @@ def notifications(dynamodb: Any, outbox_table: str, now: float) -> Reading:
     )
 
 
-def reconciliation(dynamodb: Any, ledger_table: str, every_seconds: float, now: float) -> Reading:
-    """The last run's summary. A person is needed when it found mismatches, stopped behind,
-    or is older than two periods (the schedule stopped)."""
+def reconciliation(
+    dynamodb: Any,
+    ledger_table: str,
+    every_seconds: float,
+    now: float,
+    failed_runs: Sequence[str] = (),
+) -> Reading:
+    """The last run's summary, the last mismatches any run found, and the runs that failed.
+    A person is needed when the last run found mismatches or stopped behind, when it is older
+    than two periods (the schedule stopped), when a run found mismatches in the last day (each
+    order is checked by one run only: the runs after it say nothing of it), or when a run
+    failed (its window is checked again by the next, which may fail the same way)."""
     item = dynamodb.get_item(
         TableName=ledger_table,
         Key=to_attributes({tables.PARTITION_KEY: CHECKPOINT_PK, tables.SORT_KEY: LAST_RUN_SK}),
         ConsistentRead=True,
     ).get("Item")
-    if not item:
-        return Reading("reconciliation", "no run recorded yet", False, {"ran_at": None})
-    run = from_attributes(item)
-    ran_at = datetime.fromisoformat(str(run["ran_at"]))
-    age = now - ran_at.timestamp()
-    mismatches = {str(k): int(v) for k, v in dict(run.get("mismatches") or {}).items()}
-    caught_up = bool(run.get("caught_up", True))
-    late = age > 2 * every_seconds
-    problems = [f"{k} {v}" for k, v in sorted(mismatches.items())]
-    problems += [] if caught_up else ["stopped at its cap, behind"]
-    problems += [f"no run for {_age(age)}"] if late else []
-    text = f"last run {_age(age)} ago, {int(run.get('orders_checked', 0))} orders, " + (
-        "; ".join(problems) if problems else "0 mismatches"
-    )
-    return Reading(
-        "reconciliation",
-        text,
-        bool(problems),
-        {
-            "ran_at": str(run["ran_at"]),
+    run = from_attributes(item) if item else {}
+    problems: list[str] = []
+    facts: dict[str, Any] = {"ran_at": run.get("ran_at"), "failed_runs": list(failed_runs)}
+    if run.get("ran_at"):
+        age = now - datetime.fromisoformat(str(run["ran_at"])).timestamp()
+        mismatches = _counts(run.get("mismatches"))
+        caught_up = bool(run.get("caught_up", True))
+        problems += [f"{k} {v}" for k, v in sorted(mismatches.items())]
+        problems += [] if caught_up else ["stopped at its cap, behind"]
+        problems += [f"no run for {_age(age)}"] if age > 2 * every_seconds else []
+        text = f"last run {_age(age)} ago, {int(run.get('orders_checked', 0))} orders"
+        facts |= {
             "orders_checked": int(run.get("orders_checked", 0)),
             "mismatches": mismatches,
             "caught_up": caught_up,
             "age_seconds": int(age),
-        },
-    )
+        }
+    else:
+        text = "no run recorded yet"
+    if run.get("last_mismatch_at") and run.get("last_mismatch_at") != run.get("ran_at"):
+        found_age = now - datetime.fromisoformat(str(run["last_mismatch_at"])).timestamp()
+        found = _counts(run.get("last_mismatches"))
+        facts |= {"last_mismatch_at": str(run["last_mismatch_at"]), "last_mismatches": found}
+        if found_age <= MISMATCHES_SHOWN_SECONDS and found:
+            listed = ", ".join(f"{k} {v}" for k, v in sorted(found.items()))
+            problems.append(
+                f"{listed} found {_age(found_age)} ago (the logs' `books mismatch` lines)"
+            )
+    if failed_runs:
+        problems.append(f"{len(failed_runs)} runs failed: {', '.join(failed_runs[:3])}")
+    text += ", " + ("; ".join(problems) if problems else "0 mismatches")
+    return Reading("reconciliation", text, bool(problems), facts)
+
+
+def failed_runs(stepfunctions: Any, state_machine_arn: str, since: float) -> list[str]:
+    """The state machine's executions that failed, timed out or were stopped since `since`
+    (the newest first, as ListExecutions answers)."""
+    failed = []
+    for status in ("FAILED", "TIMED_OUT", "ABORTED"):
+        pages = stepfunctions.get_paginator("list_executions").paginate(
+            stateMachineArn=state_machine_arn, statusFilter=status
+        )
+        for page in pages:
+            started = [e for e in page["executions"] if e["startDate"].timestamp() >= since]
+            failed += [f"{e['name']} {status.lower()}" for e in started]
+            if len(started) < len(page["executions"]):
+                break  # older ones follow: the newest come first
+    return failed
+
+
+def _counts(value: Any) -> dict[str, int]:
+    return {str(k): int(v) for k, v in dict(value or {}).items() if int(v)}
 
 
 def alarms(client: Clients, stack_name: str | None) -> Reading:

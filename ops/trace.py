@@ -163,6 +163,8 @@ class InsightsLogs:
             if answer["status"] not in ("Scheduled", "Running"):
                 break
             if self._clock() > deadline:
+                # A query left running keeps scanning, and is billed for it.
+                self._logs.stop_query(queryId=query_id)
                 raise LogsQueryError(
                     f"Logs Insights query {query_id} still {answer['status']} after "
                     f"{self._give_up:.0f} s; try again, or a shorter --since"

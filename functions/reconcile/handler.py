@@ -98,7 +98,10 @@ def check(event: dict[str, Any]) -> dict[str, Any]:
 
 def finish(event: dict[str, Any]) -> dict[str, Any]:
     planned = RunPlan.from_run_json(event["run"])
-    report = reconciler().finish(planned, [UnitTotals.from_json(t) for t in event["totals"]])
+    found = event["totals"]
+    # The Map's `$[*].totals`: a list; kept working should a single unit's come unwrapped.
+    units = [found] if isinstance(found, dict) else found
+    report = reconciler().finish(planned, [UnitTotals.from_json(t) for t in units])
     log_mismatches(report.mismatches)
     publish(report)
     return {"orders_checked": report.orders_checked, "mismatches": report.by_kind}

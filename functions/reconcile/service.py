@@ -65,6 +65,9 @@ QUERY_PAGE_ITEMS: Final = 1000
 
 
 STUCK: Final = "stuck_outbox_item"
+# Outbox items read a bucket of the due index by the run's last step (a consistent BatchGet of
+# 100 each): the step's time stays bounded when a sink has been down for hours.
+BACKLOG_READ_LIMIT: Final = 2000
 
 
 @dataclass
@@ -485,14 +488,17 @@ class Reconciler:
 
     def _check_outbox_backlog(self, report: Report) -> None:
         """Unfinished items are exactly those in the due index's shards; dead ones in its
-        `dead` bucket. Both are few: they are read whole, without a scan."""
+        `dead` bucket. Both are few, and read whole without a scan, up to BACKLOG_READ_LIMIT
+        a bucket: past that (a sink down for hours at a high rate) the bucket is reported as
+        such, once, instead of read item by item past the run's time."""
         unfinished = [
             item
             for bucket in tables.due_buckets()
-            for item in self._outbox_items(self._bucket_ids(bucket)).values()
+            for item in self._outbox_items(self._bucket_ids(bucket, report)).values()
         ]
         report.mismatches += [stuck for item in unfinished if (stuck := self._stuck(item))]
-        dead = self._outbox_items(self._bucket_ids(tables.OUTBOX_DEAD_BUCKET)).values()
+        dead_ids = self._bucket_ids(tables.OUTBOX_DEAD_BUCKET, report)
+        dead = self._outbox_items(dead_ids).values()
         report.mismatches += [
             books.Mismatch(
                 "dead_outbox_item",
@@ -518,8 +524,24 @@ class Reconciler:
             f"attempts); `umavez outbox revive {item['outbox_id']}`",
         )
 
-    def _bucket_ids(self, bucket: str) -> list[str]:
-        return list(tables.due_index_ids(self._db, self._tables.outbox, bucket))
+    def _bucket_ids(self, bucket: str, report: Report) -> list[str]:
+        """At most BACKLOG_READ_LIMIT ids of the bucket; one more there is reported."""
+        ids = list(
+            tables.due_index_ids(
+                self._db, self._tables.outbox, bucket, max_items=BACKLOG_READ_LIMIT + 1
+            )
+        )
+        if len(ids) > BACKLOG_READ_LIMIT:
+            kind = "dead_outbox_item" if bucket == tables.OUTBOX_DEAD_BUCKET else STUCK
+            report.mismatches.append(
+                books.Mismatch(
+                    kind,
+                    "",
+                    f"over {BACKLOG_READ_LIMIT} items in the outbox's {bucket!r} bucket: the "
+                    f"first {BACKLOG_READ_LIMIT} checked (is a sink down? `umavez status`)",
+                )
+            )
+        return ids[:BACKLOG_READ_LIMIT]
 
     def _check_unmatched(self, report: Report) -> None:
         unmatched = self._query_all(
@@ -634,22 +656,33 @@ class Reconciler:
         return True
 
     def _record_run(self, report: Report) -> None:
-        """The run's summary, written over the last one's (runs that overlap: the last to
-        finish is shown; each also logs and publishes its own)."""
-        self._db.put_item(
+        """The run's summary beside the checkpoint, when its checkpoint was saved (an
+        overlapping run's is not shown over a newer one); and, whenever a run found
+        mismatches, when and what: kept until a later run finds some again, so that a finding
+        is still shown after the runs that follow it find nothing (each order is checked by
+        one run only)."""
+        now = iso(self._clock())
+        sets: dict[str, object] = {}
+        if report.checkpoint_saved:
+            sets |= {
+                "ran_at": now,
+                "checked_from": report.checked_from,
+                "checked_until": report.checked_until,
+                "orders_checked": report.orders_checked,
+                "mismatches": report.by_kind,
+                "caught_up": report.caught_up,
+            }
+        if any(report.by_kind.values()):
+            sets |= {"last_mismatch_at": now, "last_mismatches": report.by_kind}
+        if not sets:
+            return
+        names = {f"#{name}": name for name in sets}
+        self._db.update_item(
             TableName=self._tables.ledger,
-            Item=to_attributes(
-                {
-                    tables.PARTITION_KEY: CHECKPOINT_PK,
-                    tables.SORT_KEY: LAST_RUN_SK,
-                    "ran_at": iso(self._clock()),
-                    "checked_from": report.checked_from,
-                    "checked_until": report.checked_until,
-                    "orders_checked": report.orders_checked,
-                    "mismatches": report.by_kind,
-                    "caught_up": report.caught_up,
-                }
-            ),
+            Key=to_attributes({tables.PARTITION_KEY: CHECKPOINT_PK, tables.SORT_KEY: LAST_RUN_SK}),
+            UpdateExpression="SET " + ", ".join(f"#{name} = :{name}" for name in sets),
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=to_attributes({f":{k}": v for k, v in sets.items()}),
         )
 
 

@@ -184,6 +184,10 @@ class Monitoring(Construct):
             threshold=queue_lifetime,
         )
         for name, function in self._functions(p):
+            if function is p.reconciliation:
+                # Its state machine retries a failed step: an error the retry clears is no
+                # one's to fix, and one it does not is ReconciliationRunFailed's.
+                continue
             self._alarm(
                 f"{name}Errors",
                 f"{name} Lambda errors",
@@ -293,8 +297,9 @@ class Monitoring(Construct):
             self._app_metric("reconciliation", "reconciliation_mismatches", HOUR),
             # An hour without a run is ReconciliationStopped's to say: read as breaching here,
             # it paged within the hour after every first deploy, before the first run.
+            # One datapoint: each order is checked by one run only, so a mismatch found is
+            # in that run's datapoint alone, and two periods in a row would never page.
             missing=cloudwatch.TreatMissingData.NOT_BREACHING,
-            periods=2,
         )
         # Every run publishes one `reconciliation_mismatches` datapoint, 0 included. Two hours
         # without one leave the alarm with no data: INSUFFICIENT_DATA, and that transition

@@ -297,9 +297,16 @@ class Pipeline(Construct):
         # notifications through the due index.
         allow(self.reconciliation, self.storage.ledger, "Query", index=tables.LEDGER_CHANGES_INDEX)
         # BatchGetItem on the ledger: an outbox item found without its counted entry is
-        # confirmed by reading the entry back.
+        # confirmed by reading the entry back. PutItem: the checkpoint; UpdateItem: the runs'
+        # summary (the last run, and the last mismatches found, kept apart).
         allow(
-            self.reconciliation, self.storage.ledger, "Query", "GetItem", "PutItem", "BatchGetItem"
+            self.reconciliation,
+            self.storage.ledger,
+            "Query",
+            "GetItem",
+            "PutItem",
+            "UpdateItem",
+            "BatchGetItem",
         )
         allow(self.reconciliation, self.storage.outbox, "BatchGetItem")
         allow(self.reconciliation, self.storage.outbox, "Query", index=tables.OUTBOX_DUE_INDEX)

@@ -29,6 +29,11 @@ def add_parsers(commands: Any) -> None:
     status.add_argument(
         "--dlq-url", default=None, help="the dead-letter queue (default: the local stack's)"
     )
+    status.add_argument(
+        "--state-machine-arn",
+        default=None,
+        help="deployed: the reconciliation's state machine (its failed runs are read)",
+    )
     status.set_defaults(run=run_status)
 
     trace = commands.add_parser(
@@ -67,7 +72,10 @@ def run_status(args: argparse.Namespace) -> int:
 
     local = args.endpoint_url != "aws"
     if not local and not (
-        args.queue_url and args.dlq_url and args.ledger_table != DEFAULT_LEDGER_TABLE
+        args.queue_url
+        and args.dlq_url
+        and args.ledger_table != DEFAULT_LEDGER_TABLE
+        and args.outbox_table != DEFAULT_OUTBOX_TABLE
     ):
         print(
             "--endpoint-url aws needs --queue-url, --dlq-url, --ledger-table and --outbox-table "
@@ -99,6 +107,7 @@ def run_status(args: argparse.Namespace) -> int:
         dlq_url,
         every,
         getattr(args, "stack_name", None),
+        args.state_machine_arn,
     )
     status = read_status(pipeline, client, time.time())
     print(json.dumps(status.to_json(), indent=2) if args.json else status.render())
@@ -117,7 +126,9 @@ def run_trace(args: argparse.Namespace) -> int:
         logs = LocalLogs(stack_log_path(args.endpoint_url))
     else:
         groups = args.log_group or (
-            stack_log_groups(client("cloudformation"), args.stack_name) if args.stack_name else []
+            function_log_groups(client("cloudformation"), args.stack_name)
+            if args.stack_name
+            else []
         )
         if not groups:
             print(
@@ -140,8 +151,15 @@ def run_trace(args: argparse.Namespace) -> int:
     return 0
 
 
-def stack_log_groups(cloudformation: Any, stack_name: str) -> list[str]:
-    """The stack's log groups (each function's, created by the stack with its retention)."""
+def function_log_groups(cloudformation: Any, stack_name: str) -> list[str]:
+    """The functions' log groups, as the stack's output `FunctionLogGroups` names them (not
+    the API's access logs nor the state machine's: a Logs Insights query is billed by the
+    bytes it scans); a stack without that output: every log group it made."""
+    from ops.stack import stack_outputs
+
+    named = stack_outputs(cloudformation, stack_name).get("FunctionLogGroups", "")
+    if named:
+        return sorted(name for name in named.split(",") if name)
     return sorted(
         r["PhysicalResourceId"]
         for page in cloudformation.get_paginator("list_stack_resources").paginate(

@@ -666,6 +666,8 @@ def test_overlapping_runs_never_move_the_checkpoint_back(world: World, clock: Fa
         ConsistentRead=True,
     )["Item"]
     assert stored["checked_until"]["S"] == second.checked_until
+    # And so does its summary: the refused run's is not shown over it
+    assert last_run(world.dynamodb)["checked_until"] == second.checked_until
 
 
 def last_run(dynamodb: DynamoDBClient) -> dict[str, Any]:
@@ -695,3 +697,8 @@ def test_each_run_leaves_its_summary_and_says_when_it_stopped_at_its_cap(
     assert (caught_up["orders_checked"], caught_up["mismatches"]) == (0, {})
     assert caught_up["checked_from"] == behind["checked_until"] < caught_up["checked_until"]
     assert caught_up["ran_at"] > behind["ran_at"]
+    # And what the first found stays beside the clean summary: no later run checks that order
+    assert (caught_up["last_mismatch_at"], caught_up["last_mismatches"]) == (
+        behind["ran_at"],
+        {"unbalanced_total": 1},
+    )

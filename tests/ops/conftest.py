@@ -17,6 +17,8 @@ LOG_GROUPS = {
     f"{name}Logs": f"/aws/lambda/Umavez-prod-{name}-9Z8Y"
     for name in ("Ingest", "Process", "Outbox")
 }
+# A log group of the stack that is not a function's: trace never reads it.
+ACCESS_LOGS = "/umavez/prod/api-access"
 ALARMS = ("Umavez-prod-DeadLetters", "Umavez-prod-ProcessFailed")
 # The webhook queue as the stack makes it: a record lives at most 5 receives of 180 s.
 VISIBILITY_TIMEOUT_SECONDS = 180
@@ -46,17 +48,24 @@ def deployed(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
                 ),
             },
         )["QueueUrl"]
+        machine = boto3.client("stepfunctions", region_name="us-east-1").create_state_machine(
+            name="Umavez-prod-Reconciliation",
+            definition=json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}),
+            roleArn="arn:aws:iam::123456789012:role/Umavez-prod-ReconciliationRole",
+        )["stateMachineArn"]
         outputs = {
             "LedgerTable": NAMES.ledger,
             "OutboxTable": NAMES.outbox,
             "WebhookQueueUrl": queue,
             "DeadLetterQueueUrl": dead,
             "Stage": "prod",
+            "ReconciliationStateMachineArn": machine,
+            "FunctionLogGroups": ",".join(LOG_GROUPS.values()),
         }
         resources: dict[str, object] = {"Topic": {"Type": "AWS::SNS::Topic"}}
         resources |= {
             logical: {"Type": "AWS::Logs::LogGroup", "Properties": {"LogGroupName": name}}
-            for logical, name in LOG_GROUPS.items()
+            for logical, name in {**LOG_GROUPS, "AccessLogs": ACCESS_LOGS}.items()
         }
         template = {
             "Resources": resources,

@@ -24,7 +24,7 @@ from functions.shared.outbox import outbox_id_for
 from ops.cli import main
 from ops.cli.mistakes import MISTAKE, explained
 from ops.trace import InsightsLogs, LogsQueryError
-from tests.ops.conftest import ALARMS, LOG_GROUPS, NAMES, STACK
+from tests.ops.conftest import ACCESS_LOGS, ALARMS, LOG_GROUPS, NAMES, STACK
 from tests.support.clock import FakeClock
 
 BY_NAME = ("--stack-name", STACK, "--region", "us-east-1")
@@ -112,6 +112,25 @@ def queue_age(seconds: float) -> None:
     )
 
 
+def run_failed(outputs: dict[str, str]) -> None:
+    sfn = boto3.client("stepfunctions")
+    run = sfn.start_execution(stateMachineArn=outputs["ReconciliationStateMachineArn"])
+    sfn.stop_execution(executionArn=run["executionArn"], error="ReconciliationUnitFailed")
+
+
+def mismatches_found_earlier(_: dict[str, str]) -> None:
+    """A clean last run; the one three hours before it found an unbalanced order."""
+    last_run(time.time() - 60, {})
+    boto3.client("dynamodb").update_item(
+        TableName=NAMES.ledger,
+        Key=to_attributes({tables.PARTITION_KEY: CHECKPOINT_PK, tables.SORT_KEY: LAST_RUN_SK}),
+        UpdateExpression="SET last_mismatch_at = :at, last_mismatches = :found",
+        ExpressionAttributeValues=to_attributes(
+            {":at": iso(time.time() - 3 * HOUR), ":found": {"unbalanced_total": 1}}
+        ),
+    )
+
+
 def dead_letter(outputs: dict[str, str]) -> None:
     boto3.client("sqs").send_message(QueueUrl=outputs["DeadLetterQueueUrl"], MessageBody="{}")
 
@@ -153,6 +172,8 @@ HARMS: dict[str, tuple[str, Callable[[dict[str, str]], None]]] = {
         "reconciliation",
         lambda _: last_run(time.time() - 60, {}, caught_up=False),
     ),
+    "a reconciliation run that failed": ("reconciliation", run_failed),
+    "mismatches an earlier run found": ("reconciliation", mismatches_found_earlier),
     "no reconciliation for three hours": (
         "reconciliation",
         lambda _: last_run(time.time() - 3 * HOUR, {}),
@@ -285,6 +306,8 @@ def test_trace_by_stack_name_reads_the_functions_log_groups_and_the_tables(
             ],
         ),
     )
+    # (and the API's access log, whose lines name the request's event too: not a function's)
+    put_logs(ACCESS_LOGS, powertools_lines("api", [("POST /webhooks/stripe", {"event_id": event})]))
     put_ledger(
         {
             tables.PARTITION_KEY: tables.order_pk(order),
@@ -318,7 +341,10 @@ def test_trace_by_stack_name_reads_the_functions_log_groups_and_the_tables(
 
 
 class NeverComplete:
-    """A Logs Insights that keeps a query running."""
+    """A Logs Insights that keeps a query running, and notes the queries stopped."""
+
+    def __init__(self) -> None:
+        self.stopped: list[str] = []
 
     def start_query(self, **_: Any) -> dict[str, str]:
         return {"queryId": "q-1"}
@@ -326,16 +352,22 @@ class NeverComplete:
     def get_query_results(self, queryId: str) -> dict[str, Any]:
         return {"status": "Running", "results": []}
 
+    def stop_query(self, queryId: str) -> dict[str, bool]:
+        self.stopped.append(queryId)
+        return {"success": True}
+
 
 def test_a_logs_query_that_never_completes_is_one_line_to_try_again() -> None:
     # Given Logs Insights that never completes a query, and a clock that moves a second a poll
     clock = FakeClock(1_764_460_800)
-    logs = InsightsLogs(NeverComplete(), ["/aws/lambda/x"], HOUR, clock=clock, sleep=clock.advance)
+    insights = NeverComplete()
+    logs = InsightsLogs(insights, ["/aws/lambda/x"], HOUR, clock=clock, sleep=clock.advance)
 
     # When the trace reads the logs, Then it gives up after its limit, with a line to act on
     with pytest.raises(LogsQueryError) as raised:
         logs.lines({"evt_1"})
     assert clock.now - 1_764_460_800 == pytest.approx(61, abs=1)
+    assert insights.stopped == ["q-1"]  # not left running (and billed)
     line = explained(raised.value)
     assert line is not None
     assert "try again" in line
