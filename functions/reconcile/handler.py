@@ -32,6 +32,7 @@ MISMATCH_KINDS = (
     "stuck_outbox_item",
     "dead_outbox_item",
     "unmatched_payment",
+    "unreadable_order",
 )
 
 

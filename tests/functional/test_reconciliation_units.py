@@ -204,3 +204,29 @@ def test_a_long_backlog_is_planned_whole_hours_at_a_time_up_to_the_units_cap(
     assert [p.checked_from for p in plans[1:]] == [p.checked_until for p in plans[:-1]]
     assert len(plans) > 2
     assert found == Counter(orders)
+
+
+def test_an_order_whose_items_cannot_be_read_is_reported_and_the_others_still_checked(
+    world: World, clock: FakeClock, dynamodb: DynamoDBClient
+) -> None:
+    # Given three unbalanced orders of one hour, one of them with a total no one can read (an
+    # item written by hand, or by another version of the code)
+    clock.now = T0 + 600
+    orders = unbalanced_orders_over_hours(world, clock, dynamodb, 3, every=1)
+    dynamodb.update_item(
+        TableName=TABLES.ledger,
+        Key={"pk": {"S": tables.order_pk(orders[1])}, "sk": {"S": tables.ORDER_SORT}},
+        UpdateExpression="SET paid_total = :text",
+        ExpressionAttributeValues={":text": {"S": "fifty"}},
+    )
+    clock.advance(600)
+    reconciler = Reconciler(world.dynamodb, TABLES, clock)
+
+    # When its units are checked
+    reports, _ = check_every_unit(reconciler, reconciler.plan())
+
+    # Then the unreadable order is a finding about that order, the unit did not fail, and the
+    # other two were checked as ever
+    unreadable = [m.order_id for r in reports for m in r.mismatches if m.kind == "unreadable_order"]
+    assert unreadable == [orders[1]]
+    assert unbalanced(reports) == Counter({orders[0]: 1, orders[2]: 1})
