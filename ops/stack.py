@@ -44,4 +44,8 @@ def resolve(args: argparse.Namespace) -> None:
     import boto3
 
     boto3.setup_default_session(profile_name=args.profile, region_name=args.region)
-    point_at_stack(args, stack_outputs(boto3.client("cloudformation"), args.stack_name))
+    cloudformation = boto3.client("cloudformation")
+    point_at_stack(args, stack_outputs(cloudformation, args.stack_name))
+    if hasattr(args, "stack_created_at"):  # status: a stack without a run yet, since when
+        [stack] = cloudformation.describe_stacks(StackName=args.stack_name)["Stacks"]
+        args.stack_created_at = stack["CreationTime"].timestamp()

@@ -48,6 +48,8 @@ class Pipeline:
     stack_name: str | None = None  # its alarms; None: alarms are not read (the local stack)
     # The reconciliation's state machine (deployed): its failed runs are read.
     state_machine_arn: str | None = None
+    # When the stack was created (deployed): no run two periods after it needs a person.
+    created_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,7 @@ def read_status(pipeline: Pipeline, client: Clients, now: float) -> Status:
             )
             if pipeline.state_machine_arn
             else (),
+            pipeline.created_at,
         ),
         alarms(client, pipeline.stack_name),
     ]
@@ -212,6 +215,7 @@ def reconciliation(
     every_seconds: float,
     now: float,
     failed_runs: Sequence[str] = (),
+    created_at: float | None = None,
 ) -> Reading:
     """The last run's summary, the last mismatches any run found, and the runs that failed.
     A person is needed when the last run found mismatches or stopped behind, when it is older
@@ -240,6 +244,9 @@ def reconciliation(
             "caught_up": caught_up,
             "age_seconds": int(age),
         }
+    elif created_at is not None and now - created_at > 2 * every_seconds:
+        text = "no run recorded"
+        problems.append(f"none since the stack was created {_age(now - created_at)} ago")
     else:
         text = "no run recorded yet"
     if run.get("last_mismatch_at") and run.get("last_mismatch_at") != run.get("ran_at"):

@@ -34,7 +34,7 @@ def add_parsers(commands: Any) -> None:
         default=None,
         help="deployed: the reconciliation's state machine (its failed runs are read)",
     )
-    status.set_defaults(run=run_status)
+    status.set_defaults(run=run_status, stack_created_at=None)
 
     trace = commands.add_parser(
         "trace",
@@ -108,6 +108,7 @@ def run_status(args: argparse.Namespace) -> int:
         every,
         getattr(args, "stack_name", None),
         args.state_machine_arn,
+        args.stack_created_at,
     )
     status = read_status(pipeline, client, time.time())
     print(json.dumps(status.to_json(), indent=2) if args.json else status.render())

@@ -231,6 +231,25 @@ def test_each_harm_needs_a_person_and_names_its_part(
     assert [r["name"] for r in report["readings"] if r["needs_person"]] == [part]
 
 
+def test_a_young_stack_without_a_run_is_healthy_and_an_old_one_is_not(
+    deployed: dict[str, str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the stack just created, no reconciliation run recorded yet
+    code, young = status(capsys)
+
+    # When the same stack is read three hours later, still without a run
+    later = time.time() + 3 * HOUR
+    monkeypatch.setattr(time, "time", lambda: later)
+    code_later, old = status(capsys)
+
+    # Then the young one needs nobody, and the old one needs a person for the reconciliation
+    assert (code, young["needs_person"]) == (0, False)
+    assert code_later == 1
+    [reading] = [r for r in old["readings"] if r["needs_person"]]
+    assert reading["name"] == "reconciliation"
+    assert "since the stack was created" in reading["summary"]
+
+
 def test_status_by_physical_names_without_the_dlq_is_refused_in_one_line(
     deployed: dict[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
