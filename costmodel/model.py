@@ -40,7 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from devstack.capacity import Units
+from functions.shared.tables import CHANGES_SHARDS
 from infra import settings
+from infra.reconciliation import PASSES, RUNS_READING_AN_HOUR
 
 PRICES_PATH = Path(__file__).with_name("prices.toml")
 README_BEGIN = "<!-- cost:begin -->"
@@ -447,6 +449,15 @@ class MonthlyItem:
     rest_only: bool = False
 
 
+def reconciliation_transitions_per_run() -> int:
+    """A run's state transitions when every unit it may plan holds changes: Plan, the Map and
+    Finish, and per unit one check, its Choice and its Succeed (a unit of more orders than one
+    invocation reads adds two a further invocation). A unit is one pass of one hour of one
+    shard, and each pass reads two hours (the one it started in again)."""
+    units = PASSES * RUNS_READING_AN_HOUR * CHANGES_SHARDS
+    return 3 + 3 * units
+
+
 def fixed_monthly(
     idle: Mapping[str, Sample], prices: Prices, webhook_queue: str
 ) -> list[MonthlyItem]:
@@ -491,6 +502,16 @@ def fixed_monthly(
             f"{reads:,.0f} reads ({a['warm_containers']:.0f} warm ingest and process "
             f"containers x {a['secrets_read_per_container']:.1f} secrets, every 5 min)",
             reads * prices.rate("secrets_manager_api_call"),
+        )
+    )
+    runs = hours * 60 / SCHEDULE_MINUTES["reconciliation"]
+    transitions = reconciliation_transitions_per_run()
+    items.append(
+        MonthlyItem(
+            "Step Functions (the reconciliation's runs)",
+            f"{runs:,.0f} runs x {transitions} state transitions at most "
+            f"(every shard of the hours read holding changes)",
+            runs * transitions * prices.rate("step_functions_state_transition"),
         )
     )
     items.append(MonthlyItem("KMS key (alarm topic)", "1 key", prices.rate("kms_key_month")))
