@@ -3,6 +3,9 @@
 one of today and the two used before, have an opening that counted, what it withdrew, and
 whether its verdict counted too.
 
+A verdict noted as a mediation's release (`RELEASED`) says a chargeback filed afterwards is a
+claim of its own.
+
 One consistent BatchGetItem of the openings and verdicts, after one of the payment's binding
 when the payment names no order. The map decides from it only what cannot change after the
 read: the old keys' openings are never written again, and an opening keeps its amount; whether
@@ -21,7 +24,7 @@ from functions.shared.bindings import Key, bound_orders, ledger_items
 from functions.shared.domain import COUNTED_OUTCOMES, Transition, key_of
 from functions.shared.dynamo import raise_unclassified
 from functions.shared.errors import WriteContendedError
-from functions.shared.providers.mercadopago import PROVIDER, BookedDispute
+from functions.shared.providers.mercadopago import PROVIDER, RELEASED, BookedDispute
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -55,8 +58,15 @@ class LedgerDisputes:
         def counted(key: Key) -> bool:
             return found.get(key, {}).get("outcome") in COUNTED_OUTCOMES
 
+        def released(key: Key) -> bool:
+            return counted(key) and found[key].get("note") == RELEASED
+
         return {
-            ref: BookedDispute(int(found[opening]["amount"]), settled=counted(verdicts[ref]))
+            ref: BookedDispute(
+                int(found[opening]["amount"]),
+                settled=counted(verdicts[ref]),
+                released=released(verdicts[ref]),
+            )
             for ref, opening in openings.items()
             if counted(opening)
         }

@@ -137,3 +137,40 @@ ProviderHistories.TestCase.settings = settings(
     phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
 )
 test_provider_histories = ProviderHistories.TestCase
+
+
+def played(history: History, *moves: str, read_after: frozenset[str] = frozenset()) -> None:
+    """The simulator's moves by name; after those in `read_after`, every webhook in flight
+    delivered and processed (umavez reads the payment then)."""
+    for name in moves:
+        names = [n for n, _ in history.simulator.moves(random.Random(0))]
+        history.move(names.index(name))
+        if name in read_after:
+            while history.in_flight:
+                history.deliver(0)
+            history.drain()
+
+
+@pytest.mark.parametrize("release_read", [True, False])
+def test_a_chargeback_after_a_mediation_the_seller_won_is_booked_as_the_payment_shows_it(
+    release_read: bool,
+) -> None:
+    # Given a Mercado Pago payment held by a mediation umavez read, that the seller won
+    pipeline = _STAGE["pipeline"]
+    emptied(pipeline)
+    simulator = MercadoPagoSimulator(unique("ord"), 5000, T0)
+    history = History(pipeline, simulator, FakeClock(int(time.time())), random.Random(1))
+    played(history, "approve", "mediation", read_after=frozenset({"mediation"}))
+
+    # When the buyer files a chargeback, which is settled against the seller; umavez having read
+    # the payment approved again between the two, or not
+    reads = frozenset({"mediation won"} if release_read else set())
+    played(history, "mediation won", read_after=reads)
+    played(history, "chargeback after the mediation won", "chargeback settled")
+    history.settle()
+
+    # Then the ledger holds the merchant's true books: a second claim, lost, after a released
+    # hold; or, the release never seen, one claim that escalated and was lost
+    assert history.violations() == []
+    books = simulator.books
+    assert (books.dispute_won, books.dispute_lost) == ((5000, 5000) if release_read else (0, 5000))

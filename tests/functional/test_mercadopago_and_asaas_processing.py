@@ -214,6 +214,39 @@ def test_mercadopago_mediation_escalated_to_a_chargeback_is_one_dispute_closed_b
     assert world.mismatches("ord_1042") == []
 
 
+def test_mercadopago_chargeback_after_a_mediation_the_seller_won_is_a_second_claim(
+    world: World, payments_api: FakeProviderApis
+) -> None:
+    # Given a payment read approved, held by a mediation, then approved again (the seller won)
+    processor = processor_with(world, payments_api.url)
+    released = {"date_last_updated": "2026-12-05T09:00:00.000-04:00"}
+    for stage, changes in (("payment", {}), ("payment.in_mediation", {}), ("payment", released)):
+        payments_api.payments[PAYMENT_ID] = payment_now(stage, **changes)
+        processor.process("mercadopago", NOTIFICATION)
+
+    # When the buyer then files a chargeback with the card issuer, settled against the seller,
+    # and every notification is delivered again afterwards
+    for stage in ("payment.charged_back", "payment.charged_back_settled"):
+        payments_api.payments[PAYMENT_ID] = payment_now(stage)
+        processor.process("mercadopago", NOTIFICATION)
+    again = [processor.process("mercadopago", NOTIFICATION) for _ in range(3)]
+
+    # Then the mediation held and released the money, and the chargeback withdrew it again, for
+    # good: two claims, each settled once, nothing counted twice
+    state = world.order("ord_1042")
+    assert (financial_status(state), state["paid_total"]) == ("dispute_lost", 5000)
+    assert dispute_totals(state) == (0, 5000, 5000)
+    assert counted(world, "ord_1042") == [
+        ("order.dispute_lost", f"{PAYMENT_ID}:chargeback", 5000),
+        ("order.dispute_won", f"{PAYMENT_ID}:dispute", 5000),
+        ("order.disputed", f"{PAYMENT_ID}:chargeback", 5000),
+        ("order.disputed", f"{PAYMENT_ID}:dispute", 5000),
+        ("order.paid", PAYMENT_ID, 5000),
+    ]
+    assert all(p.outcome.value == "duplicate" for run in again for p in run)
+    assert world.mismatches("ord_1042") == []
+
+
 def test_mercadopago_dispute_after_a_partial_refund_holds_and_releases_what_was_left(
     world: World, payments_api: FakeProviderApis
 ) -> None:

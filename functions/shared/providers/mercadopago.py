@@ -36,9 +36,15 @@ deploy replaces the old code can both run), so reading them before the transacti
 good. Without `DisputeBooks` (tools that only read which keys a delivery would touch) the
 ledger is taken as holding nothing of the payment.
 
+A chargeback filed after a mediation the seller won is a second claim: the mediation's release
+is booked with a note (`RELEASED`), and a payment `charged_back` whose `{id}:dispute` was
+settled by such a release opens its chargeback under `{id}:chargeback` (a payment is charged
+back once), withdrawn for what the payment still had, with its own verdict. A release nobody
+read (the payment was already `charged_back` when umavez read it) looks, on the payment, like
+the mediation escalating: one dispute, as the merchant reading the payment sees it.
+
 Not seen, so not booked: a mediation opened and released between two reads of the payment (the
-payment says nothing of it once `approved` again; Mercado Pago's claims API would), and a
-chargeback filed after a mediation the seller won (the payment's one dispute is settled already).
+payment says nothing of it once `approved` again; Mercado Pago's claims API would).
 
 The payment is stamped at `date_approved`, the moment it was approved, which may come after
 `date_created` (a payment created pending, approved later). An approved payment that arrives
@@ -73,6 +79,9 @@ MONEY_RECEIVED: Final = frozenset({"approved", "refunded", "charged_back", "in_m
 DISPUTED: Final = frozenset({"charged_back", "in_mediation"})
 HOLD_RELEASED: Final = frozenset({"approved", "refunded"})
 REFUND_MOVED_MONEY: Final = "approved"
+# The note on a mediation's release (`order.dispute_won` from a payment approved again): what
+# tells it, in the ledger, from a chargeback Mercado Pago reimbursed.
+RELEASED: Final = "the mediation's hold released: the payment is approved again"
 CHARGEBACK_VERDICTS: Final[Mapping[str, Transition]] = {
     "settled": Transition.DISPUTE_LOST,
     "reimbursed": Transition.DISPUTE_WON,
@@ -88,6 +97,9 @@ class BookedDispute:
 
     minor: int
     settled: bool
+    # Settled by a mediation's release (the payment approved again), not by a chargeback's
+    # verdict: a chargeback filed afterwards is another claim.
+    released: bool = False
 
 
 # What the ledger holds of a payment's disputes: given the order the payment names (None: the
@@ -228,13 +240,15 @@ def _held(payment: Payment, amount: int) -> int:
     return max(amount - refunded, 0)
 
 
-def _dispute_ref(payment_id: str, booked: Mapping[str, BookedDispute]) -> str:
+def _dispute_ref(payment_id: str, booked: Mapping[str, BookedDispute], status: str) -> str:
     """The ref the payment's dispute is booked under (see the module's doc)."""
     dispute, mediation, chargeback = dispute_refs(payment_id)
     if chargeback in booked:
         return chargeback
     if mediation in booked and not booked[mediation].settled:
         return mediation
+    if status == "charged_back" and dispute in booked and booked[dispute].released:
+        return chargeback  # filed after the mediation the seller won: a second claim
     return dispute
 
 
@@ -312,7 +326,7 @@ class Interpreter:
         # One dispute per payment, whatever its stages: booked under the ref its ledger holds,
         # for what its opening withdrew once it counted (see the module's doc).
         booked = self._disputes(order_id, str(payment.id), dispute_refs(str(payment.id)))
-        ref = _dispute_ref(str(payment.id), booked)
+        ref = _dispute_ref(str(payment.id), booked, payment.status)
         held = booked[ref].minor if ref in booked else _held(payment, amount)
         updated = _epoch(payment.date_last_updated, "payment.date_last_updated")
         if payment.status in DISPUTED and not held:
@@ -328,7 +342,11 @@ class Interpreter:
         elif held:
             # Back to approved or refunded: a hold, if one is open, is released. Nothing left
             # on a payment never disputed (refunded in full) is nothing to release.
-            effects.append(effect(Transition.DISPUTE_WON, ref, held, updated, only_if_open=True))
+            effects.append(
+                effect(
+                    Transition.DISPUTE_WON, ref, held, updated, only_if_open=True, note=RELEASED
+                )
+            )
         return effects
 
 
