@@ -89,10 +89,13 @@ class FunctionSpec:
         return LAMBDA_PACKAGES[self.name][1]
 
 
-def retained_log_group(scope: Construct, construct_id: str, retain: bool) -> logs.LogGroup:
+def retained_log_group(
+    scope: Construct, construct_id: str, retain: bool, name: str | None = None
+) -> logs.LogGroup:
     return logs.LogGroup(
         scope,
         construct_id,
+        log_group_name=name,
         retention=logs.RetentionDays.THREE_MONTHS,
         removal_policy=kept(retain),
     )

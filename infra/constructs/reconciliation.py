@@ -119,7 +119,18 @@ class ReconciliationRuns(Construct):
                 ),
             )
         )
-        self.logs = retained_log_group(self, "Logs", retain_logs)
+        # Step Functions adds each log group it writes to the account's CloudWatch Logs
+        # resource policy, which holds 5,120 characters; groups under /aws/vendedlogs/ are let
+        # in without it (AWS's advice). Named, so unique per stack creation: the stack id's
+        # UUID, since a group kept after a failed create would make the next create fail.
+        stack = cdk.Stack.of(self)
+        creation = cdk.Fn.select(2, cdk.Fn.split("/", stack.stack_id))
+        self.logs = retained_log_group(
+            self,
+            "Logs",
+            retain_logs,
+            name=f"/aws/vendedlogs/states/{stack.stack_name}-reconciliation-{creation}",
+        )
         self.state_machine = sfn.StateMachine(
             self,
             "StateMachine",

@@ -146,3 +146,18 @@ def test_the_state_machine_may_invoke_the_reconciliation_function_only(
 def logical_id_of_machine_role(synth: Synthesized) -> str:
     _, props, _ = machine(synth)
     return str(props["RoleArn"]["Fn::GetAtt"][0])
+
+
+def test_its_log_group_is_a_vended_one_named_once_per_stack_creation(prod: Synthesized) -> None:
+    # Given the synthesized stack, When the state machine's log group is read
+    _, props, _ = machine(prod)
+    [destination] = props["LoggingConfiguration"]["Destinations"]
+    group_id = destination["CloudWatchLogsLogGroup"]["LogGroupArn"]["Fn::GetAtt"][0]
+    name = prod.resources("AWS::Logs::LogGroup")[group_id]["Properties"]["LogGroupName"]
+
+    # Then it lives under /aws/vendedlogs/ (Step Functions then leaves the account's 5,120-
+    # character CloudWatch Logs resource policy alone), and its name ends with the stack id's
+    # UUID: a group kept after a failed create does not block the next create
+    [_, parts] = name["Fn::Join"]
+    assert parts[0].startswith("/aws/vendedlogs/states/Umavez-")
+    assert parts[1:] == [{"Fn::Select": [2, {"Fn::Split": ["/", {"Ref": "AWS::StackId"}]}]}]
