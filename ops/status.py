@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
+from functions.process.waiting import RECHECK_STUCK_SECONDS
 from functions.reconcile.service import CHECKPOINT_PK, LAST_RUN_SK
 from functions.shared import tables
 from functions.shared.dynamo import from_attributes, to_attributes
@@ -23,9 +24,6 @@ from infra.settings import MAX_RECEIVE_COUNT
 
 # A delivery waiting longer than this needs a person (the `WaitingOverAnHour` alarm).
 WAITING_LIMIT_SECONDS: Final = 3600
-# A refund still pending after this long is stuck (one in `requires_action` waits for the
-# merchant): its charge has been read again all that time, and someone should look.
-RECHECK_LIMIT_SECONDS: Final = 7 * 86_400
 # A run's mismatches stay on the screen this long after it found them.
 MISMATCHES_SHOWN_SECONDS: Final = 86_400
 # A notification due this long ago and still not taken: the sweeper is not running.
@@ -180,7 +178,7 @@ def rechecks(dynamodb: Any, ledger_table: str, now: float) -> Reading:
     been pending a week."""
     since = list(_partition(dynamodb, ledger_table, tables.RECHECK_PK, "watching_since", now))
     oldest = int(now - min(since)) if since else None
-    needs = oldest is not None and oldest > RECHECK_LIMIT_SECONDS
+    needs = oldest is not None and oldest > RECHECK_STUCK_SECONDS
     text = f"{len(since)} charges with a refund pending" + (
         f", oldest {_age(oldest)}" if oldest is not None else ""
     )

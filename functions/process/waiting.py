@@ -63,6 +63,9 @@ WAIT_LIMIT_SECONDS: Final = 3 * 86_400  # Stripe retries a live delivery for up 
 # a card refund usually settles within minutes, a bank's can take days.
 RECHECK_AFTER_SECONDS: Final = 300
 RECHECK_AT_MOST_EVERY_SECONDS: Final = 6 * 3600
+# A refund still pending after this long is stuck (one in `requires_action` waits for the
+# merchant): its charge is still read again, and a person is told (`rechecks_over_a_week`).
+RECHECK_STUCK_SECONDS: Final = 7 * 86_400
 # The message attributes a re-check carries: what is watched, and which watch it re-drives.
 RECHECK_OBJECT: Final = "recheck_object"
 RECHECK_GENERATION: Final = "recheck_generation"
@@ -213,9 +216,13 @@ class Waiting:
     def _recheck_due(self, now: int) -> Counter[str]:
         """Each watch whose time has come, re-driven, and its next check scheduled (doubling,
         at most every 6 hours): sent first, so a crash in between re-checks once more."""
-        counts: Counter[str] = Counter({"rechecked": 0, "rechecks_open": 0})
+        counts: Counter[str] = Counter(
+            {"rechecked": 0, "rechecks_open": 0, "rechecks_over_a_week": 0}
+        )
         for item in self.watched():
             counts["rechecks_open"] += 1
+            if now - int(item.get("watching_since", now)) > RECHECK_STUCK_SECONDS:
+                counts["rechecks_over_a_week"] += 1
             if int(item["next_check_at"]) > now:
                 continue
             checks = int(item.get("checks", 0))
@@ -269,7 +276,8 @@ class Waiting:
         longer than the limit (and re-enqueued if its binding appears later), or, if it moves
         no money, recorded as ignored then; each watched object whose re-check is due,
         re-driven. Counted (`redriven`, `unmatched`, `ignored`, `still_waiting`,
-        `waiting_over_an_hour`, `rechecked`, `rechecks_open`, `redrive_failures`)."""
+        `waiting_over_an_hour`, `rechecked`, `rechecks_open`, `rechecks_over_a_week`,
+        `redrive_failures`)."""
         counts: Counter[str] = Counter(
             {
                 "redriven": 0,

@@ -235,6 +235,11 @@ class Monitoring(Construct):
             filled(self._app_metric("waiting", "waiting_over_an_hour", statistic="Maximum")),
         )
         self._alarm(
+            "RefundPendingOverAWeek",
+            "A refund has been pending a week: its charge is still read again, nothing settles it",
+            filled(self._app_metric("waiting", "rechecks_over_a_week", statistic="Maximum")),
+        )
+        self._alarm(
             "UnroutablePayments",
             "An event named neither an order nor anything to find one by",
             filled(self._app_metric("process", "unroutable")),

@@ -24,6 +24,7 @@ from functions.process.waiting import (
     RECHECK_AFTER_SECONDS,
     RECHECK_AT_MOST_EVERY_SECONDS,
     RECHECK_GENERATION,
+    RECHECK_STUCK_SECONDS,
     Message,
     Waiting,
 )
@@ -215,3 +216,27 @@ def recheck_on_its_way(
 
 def stripe_message() -> Message:
     return Message("stripe", '{"id": "evt_watched"}', "evt_watched", "charge.refunded")
+
+
+def test_a_refund_pending_for_a_week_is_counted_for_its_alarm_and_still_read_again(
+    world: World,
+    provider_apis: FakeProviderApis,
+    queue: tuple[SQSClient, str],
+    room: Waiting,
+    clock: FakeClock,
+) -> None:
+    # Given a charge watched for a refund that stays pending (one awaiting the merchant's action)
+    _, charge, _, processor = watched_for_a_pending_refund(world, provider_apis, room, 900)
+
+    # When the waiting function runs a week later, then a day after that
+    clock.advance(RECHECK_STUCK_SECONDS)
+    at_a_week = room.redrive()
+    redriven(queue, processor, room)
+    clock.advance(86_400)
+    past_a_week = room.redrive()
+
+    # Then the watch counts as stuck (what `RefundPendingOverAWeek` alarms on) only past the
+    # week, and the charge is still read again: nothing is given up
+    assert (at_a_week["rechecks_over_a_week"], past_a_week["rechecks_over_a_week"]) == (0, 1)
+    assert past_a_week["rechecked"] == 1
+    assert [w["object"] for w in room.watched()] == [charge]

@@ -50,13 +50,8 @@ def returned_expression(props: dict[str, Any]) -> str:
 def metrics_read(props: dict[str, Any]) -> dict[str, tuple[str, str, str]]:
     """Each metric of a metric-math alarm by its id: (namespace, name, first dimension value)."""
     return {
-        m["Id"]: (
-            m["MetricStat"]["Metric"]["Namespace"],
-            m["MetricStat"]["Metric"]["MetricName"],
-            m["MetricStat"]["Metric"]["Dimensions"][0]["Value"],
-        )
-        for m in props["Metrics"]
-        if "MetricStat" in m
+        metric_id: (namespace, name, dimensions[0]["Value"])
+        for metric_id, (namespace, name, dimensions) in metric_stats(props).items()
     }
 
 
@@ -112,6 +107,7 @@ SPARSE_APP_METRIC_ALARMS = (
     "UnroutablePayments",
     "UnmatchedPayments",
     "WaitingOverAnHour",
+    "RefundPendingOverAWeek",
     "PaymentConflicts",
     "AmountDisagreements",
     "StaleSurge",
