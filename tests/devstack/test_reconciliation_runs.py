@@ -9,20 +9,17 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from devstack.reconciliation import LocalReconciliation, ReconciliationRunFailed
-from fixtures import stripe
 from fixtures.lambda_events import FakeLambdaContext
 from functions.reconcile import handler
 from functions.reconcile.service import CHECKPOINT_SK, LAST_RUN_SK, Reconciler
-from functions.shared import tables
 from infra.reconciliation import RETRY_ATTEMPTS
 from tests.support.clock import FakeClock
-from tests.support.reconciliation import stored
+from tests.support.reconciliation import T0, stored, unbalanced_orders_over_hours
 from tests.support.world import TABLES, World
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-T0 = 1_764_460_800
 CONTEXT = FakeLambdaContext(function_name="umavez-reconciliation")
 
 
@@ -30,18 +27,7 @@ CONTEXT = FakeLambdaContext(function_name="umavez-reconciliation")
 def unbalanced(world: World, clock: FakeClock, dynamodb: DynamoDBClient) -> list[str]:
     """Six orders changed over an hour and a half, each total then changed by hand."""
     clock.now = T0 + 600
-    orders = []
-    for _ in range(6):
-        order = stripe.unique("ord")
-        world.deliver(stripe.payment_intent_succeeded(order, stripe.unique("pi"), 5000, T0))
-        dynamodb.update_item(
-            TableName=TABLES.ledger,
-            Key={"pk": {"S": tables.order_pk(order)}, "sk": {"S": tables.ORDER_SORT}},
-            UpdateExpression="ADD paid_total :one",
-            ExpressionAttributeValues={":one": {"N": "1"}},
-        )
-        orders.append(order)
-        clock.advance(900)
+    orders = unbalanced_orders_over_hours(world, clock, dynamodb, 6, every=900)
     clock.advance(60)
     return orders
 

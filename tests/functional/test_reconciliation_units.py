@@ -8,7 +8,6 @@ from collections import Counter
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from fixtures import stripe
 from functions.reconcile.service import (
     CHECKPOINT_SK,
     LAST_RUN_SK,
@@ -18,33 +17,11 @@ from functions.reconcile.service import (
 from functions.reconcile.units import RunPlan, Unit, UnitTotals
 from functions.shared import tables
 from tests.support.clock import FakeClock
-from tests.support.reconciliation import stored
+from tests.support.reconciliation import T0, stored, unbalanced_orders_over_hours
 from tests.support.world import TABLES, World
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
-
-T0 = 1_764_460_800  # 2025-11-30T00:00:00Z: an hour boundary
-
-
-def unbalanced_orders_over_hours(
-    world: World, clock: FakeClock, dynamodb: DynamoDBClient, count: int, every: float
-) -> list[str]:
-    """`count` paid orders, one every `every` seconds, each total then changed by hand (the
-    stamp the index knows it by stays): each order's check reports it, once per check."""
-    orders = []
-    for _ in range(count):
-        order = stripe.unique("ord")
-        world.deliver(stripe.payment_intent_succeeded(order, stripe.unique("pi"), 5000, T0))
-        dynamodb.update_item(
-            TableName=TABLES.ledger,
-            Key={"pk": {"S": tables.order_pk(order)}, "sk": {"S": tables.ORDER_SORT}},
-            UpdateExpression="ADD paid_total :one",
-            ExpressionAttributeValues={":one": {"N": "1"}},
-        )
-        orders.append(order)
-        clock.advance(every)
-    return orders
 
 
 def unbalanced(reports: list[Report]) -> Counter[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from fixtures import stripe
 from functions.reconcile.service import CHECKPOINT_PK
 from functions.shared import tables
 from functions.shared.dynamo import from_attributes, to_attributes
@@ -12,6 +13,11 @@ from tests.support.world import TABLES
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+
+    from tests.support.clock import FakeClock
+    from tests.support.world import World
+
+T0 = 1_764_460_800  # 2025-11-30T00:00:00Z: an hour boundary
 
 
 def stored(dynamodb: DynamoDBClient, sort_key: str) -> dict[str, Any]:
@@ -23,3 +29,23 @@ def stored(dynamodb: DynamoDBClient, sort_key: str) -> dict[str, Any]:
         ConsistentRead=True,
     ).get("Item", {})
     return from_attributes(item)
+
+
+def unbalanced_orders_over_hours(
+    world: World, clock: FakeClock, dynamodb: DynamoDBClient, count: int, every: float
+) -> list[str]:
+    """`count` paid orders, one every `every` seconds, each total then changed by hand (the
+    stamp the index knows it by stays): each order's check reports it, once per check."""
+    orders = []
+    for _ in range(count):
+        order = stripe.unique("ord")
+        world.deliver(stripe.payment_intent_succeeded(order, stripe.unique("pi"), 5000, T0))
+        dynamodb.update_item(
+            TableName=TABLES.ledger,
+            Key={"pk": {"S": tables.order_pk(order)}, "sk": {"S": tables.ORDER_SORT}},
+            UpdateExpression="ADD paid_total :one",
+            ExpressionAttributeValues={":one": {"N": "1"}},
+        )
+        orders.append(order)
+        clock.advance(every)
+    return orders
