@@ -343,9 +343,7 @@ class Interpreter:
             # Back to approved or refunded: a hold, if one is open, is released. Nothing left
             # on a payment never disputed (refunded in full) is nothing to release.
             effects.append(
-                effect(
-                    Transition.DISPUTE_WON, ref, held, updated, only_if_open=True, note=RELEASED
-                )
+                effect(Transition.DISPUTE_WON, ref, held, updated, only_if_open=True, note=RELEASED)
             )
         return effects
 
