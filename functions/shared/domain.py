@@ -246,6 +246,22 @@ def checked_order_id(value: object, field: str) -> str | None:
     return value
 
 
+# The longest provider id (an event's, or an object's: a payment, a refund, a dispute) the
+# ledger keys: `DELIVERY#provider#id`, `REF#provider#id` and the parked records' sort key
+# `provider#id` must stay under DynamoDB's key limits (2,048 bytes a partition key, 1,024 a
+# sort key). Providers' ids are tens of characters; a longer one is refused by name, not sent
+# to DynamoDB to fail as an error nobody can read.
+MAX_PROVIDER_ID_BYTES: Final = 255
+
+
+def check_provider_id(value: str, field: str) -> None:
+    size = len(value.encode("utf-8"))
+    if size > MAX_PROVIDER_ID_BYTES:
+        raise InvalidFieldError(
+            field, f"is {size} bytes long ({value[:24]!r}...); at most {MAX_PROVIDER_ID_BYTES}"
+        )
+
+
 @dataclass(frozen=True)
 class Delivery:
     """What a delivery is, whatever it announces; the event id is audit, never the key."""
@@ -254,6 +270,9 @@ class Delivery:
     event_id: str
     event_type: str
     created: int
+
+    def __post_init__(self) -> None:
+        check_provider_id(self.event_id, "event id")
 
 
 @dataclass(frozen=True)
@@ -289,6 +308,10 @@ class Effect:
     # Mercado Pago payment without its approval date is stamped at its creation).
     note: str | None = None
 
+    def __post_init__(self) -> None:
+        for ref in (self.external_ref, *self.order_lookup, *self.registers):
+            check_provider_id(ref, f"{self.transition.value} object id")
+
 
 @dataclass(frozen=True)
 class NoEffect:
@@ -310,6 +333,10 @@ class Binding:
     objects: tuple[str, ...]
     reason: str
     order_lookup: tuple[str, ...] = ()  # when it names no order: what it is bound through
+
+    def __post_init__(self) -> None:
+        for ref in (*self.objects, *self.order_lookup):
+            check_provider_id(ref, "bound object id")
 
 
 Interpretation = Effect | NoEffect | Binding

@@ -15,6 +15,7 @@ from functions.shared.errors import (
     OrderNotYetKnownError,
     UnknownProviderError,
 )
+from functions.shared.money import InvalidFieldError
 from tests.support.world import World
 
 T0 = 1_764_460_800
@@ -139,6 +140,30 @@ def test_malformed_payload_writes_nothing(world: World) -> None:
     with pytest.raises(MalformedEventError):
         world.deliver('{"id": "evt_1", "object": "event"}')
 
+    assert world.snapshot() == before
+
+
+@pytest.mark.parametrize(
+    ("what", "field"),
+    [("id", "event id"), ("object", "order.paid object id")],
+)
+def test_an_id_too_long_for_a_ledger_key_is_refused_by_name_and_writes_nothing(
+    world: World, what: str, field: str
+) -> None:
+    # Given a payment event whose event id, or whose PaymentIntent's id, is 300 bytes long
+    event = json.loads(stripe.payment_intent_succeeded("ord_long", "pi_ok", 5000, 1_764_460_800))
+    if what == "id":
+        event["id"] = "evt_" + "x" * 296
+    else:
+        event["data"]["object"]["id"] = "pi_" + "x" * 297
+    before = world.snapshot()
+
+    # When it is processed, Then it is refused naming what is too long (DynamoDB would refuse
+    # the key with an error that names nothing), and nothing is written
+    with pytest.raises(InvalidFieldError) as refused:
+        world.deliver(json.dumps(event))
+    assert refused.value.field == field
+    assert "300 bytes long" in refused.value.problem
     assert world.snapshot() == before
 
 
