@@ -249,9 +249,10 @@ def checked_order_id(value: object, field: str) -> str | None:
 # The longest provider id (an event's, or an object's: a payment, a refund, a dispute) the
 # ledger keys: `DELIVERY#provider#id`, `REF#provider#id` and the parked records' sort key
 # `provider#id` must stay under DynamoDB's key limits (2,048 bytes a partition key, 1,024 a
-# sort key). Providers' ids are tens of characters; a longer one is refused by name, not sent
-# to DynamoDB to fail as an error nobody can read.
-MAX_PROVIDER_ID_BYTES: Final = 255
+# sort key). Stripe tells integrations to allow ids of up to 255 characters; an entry's ref
+# adds a prefix or suffix of its own (`refund:`, `:dispute`): 512 bytes leaves room for both. A
+# longer one is refused by name, not sent to DynamoDB to fail as an error nobody can read.
+MAX_PROVIDER_ID_BYTES: Final = 512
 
 
 def check_provider_id(value: str, field: str) -> None:

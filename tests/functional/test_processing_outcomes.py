@@ -150,12 +150,12 @@ def test_malformed_payload_writes_nothing(world: World) -> None:
 def test_an_id_too_long_for_a_ledger_key_is_refused_by_name_and_writes_nothing(
     world: World, what: str, field: str
 ) -> None:
-    # Given a payment event whose event id, or whose PaymentIntent's id, is 300 bytes long
+    # Given a payment event whose event id, or whose PaymentIntent's id, is 600 bytes long
     event = json.loads(stripe.payment_intent_succeeded("ord_long", "pi_ok", 5000, 1_764_460_800))
     if what == "id":
-        event["id"] = "evt_" + "x" * 296
+        event["id"] = "evt_" + "x" * 596
     else:
-        event["data"]["object"]["id"] = "pi_" + "x" * 297
+        event["data"]["object"]["id"] = "pi_" + "x" * 597
     before = world.snapshot()
 
     # When it is processed, Then it is refused naming what is too long (DynamoDB would refuse
@@ -163,7 +163,7 @@ def test_an_id_too_long_for_a_ledger_key_is_refused_by_name_and_writes_nothing(
     with pytest.raises(InvalidFieldError) as refused:
         world.deliver(json.dumps(event))
     assert refused.value.field == field
-    assert "300 bytes long" in refused.value.problem
+    assert "600 bytes long" in refused.value.problem
     assert world.snapshot() == before
 
 
