@@ -147,7 +147,7 @@ def test_malformed_payload_writes_nothing(world: World) -> None:
     ("what", "field"),
     [("id", "event id"), ("object", "order.paid object id")],
 )
-def test_an_id_too_long_for_a_ledger_key_is_refused_by_name_and_writes_nothing(
+def test_an_id_longer_than_any_provider_makes_is_refused_by_name_and_writes_nothing(
     world: World, what: str, field: str
 ) -> None:
     # Given a payment event whose event id, or whose PaymentIntent's id, is 600 bytes long
@@ -158,8 +158,9 @@ def test_an_id_too_long_for_a_ledger_key_is_refused_by_name_and_writes_nothing(
         event["data"]["object"]["id"] = "pi_" + "x" * 597
     before = world.snapshot()
 
-    # When it is processed, Then it is refused naming what is too long (DynamoDB would refuse
-    # the key with an error that names nothing), and nothing is written
+    # When it is processed, Then it is refused naming what is too long (before it becomes a key:
+    # longer still, DynamoDB refuses it with an error that names nothing), and nothing is
+    # written
     with pytest.raises(InvalidFieldError) as refused:
         world.deliver(json.dumps(event))
     assert refused.value.field == field
