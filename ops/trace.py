@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any, Final, Protocol
 
 from functions.shared import tables
-from functions.shared.dynamo import from_attributes, to_attributes
+from functions.shared.bindings import ledger_items
+from functions.shared.dynamo import from_attributes
 from functions.shared.money import render
 from functions.shared.outbox import outbox_id_for
 from functions.shared.providers import asaas, mercadopago, stripe
@@ -190,17 +191,19 @@ def trace(asked: str, dynamodb: Any, names: tables.TableNames, logs: LogSource) 
     view = order_view(dynamodb, names, asked)
     if view.order or view.effects:
         events = {str(e["event_id"]) for e in view.effects if e.get("event_id")}
-        lines = logs.lines({asked, *events})
         journey = Journey(asked, "order")
         journey.now.append(_order_fact(asked, view.order))
-        effects = view.effects
+        effects, outbox = view.effects, view.outbox
+        # Its items known already: one read of the logs for the order, its events and items.
+        lines = logs.lines({asked, *events, *(str(i["outbox_id"]) for i in outbox)})
     else:
         lines = logs.lines({asked})
         journey = Journey(asked, "event")
         effects = _effects_named_by(dynamodb, names, asked, lines)
         events = {asked}
-    outbox = _outbox_items(dynamodb, names.outbox, {str(e["effect_key"]) for e in effects})
-    lines += logs.lines({str(i["outbox_id"]) for i in outbox})
+        outbox = _outbox_items(dynamodb, names.outbox, {str(e["effect_key"]) for e in effects})
+        lines += logs.lines({str(i["outbox_id"]) for i in outbox})
+    outbox = sorted(outbox, key=lambda i: str(i.get("created_at", "")))
     # The sender's lines name the item only: each is put under the event that made it.
     event_of = {str(i["outbox_id"]): str(i.get("event_id", "")) for i in outbox}
     journey.timeline = [_step(line, event_of) for line in sorted(_unique(lines), key=_moment)]
@@ -252,7 +255,7 @@ def _outbox_items(dynamodb: Any, outbox: str, effect_keys: set[str]) -> list[dic
             RequestItems={outbox: {"Keys": keys[start : start + 100], "ConsistentRead": True}}
         )
         items += [from_attributes(i) for i in response["Responses"].get(outbox, [])]
-    return sorted(items, key=lambda i: str(i.get("created_at", "")))
+    return items
 
 
 def _delivery_facts(
@@ -264,21 +267,23 @@ def _delivery_facts(
     for line in lines:
         if line.get("service") == "ingest" and line.get("event_id") and line.get("provider"):
             providers_of.setdefault(str(line["event_id"]), set()).add(str(line["provider"]))
-    facts = []
-    for event_id in sorted(events):
-        for provider in sorted(providers_of.get(event_id) or PROVIDERS):
-            for where, key in (
-                ("audit", (tables.delivery_pk(provider, event_id), tables.DELIVERY_SORT)),
-                ("waiting", (tables.WAITING_PK, tables.parked_sk(provider, event_id))),
-                ("unmatched", (tables.UNMATCHED_PK, tables.parked_sk(provider, event_id))),
-            ):
-                item = dynamodb.get_item(
-                    TableName=ledger,
-                    Key=to_attributes({tables.PARTITION_KEY: key[0], tables.SORT_KEY: key[1]}),
-                    ConsistentRead=True,
-                ).get("Item")
-                if item:
-                    facts.append(_parked_fact(where, event_id, from_attributes(item)))
+    wanted = [
+        (where, event_id, key)
+        for event_id in sorted(events)
+        for provider in sorted(providers_of.get(event_id) or PROVIDERS)
+        for where, key in (
+            ("audit", (tables.delivery_pk(provider, event_id), tables.DELIVERY_SORT)),
+            ("waiting", (tables.WAITING_PK, tables.parked_sk(provider, event_id))),
+            ("unmatched", (tables.UNMATCHED_PK, tables.parked_sk(provider, event_id))),
+        )
+    ]
+    # One consistent read of them all, 100 keys a request (an order's events together).
+    found, unread = ledger_items(dynamodb, ledger, [key for _, _, key in wanted])
+    facts = [
+        _parked_fact(where, event_id, found[key]) for where, event_id, key in wanted if key in found
+    ]
+    if unread:
+        facts.append({"kind": "unread", "detail": f"{len(unread)} records left unread: throttled"})
     return facts
 
 
