@@ -47,14 +47,7 @@ class Expected:
 
     @property
     def totals(self) -> dict[str, int]:
-        return ledger_totals(
-            self.paid,
-            self.refunded,
-            self.disputed,
-            self.dispute_won,
-            self.dispute_lost,
-            self.inquiry,
-        )
+        return ledger_totals(self)
 
 
 @dataclass
