@@ -10,6 +10,7 @@ Stripe's refunds API is the local fake."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -240,3 +241,54 @@ def test_a_refund_pending_for_a_week_is_counted_for_its_alarm_and_still_read_aga
     assert (at_a_week["rechecks_over_a_week"], past_a_week["rechecks_over_a_week"]) == (0, 1)
     assert past_a_week["rechecked"] == 1
     assert [w["object"] for w in room.watched()] == [charge]
+
+
+def charge_refunded_embedding(
+    order: str, intent: str, charge: str, refunds: list[dict[str, Any]]
+) -> str:
+    """charge.refunded as endpoints before 2022-11-15 receive it: the refunds embedded."""
+    event = json.loads(stripe.fixture_text("charge.refunded.2022-08-01"))
+    event["id"] = stripe.unique("evt")
+    event["data"]["object"].update({"id": charge, "payment_intent": intent})
+    event["data"]["object"]["metadata"] = {"order_id": order}
+    event["data"]["object"]["refunds"] = {"object": "list", "data": refunds, "has_more": False}
+    return json.dumps(event)
+
+
+def test_a_pending_refund_embedded_in_the_event_is_watched_and_counts_when_it_succeeds(
+    world: World,
+    provider_apis: FakeProviderApis,
+    queue: tuple[SQSClient, str],
+    room: Waiting,
+    clock: FakeClock,
+) -> None:
+    # Given a paid order on a 2022-08-01 endpoint (refunds embedded in charge.refunded) that
+    # did not subscribe charge.refund.updated, and a charge.refunded embedding one refund
+    # succeeded and one still pending
+    order, intent, charge = paid(world)
+    settled = refund_object(stripe.unique("re"), intent, charge, 1000, T0 + 60)
+    pending = {**refund_object(stripe.unique("re"), intent, charge, 1500, T0 + 90)}
+    provider_apis.refunds[charge] = [settled, {**pending, "status": "pending"}]
+    processor = stripe_processor(world, provider_apis)
+    body = charge_refunded_embedding(
+        order, intent, charge, [settled, {**pending, "status": "pending"}]
+    )
+    delivered(body, processor, room)
+    assert world.order(order)["refunded_total"] == 1000
+    assert len(list(room.watched())) == 1
+
+    # When the pending refund succeeds at Stripe (no event reaches the endpoint) and the
+    # first re-check is due
+    provider_apis.refunds[charge] = [settled, pending]
+    clock.advance(RECHECK_AFTER_SECONDS)
+    room.redrive()
+    redriven(queue, processor, room)
+
+    # Then both refunds count once each, each announced once, and the watch has ended
+    assert world.order(order)["refunded_total"] == 2500
+    assert sorted(i["transition"] for i in world.outbox(order)) == [
+        "order.paid",
+        "order.refunded",
+        "order.refunded",
+    ]
+    assert list(room.watched()) == []

@@ -538,6 +538,10 @@ def _listed_refunds(source: RefundSource, charge: str) -> Iterator[tuple[Refund,
             raise refused(exc, at) from exc
 
 
+def _all_settled(refunds: list[tuple[Refund, str]]) -> bool:
+    return all(r.status == REFUND_COUNTS or r.status in REFUND_REVERSED for r, _ in refunds)
+
+
 def _with_recheck(
     charge: Charge, refunds: list[tuple[Refund, str]], readings: Readings
 ) -> Readings:
@@ -545,7 +549,7 @@ def _with_recheck(
     only `charge.refund.updated` says when it succeeds, and an endpoint need not subscribe it.
     The charge is read again later (the waiting function re-drives the delivery) until none of
     its refunds is pending, so the refund counts whichever events the endpoint subscribed."""
-    if all(r.status == REFUND_COUNTS or r.status in REFUND_REVERSED for r, _ in refunds):
+    if _all_settled(refunds):
         return readings
     return tuple(
         replace(reading, recheck=charge.id) if isinstance(reading, NoEffect) else reading
@@ -585,6 +589,12 @@ class Interpreter:
         if embedded is not None and not embedded.has_more:
             # Each refund with the path its fields are named by in a dead letter's reason
             refunds = [(r, f"{OBJECT}.refunds.data.{n}") for n, r in enumerate(embedded.data)]
+            if self._refunds is not None and not _all_settled(refunds):
+                # The snapshot holds a refund still pending, and a re-drive of this delivery
+                # would read the same snapshot: the refunds are read from the API instead, now
+                # and at each re-check, so its success counts whichever events are subscribed.
+                refunds = list(_listed_refunds(self._refunds, charge.id))
+                return _with_recheck(charge, refunds, _refund_entries(charge, refunds, delivery))
         elif not event.api_version_before(REFUND_EVENTS_FOR_CARDS_SINCE):
             return (
                 NoEffect(
