@@ -97,6 +97,10 @@ class Known:
         return second is not None and int(str(second)) > routed.effect.delivery.created
 
 
+def _counted(entry: dict[str, object] | None) -> bool:
+    return entry is not None and entry.get("outcome") in COUNTED_OUTCOMES
+
+
 @dataclass(frozen=True)
 class Processed:
     """What became of one delivery; logged and counted at the handler boundary."""
@@ -151,18 +155,21 @@ class EffectProcessor:
     # -- routing ---------------------------------------------------------------------------
 
     def _route(self, effect: Effect) -> str | None:
-        if (
-            effect.order_id
-            and effect.order_from_metadata
-            and effect.transition is not Transition.PAID
-        ):
-            # A movement of a payment (a refund, a dispute) belongs to the order that holds the
-            # payment, whatever its own metadata says: a charge copied an order the payment
-            # was not bound to (the conflict case) and every refund built from it named that
-            # order, a conflict that dropped the money. Unbound yet: its own order stands.
-            held = self._holding_order(effect.delivery, effect.order_lookup)
-            if held is not None:
-                return held
+        lookup = effect.order_lookup
+        if effect.transition is not Transition.PAID:
+            # A movement voided before (its failure processed before its success) is bound to
+            # the order it was voided under (`_void`): each later entry of it goes there and
+            # finds the void, even if its payment was bound to another order since.
+            lookup = (effect.external_ref, *lookup)
+            if effect.order_id and effect.order_from_metadata:
+                # A movement of a payment (a refund, a dispute) belongs to the order that holds
+                # the payment, whatever its own metadata says: a charge copied an order the
+                # payment was not bound to (the conflict case) and every refund built from it
+                # named that order, a conflict that dropped the money. Unbound yet: its own
+                # order stands.
+                held = self._holding_order(effect.delivery, lookup)
+                if held is not None:
+                    return held
         if effect.order_id:
             return effect.order_id
         if not effect.order_lookup:
@@ -173,7 +180,7 @@ class EffectProcessor:
             "amount": effect.amount.minor,
             "currency": effect.amount.currency,
         }
-        return self._bound_order(effect.delivery, effect.order_lookup, summary)
+        return self._bound_order(effect.delivery, effect.order_lookup, summary, also=lookup)
 
     def _holding_order(self, delivery: Delivery, objects: tuple[str, ...]) -> str | None:
         """The order the first bound object belongs to (a consistent read), if any."""
@@ -183,10 +190,15 @@ class EffectProcessor:
         return next((str(found[ref]) for ref in objects if ref in found), None)
 
     def _bound_order(
-        self, delivery: Delivery, objects: tuple[str, ...], summary: dict[str, object]
+        self,
+        delivery: Delivery,
+        objects: tuple[str, ...],
+        summary: dict[str, object],
+        also: tuple[str, ...] = (),
     ) -> str:
-        """The order the first bound object belongs to, or wait for it."""
-        held = self._holding_order(delivery, objects)
+        """The order the first bound object belongs to, or wait for a binding of `objects`
+        (`also` lists the objects to read, in order, when more than those)."""
+        held = self._holding_order(delivery, also or objects)
         if held is not None:
             return held
         raise OrderNotYetKnownError(
@@ -214,6 +226,9 @@ class EffectProcessor:
         routed = self._as_settled(routed, known.settled)
         # Bindings this order already holds are not written again: they never change.
         to_bind = tuple(r for r in self._bound_objects(routed) if r not in known.bound)
+        if not to_bind and self._reverses_what_never_counted(routed, known):
+            # The guarded transaction could only be cancelled (and billed) before voiding.
+            return self._void(routed)
         if known.later_second_than(routed):
             self._refuse_other_currency(routed, known.order or {})
             return self._record_stale(routed, to_bind)
@@ -278,7 +293,7 @@ class EffectProcessor:
         says: a Stripe verdict computed from balance transactions could differ from an opening
         booked from the dispute's amount (an event without them), an Asaas verdict from an
         opening read before a refund landed; either way money stayed held for good."""
-        if settled is None or settled.get("outcome") not in COUNTED_OUTCOMES:
+        if settled is None or not _counted(settled):
             return routed
         amount = Money(int(str(settled["amount"])), str(settled["currency"]))
         if amount == routed.effect.amount:
@@ -288,6 +303,11 @@ class EffectProcessor:
             f" ({routed.effect.amount.minor} {routed.effect.amount.currency} announced)"
         )
         return replace(routed, effect=replace(routed.effect, amount=amount, note=note))
+
+    def _reverses_what_never_counted(self, routed: RoutedEffect, known: Known) -> bool:
+        """A reversal whose entry the consistent read found not counted (absent or voided):
+        the transaction's own check (`_reversed_check`) would refuse it the same way."""
+        return routed.reversed_key is not None and not _counted(known.settled)
 
     def _after_refusal(
         self,
@@ -722,10 +742,19 @@ class EffectProcessor:
             # Nothing to record: the delivery's other entries say what it did.
             return self._processed(routed, Outcome.IGNORED, "nothing open to settle")
         reason = "reverses an entry that never counted: both keys voided"
+        effect = routed.effect
         transaction = Transaction.of(
             Placed(Slot.VOIDED, self._reserve_key(routed, Outcome.VOIDED, key=reversed_key)),
             Placed(Slot.KEY, self._reserve_key(routed, Outcome.VOIDED)),
-            Placed(Slot.AUDIT, self._entry_audit(routed, Outcome.VOIDED, reason)),
+            # The voided object is bound where it was voided: its other entries are routed
+            # here (`_route`), where the void makes them duplicates, whichever order its
+            # payment is bound to later.
+            self._bindings(effect.delivery.provider, routed.order_id, (effect.external_ref,)),
+            # An entry that only accompanies its delivery's movement (the inquiry a dispute
+            # may have been) leaves the delivery's audit to that movement.
+            [Placed(Slot.AUDIT, self._entry_audit(routed, Outcome.VOIDED, reason))]
+            if effect.audited
+            else [],
         )
         try:
             self._db.transact_write_items(TransactItems=transaction.items)
@@ -738,6 +767,11 @@ class EffectProcessor:
                 raise WriteContendedError("reversed entry recorded concurrently") from exc
             if refusal.contended:
                 raise WriteContendedError(f"void cancelled: {refusal.codes}") from exc
+            if (binding := refusal.binding()) is not None:
+                bound = (binding.found or {}).get("order_id")
+                return self._record_conflict(
+                    effect.delivery, str(binding.ref), str(bound), routed.order_id, routed.key
+                )
             raise UnexpectedWriteError(f"void cancelled: {refusal.codes}") from exc
         return self._processed(routed, Outcome.VOIDED, reason)
 

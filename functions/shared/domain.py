@@ -308,6 +308,10 @@ class Effect:
     # What the adapter had to decide about this entry, kept on its key and logged (an approved
     # Mercado Pago payment without its approval date is stamped at its creation).
     note: str | None = None
+    # False for an entry that only accompanies its delivery's movement (a Stripe dispute
+    # closing the inquiry it may have been): voided, it writes no audit of the delivery, whose
+    # audit and trace say what the movement did.
+    audited: bool = True
 
     def __post_init__(self) -> None:
         for ref in (self.external_ref, *self.order_lookup, *self.registers):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING
 
-from functions.process.service import EffectProcessor, Processed
+from functions.process.service import EffectProcessor, Known, Processed
 from functions.process.transaction import Placed, Slot, Transaction
 from functions.shared import tables
 from functions.shared.domain import Effect, Outcome, RoutedEffect
@@ -103,6 +103,9 @@ class ReversalWithoutCheck(EffectProcessor):
 
     def _reversed_check(self, routed: RoutedEffect) -> list[Placed]:
         return []
+
+    def _reverses_what_never_counted(self, routed: RoutedEffect, known: Known) -> bool:
+        return False
 
 
 BROKEN_DESIGNS = (

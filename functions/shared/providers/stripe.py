@@ -652,7 +652,10 @@ def _openings(dispute: Dispute, delivery: Delivery) -> tuple[Effect, ...]:
     if _is_inquiry(dispute):
         return (_dispute_entry(dispute, delivery, Transition.INQUIRY_OPENED, opened=True),)
     return (
-        _dispute_entry(dispute, delivery, Transition.INQUIRY_CLOSED, opened=True),
+        replace(
+            _dispute_entry(dispute, delivery, Transition.INQUIRY_CLOSED, opened=True),
+            audited=False,
+        ),
         _dispute_entry(
             dispute, delivery, Transition.DISPUTED, opened=True, amount=dispute.withdrawn
         ),
