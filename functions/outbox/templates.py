@@ -64,10 +64,12 @@ STATUS_LINE: Final = "\n\nOrder status: {status}"
 FOOTER: Final = "\n\nReference: {key}"
 
 # E-mail policy. Inquiries are a question between the bank and the merchant, not money moved:
-# EventBridge only. A late movement (older than the order's newest event) is e-mailed only when
-# it is news about the customer's own money that no newer e-mail already told: a refund or a
-# refund's failure. A late payment or dispute step would contradict what the customer was
-# already told (e.g. "payment received" after "refund issued"); EventBridge still gets them all.
+# EventBridge only. A movement superseded within its payment (older than a movement of the same
+# payment already counted) is e-mailed only when it is news about the customer's own money
+# that no newer e-mail already told: a refund or a refund's failure. A superseded payment or
+# dispute step would contradict what the customer was already told (e.g. "payment received"
+# after "refund issued"); one late only against another payment of the order (a deposit
+# processed after its balance) contradicts nothing and is e-mailed. EventBridge gets them all.
 NEVER_EMAILED: Final = frozenset(
     {
         Transition.INQUIRY_OPENED,
@@ -83,7 +85,8 @@ def emails_customer(item: OutboxItem) -> bool:
     transition = Transition(item.transition)
     if transition in NEVER_EMAILED:
         return False
-    return not item.late or transition in EMAILED_WHEN_LATE
+    superseded = item.late if item.superseded is None else item.superseded
+    return not superseded or transition in EMAILED_WHEN_LATE
 
 
 def render(item: OutboxItem) -> Template:

@@ -90,6 +90,9 @@ class Known:
     bound: dict[str, str]
     # The entry a settling one settles (a verdict's opening, a refund's success), if written.
     settled: dict[str, object] | None = None
+    # How much of the payment its entries counted, once it was captured again (a payment
+    # captured once has no mark: its entry's amount is what counted).
+    capture_mark: dict[str, object] | None = None
 
     def later_second_than(self, routed: RoutedEffect) -> bool:
         """The order's last event is from a later second: this entry is stale for good."""
@@ -216,7 +219,12 @@ class EffectProcessor:
     def _apply(self, routed: RoutedEffect) -> Processed:
         known = self._read_before_writing(routed)
         if known.key_item is not None:
-            return self._duplicate(routed, known.key_item, "effect key already reserved")
+            topped = self._top_up(routed, known)
+            if topped is None:
+                return self._duplicate(routed, known.key_item, "effect key already reserved")
+            # Its key was not read: reserved already (a lagging read of the mark), the
+            # transaction says so.
+            routed, known = topped, replace(known, key_item=None)
         for ref in self._bound_objects(routed):
             bound = known.bound.get(ref)
             if bound is not None and bound != routed.order_id:
@@ -250,6 +258,9 @@ class EffectProcessor:
         sorts = [tables.effect_sk(routed.key), tables.ORDER_SORT]
         if settles is not None:
             sorts.append(tables.effect_sk(settles))
+        mark = self._capture_sort(routed.effect)
+        if mark is not None:
+            sorts.append(mark)
         keys = [
             {tables.PARTITION_KEY: tables.order_pk(routed.order_id), tables.SORT_KEY: sk}
             for sk in sorts
@@ -286,7 +297,68 @@ class EffectProcessor:
                 if item[tables.SORT_KEY] == tables.REF_SORT
             },
             settled=by_sort.get(tables.effect_sk(settles)) if settles is not None else None,
+            capture_mark=by_sort.get(mark) if mark is not None else None,
         )
+
+    @staticmethod
+    def _capture_sort(effect: Effect) -> str | None:
+        if not (effect.captured_so_far and effect.payment):
+            return None
+        return tables.capture_sk(effect.delivery.provider, effect.payment)
+
+    def _top_up(self, routed: RoutedEffect, known: Known) -> RoutedEffect | None:
+        """A payment captured again (multicapture, over-capture) announces what it captured in
+        all; its entries counted less: the difference is an entry of its own, keyed by the
+        total it brings the payment to, moving the payment's capture mark (its condition
+        serializes two captures counted at once). Anything not more is a duplicate."""
+        effect, first = routed.effect, known.key_item
+        if not (
+            effect.captured_so_far
+            and effect.transition is Transition.PAID
+            and _counted(first)
+            and (first or {}).get("currency") == effect.amount.currency
+        ):
+            return None
+        counted = max(
+            int(str((first or {})["amount"])),
+            int(str((known.capture_mark or {}).get("captured", 0))),
+        )
+        if effect.amount.minor <= counted:
+            return None
+        captured = effect.amount.minor
+        topped = replace(
+            effect,
+            external_ref=f"{effect.payment}:captured:{captured}",
+            amount=Money(captured - counted, effect.amount.currency),
+            note=f"captured {captured} in all; its entries counted {counted} before",
+        )
+        return RoutedEffect(
+            topped, routed.order_id, effect_key(topped, routed.order_id), captured_before=counted
+        )
+
+    def _capture_mark(self, routed: RoutedEffect) -> list[Placed]:
+        """A top-up moves its payment's capture mark from what it read to the new total."""
+        effect = routed.effect
+        if routed.captured_before is None or effect.payment is None:
+            return []
+        item = {
+            tables.PARTITION_KEY: tables.order_pk(routed.order_id),
+            tables.SORT_KEY: tables.capture_sk(effect.delivery.provider, effect.payment),
+            "payment": effect.payment,
+            "captured": routed.captured_before + effect.amount.minor,
+            "currency": effect.amount.currency,
+            "effect_key": routed.key,
+        }
+        put: TransactWriteItemTypeDef = {
+            "Put": {
+                "TableName": self._tables.ledger,
+                "Item": to_attributes(item),
+                "ConditionExpression": "attribute_not_exists(#pk) OR #captured = :seen",
+                "ExpressionAttributeNames": {"#pk": tables.PARTITION_KEY, "#captured": "captured"},
+                "ExpressionAttributeValues": to_attributes({":seen": routed.captured_before}),
+            }
+        }
+        return [Placed(Slot.CAPTURED, put)]
 
     def _as_settled(self, routed: RoutedEffect, settled: dict[str, object] | None) -> RoutedEffect:
         """A settling entry posts what the entry it settles counted, not what its own event
@@ -418,6 +490,7 @@ class EffectProcessor:
             Placed(Slot.ORDER, {"Update": self._order_update(routed)}),
             Placed(Slot.OUTBOX, self._outbox_put(routed, late=False)),
             self._reversed_check(routed),
+            self._capture_mark(routed),
             self._bindings(routed.effect.delivery.provider, routed.order_id, to_bind),
         )
 
@@ -532,7 +605,9 @@ class EffectProcessor:
             "ExpressionAttributeValues": to_attributes(values),
         }
 
-    def _outbox_put(self, routed: RoutedEffect, *, late: bool) -> TransactWriteItemTypeDef:
+    def _outbox_put(
+        self, routed: RoutedEffect, *, late: bool, superseded: bool = False
+    ) -> TransactWriteItemTypeDef:
         effect = routed.effect
         item = {
             tables.OUTBOX_KEY: outbox_id_for(routed.key),
@@ -548,6 +623,7 @@ class EffectProcessor:
             "event_id": effect.delivery.event_id,
             "provider_time": effect.delivery.created,
             "late": late,
+            "superseded": superseded,
             "status": OutboxStatus.PENDING.value,
             "attempts": 0,
             # In no index: the stream's first try sends it; only an item it could not send
@@ -716,8 +792,12 @@ class EffectProcessor:
         transaction = Transaction.of(
             Placed(Slot.KEY, self._reserve_key(routed, Outcome.STALE)),
             Placed(Slot.ORDER, {"Update": update}),
-            Placed(Slot.OUTBOX, self._outbox_put(routed, late=True)),
+            Placed(
+                Slot.OUTBOX,
+                self._outbox_put(routed, late=True, superseded=self._superseded(routed)),
+            ),
             self._reversed_check(routed),
+            self._capture_mark(routed),
             self._bindings(routed.effect.delivery.provider, routed.order_id, to_bind),
             Placed(Slot.AUDIT, self._entry_audit(routed, Outcome.STALE, reason)),
         )
@@ -727,6 +807,44 @@ class EffectProcessor:
             refusal = transaction.refusal(cancellation_of(exc, "TransactWriteItems"))
             return self._after_refusal(routed, refusal, to_bind, stale=True)
         return self._processed(routed, Outcome.STALE, "status change discarded, amount counted")
+
+    def _superseded(self, routed: RoutedEffect) -> bool:
+        """Whether a movement of the same payment newer than this stale one counted already:
+        what the customer was told of that payment is newer than this. One Query of the
+        order's entries, on this rare path only. (A newer one of the payment counted in the
+        instant between this read and the transaction is not seen: its own e-mail then
+        follows this one, in the provider's order.)"""
+        effect = routed.effect
+        if effect.payment is None:
+            return True
+        pages = self._db.get_paginator("query").paginate(
+            TableName=self._tables.ledger,
+            KeyConditionExpression="#pk = :pk AND begins_with(#sk, :entry)",
+            FilterExpression="#payment = :payment AND #token > :token AND #outcome IN (:a, :s)",
+            ExpressionAttributeNames={
+                "#pk": tables.PARTITION_KEY,
+                "#sk": tables.SORT_KEY,
+                "#payment": "payment",
+                "#token": "ordering_token",
+                "#outcome": "outcome",
+            },
+            ExpressionAttributeValues=to_attributes(
+                {
+                    ":pk": tables.order_pk(routed.order_id),
+                    ":entry": tables.EFFECT_SORT_PREFIX,
+                    ":payment": effect.payment,
+                    ":token": ordering_token(effect),
+                    ":a": Outcome.APPLIED.value,
+                    ":s": Outcome.STALE.value,
+                }
+            ),
+            ProjectionExpression="#pk",
+            ConsistentRead=True,
+        )
+        try:
+            return any(page["Items"] for page in pages)
+        except ClientError as exc:
+            raise_unclassified(exc, "Query")
 
     # -- voided: a reversal of an entry that never counted ---------------------------------
 

@@ -30,6 +30,7 @@ class Slot(StrEnum):
     BINDING = "binding"  # an object bound to this order (first writer wins): refused, conflict
     AUDIT = "audit"  # the delivery's audit record
     VOIDED = "voided"  # a void's reservation of the key it reverses: refused, counted since
+    CAPTURED = "captured"  # a top-up's move of its payment's capture mark: refused, moved since
     # The waiting room's moves (waiting.py):
     PARKED = "parked"  # a parked delivery's removal: refused, re-driven or attached meanwhile
     UNMATCHED = "unmatched"  # the delivery as unmatched money
@@ -125,12 +126,14 @@ class Verdict(StrEnum):
 
 def decide(refusal: Refusal, *, stale_attempt: bool) -> Verdict:
     """In this order: a reserved key says the entry exists whatever else failed; contention
-    is retried before anything is concluded from it; a binding held by another order is a
+    (or a capture mark moved by another capture) is retried before anything is concluded from
+    it; a binding held by another order is a
     conflict; a reversal of what never counted is void; the order's guard makes the entry
     stale, on the first attempt only (the stale transaction guards no status)."""
     if refusal.failed(Slot.KEY):
         return Verdict.DUPLICATE
-    if refusal.contended:
+    if refusal.contended or refusal.failed(Slot.CAPTURED):
+        # A capture mark moved since it was read: another capture counted; read it again.
         return Verdict.RETRY
     if refusal.binding() is not None:
         return Verdict.CONFLICT

@@ -312,6 +312,12 @@ class Effect:
     # closing the inquiry it may have been): voided, it writes no audit of the delivery, whose
     # audit and trace say what the movement did.
     audited: bool = True
+    # The amount is what the payment has captured so far (a PaymentIntent's
+    # `amount_received`, a charge's `amount_captured`), which grows with each capture of a
+    # multicaptured or over-captured payment: a larger amount than the payment's entries
+    # counted tops the payment up by the difference (`EffectProcessor`), a smaller one is an
+    # earlier capture's.
+    captured_so_far: bool = False
 
     def __post_init__(self) -> None:
         for ref in (self.external_ref, *self.order_lookup, *self.registers):
@@ -354,6 +360,9 @@ class RoutedEffect:
     effect: Effect
     order_id: str
     key: str
+    # A top-up of a payment captured again: what its entries counted before this one (the
+    # capture mark it moves from; None for every other entry).
+    captured_before: int | None = None
 
     @property
     def reversed_key(self) -> str | None:

@@ -46,6 +46,11 @@ class OutboxItem(BaseModel):
     # (a stale entry: counted and announced, its status change discarded).
     provider_time: int | None = None
     late: bool = False
+    # Late, and a newer movement of the same payment was counted before it (a payment after
+    # its own refund): news the customer was already told otherwise. A late movement of
+    # another payment of the order (a deposit and its balance crossing) contradicts nothing.
+    # None (an item written without it) reads as `late`.
+    superseded: bool | None = None
     status: OutboxStatus
     attempts: int = 0
     created_at: str

@@ -54,6 +54,8 @@ EXPIRES_AT: Final = "expires_at"
 ORDER_SORT: Final = "ORDER"
 EFFECT_SORT_PREFIX: Final = "EFFECT#"
 REF_SORT: Final = "REF"
+# In an order's partition: how much of a payment its entries counted, once captured again.
+CAPTURE_SORT_PREFIX: Final = "CAPTURED#"
 DELIVERY_SORT: Final = "DELIVERY"
 
 LEDGER_TABLE_ENV: Final = "LEDGER_TABLE"
@@ -68,6 +70,10 @@ def order_pk(order_id: str) -> str:
 
 def effect_sk(effect_key: str) -> str:
     return f"{EFFECT_SORT_PREFIX}{effect_key}"
+
+
+def capture_sk(provider: str, payment: str) -> str:
+    return f"{CAPTURE_SORT_PREFIX}{provider}#{payment}"
 
 
 def shard_of(key: str, shards: int) -> int:

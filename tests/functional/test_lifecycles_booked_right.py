@@ -4,13 +4,16 @@ announced. Each test fails on the design it names."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from fixtures import stripe
 from functions.shared.domain import Outcome
-from tests.support.clients import RequestCounter
+from functions.shared.errors import WriteContendedError
+from tests.support.clients import RequestCounter, intercepted
 from tests.support.world import World
 
 if TYPE_CHECKING:
@@ -81,3 +84,101 @@ def test_a_chargeback_is_audited_as_booked_and_costs_no_cancelled_transaction(
     assert world.order(order)["disputed_total"] == 10000
     assert [d["outcome"] for d in world.deliveries() if d["event_id"] in created] == []
     assert counter.by_operation["TransactWriteItems"] == 2
+
+
+# -- a payment captured several times counts what it captured in all ---------------------------
+
+
+def multicaptured(order: str, intent: str, charge: str) -> list[str]:
+    """One PaymentIntent authorized for 10000, captured 4000 then 6000 more (final)."""
+    return [
+        stripe.charge_captured(order, intent, charge, 10000, 4000, T0 + 60),
+        stripe.charge_captured(order, intent, charge, 10000, 10000, T0 + 120),
+        stripe.payment_intent_captured(order, intent, charge, 10000, 10000, T0 + 120),
+    ]
+
+
+@pytest.mark.parametrize("arrival", [(0, 1, 2), (2, 1, 0), (1, 0, 2), (0, 2, 1)])
+def test_a_payment_captured_twice_counts_both_captures_once_in_any_order(
+    world: World, arrival: tuple[int, int, int]
+) -> None:
+    # Given a PaymentIntent captured twice (multicapture): 4000, then 6000 more
+    order, intent, charge = stripe.unique("ord"), stripe.unique("pi"), stripe.unique("ch")
+    events = multicaptured(order, intent, charge)
+
+    # When its events arrive in this order, each delivered twice
+    for n in arrival:
+        world.deliver(events[n])
+        world.deliver(stripe.with_new_event_id(events[n]))
+
+    # Then the order counts what was captured in all, each capture announced once
+    state = world.order(order)
+    assert state["paid_total"] == 10000
+    assert sum(amount for _, amount in counted(world, order)) == 10000
+    announced = [int(i["amount"]) for i in world.outbox(order)]
+    assert sum(announced) == 10000
+    assert len(announced) == len(counted(world, order))
+
+
+def test_two_captures_counted_at_once_top_the_payment_up_once(world: World) -> None:
+    # Given a payment whose first capture (4000) counted
+    order, intent, charge = stripe.unique("ord"), stripe.unique("pi"), stripe.unique("ch")
+    world.deliver(stripe.charge_captured(order, intent, charge, 10000, 4000, T0 + 60))
+
+    # When its two later captures' events (7000 and 10000 in all) are processed at once, and
+    # what a moved mark refused is delivered again (as SQS does)
+    later = [
+        stripe.charge_captured(order, intent, charge, 10000, 7000, T0 + 90),
+        stripe.charge_captured(order, intent, charge, 10000, 10000, T0 + 120),
+    ]
+    both_read = threading.Barrier(len(later), timeout=10)
+
+    waited: set[int] = set()
+
+    def after_both_read(operation: str, call: Callable[[], Any]) -> Any:
+        if operation == "transact_write_items" and threading.get_ident() not in waited:
+            waited.add(threading.get_ident())
+            both_read.wait()  # each has read the payment's mark before either writes
+        return call()
+
+    racing = intercepted(world.dynamodb, after_both_read)
+    refused: list[str] = []
+
+    def deliver(body: str) -> None:
+        try:
+            world.deliver(body, racing)
+        except WriteContendedError:
+            refused.append(body)
+
+    threads = [threading.Thread(target=deliver, args=(body,)) for body in later]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for body in refused:
+        world.deliver(body)
+
+    # Then the payment counts 10000, never more, each entry announced once
+    assert world.order(order)["paid_total"] == 10000
+    assert sum(int(i["amount"]) for i in world.outbox(order)) == 10000
+
+
+def test_a_partial_capture_counts_what_was_captured_and_an_over_capture_all_of_it(
+    world: World,
+) -> None:
+    # Given a payment authorized for 10000 and captured for 4000 (the rest released), and one
+    # authorized for 10000 and captured for 12000 (over-capture)
+    partial, over = stripe.unique("ord"), stripe.unique("ord")
+    p_intent, p_charge = stripe.unique("pi"), stripe.unique("ch")
+    o_intent, o_charge = stripe.unique("pi"), stripe.unique("ch")
+
+    # When their captures and PaymentIntents' successes arrive
+    world.deliver(stripe.charge_captured(partial, p_intent, p_charge, 10000, 4000, T0))
+    world.deliver(stripe.payment_intent_captured(partial, p_intent, p_charge, 10000, 4000, T0))
+    world.deliver(stripe.payment_intent_captured(over, o_intent, o_charge, 10000, 12000, T0))
+    world.deliver(stripe.charge_captured(over, o_intent, o_charge, 10000, 12000, T0))
+
+    # Then each order counts what was captured, once
+    assert world.order(partial)["paid_total"] == 4000
+    assert world.order(over)["paid_total"] == 12000
+    assert len(world.outbox(partial)) == len(world.outbox(over)) == 1

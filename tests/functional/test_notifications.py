@@ -214,3 +214,55 @@ def test_a_payment_applied_before_its_charge_names_the_customer_is_emailed_once(
     [item] = [i for i in world.outbox(order) if i["outbox_id"] == outbox_id]
     assert item["status"] == "sent"
     assert item["channels_sent"] == {"eventbridge", "email"}
+
+
+def test_a_late_payment_of_another_payment_of_the_order_is_emailed(
+    world: World, sinks: Sinks, clock: FakeClock
+) -> None:
+    # Given an order paid in two PaymentIntents, a deposit and a balance, whose balance is
+    # processed first
+    order, deposit, balance = stripe.unique("ord"), stripe.unique("pi"), stripe.unique("pi")
+    world.deliver(payment_with_receipt(order, balance, 7000, T0 + 3600))
+    late = world.deliver(payment_with_receipt(order, deposit, 3000, T0))
+
+    # When everything is sent
+    send_all(world, clock, channels(sinks))
+
+    # Then the deposit counted late (the order's status kept) and both payments were
+    # e-mailed: the deposit contradicts nothing the customer was told of the balance
+    assert late.outcome.value == "stale"
+    assert world.order(order)["paid_total"] == 10000
+    sinks.events_by_key()
+    assert sinks.details[key_of_payment(world, order, deposit)]["late"] is True
+    assert set(sinks.emails()) == {
+        key_of_payment(world, order, deposit),
+        key_of_payment(world, order, balance),
+    }
+
+
+def test_a_payment_late_against_its_own_refund_is_not_emailed_beside_another_payment(
+    world: World, sinks: Sinks, clock: FakeClock
+) -> None:
+    # Given an order with two payments: the first refunded before its own payment event is
+    # processed, the second paid later still
+    order, first, second = stripe.unique("ord"), stripe.unique("pi"), stripe.unique("pi")
+    world.deliver(stripe.refund_created(first, stripe.unique("re"), 3000, T0 + 60, order_id=order))
+    world.deliver(payment_with_receipt(order, second, 7000, T0 + 3600))
+    world.deliver(payment_with_receipt(order, first, 3000, T0))
+
+    # When everything is sent
+    send_all(world, clock, channels(sinks))
+
+    # Then the first payment's e-mail is not sent after its refund's; the second's is
+    emailed = set(sinks.emails())
+    assert key_of_payment(world, order, first) not in emailed
+    assert key_of_payment(world, order, second) in emailed
+
+
+def key_of_payment(world: World, order: str, payment: str) -> str:
+    [effect] = [
+        e
+        for e in world.effects(order)
+        if e["transition"] == "order.paid" and e["payment"] == payment
+    ]
+    return outbox_id_for(effect["effect_key"])

@@ -75,7 +75,9 @@ class OutboxOutsideTransaction(EffectProcessor):
 class StaleNotAnnounced(EffectProcessor):
     """Counts a late movement but tells nobody: downstream books miss money that moved."""
 
-    def _outbox_put(self, routed: RoutedEffect, *, late: bool) -> TransactWriteItemTypeDef:
+    def _outbox_put(
+        self, routed: RoutedEffect, *, late: bool, superseded: bool = False
+    ) -> TransactWriteItemTypeDef:
         if not late:
             return super()._outbox_put(routed, late=late)
         # Something harmless in the outbox item's slot.

@@ -316,6 +316,7 @@ def _from_payment_intent(event: StripeEvent, delivery: Delivery) -> Readings:
             registers=_payment_refs(intent.id, intent.latest_charge),
             recipient=intent.receipt_email,
             payment=intent.id,
+            captured_so_far=True,
         ),
     )
 
@@ -339,6 +340,8 @@ def _from_charge(event: StripeEvent, delivery: Delivery) -> Readings:
             registers=_payment_refs(charge.payment_intent, charge.id),
             recipient=email,
             payment=charge.payment,
+            # Only `amount_captured` grows with each capture; `amount` is what was authorized.
+            captured_so_far=field == "amount_captured",
         ),
     )
 
