@@ -54,6 +54,10 @@ TEMPLATES: Final[dict[str, Template]] = {
         subject="Dispute closed for order {order_id}",
         body="The dispute of {money} on order {order_id} was decided in your favour.",
     ),
+    Transition.DISPUTE_REFUNDED: Template(
+        subject="Dispute closed for order {order_id}",
+        body="The dispute of {money} on order {order_id} was closed by a refund to you.",
+    ),
     Transition.FUNDS_REINSTATED: Template(
         subject="Dispute settled for order {order_id}",
         body="{money} of the dispute on order {order_id}, already refunded to you before it"

@@ -34,6 +34,9 @@ class Transition(StrEnum):
     DISPUTED = "order.disputed"
     DISPUTE_WON = "order.dispute_won"
     DISPUTE_LOST = "order.dispute_lost"
+    # A dispute closed by refunding the buyer (a Mercado Pago mediation the buyer wins): the
+    # hold is released and the refund's own entry carries the money; neither won nor lost.
+    DISPUTE_REFUNDED = "order.dispute_refunded"
     # Part of a lost dispute given back (Stripe reinstates what was refunded before the
     # cardholder disputed the whole charge): after the verdict, from the dispute's own
     # balance transactions.
@@ -92,6 +95,9 @@ TRANSITION_RULES: Final[dict[Transition, TransitionRule]] = {
         8,
         reverses=Transition.DISPUTED,
     ),
+    Transition.DISPUTE_REFUNDED: TransitionRule(
+        "dispute_refunded", ((Total.DISPUTED, -1),), 8, reverses=Transition.DISPUTED
+    ),
     # Moves money the lost verdict booked as lost to what was given back; the verdict comes
     # first in every event that carries it (the same dispute object), and counts once.
     Transition.FUNDS_REINSTATED: TransitionRule(
@@ -106,6 +112,7 @@ VERDICT_KEY: Final = "order.dispute_verdict"
 KEY_SLOT: Final[dict[Transition, str]] = {
     Transition.DISPUTE_WON: VERDICT_KEY,
     Transition.DISPUTE_LOST: VERDICT_KEY,
+    Transition.DISPUTE_REFUNDED: VERDICT_KEY,
 }
 
 

@@ -299,12 +299,19 @@ def test_mercadopago_mediation_the_buyer_wins_by_a_refund_releases_what_it_held(
     )
     processor.process("mercadopago", NOTIFICATION)
 
-    # Then the hold is released for what it withdrew, and the refund counts: nothing is left
+    # Then the hold closes for what it withdrew, neither won nor lost by the merchant (the
+    # buyer won), the refund counts, nothing is left, and no one is told the merchant won
     state = world.order("ord_1042")
     assert (state["paid_total"], state["refunded_total"]) == (5000, 5000)
-    assert dispute_totals(state) == (0, 5000, 0)
+    assert dispute_totals(state) == (0, 0, 0)
     assert financial_status(state) == "refunded"
     assert world.mismatches("ord_1042") == []
+    assert sorted(i["transition"] for i in world.outbox("ord_1042")) == [
+        "order.dispute_refunded",
+        "order.disputed",
+        "order.paid",
+        "order.refunded",
+    ]
 
 
 def booked_before_one_dispute(world: World, ref: str, transition: Transition, stage: str) -> None:

@@ -9,9 +9,11 @@ One payment can hold several entries, each named by its own object:
   it may escalate to (`charged_back`) are one claim on one payment, withdrawn once
   (`order.disputed`) and settled once: lost when the chargeback is `settled` (the money is
   gone), won when `reimbursed` (Mercado Pago covered it) or when the payment is back to
-  `approved`/`refunded` after a mediation (the hold released; `order.dispute_won`, counted only
-  if the dispute is open: the payment read is its current state, and most approved payments
-  were never disputed).
+  `approved` after a mediation (the hold released; `order.dispute_won`), closed by a refund when
+  it is `refunded` after a mediation (the buyer won by a refund, its own `order.refunded`
+  entry; the hold closes as `order.dispute_refunded`, neither won nor lost); a release is
+  counted only if the dispute is open: the payment read is its current state, and most
+  approved payments were never disputed.
 A notification re-read later yields the same entries with the same keys, so reprocessing any
 notification of a payment is safe. Amounts are decimals in major units of `currency_id`
 (CLP 5000 is 5,000 pesos); the order is `external_reference` (or `metadata.order_id`).
@@ -82,6 +84,7 @@ REFUND_MOVED_MONEY: Final = "approved"
 # The note on a mediation's release (`order.dispute_won` from a payment approved again): what
 # tells it, in the ledger, from a chargeback Mercado Pago reimbursed.
 RELEASED: Final = "the mediation's hold released: the payment is approved again"
+CLOSED_BY_REFUND: Final = "the mediation closed by a refund to the buyer"
 CHARGEBACK_VERDICTS: Final[Mapping[str, Transition]] = {
     "settled": Transition.DISPUTE_LOST,
     "reimbursed": Transition.DISPUTE_WON,
@@ -339,9 +342,22 @@ class Interpreter:
             verdict = CHARGEBACK_VERDICTS.get(payment.status_detail or "")
             if payment.status == "charged_back" and verdict is not None:
                 effects.append(effect(verdict, ref, held, updated))
+        elif held and payment.status == "refunded":
+            # Refunded while a mediation held it: the buyer won by a refund (the refund is its
+            # own entry above); the hold closes, neither won nor lost by the merchant.
+            effects.append(
+                effect(
+                    Transition.DISPUTE_REFUNDED,
+                    ref,
+                    held,
+                    updated,
+                    only_if_open=True,
+                    note=CLOSED_BY_REFUND,
+                )
+            )
         elif held:
-            # Back to approved or refunded: a hold, if one is open, is released. Nothing left
-            # on a payment never disputed (refunded in full) is nothing to release.
+            # Approved again: a hold, if one is open, is released for the merchant. Nothing
+            # left on a payment never disputed is nothing to release.
             effects.append(
                 effect(Transition.DISPUTE_WON, ref, held, updated, only_if_open=True, note=RELEASED)
             )
@@ -355,4 +371,5 @@ _WHAT: Final[Mapping[Transition, str]] = {
     Transition.DISPUTED: "dispute",
     Transition.DISPUTE_WON: "dispute",
     Transition.DISPUTE_LOST: "dispute",
+    Transition.DISPUTE_REFUNDED: "dispute",
 }
