@@ -280,7 +280,7 @@ def test_mercadopago_dispute_after_a_partial_refund_holds_and_releases_what_was_
     assert world.mismatches("ord_1042") == []
 
 
-def test_mercadopago_mediation_the_buyer_wins_by_a_refund_releases_what_it_held(
+def test_mercadopago_mediation_closed_by_the_sellers_refund_releases_what_it_held(
     world: World, payments_api: FakeProviderApis
 ) -> None:
     # Given a payment held by a mediation
@@ -288,8 +288,8 @@ def test_mercadopago_mediation_the_buyer_wins_by_a_refund_releases_what_it_held(
     payments_api.payments[PAYMENT_ID] = payment_now("payment.in_mediation")
     processor.process("mercadopago", NOTIFICATION)
 
-    # When Mercado Pago settles it by refunding the buyer in full: nothing is left on the
-    # payment, yet the hold it withdrew must come back before the refund takes the money
+    # When the seller refunds the buyer in full to close it: nothing is left on the payment,
+    # yet the hold it withdrew must come back before the refund takes the money
     payments_api.payments[PAYMENT_ID] = payment_now(
         "payment.refunded",
         refunds=[
@@ -299,8 +299,8 @@ def test_mercadopago_mediation_the_buyer_wins_by_a_refund_releases_what_it_held(
     )
     processor.process("mercadopago", NOTIFICATION)
 
-    # Then the hold closes for what it withdrew, neither won nor lost by the merchant (the
-    # buyer won), the refund counts, nothing is left, and no one is told the merchant won
+    # Then the hold closes for what it withdrew, neither won nor lost, the seller's refund
+    # counts, nothing is left, and no one is told the merchant won
     state = world.order("ord_1042")
     assert (state["paid_total"], state["refunded_total"]) == (5000, 5000)
     assert dispute_totals(state) == (0, 0, 0)
@@ -312,6 +312,55 @@ def test_mercadopago_mediation_the_buyer_wins_by_a_refund_releases_what_it_held(
         "order.paid",
         "order.refunded",
     ]
+
+
+def refunded_by_buyer_protection(amount: float) -> dict[str, Any]:
+    """The payment after Mercado Pago's buyer protection resolved a claim for the buyer."""
+    refund = {
+        **payment("payment.refunded")["refunds"][0],
+        "id": 2900000001,
+        "amount": amount,
+        "source": {"id": "1", "name": "Mercado Pago", "type": "bpp"},
+    }
+    return payment_now(
+        "payment.refunded",
+        status_detail="bpp_refunded",
+        refunds=[refund],
+        transaction_amount_refunded=amount,
+        date_last_updated="2026-12-20T10:00:00.000-04:00",
+    )
+
+
+@pytest.mark.parametrize("mediation_read", [True, False])
+def test_mercadopago_mediation_lost_by_buyer_protection_is_a_dispute_lost_not_a_refund(
+    world: World, payments_api: FakeProviderApis, mediation_read: bool
+) -> None:
+    # Given a payment read approved, and held by a mediation (read, or never read)
+    processor = processor_with(world, payments_api.url)
+    stages = ("payment", "payment.in_mediation") if mediation_read else ("payment",)
+    for stage in stages:
+        payments_api.payments[PAYMENT_ID] = payment_now(stage)
+        processor.process("mercadopago", NOTIFICATION)
+
+    # When the buyer wins: buyer protection refunds the 50.00 from the seller's money, and the
+    # notification is delivered again afterwards
+    payments_api.payments[PAYMENT_ID] = refunded_by_buyer_protection(50)
+    processor.process("mercadopago", NOTIFICATION)
+    again = processor.process("mercadopago", NOTIFICATION)
+
+    # Then the claim is lost once, nothing is booked as refunded by the seller or won, and the
+    # buyer is told the dispute went their way
+    state = world.order("ord_1042")
+    assert (state["paid_total"], state.get("refunded_total", 0)) == (5000, 0)
+    assert dispute_totals(state) == (0, 0, 5000)
+    assert financial_status(state) == "dispute_lost"
+    assert counted(world, "ord_1042") == [
+        ("order.dispute_lost", f"{PAYMENT_ID}:dispute", 5000),
+        ("order.disputed", f"{PAYMENT_ID}:dispute", 5000),
+        ("order.paid", PAYMENT_ID, 5000),
+    ]
+    assert all(p.outcome.value == "duplicate" for p in again)
+    assert world.mismatches("ord_1042") == []
 
 
 def booked_before_one_dispute(world: World, ref: str, transition: Transition, stage: str) -> None:

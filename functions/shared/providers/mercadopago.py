@@ -9,11 +9,13 @@ One payment can hold several entries, each named by its own object:
   it may escalate to (`charged_back`) are one claim on one payment, withdrawn once
   (`order.disputed`) and settled once: lost when the chargeback is `settled` (the money is
   gone), won when `reimbursed` (Mercado Pago covered it) or when the payment is back to
-  `approved` after a mediation (the hold released; `order.dispute_won`), closed by a refund when
-  it is `refunded` after a mediation (the buyer won by a refund, its own `order.refunded`
-  entry; the hold closes as `order.dispute_refunded`, neither won nor lost); a release is
-  counted only if the dispute is open: the payment read is its current state, and most
-  approved payments were never disputed.
+  `approved` after a mediation (the hold released; `order.dispute_won`), lost when buyer
+  protection refunded the buyer (`refunded`, `bpp_refunded`: a refund whose `source.type` is
+  `bpp` is the claim's loss, paid from the seller's money, not a refund the seller gave), closed
+  by the seller's own refund when it is `refunded` after a mediation otherwise (the refund is
+  its own `order.refunded`; the hold closes as `order.dispute_refunded`, neither won nor lost);
+  a release is counted only if the dispute is open: the payment read is its current state, and
+  most approved payments were never disputed.
 A notification re-read later yields the same entries with the same keys, so reprocessing any
 notification of a payment is safe. Amounts are decimals in major units of `currency_id`
 (CLP 5000 is 5,000 pesos); the order is `external_reference` (or `metadata.order_id`).
@@ -81,10 +83,11 @@ MONEY_RECEIVED: Final = frozenset({"approved", "refunded", "charged_back", "in_m
 DISPUTED: Final = frozenset({"charged_back", "in_mediation"})
 HOLD_RELEASED: Final = frozenset({"approved", "refunded"})
 REFUND_MOVED_MONEY: Final = "approved"
+BUYER_PROTECTION: Final = "bpp"  # refunds[].source.type of a claim resolved for the buyer
 # The note on a mediation's release (`order.dispute_won` from a payment approved again): what
 # tells it, in the ledger, from a chargeback Mercado Pago reimbursed.
 RELEASED: Final = "the mediation's hold released: the payment is approved again"
-CLOSED_BY_REFUND: Final = "the mediation closed by a refund to the buyer"
+CLOSED_BY_REFUND: Final = "the mediation closed by the seller's refund"
 CHARGEBACK_VERDICTS: Final[Mapping[str, Transition]] = {
     "settled": Transition.DISPUTE_LOST,
     "reimbursed": Transition.DISPUTE_WON,
@@ -140,11 +143,22 @@ class Notification(_MercadoPagoModel):
     data: NotificationData
 
 
+class RefundSource(_MercadoPagoModel):
+    type: str | None = None
+
+
 class Refund(_MercadoPagoModel):
     id: str | int
     amount: DecimalAmount
     date_created: str
     status: str | None = None
+    source: RefundSource | None = None
+
+    @property
+    def by_buyer_protection(self) -> bool:
+        """Given back by Mercado Pago's buyer protection resolving a claim for the buyer, from
+        the seller's money: the claim's loss, not a refund the seller gave."""
+        return self.source is not None and self.source.type == BUYER_PROTECTION
 
 
 class Payer(_MercadoPagoModel):
@@ -317,13 +331,18 @@ class Interpreter:
         if payment.status in MONEY_RECEIVED:
             approved_at, note = _approved_at(payment)
             effects.append(effect(Transition.PAID, str(payment.id), amount, approved_at, note=note))
+        lost_to_claim = 0
         for n, refund in enumerate(payment.refunds):
             at = f"payment.refunds.{n}"
             minor = to_minor(refund.amount, currency, f"{at}.amount")
-            if refund.status == REFUND_MOVED_MONEY:
-                refunded_at = _epoch(refund.date_created, f"{at}.date_created")
-                ref = f"refund:{refund.id}"
-                effects.append(effect(Transition.REFUNDED, ref, minor, refunded_at, f"{at}.amount"))
+            if refund.status != REFUND_MOVED_MONEY:
+                continue
+            if refund.by_buyer_protection:
+                lost_to_claim += minor
+                continue
+            refunded_at = _epoch(refund.date_created, f"{at}.date_created")
+            ref = f"refund:{refund.id}"
+            effects.append(effect(Transition.REFUNDED, ref, minor, refunded_at, f"{at}.amount"))
         if payment.status not in DISPUTED | HOLD_RELEASED:
             return effects
         # One dispute per payment, whatever its stages: booked under the ref its ledger holds,
@@ -342,9 +361,16 @@ class Interpreter:
             verdict = CHARGEBACK_VERDICTS.get(payment.status_detail or "")
             if payment.status == "charged_back" and verdict is not None:
                 effects.append(effect(verdict, ref, held, updated))
+        elif lost_to_claim:
+            # The buyer won the claim: buyer protection refunded what it held, from the
+            # seller's money. The dispute is lost (opened too, if no read saw it held), for what
+            # its opening withdrew or, never read, what buyer protection gave back.
+            lost = booked[ref].minor if ref in booked else lost_to_claim
+            effects.append(effect(Transition.DISPUTED, ref, lost, updated))
+            effects.append(effect(Transition.DISPUTE_LOST, ref, lost, updated))
         elif held and payment.status == "refunded":
-            # Refunded while a mediation held it: the buyer won by a refund (the refund is its
-            # own entry above); the hold closes, neither won nor lost by the merchant.
+            # Refunded by the seller while a mediation held it: the refund is its own entry
+            # above; the hold closes, neither won nor lost.
             effects.append(
                 effect(
                     Transition.DISPUTE_REFUNDED,
