@@ -34,6 +34,7 @@ class Slot(StrEnum):
     # The waiting room's moves (waiting.py):
     PARKED = "parked"  # a parked delivery's removal: refused, re-driven or attached meanwhile
     UNMATCHED = "unmatched"  # the delivery as unmatched money
+    DORMANT = "dormant"  # a delivery that only binds, kept past its wait
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,9 @@ all: a delivery that only binds (a Stripe renewal invoice naming no order, bound
 subscription no order was ever bound to) moves no money, so past the wait it is recorded as
 `ignored` with its reason (its `DELIVERY` record, as process records what changed nothing),
 not unmatched; one the code before this rule moved to unmatched is recorded so on the next run.
-Whatever it would have bound, nothing waits for it: a payment it names is counted through its
-own events, and a delivery that needs its binding waits (and goes unmatched) on its own.
+It is kept `DORMANT` for the retention (neither listed nor alarmed) and re-driven if what it
+binds through is bound after all: the payment that waits (and went unmatched) on its binding
+then counts, without a person.
 
 Long on purpose: parking, the scheduled re-drive, re-checks and the operator's attach move
 the same items through the same partitions, with the same conditions.
@@ -142,6 +143,9 @@ class Waiting:
 
     def waiting(self) -> Iterator[dict[str, Any]]:
         return self._partition(tables.WAITING_PK)
+
+    def dormant(self) -> Iterator[dict[str, Any]]:
+        return self._partition(tables.DORMANT_PK)
 
     # -- objects read again ----------------------------------------------------------------
 
@@ -275,7 +279,7 @@ class Waiting:
         """Each waiting delivery: re-enqueued once its binding exists, unmatched once it waited
         longer than the limit (and re-enqueued if its binding appears later), or, if it moves
         no money, recorded as ignored then; each watched object whose re-check is due,
-        re-driven. Counted (`redriven`, `unmatched`, `ignored`, `still_waiting`,
+        re-driven. Counted (`redriven`, `unmatched`, `ignored`, `dormant`, `still_waiting`,
         `waiting_over_an_hour`, `rechecked`, `rechecks_open`, `rechecks_over_a_week`,
         `redrive_failures`)."""
         counts: Counter[str] = Counter(
@@ -283,6 +287,7 @@ class Waiting:
                 "redriven": 0,
                 "unmatched": 0,
                 "ignored": 0,
+                "dormant": 0,
                 "still_waiting": 0,
                 "waiting_over_an_hour": 0,
                 "redrive_failures": 0,
@@ -290,6 +295,8 @@ class Waiting:
         )
         now = int(self._clock())
         waiting, unmatched = list(self.waiting()), list(self.unmatched())
+        # Dormant deliveries are read with the unmatched ones: re-driven once bound.
+        unmatched += list(self.dormant())
         try:
             bound: list[bool | None] | None = self._bound_items(waiting + unmatched)
         except (ClientError, UmavezError):
@@ -317,8 +324,10 @@ class Waiting:
                 continue
             try:
                 if bound[n]:
-                    self._enqueue_and_forget(item, tables.UNMATCHED_PK)
+                    self._enqueue_and_forget(item, str(item[tables.PARTITION_KEY]))
                     counts["redriven"] += 1
+                elif item[tables.PARTITION_KEY] == tables.DORMANT_PK:
+                    counts["dormant"] += 1
                 elif bound[n] is False and not moves_money(item):
                     # Moved here before unmatched meant money: it leaves the list (and the alarm).
                     counts["ignored"] += self._ignore(item, tables.UNMATCHED_PK, now)
@@ -364,7 +373,7 @@ class Waiting:
         (a typo, a refund id) is refused unless `force`. Returns how many were re-driven."""
         parked = [
             (partition, item)
-            for partition in (tables.WAITING_PK, tables.UNMATCHED_PK)
+            for partition in (tables.WAITING_PK, tables.UNMATCHED_PK, tables.DORMANT_PK)
             for item in self._partition(partition)
             if item["provider"] == provider and object_id in item.get("objects", [])
         ]
@@ -503,8 +512,11 @@ class Waiting:
     def _ignore(self, item: dict[str, Any], partition: str, now: int) -> bool:
         """A delivery that moves no money and whose objects no order was ever bound to: its
         audit record says so (kept for the retention, as process keeps what changed nothing),
-        and it is no longer parked. Only if it still is: a re-drive or an attach in between
-        wins. A record of the delivery already there (a copy processed since) is kept."""
+        and it no longer waits: it is kept dormant for the retention (not listed, not
+        alarmed), re-driven if what it binds through is bound after all (a subscription bound
+        late: its renewal invoice then binds, and the payment waiting on that invoice counts).
+        Only if it still waits: a re-drive or an attach in between wins. A record of the
+        delivery already there (a copy processed since) is kept."""
         objects = ", ".join(str(ref) for ref in item.get("objects", []))
         record = {
             tables.PARTITION_KEY: tables.delivery_pk(item["provider"], item["event_id"]),
@@ -528,9 +540,17 @@ class Waiting:
                 "ExpressionAttributeNames": {"#pk": tables.PARTITION_KEY},
             }
         }
-        transaction = Transaction.of(
-            Placed(Slot.AUDIT, audit), Placed(Slot.PARKED, self._parked_delete(parked))
-        )
+        dormant = {
+            **item,
+            tables.PARTITION_KEY: tables.DORMANT_PK,
+            "dormant_since": record["recorded_at"],
+            tables.EXPIRES_AT: now + self._retention_seconds,
+        }
+        keep: TransactWriteItemTypeDef = {
+            "Put": {"TableName": self._tables.ledger, "Item": to_attributes(dormant)}
+        }
+        moves = [Placed(Slot.PARKED, self._parked_delete(parked)), Placed(Slot.DORMANT, keep)]
+        transaction = Transaction.of(Placed(Slot.AUDIT, audit), *moves)
         try:
             self._db.transact_write_items(TransactItems=transaction.items)
         except ClientError as exc:
@@ -539,7 +559,7 @@ class Waiting:
                 return False
             if refusal.failed(Slot.AUDIT):
                 # The delivery has its record already: it only stops waiting.
-                self._db.delete_item(TableName=self._tables.ledger, Key=parked)
+                self._db.transact_write_items(TransactItems=Transaction.of(*moves).items)
                 return True
             raise UnexpectedWriteError(f"ignored move: {refusal.codes}") from exc
         return True

@@ -141,6 +141,9 @@ def delivery_pk(provider: str, event_id: str) -> str:
 # few (a race between a provider's events, or money nobody can route), never the traffic.
 WAITING_PK: Final = "WAITING"
 UNMATCHED_PK: Final = "UNMATCHED"
+# Deliveries that only bind, kept past their wait (expiring with the retention) and re-driven
+# once what they are bound through is bound: a chain waiting on them is not broken for good.
+DORMANT_PK: Final = "DORMANT"
 # Provider objects read again on a schedule (a charge with a refund still pending): as few.
 RECHECK_PK: Final = "RECHECK"
 

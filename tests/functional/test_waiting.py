@@ -435,3 +435,32 @@ def test_a_delivery_moving_no_money_that_went_unmatched_before_leaves_the_list_r
     # Then it is no longer unmatched (nor counted by the alarm), but recorded as ignored
     assert (counts["ignored"], list(room.unmatched())) == (1, [])
     assert [d["outcome"] for d in world.deliveries()] == [Outcome.IGNORED]
+
+
+def test_a_renewal_ignored_past_the_wait_binds_when_its_subscription_is_bound_late(
+    world: World, room: Waiting, clock: FakeClock, queue: tuple[SQSClient, str]
+) -> None:
+    # Given a renewal's invoice.paid (naming only its subscription) and the renewal's
+    # invoice_payment.paid (naming only that invoice) parked, and three days passing with no
+    # order bound to the subscription: the invoice is recorded ignored, the payment unmatched
+    order, intent = stripe.unique("ord"), stripe.unique("pi")
+    first, renewal, subscription = stripe.unique("in"), stripe.unique("in"), stripe.unique("sub")
+    renewed = renewal_naming_no_order(renewal, subscription)
+    payment = stripe.subscription_invoice_payment_paid(renewal, intent, AMOUNT, T0 + 61)
+    for body in (renewed, payment):
+        handle_message(record(body, PARK_AFTER_RECEIVES), world.processor(), room)
+    clock.advance(WAIT_LIMIT_SECONDS)
+    counts = room.redrive()
+    assert (counts["ignored"], counts["unmatched"]) == (1, 1)
+
+    # When the subscription's first invoice, naming the order, is delivered late (a resend),
+    # and the re-drive runs as scheduled
+    world.deliver(stripe.subscription_invoice_paid(order, first, subscription, T0))
+    for _ in range(2):
+        room.redrive()
+        process_queue(world, queue)
+
+    # Then the renewal bound its invoice, its payment counted once, and nothing is left waiting,
+    # unmatched or dormant
+    assert world.order(order)["paid_total"] == AMOUNT
+    assert (list(room.waiting()), list(room.unmatched()), list(room.dormant())) == ([], [], [])
