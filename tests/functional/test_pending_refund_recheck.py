@@ -298,3 +298,36 @@ def test_a_watch_ended_while_its_recheck_is_sent_is_not_made_again(
     assert sent["rechecked"] == 1
     assert list(room.watched()) == []
     assert (later["rechecked"], later["rechecks_open"], later["redrive_failures"]) == (0, 0, 0)
+
+
+def test_a_pending_refund_beside_a_settled_one_is_watched_and_counts_when_it_succeeds(
+    world: World,
+    provider_apis: FakeProviderApis,
+    queue: tuple[SQSClient, str],
+    room: Waiting,
+    clock: FakeClock,
+) -> None:
+    # Given a paid order on a 2023-10-16 endpoint that subscribed charge.refunded only, whose
+    # charge has a refund succeeded and another still pending when charge.refunded is read
+    order, intent, charge = paid(world)
+    settled = refund_object(stripe.unique("re"), intent, charge, 1000, T0 + 60)
+    pending = refund_object(stripe.unique("re"), intent, charge, 500, T0 + 120)
+    provider_apis.refunds[charge] = [{**pending, "status": "pending"}, settled]
+    processor = stripe_processor(world, provider_apis)
+    outcomes = delivered(charge_refunded_2023(order, intent, charge), processor, room)
+
+    # Then the settled one counts, and the charge is watched for the pending one
+    assert sorted(outcomes) == sorted([Outcome.APPLIED, Outcome.IGNORED])
+    assert world.order(order)["refunded_total"] == 1000
+    assert [w["object"] for w in room.watched()] == [charge]
+
+    # When the pending refund succeeds at Stripe (no event says so) and its re-check is due
+    provider_apis.refunds[charge] = [pending, settled]
+    clock.advance(RECHECK_AFTER_SECONDS)
+    assert room.redrive()["rechecked"] == 1
+    redriven(queue, processor, room)
+
+    # Then both refunds count once, and nothing is watched any more
+    assert world.order(order)["refunded_total"] == 1500
+    assert list(room.watched()) == []
+    assert world.mismatches(order) == []
