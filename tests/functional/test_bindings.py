@@ -180,6 +180,38 @@ def test_one_payment_named_for_two_orders_in_parallel_is_credited_once(world: Wo
     assert sum(world.order(order).get("paid_total", 0) for order in orders) == AMOUNT
 
 
+def test_a_reversal_whose_payment_another_order_bound_meanwhile_is_a_conflict_not_a_void(
+    world: World,
+) -> None:
+    # Given a refund's failure naming order A for a payment not bound yet (its refund never
+    # counted), and the payment paid on order B between the read and the transaction
+    named, holder, intent = stripe.unique("ord"), stripe.unique("ord"), stripe.unique("pi")
+    refund, charge = stripe.unique("re"), stripe.unique("ch")
+    reads = 0
+
+    def pay_b_after_the_read(operation: str, call: Callable[[], Any]) -> Any:
+        nonlocal reads
+        result = call()
+        reads += operation == "batch_get_item"
+        if operation == "batch_get_item" and reads == 2:  # the lookup, then the read
+            world.deliver(stripe.payment_intent_succeeded(holder, intent, AMOUNT, T0, charge))
+        return result
+
+    failed = stripe.refund_event("refund.failed", intent, refund, 1000, T0 + 60, charge, named)
+
+    # When it is processed (its transaction refused on the binding and on the reversed entry)
+    [processed] = world.processor(intercepted(world.dynamodb, pay_b_after_the_read)).process(
+        "stripe", failed
+    )
+
+    # Then it is a recorded conflict naming both orders, not a void of the refund's keys
+    assert processed.outcome is Outcome.CONFLICT
+    [record] = [d for d in world.deliveries() if d["outcome"] == "conflict"]
+    assert (record["order_id"], record["bound_order_id"]) == (named, holder)
+    assert not [e for e in world.effects(named) if e["outcome"] == "voided"]
+    assert world.order(holder)["paid_total"] == AMOUNT
+
+
 def test_checkout_naming_another_order_for_a_bound_payment_is_a_conflict(world: World) -> None:
     order, intent, session = ids()
     world.deliver(stripe.payment_intent_succeeded(order, intent, AMOUNT, T0))

@@ -310,6 +310,31 @@ def test_mercadopago_notification_signed_over_its_manifest_is_enqueued(
     assert status == 200
 
 
+def test_mercadopago_notification_whose_ts_is_in_milliseconds_is_enqueued(
+    deployment: Deployment,
+    build: EventBuilder,
+) -> None:
+    # Given a notification signed with its ts in milliseconds
+    raw = (EVENTS_DIR / "mercadopago" / "payment.updated.json").read_bytes()
+    header = mercadopago_signature(
+        "1325896547", "req-9c1d", int(time.time() * 1000), deployment.secrets["mercadopago"]
+    )
+    event = build(
+        "mercadopago",
+        raw,
+        {"x-signature": header, "x-request-id": "req-9c1d"},
+        query={"data.id": "1325896547", "type": "payment"},
+    )
+
+    # When it arrives
+    status, _ = post(event)
+
+    # Then it is accepted and enqueued: not refused as from the future
+    [message] = deployment.messages()
+    assert message["MessageAttributes"]["event_id"]["StringValue"] == "118452369871"
+    assert status == 200
+
+
 def test_mercadopago_query_is_read_as_sent_and_a_repeated_data_id_is_never_authentic(
     deployment: Deployment, build: EventBuilder
 ) -> None:

@@ -98,6 +98,26 @@ def test_refund_that_never_succeeded_never_counts_even_if_its_success_arrives_la
     assert (voided.outcome, late.outcome) == (Outcome.VOIDED, Outcome.DUPLICATE)
 
 
+def test_a_refund_counted_stale_that_fails_takes_its_money_back(world: World) -> None:
+    # Given a paid order refunded 1000 late (after a later refund of 500 had landed): the
+    # earlier refund counted stale
+    order, intent, charge = paid(world)
+    world.deliver(stripe.refund_created(intent, stripe.unique("re"), 500, T0 + 7200, charge))
+    refund = stripe.unique("re")
+    late = world.deliver(stripe.refund_created(intent, refund, 1000, T0 + 60, charge))
+    assert late.outcome is Outcome.STALE
+
+    # When that refund fails
+    failed = world.deliver(stripe.refund_failed(intent, refund, 1000, T0 + 9000, charge))
+
+    # Then its failure reverses what it counted: only the other refund stays refunded
+    assert failed.outcome is Outcome.APPLIED
+    state = world.order(order)
+    assert state.get("refunded_total", 0) == 500
+    assert ("order.refund_reversed", False) in announced(world, order)
+    assert world.mismatches(order) == []
+
+
 def test_canceled_refund_that_never_succeeded_is_voided(world: World) -> None:
     order, intent, charge = paid(world)
     body = json.loads(stripe.fixture_text("refund.updated.canceled"))
@@ -198,6 +218,32 @@ def test_order_lookup_reads_the_payment_binding_consistently(world: World) -> No
     )
     assert (lookup, before_writing) == ([True], [False])
     assert world.order(order).get("refunded_total", 0) == 1000
+
+
+def test_a_refunds_failure_reads_the_refund_it_reverses_consistently(world: World) -> None:
+    # Given a paid order with a succeeded refund
+    order, intent, charge = paid(world)
+    refund = stripe.unique("re")
+    world.deliver(stripe.refund_created(intent, refund, 1000, T0 + 60, charge))
+    requests: list[dict[str, Any]] = []
+    original = world.dynamodb.batch_get_item
+
+    def recording(**kwargs: Any) -> Any:
+        requests.append(kwargs)
+        return original(**kwargs)
+
+    world.dynamodb.batch_get_item = recording  # type: ignore[method-assign]
+
+    # When the refund fails
+    world.deliver(stripe.refund_failed(intent, refund, 1000, T0 + 3600, charge))
+
+    # Then the read before the transaction, which reads the refund it settles, is consistent
+    # (what the reversal posts is what that refund counted: a lagging read could miss it)
+    lookup, before_writing = (
+        [table["ConsistentRead"] for table in r["RequestItems"].values()] for r in requests
+    )
+    assert (lookup, before_writing) == ([True], [True])
+    assert world.order(order).get("refunded_total", 0) == 0
 
 
 # -- disputes and inquiries -----------------------------------------------------------------
@@ -726,4 +772,38 @@ def test_a_verdict_settles_what_its_opening_counted_whatever_its_event_says(worl
     assert state.get("disputed_total", 0) == 0
     assert state.get("dispute_won_total", 0) == 1000
     assert financial_status(state) == "dispute_won"
+    assert world.mismatches(order) == []
+
+
+def test_a_verdict_whose_opening_counted_stale_settles_what_that_opening_counted(
+    world: World,
+) -> None:
+    # Given a dispute opened (for its 1000) after a later refund of the payment had landed,
+    # so the opening counted stale
+    order, intent, charge = paid(world)
+    world.deliver(stripe.refund_created(intent, stripe.unique("re"), 500, T0 + 7200, charge))
+    case = stripe.unique("du")
+    world.deliver_all(
+        shaped_dispute(
+            "charge.dispute.created", intent, case, T0 + 3600, amount=1000, balance_transactions=[]
+        )
+    )
+    assert ("order.disputed", "stale") in counted(world, order)
+
+    # When its verdict says, by its balance transactions, that 900 was withdrawn and given back
+    world.deliver_all(
+        shaped_dispute(
+            "charge.dispute.closed.won",
+            intent,
+            case,
+            T0 + 90_000,
+            amount=1000,
+            balance_transactions=[moved(-900, "dispute"), moved(900, "dispute_reversal")],
+        )
+    )
+
+    # Then the verdict settles the 1000 the stale opening counted: nothing stays disputed
+    state = world.order(order)
+    assert state.get("disputed_total", 0) == 0
+    assert state.get("dispute_won_total", 0) == 1000
     assert world.mismatches(order) == []

@@ -214,6 +214,34 @@ def test_mercadopago_mediation_escalated_to_a_chargeback_is_one_dispute_closed_b
     assert world.mismatches("ord_1042") == []
 
 
+def test_mercadopago_dispute_lost_read_again_is_no_second_claim(
+    world: World, payments_api: FakeProviderApis
+) -> None:
+    # Given a payment held by a mediation that escalated to a chargeback settled against the
+    # seller: its dispute's verdict counted, lost (not a mediation's release)
+    processor = processor_with(world, payments_api.url)
+    for stage in ("payment", "payment.in_mediation", "payment.charged_back"):
+        payments_api.payments[PAYMENT_ID] = payment_now(stage)
+        processor.process("mercadopago", NOTIFICATION)
+    payments_api.payments[PAYMENT_ID] = payment_now("payment.charged_back_settled")
+
+    # When the payment, still charged back, is notified and read again, and again
+    processor.process("mercadopago", NOTIFICATION)
+    again = [processor.process("mercadopago", NOTIFICATION) for _ in range(2)]
+
+    # Then it is the same one dispute: the settled verdict is no release, so no chargeback
+    # filed afterwards is read into it, and nothing counts twice
+    state = world.order("ord_1042")
+    assert dispute_totals(state) == (0, 0, 5000)
+    assert counted(world, "ord_1042") == [
+        ("order.dispute_lost", f"{PAYMENT_ID}:dispute", 5000),
+        ("order.disputed", f"{PAYMENT_ID}:dispute", 5000),
+        ("order.paid", PAYMENT_ID, 5000),
+    ]
+    assert all(p.outcome.value == "duplicate" for run in again for p in run)
+    assert world.mismatches("ord_1042") == []
+
+
 def test_mercadopago_chargeback_after_a_mediation_the_seller_won_is_a_second_claim(
     world: World, payments_api: FakeProviderApis
 ) -> None:

@@ -155,7 +155,8 @@ def test_a_paid_invoice_of_zero_is_recorded_as_ignored_with_its_reason(
 # -- currencies: ISO 4217, one case -----------------------------------------------------------
 
 
-@pytest.mark.parametrize("currency", ["xxx", "XTS", "zzz", "", "us", "usd "])
+# "\u212aWD": a Kelvin sign, which lower-cases to "kwd" but is no ISO 4217 code
+@pytest.mark.parametrize("currency", ["xxx", "XTS", "zzz", "", "us", "usd ", "\u212aWD"])
 def test_a_currency_outside_iso_4217_fails_alone_naming_it(
     pipeline: Pipeline, currency: str
 ) -> None:

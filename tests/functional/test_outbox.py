@@ -26,6 +26,7 @@ from functions.outbox.budget import (
     SEND_CONNECT_TIMEOUT_SECONDS,
     SEND_MAX_ATTEMPTS,
     SEND_READ_TIMEOUT_SECONDS,
+    SEND_RETRY_WAIT_SECONDS,
     item_worst_case_seconds,
 )
 from functions.outbox.channels import Channel, EventBridgeChannel, SesEmailChannel
@@ -751,6 +752,41 @@ def test_a_sweep_stops_before_an_item_it_could_not_finish_and_the_next_sends_the
     # Then the rest are sent: each item exactly once
     assert dict(second) == {"sent": 2}
     assert sinks.events_by_key() == dict.fromkeys(ids, 1)
+
+
+def test_an_items_reserve_is_its_sends_and_each_of_its_dynamodb_calls_at_their_worst(
+    world: World, sinks: Sinks, clock: FakeClock
+) -> None:
+    # Given an item the sweeper owns, due, and a client that counts the sweep's requests
+    _, outbox_id = paid_order(world)
+    assert sender(world, clock, []).park(outbox_id, "the first try failed")
+    clock.advance(POLICY.backoff(1) + SWEEP_GRACE)
+    client = boto3.client("dynamodb")
+    counter = RequestCounter(client)
+    swept = OutboxSender(
+        client, TABLES.outbox, real_channels(sinks), clock, POLICY, ledger_table=TABLES.ledger
+    )
+
+    # When a sweep sends it
+    assert dict(Sweeper(client, TABLES.outbox, swept, clock, SWEEP_GRACE).sweep()) == {"sent": 1}
+
+    # Then the item made three DynamoDB calls (its claim, the read of its order, the write of
+    # its outcome; the queries list the due index, before any item starts), and the time an
+    # invocation reserves for an item is those calls, two AWS sends and the HTTP sink's
+    # connect and read, each at its worst
+    per_item = {op: n for op, n in counter.by_operation.items() if op != "Query"}
+    assert per_item == {"UpdateItem": 2, "GetItem": 1}
+
+    def worst(connect: float, read: float, attempts: int) -> float:
+        return attempts * (connect + read) + (attempts - 1) * SEND_RETRY_WAIT_SECONDS
+
+    aws_send = worst(SEND_CONNECT_TIMEOUT_SECONDS, SEND_READ_TIMEOUT_SECONDS, SEND_MAX_ATTEMPTS)
+    dynamodb_call = worst(
+        DYNAMODB_CONNECT_TIMEOUT_SECONDS, DYNAMODB_READ_TIMEOUT_SECONDS, DYNAMODB_MAX_ATTEMPTS
+    )
+    derived = 2 * aws_send + 2 * HTTP_TIMEOUT_SECONDS + sum(per_item.values()) * dynamodb_call
+    assert int(derived * 1000) == ITEM_RESERVE_MS
+    assert outbox_item(world, outbox_id)["status"] == "sent"
 
 
 def test_every_send_is_bounded_so_an_items_worst_case_is_known(

@@ -11,7 +11,7 @@ Stripe's refunds API is the local fake."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -40,9 +40,10 @@ from tests.functional.test_ledger import (
     refund_object,
     stripe_processor,
 )
+from tests.support.clients import intercepted
 from tests.support.clock import FakeClock
 from tests.support.queues import taken
-from tests.support.world import World
+from tests.support.world import TABLES, World
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -241,6 +242,96 @@ def test_a_refund_pending_for_a_week_is_counted_for_its_alarm_and_still_read_aga
     assert (at_a_week["rechecks_over_a_week"], past_a_week["rechecks_over_a_week"]) == (0, 1)
     assert past_a_week["rechecked"] == 1
     assert [w["object"] for w in room.watched()] == [charge]
+
+
+def test_a_refund_pending_for_over_a_week_stays_counted_between_its_rechecks(
+    world: World,
+    provider_apis: FakeProviderApis,
+    queue: tuple[SQSClient, str],
+    room: Waiting,
+    clock: FakeClock,
+) -> None:
+    # Given a charge watched for over a week for a refund that stays pending, just re-checked
+    _, charge, _, processor = watched_for_a_pending_refund(world, provider_apis, room, 900)
+    clock.advance(RECHECK_STUCK_SECONDS + 86_400)
+    assert room.redrive()["rechecked"] == 1
+    redriven(queue, processor, room)
+
+    # When the waiting function runs again before its next re-check is due
+    clock.advance(300)
+    between = room.redrive()
+
+    # Then the stuck watch is still counted (the alarm reads it on every run, not only when
+    # the charge is read again), though nothing was re-checked
+    assert (between["rechecked"], between["rechecks_open"]) == (0, 1)
+    assert between["rechecks_over_a_week"] == 1
+    assert [w["object"] for w in room.watched()] == [charge]
+
+
+def test_a_watch_ended_while_its_recheck_is_sent_is_not_made_again(
+    world: World, queue: tuple[SQSClient, str], clock: FakeClock
+) -> None:
+    # Given a watched charge whose re-check is due, and a re-check of the previous one that
+    # finds the charge settled and ends the watch while the waiting function sends this one
+    sqs, url = queue
+    room = Waiting(world.dynamodb, sqs, TABLES, url, clock)
+    room.watch(stripe_message(), {"ch_watched"})
+    [watch] = room.watched()
+    clock.advance(RECHECK_AFTER_SECONDS)
+
+    def ending_the_watch_meanwhile(operation: str, call: Callable[[], Any]) -> Any:
+        result = call()
+        if operation == "send_message":
+            room.unwatch("stripe", "ch_watched", str(watch["generation"]))
+        return result
+
+    racing = Waiting(
+        world.dynamodb, intercepted(sqs, ending_the_watch_meanwhile), TABLES, url, clock
+    )
+
+    # When the waiting function re-drives it, and runs again later
+    sent = racing.redrive()
+    clock.advance(RECHECK_AT_MOST_EVERY_SECONDS)
+    later = room.redrive()
+
+    # Then the ended watch stays ended: nothing is scheduled again, and later runs re-check
+    # nothing and fail on nothing
+    assert sent["rechecked"] == 1
+    assert list(room.watched()) == []
+    assert (later["rechecked"], later["rechecks_open"], later["redrive_failures"]) == (0, 0, 0)
+
+
+def test_a_pending_refund_beside_a_settled_one_is_watched_and_counts_when_it_succeeds(
+    world: World,
+    provider_apis: FakeProviderApis,
+    queue: tuple[SQSClient, str],
+    room: Waiting,
+    clock: FakeClock,
+) -> None:
+    # Given a paid order on a 2023-10-16 endpoint that subscribed charge.refunded only, whose
+    # charge has a refund succeeded and another still pending when charge.refunded is read
+    order, intent, charge = paid(world)
+    settled = refund_object(stripe.unique("re"), intent, charge, 1000, T0 + 60)
+    pending = refund_object(stripe.unique("re"), intent, charge, 500, T0 + 120)
+    provider_apis.refunds[charge] = [{**pending, "status": "pending"}, settled]
+    processor = stripe_processor(world, provider_apis)
+    outcomes = delivered(charge_refunded_2023(order, intent, charge), processor, room)
+
+    # Then the settled one counts, and the charge is watched for the pending one
+    assert sorted(outcomes) == sorted([Outcome.APPLIED, Outcome.IGNORED])
+    assert world.order(order)["refunded_total"] == 1000
+    assert [w["object"] for w in room.watched()] == [charge]
+
+    # When the pending refund succeeds at Stripe (no event says so) and its re-check is due
+    provider_apis.refunds[charge] = [pending, settled]
+    clock.advance(RECHECK_AFTER_SECONDS)
+    assert room.redrive()["rechecked"] == 1
+    redriven(queue, processor, room)
+
+    # Then both refunds count once, and nothing is watched any more
+    assert world.order(order)["refunded_total"] == 1500
+    assert list(room.watched()) == []
+    assert world.mismatches(order) == []
 
 
 def charge_refunded_embedding(

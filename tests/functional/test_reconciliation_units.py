@@ -127,6 +127,41 @@ def test_the_finish_step_records_the_run_and_moves_the_checkpoint(
     assert order in {m.order_id for r in reports for m in r.mismatches}
 
 
+def test_a_finish_step_retried_after_its_save_over_an_earlier_checkpoint_is_no_overlap(
+    world: World, clock: FakeClock, dynamodb: DynamoDBClient
+) -> None:
+    # Given a run that finished (a checkpoint stands), and the next run planned from it with
+    # an order found unbalanced in its window
+    clock.now = T0 + 600
+    reconciler = Reconciler(world.dynamodb, TABLES, clock)
+    first = reconciler.plan()
+    reconciler.finish(first, [r.totals() for r in check_every_unit(reconciler, first)[0]])
+    clock.advance(3600)
+    unbalanced_orders_over_hours(world, clock, dynamodb, 1, every=60)
+    clock.advance(600)
+    plan = reconciler.plan()
+    assert plan.checkpoint_read == first.checked_until
+    totals = [r.totals() for r in check_every_unit(reconciler, plan)[0]]
+
+    # When its finish step saves the checkpoint, then runs again (a retry after it went through)
+    finished = reconciler.finish(plan, totals)
+    again = reconciler.finish(plan, totals)
+
+    # Then both saves stand: the checkpoint is this run's end, its summary is shown, and no
+    # overlap is reported
+    assert (finished.checkpoint_saved, again.checkpoint_saved) == (True, True)
+    checkpoint = stored(dynamodb, CHECKPOINT_SK)
+    assert (checkpoint["checked_until"], checkpoint["lagged_until"]) == (
+        plan.checked_until,
+        plan.lagged_until,
+    )
+    last_run = stored(dynamodb, LAST_RUN_SK)
+    assert (last_run["checked_from"], last_run["mismatches"]) == (
+        plan.checked_from,
+        {"unbalanced_total": 1},
+    )
+
+
 def test_a_run_whose_unit_failed_moves_nothing_and_the_next_checks_the_window_again(
     world: World, clock: FakeClock, dynamodb: DynamoDBClient
 ) -> None:

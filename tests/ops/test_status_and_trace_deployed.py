@@ -118,15 +118,15 @@ def run_failed(outputs: dict[str, str]) -> None:
     sfn.stop_execution(executionArn=run["executionArn"], error="ReconciliationUnitFailed")
 
 
-def mismatches_found_earlier(_: dict[str, str]) -> None:
-    """A clean last run; the one three hours before it found an unbalanced order."""
+def mismatches_found_earlier(_: dict[str, str], hours_ago: float = 3) -> None:
+    """A clean last run; the one `hours_ago` before it found an unbalanced order."""
     last_run(time.time() - 60, {})
     boto3.client("dynamodb").update_item(
         TableName=NAMES.ledger,
         Key=to_attributes({tables.PARTITION_KEY: CHECKPOINT_PK, tables.SORT_KEY: LAST_RUN_SK}),
         UpdateExpression="SET last_mismatch_at = :at, last_mismatches = :found",
         ExpressionAttributeValues=to_attributes(
-            {":at": iso(time.time() - 3 * HOUR), ":found": {"unbalanced_total": 1}}
+            {":at": iso(time.time() - hours_ago * HOUR), ":found": {"unbalanced_total": 1}}
         ),
     )
 
@@ -151,6 +151,11 @@ HARMS: dict[str, tuple[str, Callable[[dict[str, str]], None]]] = {
     "money nobody could route": (
         "unmatched",
         lambda _: parked(tables.UNMATCHED_PK, time.time() - 4 * 86_400),
+    ),
+    # at once, however short the wait before it was declared unmatched (the local stack's)
+    "money nobody could route, parked a minute ago": (
+        "unmatched",
+        lambda _: parked(tables.UNMATCHED_PK, time.time() - 60),
     ),
     "a dead notification": (
         "notifications",
@@ -229,6 +234,22 @@ def test_each_harm_needs_a_person_and_names_its_part(
     # Then a person is needed (exit 1), and that part, only that part, says so
     assert (code, report["needs_person"]) == (1, True)
     assert [r["name"] for r in report["readings"] if r["needs_person"]] == [part]
+
+
+def test_an_earlier_runs_mismatches_need_a_person_for_a_day_not_forever(
+    healthy: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given the stack at rest, whose clean last run follows one that found an unbalanced
+    # order a day and an hour ago
+    mismatches_found_earlier(healthy, hours_ago=25)
+
+    # When the operator asks for its status
+    code, report = status(capsys)
+
+    # Then nobody is needed any more, and the finding is still among the facts
+    assert (code, report["needs_person"]) == (0, False)
+    [reading] = [r for r in report["readings"] if r["name"] == "reconciliation"]
+    assert reading["facts"]["last_mismatches"] == {"unbalanced_total": 1}
 
 
 def test_a_young_stack_without_a_run_is_healthy_and_an_old_one_is_not(

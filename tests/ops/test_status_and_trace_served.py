@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from devstack.resources import DEAD_LETTER_QUEUE_NAME, client
+from devstack.stack import stack_log_path
 from fixtures import stripe
 from ops.cli import main
 from tests.support.served import Served, serving
@@ -101,6 +102,43 @@ def traced_until(
 
 def _handled(journey: Any) -> int:
     return sum(s["stage"] == "process" for s in journey["timeline"]) if journey else 0
+
+
+def test_trace_reads_the_lines_whose_fields_name_the_id_not_those_that_quote_it(
+    served: Served, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a payment event handled by the stack
+    order, intent = stripe.unique("ord"), stripe.unique("pi")
+    body = stripe.payment_intent_succeeded(order, intent, 5000, T0)
+    event_id = json.loads(body)["id"]
+    send(served, body, tmp_path)
+    traced_until(capsys, served, event_id, lambda j: _handled(j) == 1)
+
+    # And lines of other events that hold its id as text: a longer id with the same prefix,
+    # and a message quoting it
+    log = stack_log_path(served.aws)
+    [processed] = [
+        line
+        for line in map(json.loads, log.read_text().splitlines())
+        if line.get("event_id") == event_id and line.get("outcome") == "applied"
+    ]
+    longer = {**processed, "event_id": f"{event_id}0", "order_id": stripe.unique("ord")}
+    quoting = {
+        **processed,
+        "event_id": stripe.unique("evt"),
+        "order_id": stripe.unique("ord"),
+        "message": f"applied; the same amount as {event_id}",
+    }
+    with log.open("a") as appended:
+        appended.writelines(json.dumps(line) + "\n" for line in (longer, quoting))
+
+    # When the operator traces the event again
+    code, after = run(capsys, "trace", event_id, "--endpoint-url", served.aws)
+
+    # Then its timeline holds its own lines only: those whose fields name it
+    assert code == 0
+    assert {s["event_id"] for s in after["timeline"]} == {event_id}
+    assert _handled(after) == 1
 
 
 def test_trace_of_an_unknown_id_says_so_in_one_line(

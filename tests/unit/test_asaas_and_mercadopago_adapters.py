@@ -128,6 +128,22 @@ def test_mercadopago_chargeback_adds_a_dispute() -> None:
     ]
 
 
+def test_mercadopago_dispute_without_the_refunded_total_holds_what_approved_refunds_left() -> None:
+    # Given a payment of 50.00 with refunds approved (10.00), rejected (15.00) and in process
+    # (5.00), charged back, read without `transaction_amount_refunded`
+    payment = mercadopago_payment("payment.refunds_mixed", status="charged_back")
+    del payment["transaction_amount_refunded"]
+
+    # When it is read
+    effects = read("mercadopago", NOTIFICATION, payment)
+
+    # Then the dispute holds the 40.00 the approved refund left: the others moved no money
+    [disputed] = [
+        e for e in effects if isinstance(e, Effect) and e.transition is Transition.DISPUTED
+    ]
+    assert disputed.amount == Money(4000, "brl")
+
+
 @pytest.mark.parametrize("status", ["pending", "rejected", "cancelled"])
 def test_mercadopago_payment_that_moved_no_money_is_ignored(status: str) -> None:
     payment = mercadopago_payment(status=status, date_approved=None)

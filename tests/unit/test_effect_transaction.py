@@ -66,6 +66,8 @@ def test_a_binding_refused_is_named_by_its_object_whatever_its_position() -> Non
         ({0: {"event_id": "evt_first"}, 1: None, 4: None}, Verdict.DUPLICATE),
         # a binding held by another order is a conflict before the order's guard is read
         ({1: None, 4: {"order_id": "ord_other"}}, Verdict.CONFLICT),
+        # and before the reversal is voided: the order holding the binding keeps its money
+        ({3: None, 4: {"order_id": "ord_other"}}, Verdict.CONFLICT),
         # a reversal of what never counted is void, before the guard makes it stale
         ({1: None, 3: None}, Verdict.VOID),
         ({1: {"currency": "brl"}}, Verdict.STALE),

@@ -142,6 +142,27 @@ def test_mercadopago_signature_binds_data_id_and_request_id(
     assert rejection(lambda: MercadoPagoVerifier().verify(request, [secret], NOW)) == reason
 
 
+def test_mercadopago_signature_stamped_in_milliseconds_is_checked_as_its_seconds(
+    secret: str,
+) -> None:
+    # Given notifications whose signed ts is in milliseconds: one of now, one an hour old
+    def signed_at(ts: int) -> WebhookRequest:
+        header = mercadopago_signature("1", None, ts, secret)
+        return WebhookRequest(
+            "POST", "mercadopago", {"x-signature": header}, {"data.id": "1"}, b"{}"
+        )
+
+    # When they are verified, Then the fresh one verifies (it is not from the future), and
+    # the old one is stale, as its seconds would be
+    MercadoPagoVerifier().verify(signed_at(NOW * 1000 + 250), [secret], NOW)
+    assert (
+        rejection(
+            lambda: MercadoPagoVerifier().verify(signed_at((NOW - 3600) * 1000), [secret], NOW)
+        )
+        == "stale_timestamp"
+    )
+
+
 def test_mercadopago_stale_signature_is_rejected(secret: str) -> None:
     header = mercadopago_signature("1", None, NOW - 3600, secret)
     request = WebhookRequest(

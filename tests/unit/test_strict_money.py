@@ -34,7 +34,12 @@ def test_an_iso_4217_code_in_any_case_is_the_ledgers_lower_case_code(
 
 @pytest.mark.parametrize(
     "code",
-    ["xxx", "XTS", "XAU", "xdr", "zzz", "", "us", "usdd", "usd ", "u$d", "hrk", None, 840, True],
+    [
+        *("xxx", "XTS", "XAU", "xdr", "zzz", "", "us", "usdd", "usd ", "u$d", "hrk"),
+        *(None, 840, True),
+        # the Kelvin sign, which lower-cases to "k": "kwd" in another script is no code
+        "\u212aWD",
+    ],
 )
 def test_a_code_that_is_no_currency_is_refused_naming_the_field(code: object) -> None:
     with pytest.raises(InvalidMoneyError) as refused:

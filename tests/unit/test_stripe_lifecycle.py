@@ -196,6 +196,29 @@ def test_what_a_dispute_withdrew_is_what_its_balance_transactions_say() -> None:
     ]
 
 
+def test_what_a_dispute_withdrew_counts_only_its_own_currencys_balance_transactions() -> None:
+    # Given a dispute of 1000 reais whose withdrawal of 900 came with a withdrawal and a
+    # reversal in the account's other currency (dollars: not the order's money)
+    in_dollars = [{**withdrawal(5400), "currency": "usd"}, {**reversal(5400), "currency": "usd"}]
+    opened = dispute_readings(
+        "charge.dispute.funds_withdrawn",
+        amount=1000,
+        balance_transactions=[{**withdrawal(900), "currency": "brl"}, in_dollars[0]],
+    )
+    won = dispute_readings(
+        "charge.dispute.closed.won",
+        amount=1000,
+        balance_transactions=[withdrawal(900), reversal(900), *in_dollars],
+    )
+
+    # Then only the reais count: 900 withdrawn, and 900 given back
+    assert opened[-1].amount == Money(900, "brl")
+    assert [(r.transition, r.amount.minor) for r in won[1:]] == [
+        (Transition.DISPUTED, 900),
+        (Transition.DISPUTE_WON, 900),
+    ]
+
+
 @pytest.mark.parametrize(
     ("fixture", "event_type"),
     [
