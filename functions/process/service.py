@@ -90,9 +90,6 @@ class Known:
     bound: dict[str, str]
     # The entry a settling one settles (a verdict's opening, a refund's success), if written.
     settled: dict[str, object] | None = None
-    # How much of the payment its entries counted, once it was captured again (a payment
-    # captured once has no mark: its entry's amount is what counted).
-    capture_mark: dict[str, object] | None = None
 
     def later_second_than(self, routed: RoutedEffect) -> bool:
         """The order's last event is from a later second: this entry is stale for good."""
@@ -158,21 +155,21 @@ class EffectProcessor:
     # -- routing ---------------------------------------------------------------------------
 
     def _route(self, effect: Effect) -> str | None:
-        lookup = effect.order_lookup
-        if effect.transition is not Transition.PAID:
-            # A movement voided before (its failure processed before its success) is bound to
-            # the order it was voided under (`_void`): each later entry of it goes there and
-            # finds the void, even if its payment was bound to another order since.
-            lookup = (effect.external_ref, *lookup)
-            if effect.order_id and effect.order_from_metadata:
-                # A movement of a payment (a refund, a dispute) belongs to the order that holds
-                # the payment, whatever its own metadata says: a charge copied an order the
-                # payment was not bound to (the conflict case) and every refund built from it
-                # named that order, a conflict that dropped the money. Unbound yet: its own
-                # order stands.
-                held = self._holding_order(effect.delivery, lookup)
-                if held is not None:
-                    return held
+        if (
+            effect.order_id
+            and effect.order_from_metadata
+            and effect.transition is not Transition.PAID
+        ):
+            # A movement of a payment (a refund, a dispute) belongs to the order that holds the
+            # payment, whatever its own metadata says: a charge copied an order the payment
+            # was not bound to (the conflict case) and every refund built from it named that
+            # order, a conflict that dropped the money. Unbound yet: its own order stands.
+            # Read first, the movement's own binding: one voided under the order its metadata
+            # named while its payment was unbound (`_void`) stays there, where the void makes
+            # its other entries duplicates, even once its payment is bound to another order.
+            held = self._holding_order(effect.delivery, (effect.external_ref, *effect.order_lookup))
+            if held is not None:
+                return held
         if effect.order_id:
             return effect.order_id
         if not effect.order_lookup:
@@ -183,7 +180,7 @@ class EffectProcessor:
             "amount": effect.amount.minor,
             "currency": effect.amount.currency,
         }
-        return self._bound_order(effect.delivery, effect.order_lookup, summary, also=lookup)
+        return self._bound_order(effect.delivery, effect.order_lookup, summary)
 
     def _holding_order(self, delivery: Delivery, objects: tuple[str, ...]) -> str | None:
         """The order the first bound object belongs to (a consistent read), if any."""
@@ -193,15 +190,10 @@ class EffectProcessor:
         return next((str(found[ref]) for ref in objects if ref in found), None)
 
     def _bound_order(
-        self,
-        delivery: Delivery,
-        objects: tuple[str, ...],
-        summary: dict[str, object],
-        also: tuple[str, ...] = (),
+        self, delivery: Delivery, objects: tuple[str, ...], summary: dict[str, object]
     ) -> str:
-        """The order the first bound object belongs to, or wait for a binding of `objects`
-        (`also` lists the objects to read, in order, when more than those)."""
-        held = self._holding_order(delivery, also or objects)
+        """The order the first bound object belongs to, or wait for it."""
+        held = self._holding_order(delivery, objects)
         if held is not None:
             return held
         raise OrderNotYetKnownError(
@@ -258,9 +250,6 @@ class EffectProcessor:
         sorts = [tables.effect_sk(routed.key), tables.ORDER_SORT]
         if settles is not None:
             sorts.append(tables.effect_sk(settles))
-        mark = self._capture_sort(routed.effect)
-        if mark is not None:
-            sorts.append(mark)
         keys = [
             {tables.PARTITION_KEY: tables.order_pk(routed.order_id), tables.SORT_KEY: sk}
             for sk in sorts
@@ -297,32 +286,45 @@ class EffectProcessor:
                 if item[tables.SORT_KEY] == tables.REF_SORT
             },
             settled=by_sort.get(tables.effect_sk(settles)) if settles is not None else None,
-            capture_mark=by_sort.get(mark) if mark is not None else None,
         )
 
-    @staticmethod
-    def _capture_sort(effect: Effect) -> str | None:
-        if not (effect.captured_so_far and effect.payment):
-            return None
-        return tables.capture_sk(effect.delivery.provider, effect.payment)
+    def _capture_mark_of(self, routed: RoutedEffect) -> int:
+        """What the payment's capture mark says its entries counted, read consistently (0:
+        no mark, the payment was captured once)."""
+        effect = routed.effect
+        try:
+            response = self._db.get_item(
+                TableName=self._tables.ledger,
+                Key=to_attributes(
+                    {
+                        tables.PARTITION_KEY: tables.order_pk(routed.order_id),
+                        tables.SORT_KEY: tables.capture_sk(
+                            effect.delivery.provider, str(effect.payment)
+                        ),
+                    }
+                ),
+                ConsistentRead=True,
+            )
+        except ClientError as exc:
+            raise_unclassified(exc, "GetItem")
+        return int(str(from_attributes(response.get("Item", {})).get("captured", 0)))
 
     def _top_up(self, routed: RoutedEffect, known: Known) -> RoutedEffect | None:
         """A payment captured again (multicapture, over-capture) announces what it captured in
         all; its entries counted less: the difference is an entry of its own, keyed by the
         total it brings the payment to, moving the payment's capture mark (its condition
         serializes two captures counted at once). Anything not more is a duplicate."""
-        effect, first = routed.effect, known.key_item
+        effect, first = routed.effect, known.key_item or {}
         if not (
             effect.captured_so_far
+            and effect.payment
             and effect.transition is Transition.PAID
             and _counted(first)
-            and (first or {}).get("currency") == effect.amount.currency
+            and first.get("currency") == effect.amount.currency
+            and effect.amount.minor > int(str(first["amount"]))
         ):
-            return None
-        counted = max(
-            int(str((first or {})["amount"])),
-            int(str((known.capture_mark or {}).get("captured", 0))),
-        )
+            return None  # the common duplicate: no more than its first entry, nothing to read
+        counted = max(int(str(first["amount"])), self._capture_mark_of(routed))
         if effect.amount.minor <= counted:
             return None
         captured = effect.amount.minor
