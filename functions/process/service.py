@@ -67,7 +67,7 @@ from functions.shared.errors import (
     UnexpectedWriteError,
     WriteContendedError,
 )
-from functions.shared.outbox import EMAIL_CHANNEL, OutboxStatus, iso_time, outbox_id_for
+from functions.shared.outbox import OutboxStatus, outbox_id_for, reopen_for_email
 from functions.shared.providers import Interpreters
 from functions.shared.settings import DEFAULT_RETENTION_DAYS
 
@@ -449,42 +449,7 @@ class EffectProcessor:
         self._reopen_for_email(routed)
 
     def _reopen_for_email(self, routed: RoutedEffect) -> None:
-        """The counted entry's notification may have left before the order knew whom to
-        e-mail (its first try found no recipient and sent EventBridge only): now that it does,
-        the item goes back to the sweeper, which sends it through the channels that have not
-        taken it, the e-mail once (the sender decides, by the e-mail policy, whether this
-        entry is e-mailed at all). An item not sent yet reads the recipient when it is."""
-        outbox_id = outbox_id_for(routed.key)
-        now = self._clock()
-        try:
-            self._db.update_item(
-                TableName=self._tables.outbox,
-                Key=to_attributes({tables.OUTBOX_KEY: outbox_id}),
-                UpdateExpression=(
-                    "SET #status = :pending, #bucket = :bucket, #due = :now, "
-                    "revived_at = :revived_at REMOVE sent_at, #expires"
-                ),
-                ConditionExpression="#status = :sent AND NOT contains(channels_sent, :email)",
-                ExpressionAttributeNames={
-                    "#status": "status",
-                    "#bucket": tables.OUTBOX_DUE_BUCKET,
-                    "#due": tables.OUTBOX_DUE_AT,
-                    "#expires": tables.EXPIRES_AT,
-                },
-                ExpressionAttributeValues=to_attributes(
-                    {
-                        ":pending": OutboxStatus.PENDING.value,
-                        ":sent": OutboxStatus.SENT.value,
-                        ":email": EMAIL_CHANNEL,
-                        ":bucket": tables.due_bucket(outbox_id),
-                        ":now": int(now),
-                        ":revived_at": iso_time(now),
-                    }
-                ),
-            )
-        except ClientError as exc:
-            if not is_condition_failure(exc):
-                raise_unclassified(exc, "UpdateItem")
+        reopen_for_email(self._db, self._tables.outbox, outbox_id_for(routed.key), self._clock())
 
     def _applied(self, routed: RoutedEffect, to_bind: tuple[str, ...]) -> Transaction:
         return Transaction.of(

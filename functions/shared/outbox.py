@@ -5,12 +5,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
+from botocore.exceptions import ClientError
 from pydantic import BaseModel, ConfigDict, Field
 
-# The e-mail channel's name in an item's `channels_sent`: process re-opens a notification
-# that left before the order knew whom to e-mail (functions/process/service.py).
+from functions.shared import tables
+from functions.shared.dynamo import is_condition_failure, raise_unclassified, to_attributes
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+# The e-mail channel's name in an item's `channels_sent`: a notification that left before the
+# order knew whom to e-mail is re-opened (`reopen_for_email`).
 EMAIL_CHANNEL: Final = "email"
 
 
@@ -83,3 +90,44 @@ def give_up_clock_start(item: Mapping[str, Any]) -> float:
 def iso_time(epoch_seconds: float) -> str:
     """The format `created_at` is written in (UTC, milliseconds)."""
     return datetime.fromtimestamp(epoch_seconds, tz=UTC).isoformat(timespec="milliseconds")
+
+
+def reopen_for_email(db: DynamoDBClient, outbox_table: str, outbox_id: str, now: float) -> bool:
+    """A notification sent before its order knew whom to e-mail (its try found no recipient
+    and sent EventBridge only) goes back to the sweeper, which sends it through the channels
+    that have not taken it, the e-mail once (the sender decides, by the e-mail policy, whether
+    it is e-mailed at all). Only a sent item without the e-mail: one not sent yet reads the
+    recipient when it is. Both sides call it: process once it taught the order its recipient,
+    the sender once its try is recorded, if the order learned one meanwhile; whichever comes
+    second finds the item sent. Whether this call re-opened it."""
+    try:
+        db.update_item(
+            TableName=outbox_table,
+            Key=to_attributes({tables.OUTBOX_KEY: outbox_id}),
+            UpdateExpression=(
+                "SET #status = :pending, #bucket = :bucket, #due = :now, "
+                "revived_at = :revived_at REMOVE sent_at, #expires"
+            ),
+            ConditionExpression="#status = :sent AND NOT contains(channels_sent, :email)",
+            ExpressionAttributeNames={
+                "#status": "status",
+                "#bucket": tables.OUTBOX_DUE_BUCKET,
+                "#due": tables.OUTBOX_DUE_AT,
+                "#expires": tables.EXPIRES_AT,
+            },
+            ExpressionAttributeValues=to_attributes(
+                {
+                    ":pending": OutboxStatus.PENDING.value,
+                    ":sent": OutboxStatus.SENT.value,
+                    ":email": EMAIL_CHANNEL,
+                    ":bucket": tables.due_bucket(outbox_id),
+                    ":now": int(now),
+                    ":revived_at": iso_time(now),
+                }
+            ),
+        )
+    except ClientError as exc:
+        if not is_condition_failure(exc):
+            raise_unclassified(exc, "UpdateItem")
+        return False
+    return True
