@@ -6,6 +6,8 @@ event shapes ingest can receive: a REST API's (payload 1.0) and an HTTP API's (p
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import io
 import json
 import logging
@@ -586,3 +588,30 @@ def test_a_signed_body_with_characters_sqs_refuses_is_enqueued_and_applied(
         assert json.loads(message["Body"]) == event
         assert pipeline.world.order(order)["paid_total"] == 5000
         assert pipeline.dead_letters() == 0
+
+
+@pytest.mark.parametrize(
+    "encoded",
+    [
+        STRIPE_BODY.encode("utf-16"),
+        # A surrogate encoded in UTF-8: no valid UTF-8 holds one, nor can an SQS message
+        STRIPE_BODY.replace("}", ', "x": "\ud800"}', 1).encode("utf-8", "surrogatepass"),
+    ],
+    ids=["utf-16", "encoded-surrogate"],
+)
+def test_a_signed_body_that_is_not_utf_8_is_a_400_not_a_crash(
+    deployment: Deployment, build: EventBuilder, encoded: bytes
+) -> None:
+    # Given a correctly signed body that JSON's byte-level reader would take, but not UTF-8
+    at = int(time.time())
+    signature = hmac.new(
+        deployment.secrets["stripe"].encode(), f"{at}.".encode() + encoded, hashlib.sha256
+    ).hexdigest()
+    event = build(
+        "stripe", encoded, {"Stripe-Signature": f"t={at},v1={signature}"}, base64_encoded=True
+    )
+
+    # When ingest receives it, then it is refused as not JSON, and nothing is enqueued
+    status, answer = post(event)
+    assert (status, answer["error"]) == (400, "not_json")
+    assert deployment.messages() == []
