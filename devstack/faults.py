@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from functions.outbox.channels import Channel, ChannelError
-from functions.shared.outbox import OutboxItem
+from functions.shared.outbox import EMAIL_CHANNEL, OutboxItem
 
 Decision = Callable[[], bool]
 
@@ -76,6 +76,14 @@ class FaultyChannel:
 
     def send(self, item: OutboxItem) -> None:
         if self.fails():
+            if item.recipient and self.inner.name == EMAIL_CHANNEL:
+                # As SES's sandbox refuses a recipient: the message names the address, which
+                # must reach no log line and no stored error (the drill checks the logs).
+                raise ChannelError(
+                    "SES: MessageRejected: Email address is not verified. The following"
+                    f" identities failed the check in region us-east-1: {item.recipient}"
+                    " (injected)"
+                )
             raise ChannelError(f"{self.inner.name} unavailable (injected)")
         self.inner.send(item)
         if self.crashes_after_send():

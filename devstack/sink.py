@@ -1,15 +1,22 @@
 """What reached the sinks, per outbox key: EventBridge events (through the local bus's rule to
 a queue: counted in memory and written to a small local table, so that `umavez show` in
-another process can read them) and SES messages (from moto's own data dump)."""
+another process can read them), SES messages (from moto's own data dump), and the signed HTTP
+notifications the local receiver verified (`HttpSink`)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
+import secrets
 import threading
 import urllib.request
 from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from standardwebhooks import Webhook
+from standardwebhooks.webhooks import WebhookVerificationError
 
 from devstack.pollers import Poller
 from devstack.resources import client
@@ -47,7 +54,7 @@ class SinkRecorder(Poller):
             QueueUrl=self._queue_url, MaxNumberOfMessages=RECEIVE_LIMIT
         ).get("Messages", [])
         for message in messages:
-            self._count(json.loads(message["Body"])["detail"]["idempotency_key"], "eventbridge")
+            self.count(json.loads(message["Body"])["detail"]["idempotency_key"], "eventbridge")
         if messages:
             self._sqs.delete_message_batch(
                 QueueUrl=self._queue_url,
@@ -60,7 +67,7 @@ class SinkRecorder(Poller):
             self._flush()
         return len(messages) == RECEIVE_LIMIT
 
-    def _count(self, key: str, channel: str) -> None:
+    def count(self, key: str, channel: str) -> None:
         with self._lock:
             self.counts.setdefault(key, Counter())[channel] += 1
             self._dirty.add(key)
@@ -97,6 +104,64 @@ class SinkRecorder(Poller):
             AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
         )["Attributes"]
         return not self.busy and sum(int(v) for v in attributes.values()) == 0
+
+
+class HttpSink:
+    """The embedded stack's HTTP notification receiver, on loopback (the one place plain http
+    is allowed): it verifies every POST the way a receiver should, with the Standard Webhooks
+    reference implementation and the stack's signing secret. A verified one is counted under
+    `http` for its outbox key (its `webhook-id`) and answered 200; any other is counted as
+    unverified and answered 401, so the sender retries it like any refusal."""
+
+    def __init__(self, recorder: SinkRecorder) -> None:
+        self.secret = "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
+        self.verified = 0
+        self.unverified = 0
+        self._recorder = recorder
+        self._lock = threading.Lock()
+        webhook = Webhook(self.secret)
+        sink = self
+
+        class Receiver(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                headers = dict(self.headers.items())
+                try:
+                    webhook.verify(body, headers)
+                except (WebhookVerificationError, ValueError):
+                    sink.counted(None)
+                    self.send_response(401)
+                else:
+                    sink.counted(self.headers["webhook-id"])
+                    self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/notifications"
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="http-sink", daemon=True
+        )
+
+    def counted(self, outbox_id: str | None) -> None:
+        with self._lock:
+            if outbox_id is None:
+                self.unverified += 1
+                return
+            self.verified += 1
+        self._recorder.count(outbox_id, "http")
+
+    def start(self) -> HttpSink:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._thread.is_alive():  # shutdown() waits for a serving loop that never began
+            self._server.shutdown()
+        self._server.server_close()
 
 
 def sink_counts(endpoint_url: str) -> dict[str, dict[str, int]]:

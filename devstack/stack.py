@@ -37,8 +37,9 @@ from devstack.resources import (
     provision,
 )
 from devstack.server import LocalAws
-from devstack.sink import SinkRecorder, create_sink_table
-from functions.outbox.channels import Channel
+from devstack.sink import HttpSink, SinkRecorder, create_sink_table
+from functions.outbox.budget import HTTP_TIMEOUT_SECONDS
+from functions.outbox.channels import Channel, HttpChannel
 from functions.process.service import EffectProcessor
 from functions.shared import tables
 from functions.shared.environment import ProcessSettings
@@ -287,6 +288,8 @@ class EmbeddedStack:
         )
         create_sink_table(self.aws.endpoint_url)
         self.sink = SinkRecorder(self.aws.endpoint_url, self.resources.sink_queue_url)
+        self.http_sink = HttpSink(self.sink).start()
+        self._undo.append(self.http_sink.stop)
         self.pollers = [
             *self.process_pollers,
             self.stream_poller,
@@ -357,6 +360,7 @@ class EmbeddedStack:
         for cached in (
             ingest.webhook_ingest,
             process.effect_processor,
+            process.failure_records,
             outbox.outbox_sender,
             sweeper_handler.sweeper,
             sweeper_handler.stranded_items,
@@ -413,7 +417,16 @@ class EmbeddedStack:
         crashes = Chance(self.faults.crash_after_send, self._rng, self._rng_lock)
 
         def channels() -> list[Channel]:
-            return [FaultyChannel(channel, fails, crashes) for channel in build()]
+            # And the signed HTTP channel to the stack's own receiver: its secret in memory
+            # (deployed, it is read from Secrets Manager), plain http to loopback allowed.
+            http = HttpChannel(
+                self.http_sink.url,
+                lambda: (self.http_sink.secret,),
+                time.time,
+                timeout_seconds=HTTP_TIMEOUT_SECONDS,
+                allow_loopback_http=True,
+            )
+            return [FaultyChannel(channel, fails, crashes) for channel in [*build(), http]]
 
         return channels
 

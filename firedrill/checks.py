@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from devstack.resources import client
@@ -19,6 +20,7 @@ from functions.reconcile.service import Reconciler
 from functions.shared import books
 from functions.shared.domain import COUNTED_OUTCOMES, Outcome, financial_status
 from functions.shared.outbox import OutboxItem
+from functions.shared.redaction import EMAIL
 from ops.state import LedgerState
 
 # Reads of outbox items (up to 100 keys each) the drill's full audit makes at a time: it waits
@@ -228,6 +230,7 @@ def embedded_checks(
         i["outbox_id"][:16]
         for i in state.outbox
         if sinks.get(i["outbox_id"], {}).get("eventbridge", 0) < 1
+        or sinks.get(i["outbox_id"], {}).get("http", 0) < 1
         or (_emailed(i) and sinks.get(i["outbox_id"], {}).get("email", 0) < 1)
     ]
     most = max((max(c.values(), default=0) for c in sinks.values()), default=0)
@@ -248,7 +251,40 @@ def embedded_checks(
         ),
         scheduled,
         nothing_lost(stack, log, drains),
+        every_http_notification_verified(stack),
+        no_address_in_the_logs(stack.log_path),
     ]
+
+
+def every_http_notification_verified(stack: EmbeddedStack) -> Check:
+    """The local receiver verified each POST with the reference implementation; one it could
+    not verify means a notification went out unsigned or signed wrong."""
+    verified, unverified = stack.http_sink.verified, stack.http_sink.unverified
+    return Check(
+        "every HTTP notification verified by its receiver",
+        verified > 0 and unverified == 0,
+        f"{verified} verified, {unverified} unverified",
+    )
+
+
+def no_address_in_the_logs(log_path: Path) -> Check:
+    """No e-mail address in any function's log line: errors (SES's sandbox names the
+    recipient) are logged redacted. The report names lines, never the address."""
+    found: list[int] = []
+    lines = 0
+    if log_path.exists():
+        with log_path.open() as log:
+            for number, line in enumerate(log, 1):
+                lines = number
+                if "@" in line and EMAIL.search(line):
+                    found.append(number)
+    return Check(
+        "no customer address in any log",
+        not found,
+        f"{lines} log lines, none with an address"
+        if not found
+        else f"{len(found)} lines with an address in {log_path}: lines {found[:5]}",
+    )
 
 
 def nothing_lost(stack: EmbeddedStack, log: DeliveryLog, drains: Sequence[Drained]) -> Check:

@@ -82,6 +82,11 @@ class StackConfig:
                 "emailConfigurationSet needs emailSender: the configuration set is the one"
                 " the sender's SES identity sends with"
             )
+        if self.notify_url and not self.notify_url.startswith("https://"):
+            # Notifications carry money and customers, and are signed but not encrypted.
+            raise ConfigError(
+                "notifyUrl must be an https:// URL: notifications are never sent in the clear"
+            )
         if self.waf and self.api_type is ApiType.HTTP:
             raise ConfigError(WAF_NEEDS_REST)
         if not 0 <= self.xray_sampling <= 1:

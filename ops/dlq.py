@@ -6,18 +6,23 @@ body and attributes unchanged: processing is idempotent, so a redrive can only a
 not applied. SQS's own redrive (`StartMessageMoveTask`) moves everything and is not in moto;
 this is receive, send, then delete -- the delete only after the send succeeded, so a failure
 in between leaves the message in both queues (a duplicate, which changes nothing), never in
-neither. The reason a message failed is in the process logs under its message id (SQS keeps
-the id when it moves a message to the DLQ); a `reason` attribute is shown when one exists.
+neither. Why a message failed: process records each failure's code and redacted message
+under the message id (SQS keeps the id when it moves a message to the DLQ), and each letter
+shows its last one (functions/shared/failures.py); the process logs have the rest.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
+
+from functions.shared.errors import UmavezError
+from functions.shared.failures import Failure
+from functions.shared.redaction import redacted
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -27,6 +32,8 @@ LOOK_SECONDS: Final = 60  # how long a listed message stays invisible to other r
 RECEIVE_BATCH: Final = 10
 MAX_MESSAGES: Final = 1000  # per run; run again for more
 NOTE_ATTRIBUTES: Final = ("reason", "replay", "redriven")
+# The last recorded failure of each message id that has one (FailureRecords.last_failures).
+LastFailures = Callable[[Iterable[str]], Mapping[str, Failure]]
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,8 @@ class DeadLetter:
     first_received_at: str | None
     sent_at: str | None
     note: str
+    # Its last failure: code and redacted message, and the receive it happened on.
+    reason: str | None
     body: str
     attributes: Mapping[str, MessageAttributeValueTypeDef]
     receipt_handle: str
@@ -53,6 +62,7 @@ class DeadLetter:
             "first_received_at": self.first_received_at,
             "sent_at": self.sent_at,
             "note": self.note,
+            "reason": self.reason,
         }
 
 
@@ -73,6 +83,7 @@ class DeadLetters:
         look_seconds: int = LOOK_SECONDS,
         wait_seconds: int = 1,
         max_messages: int = MAX_MESSAGES,
+        last_failures: LastFailures | None = None,
     ) -> None:
         self._sqs = sqs
         self._dlq = dead_letter_url
@@ -80,6 +91,7 @@ class DeadLetters:
         self._look = look_seconds
         self._wait = wait_seconds
         self._max = max_messages
+        self._last_failures = last_failures
 
     def letters(self) -> list[DeadLetter]:
         """Every message (up to `max_messages`), left in the DLQ and visible again."""
@@ -132,7 +144,17 @@ class DeadLetters:
             if not messages:
                 break
             by_id |= {m["MessageId"]: _dead_letter(m) for m in messages}
-        return list(by_id.values())
+        if self._last_failures is None or not by_id:
+            return list(by_id.values())
+        try:
+            failures = self._last_failures(by_id)
+        except (ClientError, BotoCoreError, UmavezError):
+            # The letters matter more than their reasons: listed without them.
+            failures = {}
+        return [
+            replace(letter, reason=_reason(failures[i])) if i in failures else letter
+            for i, letter in by_id.items()
+        ]
 
     def _release(self, letters: list[DeadLetter]) -> None:
         for letter in letters:
@@ -164,10 +186,16 @@ def _dead_letter(message: MessageTypeDef) -> DeadLetter:
         first_received_at=_iso(system.get("ApproximateFirstReceiveTimestamp")),
         sent_at=_iso(system.get("SentTimestamp")),
         note=note,
+        reason=None,
         body=message["Body"],
         attributes=attributes,
         receipt_handle=message["ReceiptHandle"],
     )
+
+
+def _reason(failure: Failure) -> str:
+    # Redacted again: what was recorded before process redacted its errors.
+    return f"{redacted(failure.reason)} (receive {failure.receive}, {failure.at})"
 
 
 def _sendable(value: Mapping[str, Any]) -> MessageAttributeValueTypeDef:

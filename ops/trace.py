@@ -29,6 +29,7 @@ from functions.shared.dynamo import from_attributes
 from functions.shared.money import render
 from functions.shared.outbox import outbox_id_for
 from functions.shared.providers import asaas, mercadopago, stripe
+from functions.shared.redaction import redacted
 from ops.state import order_view
 
 PROVIDERS: Final = (stripe.PROVIDER, mercadopago.PROVIDER, asaas.PROVIDER)
@@ -332,7 +333,8 @@ def _outbox_fact(item: dict[str, Any]) -> dict[str, Any]:
         "status": item.get("status"),
         "attempts": f"{int(item.get('attempts', 0))} attempts",
         "channels": "reached " + (", ".join(channels) if channels else "none yet"),
-        "error": item.get("last_error"),
+        # Redacted again: an item stored before errors were redacted can still hold an address.
+        "error": redacted(str(item["last_error"])) if item.get("last_error") else None,
     }
 
 
@@ -342,7 +344,7 @@ def _parked_fact(where: str, event_id: str, item: dict[str, Any]) -> dict[str, A
         "id": event_id,
         "outcome": item.get("outcome") or where,
         "order_id": item.get("order_id"),
-        "detail": item.get("reason") or ", ".join(item.get("objects", [])),
+        "detail": redacted(str(item.get("reason") or ", ".join(item.get("objects", [])))),
     }
 
 
@@ -375,7 +377,8 @@ def _step(line: dict[str, Any], event_of: dict[str, str]) -> Step:
     else:
         outcome = str(line.get("level", "")).lower()
         detail = str(line.get("message", ""))
-    return Step(_iso(line), service, outcome, event_id, detail)
+    # Log lines written before the functions redacted theirs can still hold an address.
+    return Step(_iso(line), service, outcome, event_id, redacted(detail))
 
 
 # -- reading lines --------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 from functools import cache
-from typing import Any
+from typing import Any, Final
 
 import boto3
 from aws_lambda_powertools.metrics import MetricUnit
@@ -21,13 +21,17 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.ingest.adapters import SecretsManagerStore, SqsQueue
 from functions.ingest.environment import IngestSettings
-from functions.ingest.errors import RejectedError, UnavailableError
+from functions.ingest.errors import RejectedError, UnauthenticatedError, UnavailableError
 from functions.ingest.request import from_proxy_event, provider_of, source_ip
 from functions.ingest.service import VERIFIERS, Ignored, WebhookIngest
 from functions.shared.observability import powertools, with_request_id
 
 logger, tracer, metrics = powertools("ingest")
 SECRET_CACHE_SECONDS = 300
+# Every authentication failure gets this one answer: which check failed (a bad signature, a
+# stale or future timestamp, a body naming another resource than the signed one) would tell
+# a replayer whether the signature they hold is good. The reason is in the log and the metric.
+UNAUTHENTICATED: Final = {"error": "unauthenticated"}
 
 
 @cache
@@ -53,6 +57,8 @@ def respond(event: dict[str, Any], ingest: WebhookIngest) -> dict[str, Any]:
     except RejectedError as exc:
         _count_refusal("rejected", exc.reason)
         logger.warning(str(exc), extra={**context, "reason": exc.reason, "status": exc.status})
+        if isinstance(exc, UnauthenticatedError):
+            return _json(exc.status, UNAUTHENTICATED)
         return _json(exc.status, {"error": exc.reason, "message": str(exc)})
     except UnavailableError as exc:
         _count_refusal("unavailable", exc.reason)

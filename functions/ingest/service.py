@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
@@ -96,7 +97,7 @@ class WebhookIngest:
                 f"a {event_mode.value}-mode event on a {self._mode.value} deployment",
             )
         message_id = self._queue.send(
-            request.body.decode("utf-8"),
+            sqs_safe_json(request.body.decode("utf-8")),
             {
                 "provider": request.provider,
                 "event_id": queue_attribute(envelope.event_id),
@@ -108,7 +109,9 @@ class WebhookIngest:
 
 def _json_object(body: bytes) -> Mapping[str, Any]:
     try:
-        payload = json.loads(body)
+        # UTF-8 strictly, as JSON is exchanged: `json.loads(bytes)` would also take UTF-16 and
+        # UTF-32, and surrogates encoded in UTF-8, which the queue's text could never carry.
+        payload = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise MalformedRequestError("not_json", "body is not JSON") from exc
     except RecursionError as exc:
@@ -118,6 +121,20 @@ def _json_object(body: bytes) -> Mapping[str, Any]:
     if not isinstance(payload, dict):
         raise MalformedRequestError("not_json", "body is not a JSON object")
     return payload
+
+
+# What an SQS message may not contain (it allows #x9 #xA #xD #x20-#xD7FF #xE000-#xFFFD
+# #x10000-#x10FFFF). Surrogates never survive a strict UTF-8 decode; the C0 controls cannot
+# appear raw in JSON that parsed (only escaped); U+FFFE and U+FFFF can, inside strings.
+NOT_SQS_TEXT: Final = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def sqs_safe_json(text: str) -> str:
+    """The body as the queue can carry it: each code point SQS refuses written as its JSON
+    escape. Valid JSON has such characters only inside strings, where the escape is the same
+    value, so process reads the same payload (it parses JSON and checks no signature: ingest
+    did, on the raw bytes). Any other body is sent exactly as received."""
+    return NOT_SQS_TEXT.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def queue_attribute(value: str) -> str:

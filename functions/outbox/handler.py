@@ -29,7 +29,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.outbox.budget import only_within_budget
 from functions.outbox.sender import OutboxSender, SendResult
-from functions.outbox.wiring import sender_from_env
+from functions.outbox.wiring import sender_from_env, sink_gone_reporter
 from functions.shared.observability import powertools, with_request_id
 from functions.shared.outbox import OutboxStatus
 
@@ -38,7 +38,7 @@ logger, tracer, metrics = powertools("outbox")
 
 @cache
 def outbox_sender() -> OutboxSender:
-    return sender_from_env()
+    return sender_from_env(sink_gone_reporter(logger, metrics))
 
 
 def handle_record(record: DynamoDBRecord, sender: OutboxSender) -> SendResult | None:

@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import ClientError
 
-from functions.outbox.channels import Channel, ChannelError
+from functions.outbox.channels import Channel, ChannelError, SinkGoneError
 from functions.shared import settings, tables
 from functions.shared.domain import financial_status
 from functions.shared.dynamo import (
@@ -42,6 +42,7 @@ from functions.shared.dynamo import (
 )
 from functions.shared.errors import UmavezError
 from functions.shared.outbox import OutboxItem, OutboxStatus, give_up_clock_start
+from functions.shared.redaction import MAX_ERROR_CHARACTERS, redacted
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -88,6 +89,47 @@ class Sent:
 STILL_NEW: Final = "#status = :pending AND attribute_not_exists(#bucket)"
 
 
+# Told (outbox id, channel, why) when a sink answered that it takes no more notifications.
+OnSinkGone = Callable[[str, str, str], None]
+
+
+def _no_one_told(_outbox_id: str, _channel: str, _why: str) -> None:
+    return None
+
+
+@dataclass
+class Finished:
+    """The channels an item is done with after a try, recorded with its next state: those
+    that took it (`channels_sent`), and those whose sink is gone (`channels_gone`)."""
+
+    sent: set[str] = field(default_factory=set)
+    gone: set[str] = field(default_factory=set)
+
+    def expression(self) -> str:
+        adds = [
+            clause
+            for clause, names in (
+                ("channels_sent :channels", self.sent),
+                ("channels_gone :gone", self.gone),
+            )
+            if names
+        ]
+        return " ADD " + ", ".join(adds) if adds else ""
+
+    def values(self) -> dict[str, object]:
+        return {":channels": self.sent or None, ":gone": self.gone or None}
+
+
+def _finished_channels(stored: dict[str, Any]) -> set[str]:
+    """The channels a retry skips: sent, or gone."""
+    return set(stored.get("channels_sent", set())) | set(stored.get("channels_gone", set()))
+
+
+def _stored_error(error: str) -> str:
+    """What `last_error` (and the logs, from Sent.detail) may hold: no customer data."""
+    return redacted(error)[:MAX_ERROR_CHARACTERS]
+
+
 class LeaseLostError(Exception):
     """Our lease ran out and another sender claimed the item; it carries on from here."""
 
@@ -101,6 +143,7 @@ class OutboxSender:
         clock: Callable[[], float],
         policy: SendPolicy | None = None,
         ledger_table: str | None = None,
+        on_sink_gone: OnSinkGone | None = None,
     ) -> None:
         self._db = dynamodb
         self._table = table_name
@@ -108,6 +151,7 @@ class OutboxSender:
         self._clock = clock
         self._policy = policy or SendPolicy()
         self._ledger = ledger_table
+        self._on_sink_gone = on_sink_gone or _no_one_told
 
     def deliver(self, outbox_id: str, *, only_if_due: bool) -> Sent:
         """Claim, send through each channel not yet done, mark sent; on failure back off.
@@ -132,7 +176,7 @@ class OutboxSender:
             except UmavezError as exc:
                 # Nothing was sent: back off like a sink failure, never leave it `sending`.
                 return self._back_off(item, token, f"order read: {exc}")
-            return self._send_claimed(item, token, set(claimed.get("channels_sent", set())))
+            return self._send_claimed(item, token, _finished_channels(claimed))
         except LeaseLostError:
             # Another sender holds the item now and finishes it, with the same key.
             return Sent(outbox_id, SendResult.SKIPPED, attempts, "lease lost")
@@ -150,7 +194,7 @@ class OutboxSender:
         attempts = int(stored.get("attempts", 0)) + 1
         item = self._with_order(OutboxItem.model_validate({**stored, "attempts": attempts}), order)
         try:
-            return self._send_claimed(item, None, set(stored.get("channels_sent", set())))
+            return self._send_claimed(item, None, _finished_channels(stored))
         except LeaseLostError:
             return Sent(outbox_id, SendResult.SKIPPED, attempts, "handed to the sweeper")
 
@@ -166,7 +210,7 @@ class OutboxSender:
                 {
                     ":bucket": tables.due_bucket(outbox_id),
                     ":retry_at": int(self._clock()) + self._policy.backoff(1),
-                    ":error": error[:500],
+                    ":error": _stored_error(error),
                 },
             )
         except LeaseLostError:
@@ -203,14 +247,21 @@ class OutboxSender:
         """Channels taken are recorded with the item's next state, not one write each: a crash
         in between resends them with the same key (at-least-once), and a failure records the
         ones that took it so the retry skips them."""
-        sent_now: set[str] = set()
+        finished = Finished()
         try:
             for channel in self._channels:
                 if channel.name not in done and channel.applies_to(item):
-                    channel.send(item)
-                    sent_now.add(channel.name)
+                    try:
+                        channel.send(item)
+                    except SinkGoneError as exc:
+                        # The sink wants no more: this item is not retried on it. Told, so
+                        # that someone is paged; the other channels carry on.
+                        finished.gone.add(channel.name)
+                        self._on_sink_gone(item.outbox_id, channel.name, redacted(str(exc)))
+                        continue
+                    finished.sent.add(channel.name)
         except ChannelError as exc:
-            return self._back_off(item, token, str(exc), sent_now)
+            return self._back_off(item, token, str(exc), finished, exc.retry_after_seconds)
         now = int(self._clock())
         # Sent items leave the due index and expire after the retention (the TTL attribute);
         # pending and dead ones never expire.
@@ -218,12 +269,12 @@ class OutboxSender:
             item.outbox_id,
             token,
             "SET #status = :sent, sent_at = :now, #expires = :expires REMOVE #bucket, claim_token"
-            + (" ADD channels_sent :channels" if sent_now else ""),
+            + finished.expression(),
             {
                 ":sent": OutboxStatus.SENT.value,
                 ":now": now,
                 ":expires": now + self._policy.retention_seconds,
-                ":channels": sent_now or None,
+                **finished.values(),
             },
         )
         return Sent(item.outbox_id, SendResult.SENT, item.attempts)
@@ -315,24 +366,33 @@ class OutboxSender:
         return claimed, before.get("status") == OutboxStatus.SENDING.value
 
     def _back_off(
-        self, item: OutboxItem, token: str | None, error: str, sent_now: set[str] | None = None
+        self,
+        item: OutboxItem,
+        token: str | None,
+        error: str,
+        finished: Finished | None = None,
+        retry_after_seconds: int | None = None,
     ) -> Sent:
-        """Pending again, due after the backoff, in its shard of the due index: the sweeper
-        owns the schedule from here. Past the give-up age, dead instead."""
+        """Pending again, due after the backoff (or later, if the sink asked to be left alone
+        longer with `Retry-After`), in its shard of the due index: the sweeper owns the
+        schedule from here. Past the give-up age, dead instead."""
         now = int(self._clock())
+        error = _stored_error(error)
         if self._policy.gave_up(item, now):
-            return self._bury(item.outbox_id, token, item.attempts, error, sent_now)
+            return self._bury(item.outbox_id, token, item.attempts, error, finished)
+        finished = finished or Finished()
+        wait = max(self._policy.backoff(item.attempts), retry_after_seconds or 0)
         self._update(
             item.outbox_id,
             token,
             "SET #status = :pending, #bucket = :bucket, #due = :retry_at, last_error = :error "
-            "REMOVE claim_token" + (" ADD channels_sent :channels" if sent_now else ""),
+            "REMOVE claim_token" + finished.expression(),
             {
                 ":pending": OutboxStatus.PENDING.value,
                 ":bucket": tables.due_bucket(item.outbox_id),
-                ":retry_at": now + self._policy.backoff(item.attempts),
-                ":error": error[:500],
-                ":channels": sent_now or None,
+                ":retry_at": now + wait,
+                ":error": error,
+                **finished.values(),
             },
         )
         return Sent(item.outbox_id, SendResult.RETRY_LATER, item.attempts, error)
@@ -343,21 +403,23 @@ class OutboxSender:
         token: str | None,
         attempts: int,
         error: str,
-        sent_now: set[str] | None = None,
+        finished: Finished | None = None,
     ) -> Sent:
         """Dead, and listed without a scan: the due index's `dead` bucket, sorted by when it
         died. `umavez outbox revive` brings it back."""
+        error = _stored_error(error)
+        finished = finished or Finished()
         self._update(
             outbox_id,
             token,
             "SET #status = :dead, #bucket = :dead_bucket, #due = :now, last_error = :error "
-            "REMOVE claim_token" + (" ADD channels_sent :channels" if sent_now else ""),
+            "REMOVE claim_token" + finished.expression(),
             {
                 ":dead": OutboxStatus.DEAD.value,
                 ":dead_bucket": tables.OUTBOX_DEAD_BUCKET,
                 ":now": int(self._clock()),
-                ":error": error[:500],
-                ":channels": sent_now or None,
+                ":error": error,
+                **finished.values(),
             },
         )
         return Sent(outbox_id, SendResult.DEAD, attempts, error)

@@ -17,7 +17,7 @@ from functions.outbox.budget import DYNAMODB_CLIENT_CONFIG, has_time_for_an_item
 from functions.outbox.sender import SendResult
 from functions.outbox.stranded import ALREADY_HANDLED, PARKED, UNREADABLE, StrandedItems
 from functions.outbox.sweeper import SWEEP_CUT_SHORT, SWEEP_ERROR, Sweeper
-from functions.outbox.wiring import sender_from_env, sweep_grace_seconds
+from functions.outbox.wiring import sender_from_env, sink_gone_reporter, sweep_grace_seconds
 from functions.shared.environment import SweeperSettings
 from functions.shared.observability import powertools, with_request_id
 
@@ -29,7 +29,7 @@ def sweeper() -> Sweeper:
     return Sweeper(
         boto3.client("dynamodb", config=DYNAMODB_CLIENT_CONFIG),
         SweeperSettings.from_env().outbox_table,
-        sender_from_env(),
+        sender_from_env(sink_gone_reporter(logger, metrics)),
         time.time,
         grace_seconds=sweep_grace_seconds(),
         on_error=_log_item_error,
@@ -42,7 +42,10 @@ def stranded_items() -> StrandedItems | None:
     if not queue_url:
         return None
     return StrandedItems(
-        boto3.client("sqs"), boto3.client("dynamodbstreams"), queue_url, sender_from_env()
+        boto3.client("sqs"),
+        boto3.client("dynamodbstreams"),
+        queue_url,
+        sender_from_env(sink_gone_reporter(logger, metrics)),
     )
 
 

@@ -41,6 +41,7 @@ from functions.process.waiting import (
 from functions.shared.domain import Outcome
 from functions.shared.environment import ProcessSettings
 from functions.shared.errors import MalformedEventError, OrderNotYetKnownError, RetryableError
+from functions.shared.failures import FailureRecords
 from functions.shared.money import InvalidFieldError
 from functions.shared.observability import powertools, with_request_id
 from functions.shared.providers import Interpreters
@@ -148,6 +149,7 @@ def handle_message(
             )
             return []
         except RetryableError as exc:
+            _remember_failure(record, exc)
             _count(Outcome.RETRIED)
             logger.warning(
                 "will retry",
@@ -156,6 +158,7 @@ def handle_message(
             )
             raise
         except Exception as exc:
+            _remember_failure(record, exc)
             _count(Outcome.FAILED)
             # The reason, and the payload's field at fault when one is, on the failure's own
             # line: what the dead letter needs to be understood without the traceback.
@@ -185,6 +188,28 @@ def handle_message(
                 },
             )
         return results
+
+
+@cache
+def failure_records() -> FailureRecords:
+    return FailureRecords(
+        boto3.client("dynamodb"), ProcessSettings.from_env().ledger_table, time.time
+    )
+
+
+def _remember_failure(record: SQSRecord, error: BaseException) -> None:
+    """The reason a dead letter shows (functions/shared/failures.py). Best effort: the
+    record's own failure is what SQS must see, whatever happens here."""
+    event_id = record.message_attributes["event_id"]
+    try:
+        failure_records().remember(
+            record.message_id,
+            event_id.string_value if event_id else None,
+            error,
+            _receives(record),
+        )
+    except Exception:
+        logger.warning("could not record why the record failed", exc_info=True)
 
 
 def _keep_rechecking(record: SQSRecord, results: list[Processed], waiting: Waiting) -> None:

@@ -89,6 +89,11 @@ class SenderSettings(TablesSettings):
     email_sender: str | None = Field(None, alias="EMAIL_SENDER")
     email_configuration_set: str | None = Field(None, alias="EMAIL_CONFIGURATION_SET")
     notify_url: str | None = Field(None, alias="NOTIFY_URL")
+    # The Secrets Manager secret holding the HTTP sink's signing secrets,
+    # {"active": ["whsec_...", ...]}: every active one signs (several while rotating).
+    notify_signing_secret: str | None = Field(None, alias="NOTIFY_SIGNING_SECRET")
+    # Plain http to a loopback address: the embedded stack's own sink, nothing deployed.
+    notify_allow_loopback_http: bool = Field(False, alias="NOTIFY_ALLOW_LOOPBACK_HTTP")
     # An item is dead when a send fails past this age, not after a number of attempts.
     outbox_give_up_hours: int = Field(
         DEFAULT_OUTBOX_GIVE_UP_HOURS, alias=OUTBOX_GIVE_UP_HOURS_ENV, ge=1

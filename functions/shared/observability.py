@@ -17,7 +17,11 @@ from collections.abc import Callable
 from typing import Any, Final, TypeVar, overload
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
+from aws_lambda_powertools.logging.types import PowertoolsLogRecord
 from aws_lambda_powertools.shared.functions import resolve_truthy_env_var_choice
+
+from functions.shared.redaction import redacted
 
 # The embedded stack's and the tests' namespace. A deployed stack publishes under its stage's
 # own (`Umavez/<stage>`, POWERTOOLS_METRICS_NAMESPACE), so a dev stack in the same account and
@@ -101,9 +105,17 @@ def metrics_namespace() -> str:
     return os.getenv(METRICS_NAMESPACE_ENV) or METRICS_NAMESPACE
 
 
+class RedactingFormatter(LambdaPowertoolsFormatter):
+    """Powertools' JSON lines, each redacted whole (message, extra keys, traceback): no
+    customer address or URL credential reaches a log, whichever error carried it."""
+
+    def serialize(self, log: dict[str, Any] | PowertoolsLogRecord) -> str:
+        return redacted(super().serialize(log))
+
+
 def powertools(service: str) -> tuple[Logger, Tracer | NoTracer, Metrics]:
     return (
-        Logger(service=service),
+        Logger(service=service, logger_formatter=RedactingFormatter()),
         make_tracer(service),
         Metrics(namespace=metrics_namespace(), service=service),
     )

@@ -51,7 +51,12 @@ class Pipeline(Construct):
         )
         self.queues = WebhookQueues(self, "Queues", consumer_timeout=PROCESS_TIMEOUT, retain=retain)
         self.secrets = ProviderSecrets(
-            self, "Secrets", stage=config.stage, providers=PROVIDERS, retain=retain
+            self,
+            "Secrets",
+            stage=config.stage,
+            providers=PROVIDERS,
+            retain=retain,
+            notify_signing=bool(config.notify_url),
         )
         self.bus = events.EventBus(self, "Bus", description="umavez domain events")
         layer = powertools_layer(self)
@@ -200,6 +205,9 @@ class Pipeline(Construct):
             "email_sender": config.email_sender or None,
             "email_configuration_set": config.email_configuration_set or None,
             "notify_url": config.notify_url or None,
+            "notify_signing_secret": (
+                self.secrets.notify_signing_name if config.notify_url else None
+            ),
         }
 
         self.outbox = function(
@@ -268,6 +276,12 @@ class Pipeline(Construct):
         allow(self.sweeper, self.storage.outbox, "Query", index=tables.OUTBOX_DUE_INDEX)
         for sender in (self.outbox, self.sweeper):
             self.bus.grant_put_events_to(sender)
+            if self.secrets.notify_signing is not None:
+                grant(
+                    sender,
+                    ["secretsmanager:GetSecretValue"],
+                    [self.secrets.notify_signing.secret_arn],
+                )
             if config.email_sender:
                 sender.add_to_role_policy(
                     iam.PolicyStatement(

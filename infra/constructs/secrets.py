@@ -23,6 +23,7 @@ class ProviderSecrets(Construct):
         stage: str,
         providers: Sequence[str],
         retain: bool,
+        notify_signing: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         policy = kept(retain)
@@ -60,3 +61,17 @@ class ProviderSecrets(Construct):
             secret_name=self.stripe_api_key_name,
             description="Stripe restricted API key (Refunds: read), to list a charge's refunds",
         )
+        # The HTTP sink's signing secrets (Standard Webhooks, `whsec_<base64>`), only when a
+        # notifyUrl is set: nothing is sent to it unsigned, so until an operator sets one
+        # its notifications back off (docs/notifications.md#rotate-the-secret).
+        self.notify_signing_name = f"umavez/{stage}/notify/signing"
+        self.notify_signing: secretsmanager.Secret | None = None
+        if notify_signing:
+            self.notify_signing = secretsmanager.Secret(
+                self,
+                "NotifySigning",
+                secret_name=self.notify_signing_name,
+                description='HTTP notification signing secrets: {"active": ["whsec_...", ...]}',
+                secret_string_value=cdk.SecretValue.unsafe_plain_text(WEBHOOK_SECRET_PLACEHOLDER),
+                removal_policy=policy,
+            )

@@ -180,10 +180,16 @@ def add_dlq_parser(commands: Any) -> None:
         add_endpoint_url(parser)
         parser.add_argument("--queue-url", default=None, help="the webhook queue (WebhookQueueUrl)")
         parser.add_argument("--dlq-url", default=None, help="the DLQ (DeadLetterQueueUrl)")
+        parser.add_argument(
+            "--ledger-table",
+            default=DEFAULT_LEDGER_TABLE,
+            help="where process records why each message failed (the stack's LedgerTable)",
+        )
         parser.set_defaults(run=run_dlq)
 
 
 def run_dlq(args: argparse.Namespace) -> int:
+    from functions.shared.failures import FailureRecords
     from ops.dlq import DeadLetters
     from ops.local import DEAD_LETTER_QUEUE_NAME, WEBHOOK_QUEUE_NAME
 
@@ -200,19 +206,23 @@ def run_dlq(args: argparse.Namespace) -> int:
     queue_url = args.queue_url or (
         sqs.get_queue_url(QueueName=WEBHOOK_QUEUE_NAME)["QueueUrl"] if local else ""
     )
-    dead_letters = DeadLetters(sqs, dlq_url, queue_url)
+    failures = FailureRecords(
+        operations_client("dynamodb", args.endpoint_url), args.ledger_table, time.time
+    )
+    dead_letters = DeadLetters(sqs, dlq_url, queue_url, last_failures=failures.last_failures)
     if args.action == "list":
         letters = [letter.describe() for letter in dead_letters.letters()]
         if args.json:
             print(json.dumps(letters, indent=2))
             return 0
-        print(f"{len(letters)} in the DLQ (reasons: process logs, by message_id)")
+        print(f"{len(letters)} in the DLQ (the rest of each story: process logs, by message_id)")
         for d in letters:
             print(
                 f"  {d['message_id']:<38} {d['provider'] or '-':<11} {d['event_type'] or '-':<28} "
                 f"{d['event_id'] or '-':<36} receives {d['receives']}  "
                 f"first {d['first_received_at'] or '-'}  {d['note']}"
             )
+            print(f"      why: {d['reason'] or 'no failure recorded (see the process logs)'}")
         return 0
     moved = dead_letters.redrive(None if args.all else args.message_id)
     for r in moved:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -14,10 +15,12 @@ from botocore.exceptions import ClientError
 from fixtures import stripe
 from fixtures.shapes import EVENTS_DIR
 from functions.ingest.adapters import SqsQueue
+from functions.shared.failures import FailureRecords
 from infra.settings import MAX_RECEIVE_COUNT
 from ops.dlq import DeadLetters
 from tests.support.clients import intercepted
 from tests.support.pipeline import Pipeline, pipeline_on_moto
+from tests.support.world import TABLES
 
 PAYMENT_IDS = itertools.count(8_000_000_001)
 
@@ -29,7 +32,15 @@ def pipeline(monkeypatch: pytest.MonkeyPatch) -> Iterator[Pipeline]:
 
 
 def dead_letters(pipeline: Pipeline, sqs: Any = None) -> DeadLetters:
-    return DeadLetters(sqs or pipeline.sqs, pipeline.dead_letter_url, pipeline.queue_url, 30, 0)
+    failures = FailureRecords(pipeline.world.dynamodb, TABLES.ledger, time.time)
+    return DeadLetters(
+        sqs or pipeline.sqs,
+        pipeline.dead_letter_url,
+        pipeline.queue_url,
+        30,
+        0,
+        last_failures=failures.last_failures,
+    )
 
 
 def notify_payment(pipeline: Pipeline) -> tuple[str, str, dict[str, str]]:
@@ -85,6 +96,20 @@ def test_a_message_that_failed_five_times_is_listed_and_left_in_the_dlq(
     assert [(d.message_id, d.event_id) for d in second] == [(letter.message_id, letter.event_id)]
     assert pipeline.dead_letters() == 1
     assert pipeline.world.order(order) == {}
+
+
+def test_a_dead_letter_says_why_its_last_receive_failed(pipeline: Pipeline) -> None:
+    # Given a notification that failed five times: Mercado Pago refused our token
+    failed_into_the_dlq(pipeline)
+
+    # When the DLQ is listed
+    [letter] = dead_letters(pipeline).letters()
+
+    # Then it shows the last failure's code and message, and the receive it happened on
+    assert letter.reason is not None
+    assert "ProviderApiRefusedError: Mercado Pago payments API refused us: 401" in letter.reason
+    assert f"receive {MAX_RECEIVE_COUNT}" in letter.reason
+    assert letter.describe()["reason"] == letter.reason
 
 
 def test_a_redriven_message_goes_back_unchanged_and_is_applied_once(pipeline: Pipeline) -> None:

@@ -6,6 +6,8 @@ event shapes ingest can receive: a REST API's (payload 1.0) and an HTTP API's (p
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import io
 import json
 import logging
@@ -18,6 +20,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from fixtures import stripe
 from fixtures.lambda_events import (
     SOURCE_IP,
     FakeLambdaContext,
@@ -28,6 +31,8 @@ from fixtures.lambda_events import (
 from fixtures.shapes import EVENTS_DIR
 from fixtures.stripe import fixture_text
 from functions.ingest import handler
+from tests.support.pipeline import pipeline_on_moto
+from tests.support.queues import refusing_what_sqs_refuses
 from tests.support.signing import generated_secret, mercadopago_signature, stripe_signature
 
 if TYPE_CHECKING:
@@ -211,17 +216,78 @@ REJECTIONS: dict[str, tuple[EventMaker, int, str]] = {
 }
 
 
+# Every authentication failure, whatever its reason: nothing more to learn from the answer.
+UNAUTHENTICATED = {"error": "unauthenticated"}
+
+
+def counted_reasons(capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """The per-reason refusal metrics ingest emitted (`rejected_bad_signature` -> bad_signature)."""
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    return sorted(
+        name.removeprefix("rejected_")
+        for line in lines
+        for name in line
+        if name.startswith("rejected_")
+    )
+
+
 @pytest.mark.parametrize("case", REJECTIONS, ids=list(REJECTIONS))
 def test_bad_requests_get_a_clear_4xx_and_enqueue_nothing(
-    deployment: Deployment, build: EventBuilder, case: str
+    deployment: Deployment, build: EventBuilder, case: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     make_event, expected_status, expected_reason = REJECTIONS[case]
 
     status, body = post(make_event(deployment.secrets["stripe"], build))
 
     assert deployment.messages() == []
-    assert (status, body["error"]) == (expected_status, expected_reason)
-    assert body["message"]
+    if expected_status == 401:
+        # One answer to every authentication failure; only the metric (and the log) says why
+        assert (status, body) == (401, UNAUTHENTICATED)
+    else:
+        assert (status, body["error"]) == (expected_status, expected_reason)
+        assert body["message"]
+    assert counted_reasons(capsys) == [expected_reason]
+
+
+def test_a_replayed_request_learns_nothing_of_its_signature(
+    deployment: Deployment, build: EventBuilder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given captured requests replayed an hour late: one with a good signature, one forged
+    late = int(time.time()) - 3600
+    good = signed_stripe(build, STRIPE_BODY, deployment.secrets["stripe"], late)
+    forged = signed_stripe(build, STRIPE_BODY, generated_secret(), late)
+
+    # When both arrive
+    answers = [post(good), post(forged)]
+
+    # Then they get the same answer, and both are refused as stale before any signature is
+    # checked (so neither the answer nor the path says which signature was good)
+    assert answers == [(401, UNAUTHENTICATED), (401, UNAUTHENTICATED)]
+    assert counted_reasons(capsys) == ["stale_timestamp", "stale_timestamp"]
+    assert deployment.messages() == []
+
+
+def test_mercadopago_body_naming_another_resource_gets_the_same_answer_as_a_bad_signature(
+    deployment: Deployment, build: EventBuilder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a notification signed for one payment whose body names another, and a forged one
+    raw = (EVENTS_DIR / "mercadopago" / "payment.updated.json").read_bytes()
+    now = int(time.time())
+    good = mercadopago_signature("999", "req-1", now, deployment.secrets["mercadopago"])
+    forged = mercadopago_signature("999", "req-1", now, generated_secret())
+    query = {"data.id": "999", "type": "payment"}
+    events = [
+        build("mercadopago", raw, {"x-signature": h, "x-request-id": "req-1"}, query=query)
+        for h in (good, forged)
+    ]
+
+    # When both arrive
+    answers = [post(event) for event in events]
+
+    # Then the answers are the same; the metric alone tells them apart
+    assert answers == [(401, UNAUTHENTICATED), (401, UNAUTHENTICATED)]
+    assert counted_reasons(capsys) == ["bad_signature", "unsigned_resource"]
+    assert deployment.messages() == []
 
 
 def test_rejections_are_logged_without_secrets_and_counted_by_reason(
@@ -359,14 +425,14 @@ def test_mercadopago_query_is_read_as_sent_and_a_repeated_data_id_is_never_authe
     # Then only the one whose data.id is the signed one is enqueued, whichever the API type
     assert [(status, body.get("error")) for status, body in answers] == [
         (200, None),
-        (401, "bad_signature"),
+        (401, "unauthenticated"),
     ]
     [message] = deployment.messages()
     assert json.loads(message["Body"])["data"]["id"] == "1325896547"
 
 
 def test_repeated_headers_reach_ingest_joined_and_only_a_repeated_signature_is_refused(
-    deployment: Deployment, build: EventBuilder
+    deployment: Deployment, build: EventBuilder, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Given a Stripe delivery relayed by proxies that repeat their own headers, and one whose
     # Stripe-Signature field appears twice (an HTTP API joins them: two timestamps)
@@ -398,8 +464,9 @@ def test_repeated_headers_reach_ingest_joined_and_only_a_repeated_signature_is_r
     # Then the relayed one is enqueued once, and the doubled signature is refused as malformed
     assert [(status, body.get("error")) for status, body in answers] == [
         (200, None),
-        (401, "malformed_signature"),
+        (401, "unauthenticated"),
     ]
+    assert counted_reasons(capsys) == ["malformed_signature"]
     assert [m["Body"] for m in deployment.messages()] == [STRIPE_BODY]
 
 
@@ -514,3 +581,62 @@ def test_a_signed_body_nested_too_deep_to_parse_is_a_400_logged_and_counted(
     assert (line["reason"], line["provider"], line["status"]) == ("too_deep", "stripe", 400)
     [emf] = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
     assert (emf["rejected"], emf["rejected_too_deep"]) == ([1.0], [1.0])
+
+
+def test_a_signed_body_with_characters_sqs_refuses_is_enqueued_and_applied(
+    build: EventBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a signed Stripe payment whose description holds U+FFFE and U+FFFF, raw (JSON allows
+    # them; an SQS message may not contain them), and a queue that refuses them as SQS does
+    with pipeline_on_moto(monkeypatch) as pipeline, refusing_what_sqs_refuses():
+        secret = generated_secret()
+        boto3.client("secretsmanager").create_secret(
+            Name="umavez/test/stripe", SecretString=json.dumps({"active": [secret]})
+        )
+        monkeypatch.setenv("PROVIDER_SECRETS", json.dumps({"stripe": "umavez/test/stripe"}))
+        handler.webhook_ingest.cache_clear()
+        order = stripe.unique("ord")
+        event = json.loads(
+            stripe.payment_intent_succeeded(order, stripe.unique("pi"), 5000, int(time.time()))
+        )
+        event["data"]["object"]["description"] = "Pedido \ufffe\uffff"
+        body = json.dumps(event, ensure_ascii=False)
+
+        # When ingest receives it, and process takes the queue
+        status, answer = post(signed_stripe(build, body, secret))
+        pipeline.process()
+        handler.webhook_ingest.cache_clear()
+
+        # Then it was enqueued (the same payload, the characters escaped) and its payment applied
+        assert (status, answer.get("error")) == (200, None)
+        [message] = pipeline.processed
+        assert json.loads(message["Body"]) == event
+        assert pipeline.world.order(order)["paid_total"] == 5000
+        assert pipeline.dead_letters() == 0
+
+
+@pytest.mark.parametrize(
+    "encoded",
+    [
+        STRIPE_BODY.encode("utf-16"),
+        # A surrogate encoded in UTF-8: no valid UTF-8 holds one, nor can an SQS message
+        STRIPE_BODY.replace("}", ', "x": "\ud800"}', 1).encode("utf-8", "surrogatepass"),
+    ],
+    ids=["utf-16", "encoded-surrogate"],
+)
+def test_a_signed_body_that_is_not_utf_8_is_a_400_not_a_crash(
+    deployment: Deployment, build: EventBuilder, encoded: bytes
+) -> None:
+    # Given a correctly signed body that JSON's byte-level reader would take, but not UTF-8
+    at = int(time.time())
+    signature = hmac.new(
+        deployment.secrets["stripe"].encode(), f"{at}.".encode() + encoded, hashlib.sha256
+    ).hexdigest()
+    event = build(
+        "stripe", encoded, {"Stripe-Signature": f"t={at},v1={signature}"}, base64_encoded=True
+    )
+
+    # When ingest receives it, then it is refused as not JSON, and nothing is enqueued
+    status, answer = post(event)
+    assert (status, answer["error"]) == (400, "not_json")
+    assert deployment.messages() == []

@@ -26,8 +26,10 @@ def deployed_tables(dynamodb: DynamoDBClient, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("LEDGER_TABLE", TABLES.ledger)
     monkeypatch.setenv("OUTBOX_TABLE", TABLES.outbox)
     handler.effect_processor.cache_clear()
+    handler.failure_records.cache_clear()
     yield
     handler.effect_processor.cache_clear()
+    handler.failure_records.cache_clear()
 
 
 def json_lines(text: str) -> list[dict[str, Any]]:

@@ -132,10 +132,12 @@ def pipeline_on_moto(monkeypatch: pytest.MonkeyPatch) -> Iterator[Pipeline]:
             monkeypatch.setenv(name, value)
         handler.effect_processor.cache_clear()
         handler.waiting_room.cache_clear()
+        handler.failure_records.cache_clear()
         world = World(serialized(dynamodb), TABLES, lambda db, names: handler.effect_processor())
         try:
             yield Pipeline(world, sqs, queue_url, dead_letter_url, apis)
         finally:
             handler.effect_processor.cache_clear()
             handler.waiting_room.cache_clear()
+            handler.failure_records.cache_clear()
             apis.stop()

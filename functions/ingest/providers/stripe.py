@@ -29,10 +29,12 @@ class StripeVerifier:
         if not header:
             raise UnauthenticatedError("missing_signature", "Stripe-Signature header is missing")
         signed = parse_signed_header(header, "Stripe-Signature", timestamp_key="t")
+        # Freshness first, without computing an HMAC: a captured request replayed late is
+        # refused the same way, on the same path, whether its signature is good or not.
+        check_freshness(signed.timestamp, now, self._tolerance)
         message = f"{signed.timestamp_text}.".encode() + request.body
         if not hmac_matches(secrets, message, signed.signatures):
             raise UnauthenticatedError("bad_signature", "no v1 signature matches")
-        check_freshness(signed.timestamp, now, self._tolerance)
 
     def envelope(self, payload: Mapping[str, Any], request: WebhookRequest) -> Envelope:
         event_id = require_text(payload, "id")
