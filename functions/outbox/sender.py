@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Final
 from botocore.exceptions import ClientError
 
 from functions.outbox.channels import Channel, ChannelError, SinkGoneError
+from functions.outbox.templates import emails_customer
 from functions.shared import settings, tables
 from functions.shared.domain import financial_status
 from functions.shared.dynamo import (
@@ -41,7 +42,13 @@ from functions.shared.dynamo import (
     to_attributes,
 )
 from functions.shared.errors import UmavezError
-from functions.shared.outbox import OutboxItem, OutboxStatus, give_up_clock_start
+from functions.shared.outbox import (
+    EMAIL_CHANNEL,
+    OutboxItem,
+    OutboxStatus,
+    give_up_clock_start,
+    reopen_for_email,
+)
 from functions.shared.redaction import MAX_ERROR_CHARACTERS, redacted
 
 if TYPE_CHECKING:
@@ -277,7 +284,27 @@ class OutboxSender:
                 **finished.values(),
             },
         )
+        if self._email_waited_for_a_recipient(item, done | finished.sent | finished.gone):
+            self._reopen_if_the_order_learned_one(item)
         return Sent(item.outbox_id, SendResult.SENT, item.attempts)
+
+    def _email_waited_for_a_recipient(self, item: OutboxItem, finished: set[str]) -> bool:
+        """Sent without the e-mail the policy owes it, for want of a recipient."""
+        return (
+            self._ledger is not None
+            and item.recipient is None
+            and EMAIL_CHANNEL not in finished
+            and any(channel.name == EMAIL_CHANNEL for channel in self._channels)
+            and emails_customer(item)
+        )
+
+    def _reopen_if_the_order_learned_one(self, item: OutboxItem) -> None:
+        """Process may have taught the order its recipient while this try was sending; its
+        re-open then found the item not sent yet and changed nothing. Read after the item is
+        recorded sent, the order tells: a recipient learned since is e-mailed by the sweeper
+        (one learned after this read finds the item sent, and process re-opens it)."""
+        if self._as_of_now(item).recipient is not None:
+            reopen_for_email(self._db, self._table, item.outbox_id, self._clock())
 
     def _as_of_now(self, item: OutboxItem) -> OutboxItem:
         if self._ledger is None:
