@@ -11,6 +11,7 @@ summary (beside its checkpoint), and the stack's alarms now in ALARM.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -20,7 +21,9 @@ from functions.process.waiting import RECHECK_STUCK_SECONDS
 from functions.reconcile.service import CHECKPOINT_PK, LAST_RUN_SK
 from functions.shared import tables
 from functions.shared.dynamo import from_attributes, to_attributes
+from functions.shared.failures import FailureRecords
 from infra.settings import MAX_RECEIVE_COUNT
+from ops.dlq import DeadLetters, LastFailures
 
 # A delivery waiting longer than this needs a person (the `WaitingOverAnHour` alarm).
 WAITING_LIMIT_SECONDS: Final = 3600
@@ -30,6 +33,9 @@ MISMATCHES_SHOWN_SECONDS: Final = 86_400
 OVERDUE_AFTER_SECONDS: Final = 15 * 60
 # The window CloudWatch is asked about for the queue's oldest message (the alarm's period).
 QUEUE_AGE_WINDOW_SECONDS: Final = 5 * 60
+# When the DLQ holds messages, this many are looked at (and released) for their reasons.
+DLQ_REASONS_SHOWN: Final = 10
+DLQ_LOOK_SECONDS: Final = 30
 
 Clients = Callable[[str], Any]
 
@@ -85,7 +91,11 @@ def read_status(pipeline: Pipeline, client: Clients, now: float) -> Status:
     sqs, dynamodb = client("sqs"), client("dynamodb")
     readings = [
         webhook_queue(sqs, client("cloudwatch"), pipeline.queue_url, now),
-        dead_letters(sqs, pipeline.dlq_url),
+        dead_letters(
+            sqs,
+            pipeline.dlq_url,
+            FailureRecords(dynamodb, pipeline.ledger_table, lambda: now).last_failures,
+        ),
         parked(dynamodb, pipeline.ledger_table, tables.WAITING_PK, "waiting", now),
         parked(dynamodb, pipeline.ledger_table, tables.UNMATCHED_PK, "unmatched", now),
         rechecks(dynamodb, pipeline.ledger_table, now),
@@ -147,7 +157,9 @@ def webhook_queue(sqs: Any, cloudwatch: Any, queue_url: str, now: float) -> Read
     )
 
 
-def dead_letters(sqs: Any, dlq_url: str) -> Reading:
+def dead_letters(sqs: Any, dlq_url: str, last_failures: LastFailures | None = None) -> Reading:
+    """How many, and when there are some, why the first few failed (their last failures,
+    redacted): listed the way `umavez dlq list` lists them, left in the DLQ."""
     attributes = sqs.get_queue_attributes(
         QueueUrl=dlq_url,
         AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
@@ -155,8 +167,24 @@ def dead_letters(sqs: Any, dlq_url: str) -> Reading:
     count = int(attributes.get("ApproximateNumberOfMessages", 0)) + int(
         attributes.get("ApproximateNumberOfMessagesNotVisible", 0)
     )
+    facts: dict[str, Any] = {"count": count}
+    why = ""
+    if count and last_failures is not None:
+        letters = DeadLetters(
+            sqs,
+            dlq_url,
+            "",
+            look_seconds=DLQ_LOOK_SECONDS,
+            wait_seconds=0,
+            max_messages=DLQ_REASONS_SHOWN,
+            last_failures=last_failures,
+        ).letters()
+        reasons = Counter(letter.reason for letter in letters if letter.reason)
+        if reasons:
+            facts["reasons"] = dict(reasons)
+            why = f" (last failure: {reasons.most_common(1)[0][0]})"
     hint = "; `umavez dlq list`, then `dlq redrive`" if count else ""
-    return Reading("dead letters", f"{count} in the DLQ{hint}", count > 0, {"count": count})
+    return Reading("dead letters", f"{count} in the DLQ{why}{hint}", count > 0, facts)
 
 
 def parked(dynamodb: Any, ledger_table: str, partition: str, name: str, now: float) -> Reading:

@@ -18,6 +18,7 @@ from functions.ingest.adapters import SqsQueue
 from functions.shared.failures import FailureRecords
 from infra.settings import MAX_RECEIVE_COUNT
 from ops.dlq import DeadLetters
+from ops.status import dead_letters as status_of_dead_letters
 from tests.support.clients import intercepted
 from tests.support.pipeline import Pipeline, pipeline_on_moto
 from tests.support.world import TABLES
@@ -158,3 +159,19 @@ def refuse(operation: str) -> Callable[[str, Callable[[], Any]], Any]:
         return call()
 
     return around
+
+
+def test_the_status_line_says_why_and_leaves_the_letter_where_it_is(pipeline: Pipeline) -> None:
+    # Given a notification that failed five times
+    failed_into_the_dlq(pipeline)
+    failures = FailureRecords(pipeline.world.dynamodb, TABLES.ledger, time.time)
+
+    # When the status is read
+    reading = status_of_dead_letters(pipeline.sqs, pipeline.dead_letter_url, failures.last_failures)
+
+    # Then its line says why the letter failed, a person is needed, and the letter is still there
+    assert reading.needs_person
+    assert "ProviderApiRefusedError: Mercado Pago payments API refused us: 401" in reading.summary
+    assert reading.facts["count"] == 1
+    assert pipeline.dead_letters() == 1
+    assert len(dead_letters(pipeline).letters()) == 1
