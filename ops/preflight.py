@@ -27,7 +27,12 @@ from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
 
-from infra.config import PROCESS_MAX_CONCURRENCY_RANGE, PROVIDERS
+from infra.config import (
+    PROCESS_MAX_CONCURRENCY_RANGE,
+    PROVIDERS,
+    ConfigError,
+    sender_identities,
+)
 from infra.settings import (
     concurrency_needed,
     pinned_powertools_version,
@@ -248,8 +253,13 @@ class Preflight:
         )
 
     def _ses_identity(self, sender: str, configuration_set: str | None) -> Finding:
+        try:
+            # The bare address, then its domain: a display name is no identity of SES's.
+            candidates = sender_identities(sender)
+        except ConfigError as malformed:
+            return Finding("ses identity", Verdict.PROBLEM, str(malformed))
         identity = None
-        for candidate in (sender, sender.split("@", 1)[-1]):
+        for candidate in candidates:
             try:
                 identity = self._call(
                     "sesv2", "get_email_identity", "ses:GetEmailIdentity", EmailIdentity=candidate

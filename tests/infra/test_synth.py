@@ -78,7 +78,11 @@ def test_cdk_cli_refuses_waf_on_an_http_api_with_the_fix_in_the_message(tmp_path
 def test_a_new_wildcard_permission_fails_synth(tmp_path: Path) -> None:
     # Given the stack with one careless statement added to a function's role
     app = cdk.App(outdir=str(tmp_path))
-    stack = UmavezStack(app, "Umavez-nag", config=StackConfig(alarm_email="oncall@example.com"))
+    stack = UmavezStack(
+        app,
+        "Umavez-nag",
+        config=StackConfig(alarm_email="oncall@example.com", allow_unprotected_prod=True),
+    )
     stack.pipeline.process.add_to_role_policy(
         iam.PolicyStatement(actions=["s3:GetObject"], resources=["*"])
     )

@@ -232,6 +232,26 @@ def test_an_account_not_ready_is_told_what_to_fix(account: Account) -> None:
     assert "verify one" in found["ses identity"].detail
 
 
+def test_a_sender_with_a_display_name_is_looked_up_as_its_address_and_domain(
+    account: Account,
+) -> None:
+    # Given the domain verified, and the sender the deploy passes with a display name
+    # When preflight runs
+    found = findings_of(account, email_sender="Loja <loja@example.com>")
+
+    # Then it finds the domain verified, as SES would when it authorizes the send
+    assert found["ses identity"].verdict is Verdict.OK
+
+
+def test_a_sender_that_is_not_an_address_is_a_problem_that_says_what_is_expected(
+    account: Account,
+) -> None:
+    found = findings_of(account, email_sender="Loja <loja@example")
+
+    assert found["ses identity"].verdict is Verdict.PROBLEM
+    assert "'Loja <loja@example.com>'" in found["ses identity"].detail
+
+
 def test_an_old_bootstrap_is_a_problem(account: Account) -> None:
     account.client("ssm").put_parameter(
         Name=BOOTSTRAP_VERSION_PARAMETER, Value="5", Type="String", Overwrite=True
