@@ -85,6 +85,7 @@ class UmavezStack(cdk.Stack):
         outputs["OperatorRepairPolicyArn"] = self.operators.repair.managed_policy_arn
         # What `umavez preflight` checks the account against once the stack is deployed.
         outputs["Stage"] = config.stage
+        outputs["ApiType"] = config.api_type.value  # a REST stage needs the region's log role
         outputs["ProcessMaxConcurrency"] = str(config.process_max_concurrency)
         if config.email_sender:
             outputs["EmailSender"] = config.email_sender

@@ -30,6 +30,7 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, 
 from infra.config import (
     PROCESS_MAX_CONCURRENCY_RANGE,
     PROVIDERS,
+    ApiType,
     ConfigError,
     sender_identities,
 )
@@ -50,6 +51,9 @@ TEST_ALARM: Final = "DeadLetters"
 TEST_ALARM_REASON: Final = (
     "umavez preflight: a test of the alarm topic; back to OK at its next evaluation"
 )
+
+
+API_LOGGING_ROLE: Final = "api gateway logging role"
 
 
 class Verdict(StrEnum):
@@ -121,6 +125,7 @@ class Preflight:
         findings.append(self._guarded("powertools layer", self._powertools_layer))
         stack = self._stack()
         findings.append(self._guarded("lambda concurrency", lambda: self._concurrency(stack)))
+        findings.append(self._guarded(API_LOGGING_ROLE, lambda: self._api_logging_role(stack)))
         findings += self._ses(stack)
         if stack is None:
             findings.append(
@@ -209,6 +214,28 @@ class Preflight:
             Verdict.OK,
             f"{unreserved} unreserved concurrent executions; the stack may use {total} ({parts})",
         )
+
+    def _api_logging_role(self, stack: Stack | None) -> Finding:
+        """A REST API logs with the role the region's API Gateway account names (the stack
+        does not set it: it is every REST API's of the region). Without it the stage's create
+        fails and the deploy rolls back."""
+        if stack is not None and stack.outputs.get("ApiType") == ApiType.HTTP.value:
+            return Finding(
+                API_LOGGING_ROLE, Verdict.NOTE, "an HTTP API: its access logs need no such role"
+            )
+        account = self._call("apigateway", "get_account", "apigateway:GET")
+        role = account.get("cloudwatchRoleArn")
+        if not role:
+            return Finding(
+                API_LOGGING_ROLE,
+                Verdict.PROBLEM,
+                "the region's API Gateway account names no CloudWatch role: a REST API's stage"
+                " (prod's default) fails to create ('CloudWatch Logs role ARN must be set in"
+                " account settings to enable logging') and the deploy rolls back. Set it once"
+                " per region (docs/deploy.md, API Gateway's CloudWatch role), or deploy an HTTP"
+                " API with -c allowUnprotectedProd=true",
+            )
+        return Finding(API_LOGGING_ROLE, Verdict.OK, f"REST stages log with {role}")
 
     def _ses(self, stack: Stack | None) -> list[Finding]:
         outputs = stack.outputs if stack else {}

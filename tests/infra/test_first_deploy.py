@@ -463,6 +463,7 @@ def test_preflight_reads_outputs_and_an_alarm_the_stack_has(
     assert outputs["SecretMercadopagoAccessToken"] == "umavez/prod/mercadopago/access-token"
     assert outputs["SecretStripeApiKey"] == "umavez/prod/stripe/api-key"
     assert outputs["ProcessMaxConcurrency"] == "8"
+    assert outputs["ApiType"] == "rest"
     assert outputs["EmailSender"] == "loja@example.com"
     assert outputs["EmailConfigurationSet"] == "loja-transactional"
     assert "AlarmTopicArn" in outputs
