@@ -15,6 +15,7 @@ from infra.constructs.pipeline import RECONCILE_EVERY, Pipeline
 from infra.constructs.reconciliation import ReconciliationRuns
 from infra.nag import acknowledge_reviewed_findings
 from infra.reconciliation import RECONCILIATION
+from infra.settings import TEST_ALARM
 
 
 class UmavezStack(cdk.Stack):
@@ -57,6 +58,9 @@ class UmavezStack(cdk.Stack):
             "Operators",
             pipeline=self.pipeline,
             state_machine=self.reconciliation.state_machine,
+            alarm_topic=self.monitoring.topic,
+            test_alarm=self.monitoring.alarms[TEST_ALARM],
+            email_sender=config.email_sender,
         )
         for provider, url in self.api.urls.items():
             cdk.CfnOutput(self, f"WebhookUrl{provider.capitalize()}", value=url)

@@ -35,19 +35,19 @@ from infra.config import (
     sender_identities,
 )
 from infra.settings import (
+    BOOTSTRAP_VERSION_PARAMETER,
+    TEST_ALARM,
     concurrency_needed,
     pinned_powertools_version,
     powertools_layer_parameter,
 )
 
-# CDK's default bootstrap qualifier, and the oldest bootstrap the synthesized template accepts
-# (its CheckBootstrapVersion rule refuses 1 to 5).
-BOOTSTRAP_VERSION_PARAMETER: Final = "/cdk-bootstrap/hnb659fds/version"
+# The oldest bootstrap the synthesized template accepts (its CheckBootstrapVersion rule refuses
+# 1 to 5); the parameter is CDK's default bootstrap qualifier's (infra/settings.py).
 MIN_BOOTSTRAP_VERSION: Final = 6
 DEFAULT_PROCESS_MAX_CONCURRENCY: Final = 5
-# The alarm `--test-alarm` sets (named `<stack>-DeadLetters`): its runbook entry is the one an
-# operator knows first.
-TEST_ALARM: Final = "DeadLetters"
+# The alarm `--test-alarm` sets (TEST_ALARM, named `<stack>-DeadLetters`): its runbook entry is
+# the one an operator knows first.
 TEST_ALARM_REASON: Final = (
     "umavez preflight: a test of the alarm topic; back to OK at its next evaluation"
 )

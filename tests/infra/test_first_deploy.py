@@ -16,8 +16,7 @@ from functions.shared import tables
 from functions.shared.observability import powertools
 from infra.config import PROVIDERS, ApiType, ConfigError, StackConfig
 from infra.constructs.api import sampling_rule_name
-from infra.settings import OUTBOX_BATCH_SIZE
-from ops.preflight import TEST_ALARM
+from infra.settings import OUTBOX_BATCH_SIZE, TEST_ALARM
 from tests.infra.conftest import Synthesized
 from tests.support.aws_policies import (
     ACCOUNT,

@@ -3,12 +3,12 @@ not use.
 
 The evidence is the operator's own tests (tests/ops/) run with the recorder of
 `tests/support/ops_calls.py`: every AWS call `umavez status`, `trace`, `show waiting`,
-`dlq list`, `dlq redrive` and `outbox revive` made on moto's copy of a deployed stack, as
-(command, IAM action, resource by name). Each is held against the command's policy in the
-synthesized template (`<stack>-operator-read` or `<stack>-operator-repair`), evaluated the way
-AWS evaluates it, with the resource's name replaced by the ARN its deployed counterpart gets.
-The other way round, every action a policy grants, on each resource, is used by a recording or
-listed in `NOT_EXERCISED` with its reason.
+`dlq list`, `dlq redrive`, `outbox revive` and `preflight` made on moto's copy of a deployed
+stack, as (command, IAM action, resource by name). Each is held against the command's policy in
+the synthesized template (`<stack>-operator-read-<region>` or `-repair-<region>`), evaluated the
+way AWS evaluates it, with the resource's name replaced by the ARN its deployed counterpart
+gets. The other way round, every action a policy grants, on each resource, is used by a
+recording or listed in `NOT_EXERCISED` with its reason.
 """
 
 from __future__ import annotations
@@ -22,6 +22,12 @@ from typing import Any
 
 import pytest
 
+from infra.settings import (
+    BOOTSTRAP_VERSION_PARAMETER,
+    TEST_ALARM,
+    pinned_powertools_version,
+    powertools_layer_parameter,
+)
 from tests.infra.conftest import Synthesized
 from tests.infra.test_permissions import deployed_arns, listed
 from tests.ops.conftest import LOG_GROUPS, NAMES, STACK
@@ -39,11 +45,18 @@ from tests.support.aws_policies import (
 from tests.support.ops_calls import OpsCall
 
 ROOT = Path(__file__).resolve().parents[2]
+LAYER_PARAMETER = powertools_layer_parameter(pinned_powertools_version())
+PROD_SECRETS = (
+    *(f"umavez/prod/{p}/webhook" for p in ("stripe", "mercadopago", "asaas")),
+    "umavez/prod/mercadopago/access-token",
+    "umavez/prod/stripe/api-key",
+)
 # The operator's tests that run the commands against moto's copy of a deployed stack.
 OPS_TESTS = (
     "tests/ops/test_status_and_trace_deployed.py",
     "tests/ops/test_by_stack_name.py",
     "tests/ops/test_outbox_revive_cli.py",
+    "tests/ops/test_preflight.py",
 )
 POLICY_OF = {
     "status": "read",
@@ -52,7 +65,10 @@ POLICY_OF = {
     "dlq list": "read",
     "dlq redrive": "repair",
     "outbox revive": "repair",
+    "preflight": "read",
 }
+# A command's call held against the other policy: the test alarm pages its subscribers.
+REPAIRS = frozenset({("preflight", "cloudwatch:SetAlarmState")})
 MOTO_STATE_MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:Umavez-prod-Reconciliation"
 # Each resource the recorded calls name, by the stack output that names its deployed one.
 PLAYS = {
@@ -65,9 +81,34 @@ PLAYS = {
     f"stack/{STACK}": "the stack",
     **{f"log-group/{name}": f"{logical}" for logical, name in LOG_GROUPS.items()},
 }
-# Resources the tests name on purpose although the stack has none such (a mistyped stack or a
-# table named by hand): those calls are AccessDenied with these policies, as they should be.
-NOT_OF_THE_STACK = frozenset({"stack/Umavez-prdo", "table/Another-Ledger"})
+# Resources the tests name on purpose although the stack has none such (a mistyped stack, a
+# table named by hand, the sender of another deployment): those calls are AccessDenied with
+# these policies, as they should be.
+NOT_OF_THE_STACK = frozenset(
+    {
+        "stack/Umavez-prdo",
+        "table/Another-Ledger",
+        "identity/loja@other-shop.example",
+        "identity/other-shop.example",
+    }
+)
+# The preflight tests' alarm topic, made by moto's CloudFormation with a generated suffix.
+MOTO_TOPIC = "topic/arn:aws:sns:us-east-1:123456789012:Umavez-prod-MonitoringAlarms66989066-"
+TOPIC_ARN = f"arn:{PARTITION}:sns:{REGION}:{ACCOUNT}:Umavez-test-Alarms"
+TEST_ALARM_ARN = f"arn:{PARTITION}:cloudwatch:{REGION}:{ACCOUNT}:alarm:Umavez-test-DeadLetters"
+# The account's, not the stack's: the same ARN whoever reads them.
+OF_THE_ACCOUNT = {
+    f"parameter{BOOTSTRAP_VERSION_PARAMETER}": (
+        f"arn:{PARTITION}:ssm:{REGION}:{ACCOUNT}:parameter{BOOTSTRAP_VERSION_PARAMETER}"
+    ),
+    f"parameter{LAYER_PARAMETER}": f"arn:{PARTITION}:ssm:{REGION}::parameter{LAYER_PARAMETER}",
+    "apigateway/account": f"arn:{PARTITION}:apigateway:{REGION}::/account",
+    # The prod stack's emailSender, as a verified identity (address and domain)
+    **{
+        f"identity/{i}": f"arn:{PARTITION}:ses:{REGION}:{ACCOUNT}:identity/{i}"
+        for i in ("loja@example.com", "example.com")
+    },
+}
 # Grants no recorded call uses: (policy, action, output naming the resource) -> why.
 NOT_EXERCISED: dict[tuple[str, str, str], str] = {
     ("read", "logs:StartQuery", "FunctionLogGroups"): (
@@ -106,9 +147,20 @@ def resolver(synth: Synthesized) -> Resolver:
     ARNs too (the template names them by Ref)."""
     arns = deployed_arns(synth)
     [machine] = synth.resources("AWS::StepFunctions::StateMachine")
+    [topic] = synth.resources("AWS::SNS::Topic")
+    [alarm] = [
+        k
+        for k, a in synth.resources("AWS::CloudWatch::Alarm").items()
+        if a["Properties"]["AlarmName"] == f"Umavez-test-{TEST_ALARM}"
+    ]
     return Resolver(
-        physical={**arns.physical, machine: STATE_MACHINE_ARN, "AWS::StackId": STACK_ARN},
-        attributes=arns.attributes,
+        physical={
+            **arns.physical,
+            machine: STATE_MACHINE_ARN,
+            topic: TOPIC_ARN,
+            "AWS::StackId": STACK_ARN,
+        },
+        attributes={**arns.attributes, (alarm, "Arn"): TEST_ALARM_ARN},
     )
 
 
@@ -117,6 +169,19 @@ def deployed_arn(synth: Synthesized, arns: Resolver, local: str) -> str:
     suffix."""
     if local == "*":
         return "*"
+    if local in OF_THE_ACCOUNT:
+        return OF_THE_ACCOUNT[local]
+    if local.startswith(MOTO_TOPIC):
+        return TOPIC_ARN
+    if local == f"alarm/Umavez-prod-{TEST_ALARM}":
+        return TEST_ALARM_ARN
+    if local.startswith("secret/"):  # the same names in both (umavez/prod/...)
+        [logical_id] = [
+            k
+            for k, s in synth.resources("AWS::SecretsManager::Secret").items()
+            if s["Properties"]["Name"] == local.removeprefix("secret/")
+        ]
+        return str(arns.resolve({"Ref": logical_id}))
     name, suffix = local, ""
     if local.startswith("table/") and "/index/" in local:
         name, index = local.split("/index/")
@@ -142,6 +207,10 @@ def policy(synth: Synthesized, arns: Resolver, name: str) -> list[dict[str, Any]
         == f"Umavez-test-operator-{name}-{REGION}"
     ]
     return list(arns.resolve(found["Properties"]["PolicyDocument"]["Statement"]))
+
+
+def policy_of(call: OpsCall) -> str:
+    return "repair" if (call.command, call.action) in REPAIRS else POLICY_OF[call.command]
 
 
 def of_the_stack(calls: Iterable[OpsCall]) -> list[OpsCall]:
@@ -199,9 +268,16 @@ def test_the_operators_tests_recorded_every_command_the_policies_are_for(
     commands = {c.command for c in recorded}
     assert commands == set(POLICY_OF), commands
     # And every resource they named is one of the stack's, or a mistake made on purpose
-    assert {c.resource for c in recorded} <= {*PLAYS, *NOT_OF_THE_STACK, "*"} | {
-        f"{name}/index/due" for name in PLAYS if name.startswith("table/")
-    }
+    named = {c.resource for c in recorded if not c.resource.startswith(MOTO_TOPIC)}
+    assert named <= {
+        *PLAYS,
+        *NOT_OF_THE_STACK,
+        *OF_THE_ACCOUNT,
+        "*",
+        f"alarm/Umavez-prod-{TEST_ALARM}",
+        *(f"{name}/index/due" for name in PLAYS if name.startswith("table/")),
+        *(f"secret/{name}" for name in PROD_SECRETS),
+    }, named
 
 
 @pytest.mark.parametrize("name", ["read", "repair"])
@@ -210,7 +286,7 @@ def test_each_policy_allows_every_call_of_its_commands(
 ) -> None:
     # Given the policy and what its commands called
     arns = resolver(prod)
-    calls = of_the_stack(c for c in recorded if POLICY_OF[c.command] == name)
+    calls = of_the_stack(c for c in recorded if policy_of(c) == name)
 
     # Then AWS would allow every one of those calls
     assert denied(policy(prod, arns, name), calls, lambda r: deployed_arn(prod, arns, r)) == []
@@ -222,7 +298,7 @@ def test_each_policy_grants_only_what_its_commands_use_or_a_reason_covers(
 ) -> None:
     # Given the policy and what its commands called
     arns = resolver(prod)
-    calls = of_the_stack(c for c in recorded if POLICY_OF[c.command] == name)
+    calls = of_the_stack(c for c in recorded if policy_of(c) == name)
 
     # Then every grant was used, or is listed with why no recorded run uses it
     assert unused(prod, arns, name, policy(prod, arns, name), calls) == []
@@ -259,7 +335,7 @@ def test_a_policy_missing_an_action_its_command_calls_fails_the_check(
     statements = [
         s for s in policy(prod, arns, "repair") if "sqs:SendMessage" not in listed(s["Action"])
     ]
-    calls = of_the_stack(c for c in recorded if POLICY_OF[c.command] == "repair")
+    calls = of_the_stack(c for c in recorded if policy_of(c) == "repair")
 
     # When its commands' calls are held against it, Then the redrive's send is reported
     found = denied(statements, calls, lambda r: deployed_arn(prod, arns, r))
@@ -277,7 +353,7 @@ def test_a_grant_no_command_uses_fails_the_check(
     statements = policy(prod, arns, "read")
     ledger = deployed_arn(prod, arns, f"table/{NAMES.ledger}")
     statements.append({"Effect": "Allow", "Action": "dynamodb:Scan", "Resource": ledger})
-    calls = of_the_stack(c for c in recorded if POLICY_OF[c.command] == "read")
+    calls = of_the_stack(c for c in recorded if policy_of(c) == "read")
 
     # Then the extra grant is reported
     assert unused(prod, arns, "read", statements, calls) == [f"read: dynamodb:Scan on {ledger}"]

@@ -15,13 +15,13 @@ from moto import mock_aws
 
 from infra.settings import (
     API_CREDENTIAL_PLACEHOLDER,
+    BOOTSTRAP_VERSION_PARAMETER,
     WEBHOOK_SECRET_PLACEHOLDER,
     concurrency_needed,
     pinned_powertools_version,
     powertools_layer_parameter,
 )
 from ops.preflight import (
-    BOOTSTRAP_VERSION_PARAMETER,
     Finding,
     Options,
     Preflight,

@@ -3,10 +3,12 @@
 
 A pytest plugin (`-p tests.support.ops_calls`): every boto3 call made while `umavez ...`
 (`ops.cli.main`) runs is recorded under its command (`status`, `dlq list`, `outbox revive`),
-with the IAM action it is authorized as and the resource it addresses, by name:
+and while preflight's checks run (its tests run them without the CLI) under `preflight`, with
+the IAM action it is authorized as and the resource it addresses, by name:
 
-    table/<name>, table/<name>/index/<index>, queue/<name>, log-group/<name>,
-    stack/<name>, state-machine/<its ARN>, *
+    table/<name>, table/<name>/index/<index>, queue/<name>, log-group/<name>, stack/<name>,
+    state-machine/<its ARN>, secret/<name>, topic/<its ARN>, alarm/<name>, parameter/<name>,
+    identity/<address or domain>, apigateway/account, *
 
 Calls the tests make to set the world up are not the commands' and are not recorded. The
 recordings are written to the file named by UMAVEZ_OPS_CALLS when the session ends.
@@ -36,6 +38,8 @@ ANY_RESOURCE: Final = frozenset(
         "logs:GetQueryResults",
         "cloudwatch:DescribeAlarms",
         "cloudwatch:GetMetricStatistics",
+        "lambda:GetAccountSettings",
+        "ses:GetAccount",
     }
 )
 
@@ -55,8 +59,10 @@ def command_of(argv: list[str]) -> str:
 
 
 def running_command() -> str | None:
-    """The `umavez` command on the call stack, if any (ops.cli.main's argv)."""
+    """The `umavez` command on the call stack, if any: ops.cli.main's argv, or preflight's
+    checks, which its tests run without the CLI."""
     frame = sys._getframe(1)
+    found = None
     while frame is not None:
         code = frame.f_code
         if code.co_name == "main" and code.co_filename.endswith(
@@ -64,8 +70,10 @@ def running_command() -> str | None:
         ):
             argv = frame.f_locals.get("argv")
             return command_of(list(argv)) if argv else None
+        if code.co_name == "run" and code.co_filename.endswith(os.path.join("ops", "preflight.py")):
+            found = "preflight"
         frame = frame.f_back  # type: ignore[assignment]
-    return None
+    return found
 
 
 def needed(service: str, operation: str, params: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -80,6 +88,16 @@ def needed(service: str, operation: str, params: Mapping[str, Any]) -> list[tupl
         return [(action, f"stack/{params.get('StackName', '')}")]
     if service == "logs" and operation == "StartQuery":
         return [(action, f"log-group/{name}") for name in params.get("logGroupNames", [])]
+    if service == "ssm":
+        return [(action, f"parameter{params.get('Name', '')}")]
+    if service == "sesv2" and operation == "GetEmailIdentity":
+        return [(action, f"identity/{params.get('EmailIdentity', '')}")]
+    if service == "sns":
+        return [(action, f"topic/{params.get('TopicArn', '')}")]
+    if service == "cloudwatch" and "AlarmName" in params:
+        return [(action, f"alarm/{params['AlarmName']}")]
+    if service == "apigateway" and operation == "GetAccount":
+        return [("apigateway:GET", "apigateway/account")]
     if service in ("dynamodb", "sqs", "secretsmanager", "sesv2"):
         return permissions_needed(service, operation, params, {})
     return [(action, f"unknown/{service}")]
