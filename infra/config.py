@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 from dataclasses import dataclass
+from email.utils import getaddresses
 from enum import StrEnum
 from typing import Any, Final, TypeVar
 
@@ -31,7 +33,19 @@ class ApiType(StrEnum):
 DEFAULT_API_TYPE: Final = ApiType.HTTP
 WAF_NEEDS_REST: Final = (
     "waf=true needs apiType=rest: AWS WAF cannot be attached to an HTTP API. Pass"
-    " -c apiType=rest -c waf=true (apiType defaults to http), or drop waf"
+    " -c apiType=rest -c waf=true (apiType defaults to http outside prod), or drop waf"
+)
+# Production is protected per client by default: an HTTP API is throttled as a whole and WAF
+# cannot attach to it, so one sender of unsigned POSTs would get the providers' deliveries
+# answered 429. Prod synthesizes a REST API behind WAF (its per-IP rate rule) unless this flag
+# says the operator accepts that.
+ALLOW_UNPROTECTED_PROD: Final = "allowUnprotectedProd"
+UNPROTECTED_PROD: Final = (
+    "stage prod takes webhooks behind AWS WAF's per-IP rate limit: without it the whole API is"
+    " throttled as one, and one sender of unsigned POSTs gets the providers' deliveries"
+    " answered 429. Prod defaults to -c apiType=rest -c waf=true (list the providers' webhook"
+    " addresses with -c providerIpAllowList=...); pass -c "
+    f"{ALLOW_UNPROTECTED_PROD}=true to deploy prod without WAF (an HTTP API by default)"
 )
 
 
@@ -56,6 +70,8 @@ class StackConfig:
     notify_url: str | None = None
     api_type: ApiType = DEFAULT_API_TYPE
     waf: bool = False
+    # Prod without WAF (UNPROTECTED_PROD says what that costs): only when this says so.
+    allow_unprotected_prod: bool = False
     # CIDRs the WAF's per-IP rate rule never counts: the providers' published webhook sources.
     provider_ip_allow_list: tuple[str, ...] = ()
     process_max_concurrency: int = DEFAULT_PROCESS_MAX_CONCURRENCY
@@ -77,6 +93,8 @@ class StackConfig:
                 " -c alarmEmail=you@example.com, or -c allowNoAlarmSubscription=true if you"
                 " subscribe the AlarmTopicArn output yourself"
             )
+        if self.email_sender:
+            sender_identities(self.email_sender)  # a malformed one fails synth, not every send
         if self.email_configuration_set and not self.email_sender:
             raise ConfigError(
                 "emailConfigurationSet needs emailSender: the configuration set is the one"
@@ -89,6 +107,8 @@ class StackConfig:
             )
         if self.waf and self.api_type is ApiType.HTTP:
             raise ConfigError(WAF_NEEDS_REST)
+        if self.stage == PRODUCTION and not (self.waf or self.allow_unprotected_prod):
+            raise ConfigError(UNPROTECTED_PROD)
         if not 0 <= self.xray_sampling <= 1:
             raise ConfigError(f"xraySampling must be between 0 and 1, not {self.xray_sampling}")
         for name in ("retention_days", "outbox_give_up_hours"):
@@ -133,15 +153,21 @@ class StackConfig:
                 "powertoolsLayerVersion is gone: the layer is the one AWS publishes for the"
                 " Powertools release pinned in pyproject.toml"
             )
+        stage = str(get("stage") or PRODUCTION)
+        # Prod is a REST API behind WAF unless the operator opts out; elsewhere the lean one.
+        protected = stage == PRODUCTION and not flag(ALLOW_UNPROTECTED_PROD)
+        api_type = _api_type(get("apiType"), ApiType.REST if protected else DEFAULT_API_TYPE)
+        waf = flag("waf") if get("waf") is not None else protected and api_type is ApiType.REST
         return cls(
-            stage=str(get("stage") or PRODUCTION),
+            stage=stage,
             alarm_email=get("alarmEmail"),
             allow_no_alarm_subscription=flag("allowNoAlarmSubscription"),
             email_sender=get("emailSender"),
             email_configuration_set=get("emailConfigurationSet"),
             notify_url=get("notifyUrl"),
-            api_type=_api_type(get("apiType")),
-            waf=flag("waf"),
+            api_type=api_type,
+            waf=waf,
+            allow_unprotected_prod=flag(ALLOW_UNPROTECTED_PROD),
             provider_ip_allow_list=cidrs(get("providerIpAllowList")),
             process_max_concurrency=number(
                 "processMaxConcurrency", DEFAULT_PROCESS_MAX_CONCURRENCY
@@ -152,6 +178,32 @@ class StackConfig:
             xray_sampling=_share("xraySampling", get("xraySampling"), DEFAULT_XRAY_SAMPLING),
             keep_changes_index=flag("keepChangesIndex"),
         )
+
+
+# What SES takes as a sender's domain identity: dot-separated labels of letters, digits and
+# hyphens. The local part only needs to be there: SES checks the rest when it verifies it.
+_DOMAIN = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)(\.(?!-)[A-Za-z0-9-]{1,63}(?<!-))+$")
+
+
+def sender_identities(sender: str) -> tuple[str, str]:
+    """The SES identities a sender sends as: its address, and the address's domain.
+
+    `emailSender` is what the senders pass SES as FromEmailAddress, so it may carry a display
+    name (`Loja <loja@example.com>`); SES authorizes the send as the bare address when that is
+    verified, else as its domain, never as the display name. One address, or a ConfigError that
+    says what was expected."""
+    parsed = getaddresses([sender])
+    address = parsed[0][1] if len(parsed) == 1 else ""
+    local, _, domain = address.rpartition("@")
+    # The address as written, not as the parser mended it (an unclosed <, a space dropped).
+    written = sender.rstrip().endswith(f"<{address}>") if "<" in sender else sender.strip()
+    malformed = not local or "@" in local or any(c.isspace() for c in local)
+    if written not in (True, address) or malformed or not _DOMAIN.match(domain):
+        raise ConfigError(
+            "emailSender must be one e-mail address, bare or with a display name"
+            f" (loja@example.com or 'Loja <loja@example.com>'), not {sender!r}"
+        )
+    return address, domain
 
 
 def cidrs(value: str | list[str] | None) -> tuple[str, ...]:
@@ -188,8 +240,8 @@ def _choice(name: str, value: str | None, choices: type[E]) -> E | None:
         raise ConfigError(f"{name} must be {allowed}, not {value!r}") from exc
 
 
-def _api_type(value: str | None) -> ApiType:
-    return _choice("apiType", value, ApiType) or DEFAULT_API_TYPE
+def _api_type(value: str | None, default: ApiType) -> ApiType:
+    return _choice("apiType", value, ApiType) or default
 
 
 def _payment_mode(value: str | None) -> PaymentMode | None:

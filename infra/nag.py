@@ -23,13 +23,12 @@ REVIEWED: dict[str, str] = {
     f"{PACK}SQS3": "the outbox stream's on-failure destination is itself a dead-letter queue",
 }
 WITHOUT_WAF = {
-    f"{PACK}APIG3": "WAF is optional (-c waf=true); requests are authenticated by signature",
+    f"{PACK}APIG3": (
+        "WAF is off outside prod unless -c waf=true, and in prod only with"
+        " -c allowUnprotectedProd=true; requests are authenticated by signature"
+    ),
 }
 XRAY_WILDCARD = f"{PACK}IAM5[Resource::*]"
-API_LOGS_MANAGED_POLICY = (
-    f"{PACK}IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/"
-    "service-role/AmazonAPIGatewayPushToCloudWatchLogs]"
-)
 
 
 def acknowledge(scope: Construct, finding: str, reason: str) -> None:
@@ -46,9 +45,6 @@ def acknowledge_reviewed_findings(
         acknowledge(
             policy, XRAY_WILDCARD, "X-Ray PutTraceSegments/PutTelemetryRecords take no resource"
         )
-    acknowledge(
-        api, API_LOGS_MANAGED_POLICY, "API Gateway's account-level logging role, made by CDK"
-    )
 
 
 def acknowledge_state_machine_findings(state_machine: Construct, function: Construct) -> None:

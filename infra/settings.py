@@ -28,6 +28,10 @@ LAMBDA_PACKAGES: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
 WEBHOOK_SECRET_PLACEHOLDER: Final = '{"active": []}'  # noqa: S105 - no secret: an empty list
 API_CREDENTIAL_PLACEHOLDER: Final = "set-me"
 MAX_RECEIVE_COUNT: Final = 5
+# What `umavez preflight` reads of the account: CDK's bootstrap version (the default
+# qualifier's), and the alarm it sets to ALARM with --test-alarm (`<stack>-DeadLetters`).
+BOOTSTRAP_VERSION_PARAMETER: Final = "/cdk-bootstrap/hnb659fds/version"
+TEST_ALARM: Final = "DeadLetters"
 # SQS's largest (1 MiB). A message's size counts its attributes too: at the old 256 KiB default,
 # a body ingest accepts (up to 256 KiB) with its attributes was refused, and ingest answered 503
 # to every retry of it. The dead-letter queue takes the same, or a redrive into it would fail.

@@ -10,10 +10,12 @@ from constructs import Construct
 from infra.config import PROVIDERS, StackConfig
 from infra.constructs.api import WebhookApi
 from infra.constructs.monitoring import Monitoring
+from infra.constructs.operators import OperatorPolicies
 from infra.constructs.pipeline import RECONCILE_EVERY, Pipeline
 from infra.constructs.reconciliation import ReconciliationRuns
 from infra.nag import acknowledge_reviewed_findings
 from infra.reconciliation import RECONCILIATION
+from infra.settings import TEST_ALARM
 
 
 class UmavezStack(cdk.Stack):
@@ -50,6 +52,16 @@ class UmavezStack(cdk.Stack):
             alarm_email=config.alarm_email,
             retain=config.retain_data,
         )
+        # What on-call attaches to their role to run the operator's commands on this stack.
+        self.operators = OperatorPolicies(
+            self,
+            "Operators",
+            pipeline=self.pipeline,
+            state_machine=self.reconciliation.state_machine,
+            alarm_topic=self.monitoring.topic,
+            test_alarm=self.monitoring.alarms[TEST_ALARM],
+            email_sender=config.email_sender,
+        )
         for provider, url in self.api.urls.items():
             cdk.CfnOutput(self, f"WebhookUrl{provider.capitalize()}", value=url)
         for name, secret_name in self.pipeline.secrets.names_by_provider.items():
@@ -73,8 +85,11 @@ class UmavezStack(cdk.Stack):
             "SecretStripeApiKey": self.pipeline.secrets.stripe_api_key_name,
             "SecretMercadopagoAccessToken": self.pipeline.secrets.mercadopago_access_token_name,
         }
+        outputs["OperatorReadPolicyArn"] = self.operators.read.managed_policy_arn
+        outputs["OperatorRepairPolicyArn"] = self.operators.repair.managed_policy_arn
         # What `umavez preflight` checks the account against once the stack is deployed.
         outputs["Stage"] = config.stage
+        outputs["ApiType"] = config.api_type.value  # a REST stage needs the region's log role
         outputs["ProcessMaxConcurrency"] = str(config.process_max_concurrency)
         if config.email_sender:
             outputs["EmailSender"] = config.email_sender

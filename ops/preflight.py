@@ -27,24 +27,33 @@ from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
 
-from infra.config import PROCESS_MAX_CONCURRENCY_RANGE, PROVIDERS
+from infra.config import (
+    PROCESS_MAX_CONCURRENCY_RANGE,
+    PROVIDERS,
+    ApiType,
+    ConfigError,
+    sender_identities,
+)
 from infra.settings import (
+    BOOTSTRAP_VERSION_PARAMETER,
+    TEST_ALARM,
     concurrency_needed,
     pinned_powertools_version,
     powertools_layer_parameter,
 )
 
-# CDK's default bootstrap qualifier, and the oldest bootstrap the synthesized template accepts
-# (its CheckBootstrapVersion rule refuses 1 to 5).
-BOOTSTRAP_VERSION_PARAMETER: Final = "/cdk-bootstrap/hnb659fds/version"
+# The oldest bootstrap the synthesized template accepts (its CheckBootstrapVersion rule refuses
+# 1 to 5); the parameter is CDK's default bootstrap qualifier's (infra/settings.py).
 MIN_BOOTSTRAP_VERSION: Final = 6
 DEFAULT_PROCESS_MAX_CONCURRENCY: Final = 5
-# The alarm `--test-alarm` sets (named `<stack>-DeadLetters`): its runbook entry is the one an
-# operator knows first.
-TEST_ALARM: Final = "DeadLetters"
+# The alarm `--test-alarm` sets (TEST_ALARM, named `<stack>-DeadLetters`): its runbook entry is
+# the one an operator knows first.
 TEST_ALARM_REASON: Final = (
     "umavez preflight: a test of the alarm topic; back to OK at its next evaluation"
 )
+
+
+API_LOGGING_ROLE: Final = "api gateway logging role"
 
 
 class Verdict(StrEnum):
@@ -116,6 +125,7 @@ class Preflight:
         findings.append(self._guarded("powertools layer", self._powertools_layer))
         stack = self._stack()
         findings.append(self._guarded("lambda concurrency", lambda: self._concurrency(stack)))
+        findings.append(self._guarded(API_LOGGING_ROLE, lambda: self._api_logging_role(stack)))
         findings += self._ses(stack)
         if stack is None:
             findings.append(
@@ -205,6 +215,28 @@ class Preflight:
             f"{unreserved} unreserved concurrent executions; the stack may use {total} ({parts})",
         )
 
+    def _api_logging_role(self, stack: Stack | None) -> Finding:
+        """A REST API logs with the role the region's API Gateway account names (the stack
+        does not set it: it is every REST API's of the region). Without it the stage's create
+        fails and the deploy rolls back."""
+        if stack is not None and stack.outputs.get("ApiType") == ApiType.HTTP.value:
+            return Finding(
+                API_LOGGING_ROLE, Verdict.NOTE, "an HTTP API: its access logs need no such role"
+            )
+        account = self._call("apigateway", "get_account", "apigateway:GET")
+        role = account.get("cloudwatchRoleArn")
+        if not role:
+            return Finding(
+                API_LOGGING_ROLE,
+                Verdict.PROBLEM,
+                "the region's API Gateway account names no CloudWatch role: a REST API's stage"
+                " (prod's default) fails to create ('CloudWatch Logs role ARN must be set in"
+                " account settings to enable logging') and the deploy rolls back. Set it once"
+                " per region (docs/deploy.md, API Gateway's CloudWatch role), or deploy an HTTP"
+                " API with -c allowUnprotectedProd=true",
+            )
+        return Finding(API_LOGGING_ROLE, Verdict.OK, f"REST stages log with {role}")
+
     def _ses(self, stack: Stack | None) -> list[Finding]:
         outputs = stack.outputs if stack else {}
         sender = outputs.get("EmailSender") or self._options.email_sender
@@ -248,8 +280,13 @@ class Preflight:
         )
 
     def _ses_identity(self, sender: str, configuration_set: str | None) -> Finding:
+        try:
+            # The bare address, then its domain: a display name is no identity of SES's.
+            candidates = sender_identities(sender)
+        except ConfigError as malformed:
+            return Finding("ses identity", Verdict.PROBLEM, str(malformed))
         identity = None
-        for candidate in (sender, sender.split("@", 1)[-1]):
+        for candidate in candidates:
             try:
                 identity = self._call(
                     "sesv2", "get_email_identity", "ses:GetEmailIdentity", EmailIdentity=candidate

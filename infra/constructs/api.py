@@ -26,7 +26,7 @@ from constructs import Construct
 
 from functions.ingest.service import MAX_BODY_BYTES
 from infra.config import WAF_NEEDS_REST, ApiType, ConfigError
-from infra.constructs.lambdas import retained_log_group
+from infra.constructs.lambdas import retained_log_group, vended_log_group_name
 from infra.settings import (
     API_THROTTLE_BURST,
     API_THROTTLE_RATE,
@@ -115,8 +115,14 @@ class WebhookApi(Construct):
         if waf and api_type is ApiType.HTTP:
             raise ConfigError(WAF_NEEDS_REST)
         self.api_type = api_type
-        # One log group whichever the type: switching keeps the earlier lines.
-        access_logs = retained_log_group(self, "AccessLogs", retain_logs)
+        # One log group whichever the type: switching keeps the earlier lines. API Gateway
+        # delivers access logs itself, so the group is a vended one (see the function).
+        access_logs = retained_log_group(
+            self,
+            "AccessLogs",
+            retain_logs,
+            name=vended_log_group_name(self, "apigateway", "webhooks-access"),
+        )
         self.api: apigateway.RestApi | apigwv2.HttpApi
         # The stack's own name: the REST alarms read API Gateway's metrics by `ApiName`, so a
         # name shared with any other API of the account (the construct's default "Api") would
@@ -170,7 +176,10 @@ class WebhookApi(Construct):
             endpoint_types=[apigateway.EndpointType.REGIONAL],
             # Every body reaches ingest base64-encoded, byte for byte: signatures are over bytes.
             binary_media_types=["*/*"],
-            cloud_watch_role=True,
+            # No AWS::ApiGateway::Account: the logging role is the region's setting, not the
+            # stack's (every stack that set it would repoint it, the last deploy winning); the
+            # stage's logs need it set once per region (docs/deploy.md).
+            cloud_watch_role=False,
             deploy_options=apigateway.StageOptions(
                 stage_name=STAGE,
                 throttling_rate_limit=THROTTLE_RATE,

@@ -89,6 +89,19 @@ class FunctionSpec:
         return LAMBDA_PACKAGES[self.name][1]
 
 
+def vended_log_group_name(scope: Construct, service: str, purpose: str) -> str:
+    """A log group name under /aws/vendedlogs/, unique per stack creation.
+
+    A service that delivers logs itself (API Gateway's access logs, Step Functions) adds each
+    group it writes to to the account's regional CloudWatch Logs resource policy, which holds
+    5,120 characters: in an account with a few such groups, the next create fails and the stack
+    rolls back. Groups under /aws/vendedlogs/ are let in without it. The name ends with the
+    stack id's UUID, so a group kept after a failed create never blocks the next create."""
+    stack = cdk.Stack.of(scope)
+    creation = cdk.Fn.select(2, cdk.Fn.split("/", stack.stack_id))
+    return f"/aws/vendedlogs/{service}/{stack.stack_name}-{purpose}-{creation}"
+
+
 def retained_log_group(
     scope: Construct, construct_id: str, retain: bool, name: str | None = None
 ) -> logs.LogGroup:

@@ -26,7 +26,7 @@ from functions.shared.environment import (
 )
 from functions.shared.observability import stage_metrics_namespace
 from infra import settings
-from infra.config import PROVIDERS, ApiType, StackConfig
+from infra.config import PROVIDERS, ApiType, StackConfig, sender_identities
 from infra.constructs.lambdas import FunctionSpec, UmavezFunction, powertools_layer
 from infra.constructs.queues import WebhookQueues, secure_queue
 from infra.constructs.secrets import ProviderSecrets
@@ -363,9 +363,10 @@ def ses_configuration_sets(name: str | None) -> list[str]:
 
 def ses_identities(sender: str) -> list[str]:
     """SES checks IAM against the identity it sends as: the address when that is verified,
-    else its domain. Both, so whichever the operator verified works."""
-    identities = [sender.split("@", 1)[1], sender] if "@" in sender else [sender]
+    else its domain. Both, so whichever the operator verified works; a display name is not
+    an identity (`Loja <loja@example.com>` sends as loja@example.com or example.com)."""
+    address, domain = sender_identities(sender)
     return [
         f"arn:{cdk.Aws.PARTITION}:ses:{cdk.Aws.REGION}:{cdk.Aws.ACCOUNT_ID}:identity/{identity}"
-        for identity in identities
+        for identity in (domain, address)
     ]

@@ -15,16 +15,19 @@ failure is the `ReconciliationRunFailed` alarm (infra/constructs/monitoring.py).
 
 from __future__ import annotations
 
+import hashlib
+
 import aws_cdk as cdk
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from functions.reconcile.units import CHECK, FINISH, PLAN
-from infra.constructs.lambdas import retained_log_group
+from infra.constructs.lambdas import retained_log_group, vended_log_group_name
 from infra.nag import acknowledge_state_machine_findings
 from infra.reconciliation import (
     RETRY_ATTEMPTS,
@@ -34,6 +37,18 @@ from infra.reconciliation import (
 )
 
 UNIT_FAILED = "ReconciliationUnitFailed"
+# What EventBridge accepts as a rule's name.
+RULE_NAME_LENGTH = 64
+
+
+def schedule_rule_name(stack_name: str) -> str:
+    """The schedule's rule, named for its stack: rule names are the account's, and a long
+    stack name keeps its start and a hash of the whole, so two never collide."""
+    name = f"{stack_name}-reconcile"
+    if len(name) <= RULE_NAME_LENGTH:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[: RULE_NAME_LENGTH - 9]}-{digest}"
 
 
 class ReconciliationRuns(Construct):
@@ -119,17 +134,13 @@ class ReconciliationRuns(Construct):
                 ),
             )
         )
-        # Step Functions adds each log group it writes to the account's CloudWatch Logs
-        # resource policy, which holds 5,120 characters; groups under /aws/vendedlogs/ are let
-        # in without it (AWS's advice). Named, so unique per stack creation: the stack id's
-        # UUID, since a group kept after a failed create would make the next create fail.
-        stack = cdk.Stack.of(self)
-        creation = cdk.Fn.select(2, cdk.Fn.split("/", stack.stack_id))
+        # Step Functions delivers its logs itself: a vended group keeps the account's
+        # CloudWatch Logs resource policy out of it.
         self.logs = retained_log_group(
             self,
             "Logs",
             retain_logs,
-            name=f"/aws/vendedlogs/states/{stack.stack_name}-reconciliation-{creation}",
+            name=vended_log_group_name(self, "states", "reconciliation"),
         )
         self.state_machine = sfn.StateMachine(
             self,
@@ -142,10 +153,29 @@ class ReconciliationRuns(Construct):
                 destination=self.logs, level=sfn.LogLevel.ALL, include_execution_data=True
             ),
         )
+        # Named, so the role that starts the executions can trust EventBridge for this rule
+        # alone (its ARN cannot be read from the rule: the rule's target names the role).
+        stack = cdk.Stack.of(self)
+        rule_name = schedule_rule_name(stack.stack_name)
+        rule_arn = stack.format_arn(service="events", resource="rule", resource_name=rule_name)
+        starter = iam.Role(
+            self,
+            "ScheduleRole",
+            description="umavez: the hourly schedule starts the books check",
+            # The confused deputy: EventBridge assumes it for this stack's rule only.
+            assumed_by=iam.ServicePrincipal(
+                "events.amazonaws.com",
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": cdk.Aws.ACCOUNT_ID},
+                    "ArnEquals": {"aws:SourceArn": rule_arn},
+                },
+            ),
+        )
         self.schedule = events.Rule(
             self,
             "ReconcileSchedule",
+            rule_name=rule_name,
             schedule=events.Schedule.rate(every),
-            targets=[targets.SfnStateMachine(self.state_machine, retry_attempts=2)],
+            targets=[targets.SfnStateMachine(self.state_machine, retry_attempts=2, role=starter)],
         )
         acknowledge_state_machine_findings(self.state_machine, function)

@@ -57,10 +57,26 @@ PROVIDER_IPS = ("3.18.12.63", "54.187.174.0/24", "2600:1f18::1", "2600:1f14::/56
 
 @pytest.fixture(scope="session")
 def prod(synth_for: Callable[[StackConfig], Synthesized]) -> Synthesized:
-    """The default deployment: an HTTP API (apiType defaults to http)."""
+    """The lean deployment: an HTTP API (apiType's default once prod opts out of WAF)."""
     return synth_for(
-        StackConfig(stage="prod", alarm_email="oncall@example.com", email_sender="loja@example.com")
+        StackConfig(
+            stage="prod",
+            alarm_email="oncall@example.com",
+            email_sender="loja@example.com",
+            allow_unprotected_prod=True,
+        )
     )
+
+
+@pytest.fixture(scope="session")
+def prod_by_default(synth_for: Callable[[StackConfig], Synthesized]) -> Synthesized:
+    """Prod as `cdk deploy -c stage=prod` makes it, with a sender that has a display name."""
+    context = {
+        "stage": "prod",
+        "alarmEmail": "oncall@example.com",
+        "emailSender": "Loja <loja@example.com>",
+    }
+    return synth_for(StackConfig.from_context(context.get))
 
 
 @pytest.fixture(scope="session")

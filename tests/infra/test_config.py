@@ -113,3 +113,53 @@ def test_a_notify_url_that_is_not_https_is_refused_at_synth() -> None:
     for url in ("http://hooks.example.com/umavez", "hooks.example.com/umavez"):
         with pytest.raises(ConfigError, match="notifyUrl must be an https:// URL"):
             from_context(stage="dev", notifyUrl=url)
+
+
+def test_prod_defaults_to_a_rest_api_behind_waf_and_opts_out_only_by_name() -> None:
+    # Given prod with nothing chosen about its API, Then it is a REST API behind WAF
+    protected = from_context(stage="prod", alarmEmail="a@example.com")
+    assert (protected.api_type, protected.waf) == (ApiType.REST, True)
+    # And the providers' addresses still reach its per-IP rule's exemption
+    listed = from_context(stage="prod", alarmEmail="a@b.com", providerIpAllowList="3.18.12.63")
+    assert listed.provider_ip_allow_list == ("3.18.12.63/32",)
+    # And with the opt-out it is the lean HTTP API, without WAF
+    lean = from_context(stage="prod", alarmEmail="a@example.com", allowUnprotectedProd="true")
+    assert (lean.api_type, lean.waf) == (ApiType.HTTP, False)
+    # And other stages keep the HTTP API unless asked
+    assert from_context(stage="dev").api_type is ApiType.HTTP
+
+
+@pytest.mark.parametrize(
+    "chosen", [{"apiType": "http"}, {"apiType": "rest", "waf": "false"}, {"waf": "false"}]
+)
+def test_prod_without_waf_is_refused_with_the_opt_out_in_the_message(
+    chosen: dict[str, str],
+) -> None:
+    with pytest.raises(ConfigError, match=r"-c allowUnprotectedProd=true") as refused:
+        from_context(stage="prod", alarmEmail="a@example.com", **chosen)
+    assert "429" in str(refused.value)
+    assert "-c apiType=rest -c waf=true" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "sender",
+    [
+        "loja",
+        "Loja <loja>",
+        "loja@example",
+        "loja@@example.com",
+        "Loja <loja@example.com",
+        "loja@exa mple.com",
+        "a@example.com, b@example.com",
+    ],
+)
+def test_a_sender_that_is_not_one_address_fails_synth_saying_what_is_expected(
+    sender: str,
+) -> None:
+    with pytest.raises(ConfigError, match=re.escape("'Loja <loja@example.com>'")):
+        from_context(stage="dev", emailSender=sender)
+
+
+def test_a_sender_with_a_display_name_is_taken_as_given() -> None:
+    config = from_context(stage="dev", emailSender='"Loja, SP" <loja@example.com>')
+    assert config.email_sender == '"Loja, SP" <loja@example.com>'

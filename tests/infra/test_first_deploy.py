@@ -14,10 +14,9 @@ from functions.ingest.service import MAX_BODY_BYTES, queue_attribute
 from functions.outbox.budget import ITEM_RESERVE_MS
 from functions.shared import tables
 from functions.shared.observability import powertools
-from infra.config import PROVIDERS, ConfigError, StackConfig
+from infra.config import PROVIDERS, ApiType, ConfigError, StackConfig
 from infra.constructs.api import sampling_rule_name
-from infra.settings import OUTBOX_BATCH_SIZE
-from ops.preflight import TEST_ALARM
+from infra.settings import OUTBOX_BATCH_SIZE, TEST_ALARM
 from tests.infra.conftest import Synthesized
 from tests.support.aws_policies import (
     ACCOUNT,
@@ -448,6 +447,8 @@ def test_preflight_reads_outputs_and_an_alarm_the_stack_has(
         StackConfig(
             stage="prod",
             alarm_email="oncall@example.com",
+            api_type=ApiType.REST,
+            waf=True,
             email_sender="loja@example.com",
             email_configuration_set="loja-transactional",
             process_max_concurrency=8,
@@ -461,6 +462,7 @@ def test_preflight_reads_outputs_and_an_alarm_the_stack_has(
     assert outputs["SecretMercadopagoAccessToken"] == "umavez/prod/mercadopago/access-token"
     assert outputs["SecretStripeApiKey"] == "umavez/prod/stripe/api-key"
     assert outputs["ProcessMaxConcurrency"] == "8"
+    assert outputs["ApiType"] == "rest"
     assert outputs["EmailSender"] == "loja@example.com"
     assert outputs["EmailConfigurationSet"] == "loja-transactional"
     assert "AlarmTopicArn" in outputs

@@ -52,6 +52,20 @@ def test_cdk_cli_synthesizes_through_cdk_json_and_app_py(tmp_path: Path) -> None
     assert kinds.count("AWS::Lambda::Function") == len(LAMBDA_PACKAGES)
     assert kinds.count("AWS::SNS::Topic") == 1
     assert "AWS::SNS::Subscription" not in kinds
+    # And prod, no API type chosen, is a REST API behind WAF, leaving the region's API
+    # Gateway account (its logging role) alone
+    assert {"AWS::ApiGateway::RestApi", "AWS::WAFv2::WebACLAssociation"} <= set(kinds)
+    assert "AWS::ApiGateway::Account" not in kinds
+
+
+def test_cdk_cli_refuses_prod_without_waf_naming_the_opt_out(tmp_path: Path) -> None:
+    result = cdk_synth(tmp_path, "allowNoAlarmSubscription=true", "apiType=http")
+
+    assert result.returncode != 0
+    assert "umavez: stage prod takes webhooks behind AWS WAF" in result.stderr
+    assert "-c allowUnprotectedProd=true" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not list(tmp_path.glob("*.template.json"))
 
 
 def test_cdk_cli_refuses_prod_whose_alarms_would_reach_nobody(tmp_path: Path) -> None:
@@ -78,7 +92,11 @@ def test_cdk_cli_refuses_waf_on_an_http_api_with_the_fix_in_the_message(tmp_path
 def test_a_new_wildcard_permission_fails_synth(tmp_path: Path) -> None:
     # Given the stack with one careless statement added to a function's role
     app = cdk.App(outdir=str(tmp_path))
-    stack = UmavezStack(app, "Umavez-nag", config=StackConfig(alarm_email="oncall@example.com"))
+    stack = UmavezStack(
+        app,
+        "Umavez-nag",
+        config=StackConfig(alarm_email="oncall@example.com", allow_unprotected_prod=True),
+    )
     stack.pipeline.process.add_to_role_policy(
         iam.PolicyStatement(actions=["s3:GetObject"], resources=["*"])
     )

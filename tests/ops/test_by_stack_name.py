@@ -65,6 +65,30 @@ def test_dlq_list_reads_the_dead_letter_queue_the_stack_names(
     assert letter["provider"] == "stripe"
 
 
+def test_dlq_redrive_moves_the_letters_back_to_the_queue_the_stack_names(
+    deployed: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given one dead letter in the deployed DLQ
+    sqs = boto3.client("sqs")
+    sqs.send_message(
+        QueueUrl=deployed["DeadLetterQueueUrl"],
+        MessageBody="{}",
+        MessageAttributes={"provider": {"DataType": "String", "StringValue": "stripe"}},
+    )
+
+    # When the operator redrives the DLQ by the stack's name
+    code = main(["dlq", "redrive", "--all", "--stack-name", STACK, "--region", "us-east-1"])
+
+    # Then the letter is in the webhook queue, with its attributes, and no longer in the DLQ
+    assert code == 0
+    [moved] = sqs.receive_message(
+        QueueUrl=deployed["WebhookQueueUrl"], MessageAttributeNames=["All"]
+    )["Messages"]
+    assert moved["MessageAttributes"]["provider"]["StringValue"] == "stripe"
+    left = sqs.receive_message(QueueUrl=deployed["DeadLetterQueueUrl"]).get("Messages", [])
+    assert left == []
+
+
 def test_a_physical_name_given_still_wins_over_the_outputs(
     deployed: dict[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:

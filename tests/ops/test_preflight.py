@@ -15,13 +15,13 @@ from moto import mock_aws
 
 from infra.settings import (
     API_CREDENTIAL_PLACEHOLDER,
+    BOOTSTRAP_VERSION_PARAMETER,
     WEBHOOK_SECRET_PLACEHOLDER,
     concurrency_needed,
     pinned_powertools_version,
     powertools_layer_parameter,
 )
 from ops.preflight import (
-    BOOTSTRAP_VERSION_PARAMETER,
     Finding,
     Options,
     Preflight,
@@ -104,7 +104,18 @@ def account() -> Iterator[Account]:
         )
         identities = ready.client("sesv2")
         identities.create_email_identity(EmailIdentity="example.com")
+        set_api_logging_role(ready, API_LOGGING_ROLE_ARN)
         yield ready
+
+
+API_LOGGING_ROLE_ARN = "arn:aws:iam::123456789012:role/apigateway-cloudwatch-logs"
+
+
+def set_api_logging_role(account: Account, role_arn: str) -> None:
+    """The region's API Gateway account setting, as `aws apigateway update-account` sets it."""
+    account.client("apigateway").update_account(
+        patchOperations=[{"op": "replace", "path": "/cloudwatchRoleArn", "value": role_arn}]
+    )
 
 
 # The outputs and resources preflight reads, named as the stack names them (a test in
@@ -118,7 +129,7 @@ SECRETS = {
 }
 
 
-def deploy(account: Account) -> None:
+def deploy(account: Account, api_type: str = "rest") -> None:
     """A stack with the outputs preflight reads, named as the stack names them (a test in
     tests/infra holds those names against the synthesized template), its alarm topic with an
     e-mail subscription, its secrets holding their placeholders and its DeadLetters alarm
@@ -132,6 +143,7 @@ def deploy(account: Account) -> None:
         "SecretStripeApiKey": "umavez/prod/stripe/api-key",
         "ProcessMaxConcurrency": "5",
         "EmailSender": "loja@example.com",
+        "ApiType": api_type,
     }
     template = {
         "Resources": {
@@ -197,6 +209,7 @@ def test_before_the_deploy_a_ready_account_has_no_problem(account: Account) -> N
         "bootstrap": Verdict.OK,
         "powertools layer": Verdict.OK,
         "lambda concurrency": Verdict.OK,
+        "api gateway logging role": Verdict.OK,
         "ses account": Verdict.OK,
         "ses identity": Verdict.OK,
         "stack": Verdict.NOTE,
@@ -212,6 +225,7 @@ def test_an_account_not_ready_is_told_what_to_fix(account: Account) -> None:
     account.layer_published = False
     account.unreserved_concurrency = 10
     account.ses["ProductionAccessEnabled"] = False
+    set_api_logging_role(account, "")  # and no API Gateway logging role in the region
 
     # When preflight runs
     found = findings_of(account, email_sender="loja@other-shop.example")
@@ -221,6 +235,7 @@ def test_an_account_not_ready_is_told_what_to_fix(account: Account) -> None:
         "bootstrap": Verdict.PROBLEM,
         "powertools layer": Verdict.PROBLEM,
         "lambda concurrency": Verdict.PROBLEM,
+        "api gateway logging role": Verdict.PROBLEM,
         "ses account": Verdict.PROBLEM,
         "ses identity": Verdict.PROBLEM,
     }
@@ -230,6 +245,37 @@ def test_an_account_not_ready_is_told_what_to_fix(account: Account) -> None:
     assert f"may use {needed}" in found["lambda concurrency"].detail
     assert "sandbox" in found["ses account"].detail
     assert "verify one" in found["ses identity"].detail
+    assert "-c allowUnprotectedProd=true" in found["api gateway logging role"].detail
+
+
+def test_a_deployed_http_api_needs_no_api_gateway_logging_role(account: Account) -> None:
+    # Given a deployed HTTP API stack, in a region whose API Gateway account names no role
+    deploy(account, api_type="http")
+    set_api_logging_role(account, "")
+
+    # When preflight runs, Then the role is no problem: only REST stages log with it
+    found = findings_of(account)
+    assert found["api gateway logging role"].verdict is Verdict.NOTE
+
+
+def test_a_sender_with_a_display_name_is_looked_up_as_its_address_and_domain(
+    account: Account,
+) -> None:
+    # Given the domain verified, and the sender the deploy passes with a display name
+    # When preflight runs
+    found = findings_of(account, email_sender="Loja <loja@example.com>")
+
+    # Then it finds the domain verified, as SES would when it authorizes the send
+    assert found["ses identity"].verdict is Verdict.OK
+
+
+def test_a_sender_that_is_not_an_address_is_a_problem_that_says_what_is_expected(
+    account: Account,
+) -> None:
+    found = findings_of(account, email_sender="Loja <loja@example")
+
+    assert found["ses identity"].verdict is Verdict.PROBLEM
+    assert "'Loja <loja@example.com>'" in found["ses identity"].detail
 
 
 def test_an_old_bootstrap_is_a_problem(account: Account) -> None:

@@ -1,0 +1,162 @@
+"""What on-call may do to this stack, as two IAM managed policies to attach to their role (named
+with the region too: IAM names are the account's, and a stack of the same name may be deployed
+in another region):
+
+- `<stack>-operator-read-<region>`: `umavez status`, `trace`, `show waiting`, `dlq list` and
+  `preflight`, which only read (a DLQ listing hides each letter for a moment and shows it again:
+  ChangeMessageVisibility);
+- `<stack>-operator-repair-<region>`: `umavez dlq redrive`, `outbox revive` and
+  `preflight --test-alarm`, which move letters back to the webhook queue, make dead
+  notifications pending again and set the test alarm to ALARM.
+
+Each grant is what those commands call on this stack's resources, as recorded while they run
+(tests/support/ops_calls.py) and held against these policies by
+tests/infra/test_operator_policy.py: every recorded call allowed, every grant used or listed
+with its reason there. Every command also reads the stack's outputs (DescribeStacks).
+"""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from functions.shared import tables
+from infra.config import sender_identities
+from infra.constructs.pipeline import Pipeline
+from infra.nag import PACK, acknowledge
+from infra.settings import (
+    BOOTSTRAP_VERSION_PARAMETER,
+    pinned_powertools_version,
+    powertools_layer_parameter,
+)
+
+NO_NAME = cdk.ArnFormat.NO_RESOURCE_NAME
+
+
+class OperatorPolicies(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        pipeline: Pipeline,
+        state_machine: sfn.IStateMachine,
+        alarm_topic: sns.ITopic,
+        test_alarm: cloudwatch.IAlarm,
+        email_sender: str | None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        stack = cdk.Stack.of(self)
+        ledger = pipeline.storage.ledger.table_arn
+        outbox = pipeline.storage.outbox.table_arn
+        due_index = f"{outbox}/index/{tables.OUTBOX_DUE_INDEX}"
+        queue = pipeline.queues.queue.queue_arn
+        dead_letters = pipeline.queues.dead_letters.queue_arn
+        this_stack = stack.stack_id  # its ARN
+        # Where `umavez trace` reads the functions' lines (FunctionLogGroups).
+        function_logs = [f.log_group.log_group_arn for f in pipeline.functions]
+
+        def allow(actions: list[str], resources: list[str]) -> iam.PolicyStatement:
+            return iam.PolicyStatement(actions=actions, resources=resources)
+
+        # preflight: the account's readiness (bootstrap, the Powertools layer's public
+        # parameter, the API Gateway logging role, SES), then the stack's secrets (described,
+        # never read), its alarm topic's subscriptions and the test alarm's history.
+        secrets = pipeline.secrets
+        bootstrap = stack.format_arn(
+            service="ssm",
+            resource="parameter",
+            resource_name=BOOTSTRAP_VERSION_PARAMETER.lstrip("/"),
+        )
+        layer = stack.format_arn(
+            service="ssm",
+            account="",
+            resource="parameter",
+            resource_name=powertools_layer_parameter(pinned_powertools_version()).lstrip("/"),
+        )
+        api_gateway_account = stack.format_arn(
+            service="apigateway", account="", resource="/account", arn_format=NO_NAME
+        )
+        preflight = [
+            allow(["ssm:GetParameter"], [bootstrap, layer]),
+            allow(["apigateway:GET"], [api_gateway_account]),
+            allow(
+                ["secretsmanager:DescribeSecret"],
+                [
+                    *(s.secret_arn for s in secrets.webhook.values()),
+                    secrets.mercadopago_access_token.secret_arn,
+                    secrets.stripe_api_key.secret_arn,
+                ],
+            ),
+            allow(["sns:ListSubscriptionsByTopic"], [alarm_topic.topic_arn]),
+            allow(["cloudwatch:DescribeAlarmHistory"], [test_alarm.alarm_arn]),
+        ]
+        if email_sender:
+            identities = [
+                stack.format_arn(service="ses", resource="identity", resource_name=identity)
+                for identity in sender_identities(email_sender)
+            ]
+            preflight.append(allow(["ses:GetEmailIdentity"], identities))
+
+        read_anywhere = allow(
+            [
+                "logs:GetQueryResults",
+                "cloudwatch:DescribeAlarms",
+                "cloudwatch:GetMetricStatistics",
+                "lambda:GetAccountSettings",
+                "ses:GetAccount",
+            ],
+            ["*"],
+        )
+        self.read = iam.ManagedPolicy(
+            self,
+            "Read",
+            managed_policy_name=f"{stack.stack_name}-operator-read-{cdk.Aws.REGION}",
+            description="umavez status, trace, show waiting, dlq list: read this stack only",
+            statements=[
+                allow(["cloudformation:DescribeStacks"], [this_stack]),
+                # status: the last books check, the ledger's waiting items, the due outbox
+                allow(["dynamodb:GetItem", "dynamodb:Query", "dynamodb:BatchGetItem"], [ledger]),
+                allow(["dynamodb:BatchGetItem"], [outbox]),
+                allow(["dynamodb:Query"], [due_index]),
+                allow(["sqs:GetQueueAttributes"], [queue, dead_letters]),
+                allow(["sqs:ReceiveMessage", "sqs:ChangeMessageVisibility"], [dead_letters]),
+                allow(["states:ListExecutions"], [state_machine.state_machine_arn]),
+                allow(["logs:StartQuery"], function_logs),
+                # Resource-less in IAM: a query's results by its id; alarms and metrics read
+                # by this stack's names (`<stack>-...`) and namespace; the account's Lambda
+                # concurrency and SES sending (preflight).
+                read_anywhere,
+                *preflight,
+            ],
+        )
+        acknowledge(
+            self.read,
+            f"{PACK}IAM5[Resource::*]",
+            "logs:GetQueryResults and CloudWatch's metric statistics take no resource; alarms"
+            " are read by this stack's name prefix",
+        )
+        self.repair = iam.ManagedPolicy(
+            self,
+            "Repair",
+            managed_policy_name=f"{stack.stack_name}-operator-repair-{cdk.Aws.REGION}",
+            description="umavez dlq redrive, outbox revive: repair this stack only",
+            statements=[
+                allow(["cloudformation:DescribeStacks"], [this_stack]),
+                # ChangeMessageVisibility shows again the letters it was not asked to move.
+                allow(
+                    ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"],
+                    [dead_letters],
+                ),
+                allow(["sqs:SendMessage"], [queue]),
+                allow(["dynamodb:Query"], [due_index]),
+                allow(["dynamodb:UpdateItem"], [outbox]),
+                # `preflight --test-alarm` sets the test alarm to ALARM: it pages the
+                # subscribers, so it is a repair's, not a read's.
+                allow(["cloudwatch:SetAlarmState"], [test_alarm.alarm_arn]),
+            ],
+        )
