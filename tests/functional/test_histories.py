@@ -25,7 +25,7 @@ from fixtures.shapes import unique
 from fixtures.simulators.asaas import AsaasSimulator
 from fixtures.simulators.mercadopago import MercadoPagoSimulator
 from fixtures.simulators.several import deposit_and_balance, two_cards
-from fixtures.simulators.stripe import ApiVersion, Capture, StripeSimulator
+from fixtures.simulators.stripe import ApiVersion, Capture, StripeCheckout, StripeSimulator
 from tests.support.clock import FakeClock
 from tests.support.histories import History, Simulator, emptied
 from tests.support.pipeline import Pipeline, pipeline_on_moto
@@ -40,6 +40,7 @@ T0 = 1_764_460_800
 _DRAWS_MANUAL_CAPTURE = True  # Stripe: authorized, then captured in full, in part, over
 _DRAWS_MULTICAPTURE = True  # Stripe: captured in parts (`final_capture: false`)
 _DRAWS_SEVERAL_PAYMENTS = True  # a Stripe deposit and balance, a Mercado Pago two-card payment
+_DRAWS_CHECKOUT = True  # Stripe Checkout: card, boleto or Pix paid later or never, expired
 
 
 # One pipeline for the module's histories, emptied before each (setting one up per history
@@ -89,6 +90,7 @@ class ProviderHistories(RuleBasedStateMachine):
         refund_updates=st.booleans(),
         capture=st.sampled_from(Capture),
         several=st.booleans(),
+        checkout=st.booleans(),
     )
     def open_account(
         self,
@@ -98,6 +100,7 @@ class ProviderHistories(RuleBasedStateMachine):
         refund_updates: bool,
         capture: Capture,
         several: bool,
+        checkout: bool,
     ) -> None:
         order = unique("ord")
         simulator: Simulator
@@ -110,6 +113,8 @@ class ProviderHistories(RuleBasedStateMachine):
             simulator = deposit_and_balance(
                 order, amount, version, T0, refund_updates=refund_updates
             )
+        elif provider == "stripe" and checkout and _DRAWS_CHECKOUT:
+            simulator = StripeCheckout(order, amount, version, T0, refund_updates=refund_updates)
         elif provider == "stripe":
             simulator = StripeSimulator(
                 order, amount, version, T0, refund_updates=refund_updates, capture=capture
@@ -295,3 +300,33 @@ def test_two_payments_of_one_order_crossing_are_each_counted_and_e_mailed(provid
     assert history.violations() == []
     assert simulator.books.paid == 5000
     assert sum(history.email.sent.values()) == 2
+
+
+@pytest.mark.parametrize(
+    ("lifecycle", "paid"),
+    [
+        (("checkout by card",), 5000),
+        (("checkout by boleto", "boleto paid"), 5000),
+        (("checkout by pix", "pix paid"), 5000),
+        (("checkout by boleto", "boleto not paid"), 0),
+        (("checkout expires",), 0),
+    ],
+)
+@pytest.mark.parametrize("order_of_delivery", ["as sent", "reversed"])
+def test_a_checkout_session_books_what_was_paid_through_it(
+    lifecycle: tuple[str, ...], paid: int, order_of_delivery: str
+) -> None:
+    # Given an order paid through a Stripe Checkout Session (the order on the session only)
+    simulator = StripeCheckout(unique("ord"), 5000, ApiVersion.BASIL, T0)
+    history = _history(simulator)
+
+    # When the customer pays by card, by boleto or Pix later, never pays, or lets it expire;
+    # the PaymentIntent's events arriving after the session's or before them
+    played(history, *lifecycle)
+    if order_of_delivery == "reversed":
+        history.in_flight.reverse()
+    history.settle()
+
+    # Then the order holds what was paid, nothing waits or is unmatched
+    assert history.violations() == []
+    assert simulator.books.paid == paid

@@ -24,7 +24,7 @@ from fixtures.lambda_events import FakeLambdaContext, sqs_event, sqs_record
 from fixtures.simulators.asaas import AsaasSimulator
 from fixtures.simulators.mercadopago import MercadoPagoSimulator
 from fixtures.simulators.several import SeveralPayments
-from fixtures.simulators.stripe import StripeSimulator
+from fixtures.simulators.stripe import StripeCheckout, StripeSimulator
 from fixtures.simulators.webhooks import Webhook
 from functions.outbox.channels import SesEmailChannel
 from functions.outbox.sender import OutboxSender, SendPolicy
@@ -44,7 +44,9 @@ from tests.support.pipeline import Pipeline
 from tests.support.queues import taken
 from tests.support.world import TABLES
 
-Simulator = StripeSimulator | MercadoPagoSimulator | AsaasSimulator | SeveralPayments
+Simulator = (
+    StripeSimulator | StripeCheckout | MercadoPagoSimulator | AsaasSimulator | SeveralPayments
+)
 
 
 class RecordedChannel:
@@ -112,6 +114,8 @@ class History:
         """The order's payments, each in its own simulator."""
         if isinstance(self.simulator, SeveralPayments):
             return list(self.simulator.payments.values())
+        if isinstance(self.simulator, StripeCheckout):
+            return [self.simulator.payment]
         return [self.simulator]
 
     def _read_now(self) -> None:
