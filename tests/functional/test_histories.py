@@ -25,7 +25,13 @@ from fixtures.shapes import unique
 from fixtures.simulators.asaas import AsaasSimulator
 from fixtures.simulators.mercadopago import MercadoPagoSimulator
 from fixtures.simulators.several import deposit_and_balance, two_cards
-from fixtures.simulators.stripe import ApiVersion, Capture, StripeCheckout, StripeSimulator
+from fixtures.simulators.stripe import (
+    ApiVersion,
+    Capture,
+    StripeCheckout,
+    StripeSimulator,
+    StripeSubscription,
+)
 from tests.support.clock import FakeClock
 from tests.support.histories import History, Simulator, emptied
 from tests.support.pipeline import Pipeline, pipeline_on_moto
@@ -41,6 +47,10 @@ _DRAWS_MANUAL_CAPTURE = True  # Stripe: authorized, then captured in full, in pa
 _DRAWS_MULTICAPTURE = True  # Stripe: captured in parts (`final_capture: false`)
 _DRAWS_SEVERAL_PAYMENTS = True  # a Stripe deposit and balance, a Mercado Pago two-card payment
 _DRAWS_CHECKOUT = True  # Stripe Checkout: card, boleto or Pix paid later or never, expired
+_DRAWS_SUBSCRIPTIONS = True  # Stripe invoices: first and renewals, voided, uncollectible, ...
+# How an order is paid: one payment, several (a deposit and its balance; two cards), through a
+# Stripe Checkout Session, or by a Stripe subscription's invoices.
+LIFECYCLES = ["one payment", "several payments", "checkout", "subscription"]
 
 
 # One pipeline for the module's histories, emptied before each (setting one up per history
@@ -89,8 +99,7 @@ class ProviderHistories(RuleBasedStateMachine):
         amount=st.sampled_from([5000, 1234, 99]),
         refund_updates=st.booleans(),
         capture=st.sampled_from(Capture),
-        several=st.booleans(),
-        checkout=st.booleans(),
+        lifecycle=st.sampled_from(LIFECYCLES),
     )
     def open_account(
         self,
@@ -99,12 +108,11 @@ class ProviderHistories(RuleBasedStateMachine):
         amount: int,
         refund_updates: bool,
         capture: Capture,
-        several: bool,
-        checkout: bool,
+        lifecycle: str,
     ) -> None:
         order = unique("ord")
         simulator: Simulator
-        several = several and _DRAWS_SEVERAL_PAYMENTS
+        several = lifecycle == "several payments" and _DRAWS_SEVERAL_PAYMENTS
         if (capture is Capture.MANUAL and not _DRAWS_MANUAL_CAPTURE) or (
             capture is Capture.MULTICAPTURE and not _DRAWS_MULTICAPTURE
         ):
@@ -113,8 +121,11 @@ class ProviderHistories(RuleBasedStateMachine):
             simulator = deposit_and_balance(
                 order, amount, version, T0, refund_updates=refund_updates
             )
-        elif provider == "stripe" and checkout and _DRAWS_CHECKOUT:
+        elif provider == "stripe" and lifecycle == "checkout" and _DRAWS_CHECKOUT:
             simulator = StripeCheckout(order, amount, version, T0, refund_updates=refund_updates)
+        elif provider == "stripe" and lifecycle == "subscription" and _DRAWS_SUBSCRIPTIONS:
+            # Invoices in their basil shapes (invoice.paid names no payment; invoice_payment.paid)
+            simulator = StripeSubscription(order, amount, T0, refund_updates=refund_updates)
         elif provider == "stripe":
             simulator = StripeSimulator(
                 order, amount, version, T0, refund_updates=refund_updates, capture=capture
@@ -328,5 +339,35 @@ def test_a_checkout_session_books_what_was_paid_through_it(
     history.settle()
 
     # Then the order holds what was paid, nothing waits or is unmatched
+    assert history.violations() == []
+    assert simulator.books.paid == paid
+
+
+@pytest.mark.parametrize(
+    ("renewal", "paid"),
+    [
+        (("renewal paid",), 10000),
+        (("renewal opened", "renewal paid"), 10000),
+        (("renewal opened", "renewal voided"), 5000),
+        (("renewal opened", "renewal uncollectible"), 5000),
+        (("renewal opened", "renewal paid out of band"), 5000),
+    ],
+)
+def test_a_subscription_books_each_invoice_paid_through_stripe(
+    renewal: tuple[str, ...], paid: int
+) -> None:
+    # Given an order billed by a Stripe subscription (the order on the subscription, copied to
+    # each invoice's parent.subscription_details), its first invoice paid
+    simulator = StripeSubscription(unique("ord"), 5000, T0)
+    history = _history(simulator)
+    played(history, "subscription starts", read_after=frozenset({"subscription starts"}))
+
+    # When a renewal is paid, or stays open and is voided, uncollectible or paid out of band;
+    # its webhooks arriving in reverse
+    played(history, *renewal)
+    history.in_flight.reverse()
+    history.settle()
+
+    # Then the order holds what was paid through Stripe, nothing waits or is unmatched
     assert history.violations() == []
     assert simulator.books.paid == paid

@@ -24,7 +24,7 @@ from fixtures.lambda_events import FakeLambdaContext, sqs_event, sqs_record
 from fixtures.simulators.asaas import AsaasSimulator
 from fixtures.simulators.mercadopago import MercadoPagoSimulator
 from fixtures.simulators.several import SeveralPayments
-from fixtures.simulators.stripe import StripeCheckout, StripeSimulator
+from fixtures.simulators.stripe import StripeCheckout, StripeSimulator, StripeSubscription
 from fixtures.simulators.webhooks import Webhook
 from functions.outbox.channels import SesEmailChannel
 from functions.outbox.sender import OutboxSender, SendPolicy
@@ -45,7 +45,12 @@ from tests.support.queues import taken
 from tests.support.world import TABLES
 
 Simulator = (
-    StripeSimulator | StripeCheckout | MercadoPagoSimulator | AsaasSimulator | SeveralPayments
+    StripeSimulator
+    | StripeCheckout
+    | StripeSubscription
+    | MercadoPagoSimulator
+    | AsaasSimulator
+    | SeveralPayments
 )
 
 
@@ -116,6 +121,8 @@ class History:
             return list(self.simulator.payments.values())
         if isinstance(self.simulator, StripeCheckout):
             return [self.simulator.payment]
+        if isinstance(self.simulator, StripeSubscription):
+            return list(self.simulator.payments)
         return [self.simulator]
 
     def _read_now(self) -> None:
