@@ -47,10 +47,11 @@ _DRAWS_MANUAL_CAPTURE = True  # Stripe: authorized, then captured in full, in pa
 _DRAWS_MULTICAPTURE = True  # Stripe: captured in parts (`final_capture: false`)
 _DRAWS_SEVERAL_PAYMENTS = True  # a Stripe deposit and balance, a Mercado Pago two-card payment
 _DRAWS_CHECKOUT = True  # Stripe Checkout: card, boleto or Pix paid later or never, expired
+_DRAWS_UNNAMED = True  # a Stripe payment no order names, attached by an operator, or never
 _DRAWS_SUBSCRIPTIONS = True  # Stripe invoices: first and renewals, voided, uncollectible, ...
 # How an order is paid: one payment, several (a deposit and its balance; two cards), through a
 # Stripe Checkout Session, or by a Stripe subscription's invoices.
-LIFECYCLES = ["one payment", "several payments", "checkout", "subscription"]
+LIFECYCLES = ["one payment", "several payments", "checkout", "subscription", "named by no order"]
 
 
 # One pipeline for the module's histories, emptied before each (setting one up per history
@@ -126,6 +127,10 @@ class ProviderHistories(RuleBasedStateMachine):
         elif provider == "stripe" and lifecycle == "subscription" and _DRAWS_SUBSCRIPTIONS:
             # Invoices in their basil shapes (invoice.paid names no payment; invoice_payment.paid)
             simulator = StripeSubscription(order, amount, T0, refund_updates=refund_updates)
+        elif provider == "stripe" and lifecycle == "named by no order" and _DRAWS_UNNAMED:
+            simulator = StripeSimulator(
+                order, amount, version, T0, refund_updates=refund_updates, names_order=False
+            )
         elif provider == "stripe":
             simulator = StripeSimulator(
                 order, amount, version, T0, refund_updates=refund_updates, capture=capture
@@ -139,6 +144,7 @@ class ProviderHistories(RuleBasedStateMachine):
         # The senders' clock starts where the process Lambda's (the real one) stamps items.
         clock = FakeClock(int(time.time()))
         self.history = History(self.pipeline, simulator, clock, random.Random(amount))
+        self.history.unnamed = isinstance(simulator, StripeSimulator) and not simulator.names_order
 
     @rule(choice=st.integers(0, 20))
     def provider_moves(self, choice: int) -> None:
@@ -153,6 +159,11 @@ class ProviderHistories(RuleBasedStateMachine):
     @rule(pick=st.integers(0, 20))
     def resent_weeks_later(self, pick: int) -> None:
         self._history().resend(pick)
+
+    @precondition(lambda self: bool(self.history and self.history.unnamed))
+    @rule()
+    def operator_attaches(self) -> None:
+        self._history().attach()
 
     @rule()
     def queue_drains(self) -> None:
@@ -371,3 +382,27 @@ def test_a_subscription_books_each_invoice_paid_through_stripe(
     # Then the order holds what was paid through Stripe, nothing waits or is unmatched
     assert history.violations() == []
     assert simulator.books.paid == paid
+
+
+@pytest.mark.parametrize("attached", ["never", "after the payment", "before its refund"])
+def test_a_payment_no_order_names_is_unmatched_until_an_operator_attaches_it(
+    attached: str,
+) -> None:
+    # Given a Stripe payment whose PaymentIntent names no order, then partly refunded
+    simulator = StripeSimulator(unique("ord"), 5000, ApiVersion.BASIL, T0, names_order=False)
+    history = _history(simulator)
+    history.unnamed = True
+    played(history, "pay", read_after=frozenset({"pay"}))
+
+    # When an operator attaches it to its order, before or after the refund, or nobody does
+    if attached == "after the payment":
+        history.attach()
+    played(history, "refund 2500", read_after=frozenset({"refund 2500"}))
+    if attached == "before its refund":
+        history.attach()
+    history.settle()
+
+    # Then, attached, the order holds the payment and its refund; never attached, the order
+    # holds nothing and the payment is unmatched
+    assert history.violations() == []
+    assert history.attached is (attached != "never")

@@ -22,6 +22,7 @@ from moto.core.models import DEFAULT_ACCOUNT_ID
 
 from fixtures.lambda_events import FakeLambdaContext, sqs_event, sqs_record
 from fixtures.simulators.asaas import AsaasSimulator
+from fixtures.simulators.books import TrueBooks
 from fixtures.simulators.mercadopago import MercadoPagoSimulator
 from fixtures.simulators.several import SeveralPayments
 from fixtures.simulators.stripe import StripeCheckout, StripeSimulator, StripeSubscription
@@ -30,7 +31,7 @@ from functions.outbox.channels import SesEmailChannel
 from functions.outbox.sender import OutboxSender, SendPolicy
 from functions.outbox.sweeper import Sweeper
 from functions.process import handler
-from functions.process.waiting import Waiting
+from functions.process.waiting import NothingWaitsError, Waiting
 from functions.shared.domain import (
     COUNTED_OUTCOMES,
     TRANSITION_RULES,
@@ -99,6 +100,10 @@ class History:
     _queue: list[_Message] = field(default_factory=list)
     _dead: list[_Message] = field(default_factory=list)
     _retried: bool = False
+    # A payment no order names (its PaymentIntent carries no order id): its money is nobody's
+    # until an operator attaches it to the order (`umavez attach`), then the order's.
+    unnamed: bool = False
+    attached: bool = False
 
     # -- the provider ----------------------------------------------------------------------
 
@@ -130,6 +135,31 @@ class History:
         for payment in self._payments():
             if isinstance(payment, MercadoPagoSimulator):
                 payment.read_now()
+
+    # -- the operator ----------------------------------------------------------------------
+
+    def attach(self) -> None:
+        """`umavez attach stripe <pi> <order>` once something of the payment waits or went
+        unmatched (before that, there is nothing to attach: the command refuses)."""
+        if not self.unnamed or self.attached:
+            return
+        self.drain()
+        payment = self._payments()[0]
+        assert isinstance(payment, StripeSimulator)
+        try:
+            self._waiting_room().attach("stripe", payment.intent, self.simulator.order_id)
+        except NothingWaitsError:
+            self.steps.append("attach refused: nothing waits yet")
+            return
+        self.attached = True
+        self.steps.append(f"attach {payment.intent}")
+        self._take_redriven()
+        if self._process():
+            self._first_tries()
+
+    @property
+    def _unattached(self) -> bool:
+        return self.unnamed and not self.attached
 
     # -- delivery --------------------------------------------------------------------------
 
@@ -168,8 +198,11 @@ class History:
         while self.in_flight:
             self.deliver(0)
         self.drain()
-        self.clock.advance(24 * 3600)
+        # A payment nobody attached: past the waiting limit, what it moved is unmatched.
+        self.clock.advance((4 if self._unattached else 1) * 24 * 3600)
         room = self._waiting_room()
+        if self._unattached:
+            room.redrive()
         # (Skipped when nothing is watched, or nothing is left to send: the run, or the sweep,
         # would find nothing due. Thousands of histories make the reads count.)
         if any(room.watched()) and room.redrive()["rechecked"]:
@@ -253,6 +286,9 @@ class History:
         """What the tables say that the provider's truth does not (empty: the books are right)."""
         world, truth = self.pipeline.world, self.simulator.books
         order_id = self.simulator.order_id
+        if self._unattached:
+            # Nobody attached it: none of its money is the order's, all of it unmatched.
+            truth = TrueBooks(truth.currency)
         order = world.order(order_id)
         found: list[str] = []
         if self._dead:
@@ -261,7 +297,13 @@ class History:
         found += [
             f"still waiting: {w.get('event_type')} {w.get('event_id')}" for w in room.waiting()
         ]
-        found += [f"unmatched: {w.get('event_type')} {w.get('event_id')}" for w in room.unmatched()]
+        unmatched = [
+            f"unmatched: {w.get('event_type')} {w.get('event_id')}" for w in room.unmatched()
+        ]
+        if not self._unattached:
+            found += unmatched
+        elif self.simulator.books.paid and not unmatched:
+            found.append("the payment no order names is not unmatched")
         found += self._rechecks(room)
         totals = {name: int(order.get(name, 0) or 0) for name in truth.totals}
         if totals != truth.totals:
@@ -290,6 +332,7 @@ class History:
             payment.charge
             for payment in self._payments()
             if isinstance(payment, StripeSimulator)
+            and not self._unattached
             and not payment.api_version.sends_card_refund_events
             and payment.pending_refunds()
         }
