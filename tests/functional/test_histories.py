@@ -126,7 +126,9 @@ class ProviderHistories(RuleBasedStateMachine):
             simulator = StripeCheckout(order, amount, version, T0, refund_updates=refund_updates)
         elif provider == "stripe" and lifecycle == "subscription" and _DRAWS_SUBSCRIPTIONS:
             # Invoices in their basil shapes (invoice.paid names no payment; invoice_payment.paid)
-            simulator = StripeSubscription(order, amount, T0, refund_updates=refund_updates)
+            simulator = StripeSubscription(
+                order, amount, T0, api_version=version, refund_updates=refund_updates
+            )
         elif provider == "stripe" and lifecycle == "named by no order" and _DRAWS_UNNAMED:
             simulator = StripeSimulator(
                 order, amount, version, T0, refund_updates=refund_updates, names_order=False
@@ -364,12 +366,13 @@ def test_a_checkout_session_books_what_was_paid_through_it(
         (("renewal opened", "renewal paid out of band"), 5000),
     ],
 )
+@pytest.mark.parametrize("version", [ApiVersion.BASIL, ApiVersion.LEGACY])
 def test_a_subscription_books_each_invoice_paid_through_stripe(
-    renewal: tuple[str, ...], paid: int
+    renewal: tuple[str, ...], paid: int, version: ApiVersion
 ) -> None:
     # Given an order billed by a Stripe subscription (the order on the subscription, copied to
-    # each invoice's parent.subscription_details), its first invoice paid
-    simulator = StripeSubscription(unique("ord"), 5000, T0)
+    # each invoice), its first invoice paid; invoices in basil's shapes or older ones
+    simulator = StripeSubscription(unique("ord"), 5000, T0, api_version=version)
     history = _history(simulator)
     played(history, "subscription starts", read_after=frozenset({"subscription starts"}))
 
