@@ -378,15 +378,20 @@ class _Message:
     receives: int = 0
 
 
-def _in_parts(counted: Counter[str], paid_in_parts: set[str]) -> Counter[str]:
+def _in_parts(counted: Counter[str], paid_in_parts: dict[str, set[str]]) -> Counter[str]:
     """The entries of a payment captured in parts, however the ledger keys them (the payment's
-    ref, or the payment's ref and a suffix), as the one movement the truth names: what they
-    sum to is the totals' business."""
+    ref, the payment's ref and a suffix, or the provider object of each part), as the one
+    movement the truth names: what they sum to is the totals' business."""
     merged: Counter[str] = Counter()
     for key, times in counted.items():
         transition, _, ref = key.partition(":")
         payment = next(
-            (p for p in paid_in_parts if ref == p or ref.startswith((f"{p}:", f"{p}#"))), None
+            (
+                p
+                for p, parts in paid_in_parts.items()
+                if ref == p or ref in parts or ref.startswith((f"{p}:", f"{p}#"))
+            ),
+            None,
         )
         if transition == Transition.PAID.value and payment is not None:
             merged[f"{transition}:{payment}"] = 1
