@@ -46,6 +46,7 @@ T0 = 1_764_460_800
 _DRAWS_MANUAL_CAPTURE = True  # Stripe: authorized, then captured in full, in part, over
 _DRAWS_MULTICAPTURE = True  # Stripe: captured in parts (`final_capture: false`)
 _DRAWS_SEVERAL_PAYMENTS = True  # a Stripe deposit and balance, a Mercado Pago two-card payment
+_DRAWS_MEDIATION_LOST_BY_REFUND = True  # Mercado Pago: the buyer wins, refunded (bpp)
 _DRAWS_CHECKOUT = True  # Stripe Checkout: card, boleto or Pix paid later or never, expired
 _DRAWS_UNNAMED = True  # a Stripe payment no order names, attached by an operator, or never
 _DRAWS_SUBSCRIPTIONS = True  # Stripe invoices: first and renewals, voided, uncollectible, ...
@@ -140,7 +141,9 @@ class ProviderHistories(RuleBasedStateMachine):
         elif provider == "mercadopago" and several:
             simulator = two_cards(order, amount, T0)
         elif provider == "mercadopago":
-            simulator = MercadoPagoSimulator(order, amount, T0)
+            simulator = MercadoPagoSimulator(
+                order, amount, T0, buyer_wins_mediations=_DRAWS_MEDIATION_LOST_BY_REFUND
+            )
         else:
             simulator = AsaasSimulator(order, amount, T0)
         # The senders' clock starts where the process Lambda's (the real one) stamps items.
