@@ -17,11 +17,11 @@ from firedrill.story import Expected, Post, Story
 from fixtures.simulators.asaas import AsaasSimulator
 from fixtures.simulators.books import TrueBooks
 from fixtures.simulators.mercadopago import MercadoPagoSimulator
-from fixtures.simulators.stripe import ApiVersion, StripeSimulator
+from fixtures.simulators.stripe import ApiVersion, Capture, StripeCheckout, StripeSimulator
 from fixtures.simulators.webhooks import Webhook
 from functions.shared.domain import TRANSITION_RULES
 
-Simulator = StripeSimulator | MercadoPagoSimulator | AsaasSimulator
+Simulator = StripeSimulator | StripeCheckout | MercadoPagoSimulator | AsaasSimulator
 # Moves whose trace the final state does not keep (see the module's doc).
 UNOBSERVABLE_AFTERWARDS = frozenset({"mediation won"})
 MAX_MOVES = 6
@@ -75,10 +75,14 @@ def _simulator(rng: random.Random, order: str, at: int) -> Simulator:
                     version,
                     at,
                     refund_updates=rng.random() < 0.5,
+                    # Captured at once, or authorized and captured later (in part, over).
+                    capture=rng.choice([Capture.AUTOMATIC, Capture.MANUAL]),
                 )
             )
             for version in ApiVersion
         ),
+        # Checkout (card, boleto or Pix later, expired) on basil: its refunds name themselves.
+        lambda: StripeCheckout(order, amount, ApiVersion.BASIL, at),
         lambda: MercadoPagoSimulator(order, amount, at),
         lambda: AsaasSimulator(order, amount, at),
     ]

@@ -22,14 +22,16 @@ from moto.core.models import DEFAULT_ACCOUNT_ID
 
 from fixtures.lambda_events import FakeLambdaContext, sqs_event, sqs_record
 from fixtures.simulators.asaas import AsaasSimulator
+from fixtures.simulators.books import TrueBooks
 from fixtures.simulators.mercadopago import MercadoPagoSimulator
-from fixtures.simulators.stripe import StripeSimulator
+from fixtures.simulators.several import SeveralPayments
+from fixtures.simulators.stripe import StripeCheckout, StripeSimulator, StripeSubscription
 from fixtures.simulators.webhooks import Webhook
 from functions.outbox.channels import SesEmailChannel
 from functions.outbox.sender import OutboxSender, SendPolicy
 from functions.outbox.sweeper import Sweeper
 from functions.process import handler
-from functions.process.waiting import Waiting
+from functions.process.waiting import NothingWaitsError, Waiting
 from functions.shared.domain import (
     COUNTED_OUTCOMES,
     TRANSITION_RULES,
@@ -43,7 +45,14 @@ from tests.support.pipeline import Pipeline
 from tests.support.queues import taken
 from tests.support.world import TABLES
 
-Simulator = StripeSimulator | MercadoPagoSimulator | AsaasSimulator
+Simulator = (
+    StripeSimulator
+    | StripeCheckout
+    | StripeSubscription
+    | MercadoPagoSimulator
+    | AsaasSimulator
+    | SeveralPayments
+)
 
 
 class RecordedChannel:
@@ -91,6 +100,10 @@ class History:
     _queue: list[_Message] = field(default_factory=list)
     _dead: list[_Message] = field(default_factory=list)
     _retried: bool = False
+    # A payment no order names (its PaymentIntent carries no order id): its money is nobody's
+    # until an operator attaches it to the order (`umavez attach`), then the order's.
+    unnamed: bool = False
+    attached: bool = False
 
     # -- the provider ----------------------------------------------------------------------
 
@@ -103,8 +116,50 @@ class History:
         self.steps.append(name)
         # What the provider's API answers from now on (Stripe's refunds, Mercado Pago's payment).
         self.pipeline.apis.refunds.update(self.simulator.refunds_listed())
-        if isinstance(self.simulator, MercadoPagoSimulator):
-            self.pipeline.apis.payments.update(self.simulator.payments_listed())
+        for payment in self._payments():
+            if isinstance(payment, MercadoPagoSimulator):
+                self.pipeline.apis.payments.update(payment.payments_listed())
+
+    def _payments(self) -> list[StripeSimulator | MercadoPagoSimulator | AsaasSimulator]:
+        """The order's payments, each in its own simulator."""
+        if isinstance(self.simulator, SeveralPayments):
+            return list(self.simulator.payments.values())
+        if isinstance(self.simulator, StripeCheckout):
+            return [self.simulator.payment]
+        if isinstance(self.simulator, StripeSubscription):
+            return list(self.simulator.payments)
+        return [self.simulator]
+
+    def _read_now(self) -> None:
+        """umavez read every Mercado Pago payment as it is now (notifications were processed)."""
+        for payment in self._payments():
+            if isinstance(payment, MercadoPagoSimulator):
+                payment.read_now()
+
+    # -- the operator ----------------------------------------------------------------------
+
+    def attach(self) -> None:
+        """`umavez attach stripe <pi> <order>` once something of the payment waits or went
+        unmatched (before that, there is nothing to attach: the command refuses)."""
+        if not self.unnamed or self.attached:
+            return
+        self.drain()
+        payment = self._payments()[0]
+        assert isinstance(payment, StripeSimulator)
+        try:
+            self._waiting_room().attach("stripe", payment.intent, self.simulator.order_id)
+        except NothingWaitsError:
+            self.steps.append("attach refused: nothing waits yet")
+            return
+        self.attached = True
+        self.steps.append(f"attach {payment.intent}")
+        self._take_redriven()
+        if self._process():
+            self._first_tries()
+
+    @property
+    def _unattached(self) -> bool:
+        return self.unnamed and not self.attached
 
     # -- delivery --------------------------------------------------------------------------
 
@@ -126,15 +181,14 @@ class History:
         """The process Lambda until the queue is empty, then the stream's first try of every
         new outbox item."""
         processed = self._process()
-        if processed and isinstance(self.simulator, MercadoPagoSimulator):
-            self.simulator.read_now()
+        if processed:
+            self._read_now()
         # Deliveries parked for an order bound since: the waiting function's scheduled run
         # (a delivery is parked only after failing its first receives: none failed, none wait).
         while self._retried and handler.waiting_room().redrive()["redriven"]:
             self._take_redriven()
             processed += self._process()
-            if isinstance(self.simulator, MercadoPagoSimulator):
-                self.simulator.read_now()
+            self._read_now()
         if processed:
             self._first_tries()
 
@@ -144,8 +198,11 @@ class History:
         while self.in_flight:
             self.deliver(0)
         self.drain()
-        self.clock.advance(24 * 3600)
+        # A payment nobody attached: past the waiting limit, what it moved is unmatched.
+        self.clock.advance((4 if self._unattached else 1) * 24 * 3600)
         room = self._waiting_room()
+        if self._unattached:
+            room.redrive()
         # (Skipped when nothing is watched, or nothing is left to send: the run, or the sweep,
         # would find nothing due. Thousands of histories make the reads count.)
         if any(room.watched()) and room.redrive()["rechecked"]:
@@ -229,6 +286,9 @@ class History:
         """What the tables say that the provider's truth does not (empty: the books are right)."""
         world, truth = self.pipeline.world, self.simulator.books
         order_id = self.simulator.order_id
+        if self._unattached:
+            # Nobody attached it: none of its money is the order's, all of it unmatched.
+            truth = TrueBooks(truth.currency)
         order = world.order(order_id)
         found: list[str] = []
         if self._dead:
@@ -237,7 +297,13 @@ class History:
         found += [
             f"still waiting: {w.get('event_type')} {w.get('event_id')}" for w in room.waiting()
         ]
-        found += [f"unmatched: {w.get('event_type')} {w.get('event_id')}" for w in room.unmatched()]
+        unmatched = [
+            f"unmatched: {w.get('event_type')} {w.get('event_id')}" for w in room.unmatched()
+        ]
+        if not self._unattached:
+            found += unmatched
+        elif self.simulator.books.paid and not unmatched:
+            found.append("the payment no order names is not unmatched")
         found += self._rechecks(room)
         totals = {name: int(order.get(name, 0) or 0) for name in truth.totals}
         if totals != truth.totals:
@@ -251,7 +317,7 @@ class History:
             for e in effects
             if e.get("outcome") in COUNTED_OUTCOMES
         )
-        found += _entries_against(counted, truth.movements)
+        found += _entries_against(_in_parts(counted, truth.paid_in_parts), truth.movements)
         outbox = world.outbox(order_id)
         found += [str(m) for m in world.mismatches(order_id, effects, outbox)]
         found += self._announcements(outbox)
@@ -260,17 +326,19 @@ class History:
     def _rechecks(self, room: Waiting) -> list[str]:
         """After the day's re-check, a charge is watched exactly while one of its refunds is
         pending on a legacy endpoint (its charge.refunded, delivered by now, said so, and its
-        later change may come as no event)."""
-        simulator = self.simulator
+        later change may come as no event); a charge no order holds may not be yet."""
         watched = {str(w["object"]) for w in room.watched()}
-        expected = set()
-        if (
-            isinstance(simulator, StripeSimulator)
-            and not simulator.api_version.sends_card_refund_events
-            and simulator.pending_refunds()
-        ):
-            expected = {simulator.charge}
+        expected = {
+            payment.charge
+            for payment in self._payments()
+            if isinstance(payment, StripeSimulator)
+            and not payment.api_version.sends_card_refund_events
+            and payment.pending_refunds()
+        }
         if watched == expected:
+            return []
+        if self._unattached and watched <= expected:
+            # A charge no order holds: its charge.refunded waits for one, watched or not yet.
             return []
         return [f"watched {sorted(watched)}, expected {sorted(expected)}"]
 
@@ -284,13 +352,21 @@ class History:
             if self.events.sent[key] != 1:
                 times = self.events.sent[key]
                 found.append(f"{item['transition']} {item['external_ref']}: {times} events")
+            # A late payment goes without its e-mail only where a newer movement of the same
+            # payment was told since; another payment of the order is news of its own.
+            books = self.simulator.books
+            owed = not item.get("late") or not books.newer_of_its_payment(
+                f"{Transition.PAID.value}:{item['external_ref']}"
+            )
             if (
                 item["transition"] == Transition.PAID.value
-                and self.simulator.books.recipient
-                and not item.get("late")
+                and books.recipient
+                and owed
                 and self.email.sent[key] != 1
             ):
-                found.append(f"the payment was e-mailed {self.email.sent[key]} times")
+                found.append(
+                    f"the payment {item['external_ref']} was e-mailed {self.email.sent[key]} times"
+                )
         return found
 
 
@@ -300,6 +376,28 @@ class _Message:
     attributes: dict[str, str]
     id: str = field(default_factory=lambda: str(uuid.uuid4()))
     receives: int = 0
+
+
+def _in_parts(counted: Counter[str], paid_in_parts: dict[str, set[str]]) -> Counter[str]:
+    """The entries of a payment captured in parts, however the ledger keys them (the payment's
+    ref, the payment's ref and a suffix, or the provider object of each part), as the one
+    movement the truth names: what they sum to is the totals' business."""
+    merged: Counter[str] = Counter()
+    for key, times in counted.items():
+        transition, _, ref = key.partition(":")
+        payment = next(
+            (
+                p
+                for p, parts in paid_in_parts.items()
+                if ref == p or ref in parts or ref.startswith((f"{p}:", f"{p}#"))
+            ),
+            None,
+        )
+        if transition == Transition.PAID.value and payment is not None:
+            merged[f"{transition}:{payment}"] = 1
+        else:
+            merged[key] += times
+    return merged
 
 
 def _entries_against(counted: Counter[str], movements: list[str]) -> list[str]:
