@@ -139,6 +139,8 @@ class Pipeline(Construct):
         # TransactWriteItems is authorized item by item as PutItem / UpdateItem.
         # ConditionCheckItem: a reversal's transaction checks the entry it reverses.
         # DeleteItem: a re-check that finds its charge settled ends the charge's watch.
+        # Query: a stale entry reads its order's entries (is a newer one of its payment told?).
+        # GetItem: a payment captured again reads its capture mark.
         allow(
             self.process,
             self.storage.ledger,
@@ -147,6 +149,8 @@ class Pipeline(Construct):
             "DeleteItem",
             "BatchGetItem",
             "ConditionCheckItem",
+            "Query",
+            "GetItem",
         )
         # UpdateItem: a notification that left before the order knew its customer goes back
         # to the sweeper for the e-mail once the address is learnt.
@@ -256,7 +260,8 @@ class Pipeline(Construct):
         allow(self.outbox, self.storage.outbox, "BatchGetItem", "UpdateItem")
         allow(self.sweeper, self.storage.outbox, "UpdateItem")
         # The order's financial status and recipient as of sending.
-        allow(self.outbox, self.storage.ledger, "BatchGetItem")
+        # GetItem: a try sent without a recipient reads its order again (learnt meanwhile?).
+        allow(self.outbox, self.storage.ledger, "BatchGetItem", "GetItem")
         allow(self.sweeper, self.storage.ledger, "GetItem")
         # Records the stream gave up on: their coordinates from the on-failure queue, the
         # records themselves from the stream, so their items are parked for the sweep.

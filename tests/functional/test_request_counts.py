@@ -44,11 +44,12 @@ def test_new_duplicate_stale_and_looked_up_deliveries_cost_what_they_must(
         cost[name] = dict(counter.by_operation)
 
     # A Stripe refund that names its order in metadata reads its payment's binding first: a
-    # movement of a payment bound to another order belongs to that order (one more read).
+    # movement of a payment bound to another order belongs to that order (one more read). A
+    # stale entry queries its order's entries once: is a newer movement of its payment told?
     assert cost == {
         "new": {"BatchGetItem": 2, "TransactWriteItems": 1},
         "duplicate": {"BatchGetItem": 2},
-        "stale": {"BatchGetItem": 1, "TransactWriteItems": 1},
+        "stale": {"BatchGetItem": 1, "Query": 1, "TransactWriteItems": 1},
         "stale duplicate": {"BatchGetItem": 1},
         "order looked up by payment": {"BatchGetItem": 2, "TransactWriteItems": 1},
         "ignored": {"PutItem": 1},

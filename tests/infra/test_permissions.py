@@ -79,6 +79,14 @@ NOT_EXERCISED_LOCALLY: dict[tuple[str, str, str], str] = {
     ("waiting", "dynamodb:UpdateItem", ANY_RESOURCE): (
         "a due re-check's next time is written: minutes after a refund is first seen pending"
     ),
+    ("process", "dynamodb:GetItem", ANY_RESOURCE): (
+        "a payment captured again (multicapture) reads its capture mark: the drill's payments"
+        " are captured once"
+    ),
+    ("outbox", "dynamodb:GetItem", ANY_RESOURCE): (
+        "a first try sent without a recipient reads its order again: only when it found an"
+        " e-mailable item with no address, which the drill's payments all name"
+    ),
     ("reconciliation", "dynamodb:BatchGetItem", f"table/{TableNames().ledger}"): (
         "an outbox item without its counted entry is confirmed by reading the ledger: only when"
         " the books do not balance, and a drill's always do"
