@@ -18,7 +18,7 @@ from firedrill.story import Story
 from functions.outbox.templates import emails_customer
 from functions.reconcile.service import Reconciler
 from functions.shared import books
-from functions.shared.domain import COUNTED_OUTCOMES, Outcome, financial_status
+from functions.shared.domain import COUNTED_OUTCOMES, TOP_UP_MARK, Outcome, financial_status
 from functions.shared.outbox import OutboxItem
 from functions.shared.redaction import EMAIL
 from ops.state import LedgerState
@@ -55,11 +55,13 @@ def check_state(stories: Sequence[Story], state: Any, log: DeliveryLog) -> list[
         view = state.orders.get(order_id)
         effects = view.effects if view else []
         counted = [e for e in effects if e["outcome"] in COUNTED_OUTCOMES]
-        seen = Counter((e["transition"], e["external_ref"]) for e in counted)
-        twice += [f"{story.order_id} {k}" for k, n in seen.items() if n > 1]
-        lost += [f"{story.order_id} {k}" for k in story.expected.effects - set(seen)]
+        exact = Counter((e["transition"], e["external_ref"]) for e in counted)
+        twice += [f"{story.order_id} {k}" for k, n in exact.items() if n > 1]
+        # A payment captured in parts is one movement of the truth: its top-ups are its parts.
+        seen = {(t, ref.split(TOP_UP_MARK)[0]) for t, ref in exact}
+        lost += [f"{story.order_id} {k}" for k in story.expected.effects - seen]
         possible = story.expected.effects | story.expected.either_way
-        extra += [f"{story.order_id} {k}" for k in set(seen) - possible]
+        extra += [f"{story.order_id} {k}" for k in seen - possible]
         order = view.order if view else {}
         # An order nothing ever counted on (a payment whose reversal voided it) has no row: it
         # reads as unpaid, in no currency yet.

@@ -41,6 +41,7 @@ from functions.reconcile.service import CHECKPOINT_PK
 from functions.shared.domain import Outcome
 from functions.shared.dynamo import scan_items
 from functions.shared.errors import WriteContendedError
+from functions.shared.failures import FAILURE_SORT
 from functions.shared.providers import Interpreters
 from functions.shared.tables import RECHECK_PK, TableNames
 from infra.config import DEFAULT_API_TYPE, ApiType
@@ -461,7 +462,11 @@ class Tables:
         """Every item of the business state. The reconciliation's checkpoint and the re-check
         schedule are left out: scheduled runs move them whenever they run, and any delivery of
         a watched charge's charge.refunded (a resend too) re-arms its watch, which only reads
-        the charge again; what a re-read counts is in the books, which must not change."""
+        the charge again; what a re-read counts is in the books, which must not change. Nor
+        are the failed receives' records: an injected fault during the resends writes one, and
+        it says why a receive failed, not what the books hold."""
         schedules = {CHECKPOINT_PK, RECHECK_PK}
-        items = [i for i in self.ledger if i.get("pk") not in schedules] + self.outbox
+        items = [
+            i for i in self.ledger if i.get("pk") not in schedules and i.get("sk") != FAILURE_SORT
+        ] + self.outbox
         return sorted(items, key=repr)

@@ -75,8 +75,9 @@ def _simulator(rng: random.Random, order: str, at: int) -> Simulator:
                     version,
                     at,
                     refund_updates=rng.random() < 0.5,
-                    # Captured at once, or authorized and captured later (in part, over).
-                    capture=rng.choice([Capture.AUTOMATIC, Capture.MANUAL]),
+                    # Captured at once, or authorized and captured later (in part, over, or
+                    # in several captures).
+                    capture=rng.choice([Capture.AUTOMATIC, Capture.MANUAL, Capture.MULTICAPTURE]),
                 )
             )
             for version in ApiVersion

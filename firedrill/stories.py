@@ -127,6 +127,26 @@ def stripe_second_payment(order: str, at: int) -> Story:
     )
 
 
+def stripe_deposit_and_balance(order: str, at: int) -> Story:
+    """One order paid by two PaymentIntents, a deposit and its balance, the balance processed
+    first: the deposit counts late, and is e-mailed all the same (it contradicts nothing)."""
+    deposit, balance = unique("pi"), unique("pi")
+    return Story(
+        "deposit after its balance",
+        order,
+        [
+            [Post("stripe", stripe.payment_intent_succeeded(order, balance, 7000, at + 3600))],
+            [Post("stripe", stripe.payment_intent_succeeded(order, deposit, 3000, at))],
+        ],
+        Expected(
+            "paid",
+            paid=10000,
+            effects={("order.paid", deposit), ("order.paid", balance)},
+            stale=(1, 1),
+        ),
+    )
+
+
 def stripe_dispute(order: str, at: int) -> Story:
     intent, dispute = unique("pi"), unique("du")
     return Story(
@@ -664,6 +684,7 @@ KINDS: tuple[Callable[[str, int], Story], ...] = (
     stripe_stale_payment,
     stripe_same_second,
     stripe_second_payment,
+    stripe_deposit_and_balance,
     stripe_dispute,
     asaas_payment_refunded,
     mercadopago_refunded,

@@ -43,7 +43,11 @@ PAGE_SIZE: Final = 100  # the most either API gives per page
 STRIPE_RETENTION: Final = timedelta(days=30)  # GET /v1/events lists the last 30 days
 STRIPE_MAX_TYPES: Final = 20  # Stripe's limit on `types[]`
 # Every event type the Stripe map reads (charge.refunded is read by the interpreter itself).
-STRIPE_TYPES: Final = tuple(sorted({*STRIPE_EVENTS, "charge.refunded"}))
+# Replayed by default: every mapped type but the two that only repeat a capture of a payment
+# captured in parts (the final capture's payment_intent.succeeded, and charge.captured, carry
+# the total): Stripe filters on at most 20 types a listing. `--types` lists them if needed.
+CAPTURE_UPDATES: Final = frozenset({"charge.updated", "payment_intent.amount_capturable_updated"})
+STRIPE_TYPES: Final = tuple(sorted({*STRIPE_EVENTS, "charge.refunded"} - CAPTURE_UPDATES))
 
 
 class ReplayRefusedError(UmavezError):

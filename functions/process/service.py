@@ -53,6 +53,7 @@ from functions.shared.domain import (
     Transition,
     effect_key,
     ordering_token,
+    top_up_ref,
 )
 from functions.shared.dynamo import (
     cancellation_of,
@@ -330,7 +331,7 @@ class EffectProcessor:
         captured = effect.amount.minor
         topped = replace(
             effect,
-            external_ref=f"{effect.payment}:captured:{captured}",
+            external_ref=top_up_ref(effect.payment, captured),
             amount=Money(captured - counted, effect.amount.currency),
             note=f"captured {captured} in all; its entries counted {counted} before",
         )

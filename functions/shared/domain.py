@@ -360,6 +360,14 @@ class Binding:
 Interpretation = Effect | NoEffect | Binding
 
 
+# A top-up's external reference is its payment's, this, and the total it brings it to.
+TOP_UP_MARK: Final = ":captured:"
+
+
+def top_up_ref(payment: str, captured: int) -> str:
+    return f"{payment}{TOP_UP_MARK}{captured}"
+
+
 @dataclass(frozen=True)
 class RoutedEffect:
     """An effect whose order is known, with its key: everything needed to write it."""

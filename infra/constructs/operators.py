@@ -153,6 +153,8 @@ class OperatorPolicies(Construct):
                     [dead_letters],
                 ),
                 allow(["sqs:SendMessage"], [queue]),
+                # BatchGetItem: a redrive names each letter's last failure as it moves it.
+                allow(["dynamodb:BatchGetItem"], [ledger]),
                 allow(["dynamodb:Query"], [due_index]),
                 allow(["dynamodb:UpdateItem"], [outbox]),
                 # `preflight --test-alarm` sets the test alarm to ALARM: it pages the

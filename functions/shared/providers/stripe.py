@@ -346,6 +346,22 @@ def _from_charge(event: StripeEvent, delivery: Delivery) -> Readings:
     )
 
 
+def _from_capture_so_far(event: StripeEvent, delivery: Delivery) -> Readings:
+    """A capture of a payment captured in parts (multicapture): Stripe updates the charge at
+    each one (`charge.updated`, `amount_captured` against its `previous_attributes`), and the
+    PaymentIntent after each one that is not final (`payment_intent.amount_capturable_updated`,
+    `amount_received` so far). Each says what was captured in all: the payment's entries are
+    topped up to it. Any other change of either moves no money."""
+    previous = event.data.previous_attributes or {}
+    if event.type == "charge.updated":
+        if "amount_captured" not in previous:
+            return (NoEffect(delivery, "charge updated, nothing captured: no money moved"),)
+        return _from_charge(event, delivery)
+    if not event.data.object.get("amount_received"):
+        return (NoEffect(delivery, "authorized, nothing captured yet: no money moved"),)
+    return _from_payment_intent(event, delivery)
+
+
 def _from_invoice(event: StripeEvent, delivery: Delivery) -> Readings:
     if "payment_intent" not in event.data.object:
         return (_basil_invoice_binding(BasilInvoice.model_validate(event.data.object), delivery),)
@@ -753,6 +769,8 @@ STRIPE_EVENTS: Final[Mapping[str, EventRule]] = {
     "payment_intent.succeeded": EventRule(_from_payment_intent),
     "charge.succeeded": EventRule(_from_charge),
     "charge.captured": EventRule(_from_charge),
+    "charge.updated": EventRule(_from_capture_so_far),
+    "payment_intent.amount_capturable_updated": EventRule(_from_capture_so_far),
     "invoice_payment.paid": EventRule(_from_invoice_payment),
     "invoice.paid": EventRule(_from_invoice),
     "invoice.payment_succeeded": EventRule(_from_invoice),
