@@ -97,6 +97,7 @@ class Pipeline(Construct):
                         # Which mode's events count: a test event never moves money on a live
                         # deployment.
                         payment_mode=config.payment_mode.value,
+                        asaas_source_ips=config.asaas_source_ips,
                     ),
                     # Lambda's active tracing records ingest's invocation; the X-Ray SDK's
                     # finer segments are not worth ~170 ms on every cold start of the function
