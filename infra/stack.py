@@ -72,6 +72,7 @@ class UmavezStack(cdk.Stack):
             # Plain names the operator commands read (replay, the refunds of charge.refunded).
             "SecretStripeApiKey": self.pipeline.secrets.stripe_api_key_name,
             "SecretMercadopagoAccessToken": self.pipeline.secrets.mercadopago_access_token_name,
+            "SecretAsaasApiKey": self.pipeline.secrets.asaas_api_key_name,
         }
         # What `umavez preflight` checks the account against once the stack is deployed.
         outputs["Stage"] = config.stage

@@ -128,6 +128,7 @@ class Pipeline(Construct):
                     payment_mode=config.payment_mode.value,
                     mercadopago_access_token_secret=self.secrets.mercadopago_access_token_name,
                     stripe_api_key_secret=self.secrets.stripe_api_key_name,
+                    asaas_api_key_secret=self.secrets.asaas_api_key_name,
                 ),
                 tracing="PassThrough",
             ),
@@ -135,6 +136,7 @@ class Pipeline(Construct):
         # TransactWriteItems is authorized item by item as PutItem / UpdateItem.
         # ConditionCheckItem: a reversal's transaction checks the entry it reverses.
         # DeleteItem: a re-check that finds its charge settled ends the charge's watch.
+        # Query: an Asaas cash receipt or undo reads the payment's cash entries of its order.
         allow(
             self.process,
             self.storage.ledger,
@@ -143,6 +145,7 @@ class Pipeline(Construct):
             "DeleteItem",
             "BatchGetItem",
             "ConditionCheckItem",
+            "Query",
         )
         # UpdateItem: a notification that left before the order knew its customer goes back
         # to the sweeper for the e-mail once the address is learnt.
@@ -153,6 +156,7 @@ class Pipeline(Construct):
             [
                 self.secrets.mercadopago_access_token.secret_arn,
                 self.secrets.stripe_api_key.secret_arn,
+                self.secrets.asaas_api_key.secret_arn,
             ],
         )
         self.waiting = function(
