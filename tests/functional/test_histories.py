@@ -81,9 +81,15 @@ class ProviderHistories(RuleBasedStateMachine):
         version=st.sampled_from(ApiVersion),
         amount=st.sampled_from([5000, 1234, 99]),
         refund_updates=st.booleans(),
+        installments=st.sampled_from([1, 2, 3]),
     )
     def open_account(
-        self, provider: str, version: ApiVersion, amount: int, refund_updates: bool
+        self,
+        provider: str,
+        version: ApiVersion,
+        amount: int,
+        refund_updates: bool,
+        installments: int,
     ) -> None:
         order = unique("ord")
         simulator: Simulator
@@ -92,7 +98,8 @@ class ProviderHistories(RuleBasedStateMachine):
         elif provider == "mercadopago":
             simulator = MercadoPagoSimulator(order, amount, T0)
         else:
-            simulator = AsaasSimulator(order, amount, T0)
+            # One payment, or an installment plan: each installment a payment of the order
+            simulator = AsaasSimulator(order, amount, T0, installments=installments)
         # The senders' clock starts where the process Lambda's (the real one) stamps items.
         clock = FakeClock(int(time.time()))
         self.history = History(self.pipeline, simulator, clock, random.Random(amount))
