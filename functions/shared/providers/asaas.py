@@ -27,7 +27,11 @@ Map (one place; anything else is ignored, with its reason):
     whose webhook was read before this undo was booked under the older key, which this undo
     has just reversed.
   A redelivery of a receipt or of an undo finds its keys again (an undo keeps the receipt it
-  reversed first), so each stays one effect.
+  reversed first), so each stays one effect. Not covered: an undo that read the payment just
+  before the charge was received again, and whose reversal commits only after the new
+  receipt's webhook read the ledger (one processing's window): that receipt is then taken for
+  the one reversed (a duplicate), and the order reads unpaid until a delivery of either is
+  processed again.
 - PAYMENT_REFUNDED and PAYMENT_PARTIALLY_REFUNDED: the payment's `refunds[]`, every refund so
   far. Refunds have no id, so each DONE refund is keyed by what identifies it within the
   payment: its `dateCreated` and `value` (and its rank among identical ones): the same list
