@@ -287,3 +287,36 @@ def test_an_undo_read_after_the_charge_was_received_in_cash_again_books_the_new_
         ("order.payment_reversed", f"{PAYMENT}:cash", 5000),
     ]
     assert world.mismatches(ORDER) == []
+
+
+def test_an_undo_read_after_the_charge_was_deleted_still_reverses_its_receipt(
+    world: World, asaas: FakeProviderApis
+) -> None:
+    # Given a cash receipt booked, then undone, then the charge deleted (it was unpaid again)
+    processor = processor_with(world, asaas.url)
+    asaas.asaas_payments[PAYMENT] = payment_now()
+    processor.process(
+        "asaas", webhook("PAYMENT_RECEIVED.in_cash", "evt_cash&1", "2026-11-30 14:20:03")
+    )
+    asaas.asaas_payments[PAYMENT] = payment_now(status="PENDING", paymentDate=None, deleted=True)
+
+    # When the undo's webhook is read, then the deletion's
+    undone = processor.process(
+        "asaas", webhook("PAYMENT_RECEIVED_IN_CASH_UNDONE", "evt_undo&2", "2026-12-01 09:15:27")
+    )
+    deleted = processor.process(
+        "asaas",
+        webhook("PAYMENT_RECEIVED", "evt_del&3", "2026-12-01 09:20:00", deleted=True).replace(
+            '"PAYMENT_RECEIVED"', '"PAYMENT_DELETED"'
+        ),
+    )
+
+    # Then the receipt is reversed (the order unpaid), and the deletion recorded as ignored
+    assert [p.outcome for p in undone + deleted] == [Outcome.APPLIED, Outcome.IGNORED]
+    assert world.order(ORDER)["paid_total"] == 0
+    assert counted(world) == [
+        ("order.paid", f"{PAYMENT}:cash", 5000),
+        ("order.payment_reversed", f"{PAYMENT}:cash", 5000),
+    ]
+    [record] = world.deliveries()
+    assert "deleted charge was never paid" in record["reason"]

@@ -235,6 +235,9 @@ def _at(delivery: Delivery, created: int) -> Delivery:
 def _received(
     payment: AsaasPayment, delivery: Delivery, cash: CashBooks
 ) -> tuple[Interpretation, ...]:
+    if payment.deleted:
+        # Only an unpaid charge is deleted; an undo of a receipt before it still reverses it.
+        return (NoEffect(delivery, f"payment {payment.id} is deleted at Asaas: nothing received"),)
     if payment.status == IN_CASH:
         return (_cash_receipt(payment, delivery, cash(_order_of(payment), payment.id)),)
     if payment.status in MONEY_IN:
@@ -293,7 +296,7 @@ def _cash_undone(
         # as voided by the reversal, then never counts.
         target = cash_ref(payment.id, max((t for t in undos if t < undone_at), default=None))
     entries: list[Interpretation] = [_entry(payment, delivery, Transition.PAYMENT_REVERSED, target)]
-    if payment.status == IN_CASH:
+    if payment.status == IN_CASH and not payment.deleted:
         after = max(undos | {undone_at})
         entries.append(
             _entry(
@@ -420,8 +423,4 @@ class Interpreter:
             raise refused(exc, "payment") from exc
         if payment.id != event.payment.id:
             raise MalformedEventError(f"Asaas answered payment {payment.id} for {event.payment.id}")
-        if payment.deleted:
-            return (
-                NoEffect(delivery, f"payment {payment.id} is deleted at Asaas: nothing booked"),
-            )
         return read(payment, delivery, self._cash)
