@@ -6,13 +6,17 @@ each with its own bearer token:
   (answered `{"paging": {"total", "limit", "offset"}, "results": [...]}`; dates in ISO 8601);
 - Stripe `GET /v1/refunds?charge=…` (a charge's refunds) and
   `GET /v1/events?created[gte]=…&created[lte]=…&types[]=…` (the events of a window), both paged
-  as Stripe pages lists: newest first, `limit`, `starting_after`, `has_more`.
+  as Stripe pages lists: newest first, `limit`, `starting_after`, `has_more`;
+- Asaas `GET /v3/payments/{id}` (the payment a webhook names, with its `refunds` and
+  `chargeback`), authenticated as Asaas does: the API key in the `access_token` header.
 
 Tests and the fire drill register what the providers know (`payments`, `refunds`, `events`).
 From outside (`umavez send --provider mercadopago PAYMENT.json`), a Mercado Pago payment is
 registered with `PUT /__fake__/v1/payments/{id}` (the MP token; the body is the payment as
 `GET /v1/payments/{id}` answers it): 201 when new, 200 when it replaced one. The path says it is
 the fake's: Mercado Pago's own `PUT /v1/payments/{id}` updates a payment with other semantics.
+An Asaas payment likewise with `PUT /__fake__/v3/payments/{id}` (the Asaas key in
+`access_token`; the body is Asaas's payment object as `GET /v3/payments/{id}` answers it).
 """
 
 from __future__ import annotations
@@ -28,9 +32,15 @@ from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from devstack.resources import MERCADOPAGO_DEVELOPMENT_TOKEN, STRIPE_DEVELOPMENT_API_KEY
+from devstack.resources import (
+    ASAAS_DEVELOPMENT_API_KEY,
+    MERCADOPAGO_DEVELOPMENT_TOKEN,
+    STRIPE_DEVELOPMENT_API_KEY,
+)
 
 FAKE_PAYMENTS_PATH = "/__fake__/v1/payments/"
+FAKE_ASAAS_PAYMENTS_PATH = "/__fake__/v3/payments/"
+ASAAS_PAYMENTS_PATH = "/v3/payments/"
 
 Query = dict[str, list[str]]
 _CREATED_BOUNDS: dict[str, Callable[[int, int], bool]] = {
@@ -42,8 +52,8 @@ _CREATED_BOUNDS: dict[str, Callable[[int, int], bool]] = {
 
 
 class FakeProviderApis:
-    """Serves `payments` (Mercado Pago, by id and searched), `refunds` (Stripe, by charge id)
-    and `events` (Stripe, by window and type).
+    """Serves `payments` (Mercado Pago, by id and searched), `refunds` (Stripe, by charge id),
+    `events` (Stripe, by window and type) and `asaas_payments` (Asaas, by id).
 
     `status_override` makes every answer that status (an outage, a 404); `fail` makes one
     request of a path fail (an outage on page 3); `requests` records every request's path and
@@ -55,8 +65,10 @@ class FakeProviderApis:
         mercadopago_token: str = MERCADOPAGO_DEVELOPMENT_TOKEN,
         stripe_key: str = STRIPE_DEVELOPMENT_API_KEY,
         port: int = 0,
+        asaas_key: str = ASAAS_DEVELOPMENT_API_KEY,
     ) -> None:
         self.payments: dict[str, dict[str, Any]] = {}
+        self.asaas_payments: dict[str, dict[str, Any]] = {}
         self.refunds: dict[str, list[dict[str, Any]]] = {}
         self.events: list[dict[str, Any]] = []
         self.status_override: int | None = None
@@ -70,6 +82,9 @@ class FakeProviderApis:
                 url = urllib.parse.urlsplit(self.path)
                 query = urllib.parse.parse_qs(url.query)
                 injected = fake._record(self.path, url.path)
+                if url.path.startswith(ASAAS_PAYMENTS_PATH):
+                    self._asaas(url.path.removeprefix(ASAAS_PAYMENTS_PATH), injected)
+                    return
                 token = mercadopago_token if url.path.startswith("/v1/payments/") else stripe_key
                 if self.headers.get("Authorization") != f"Bearer {token}":
                     self._answer(401, {"message": "invalid access token"})
@@ -91,7 +106,13 @@ class FakeProviderApis:
                 fake._record(self.path, path)
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length)
-                if not path.startswith(FAKE_PAYMENTS_PATH):
+                if path.startswith(FAKE_ASAAS_PAYMENTS_PATH):
+                    if self.headers.get("access_token") != asaas_key:
+                        self._answer(401, {"errors": [{"code": "invalid_access_token"}]})
+                    else:
+                        payment_id = path.removeprefix(FAKE_ASAAS_PAYMENTS_PATH)
+                        self._answer(*fake.register_asaas_payment(payment_id, body))
+                elif not path.startswith(FAKE_PAYMENTS_PATH):
                     self._answer(404, {"message": "not found"})
                 elif self.headers.get("Authorization") != f"Bearer {mercadopago_token}":
                     self._answer(401, {"message": "invalid access token"})
@@ -99,6 +120,17 @@ class FakeProviderApis:
                     self._answer(
                         *fake.register_payment(path.removeprefix(FAKE_PAYMENTS_PATH), body)
                     )
+
+            def _asaas(self, payment_id: str, injected: int | None) -> None:
+                """Asaas's answers: its key in `access_token`, its errors as `errors[]`."""
+                if self.headers.get("access_token") != asaas_key:
+                    self._answer(401, {"errors": [{"code": "invalid_access_token"}]})
+                elif injected or fake.status_override:
+                    self._answer(injected or fake.status_override or 500, {"errors": []})
+                elif payment_id in fake.asaas_payments:
+                    self._answer(200, fake.asaas_payments[payment_id])
+                else:
+                    self._answer(404, {"errors": [{"code": "not_found"}]})
 
             def _answer(self, status: int, body: object) -> None:
                 data = json.dumps(body).encode()
@@ -139,6 +171,20 @@ class FakeProviderApis:
         with self._lock:
             known = payment_id in self.payments
             self.payments[payment_id] = payment
+        return (200 if known else 201), payment
+
+    def register_asaas_payment(self, payment_id: str, body: bytes) -> tuple[int, dict[str, Any]]:
+        """An Asaas payment as `GET /v3/payments/{id}` will answer it: 201 new, 200 replaced,
+        400 not a JSON object whose `id` is the path's."""
+        try:
+            payment = json.loads(body)
+        except ValueError:
+            return 400, {"errors": [{"description": "the body is not JSON"}]}
+        if not isinstance(payment, dict) or payment.get("id") != payment_id:
+            return 400, {"errors": [{"description": f"the body must be payment {payment_id!r}"}]}
+        with self._lock:
+            known = payment_id in self.asaas_payments
+            self.asaas_payments[payment_id] = payment
         return (200 if known else 201), payment
 
     def refund_page(self, query: Query) -> dict[str, Any]:
@@ -217,6 +263,31 @@ def register_mercadopago_payment(
     except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
         raise FakeApiError(
             f"no fake Mercado Pago API at {api_url} (is `umavez serve` running?): {exc}"
+        ) from exc
+
+
+def register_asaas_payment(
+    api_url: str, api_key: str, payment: dict[str, Any], timeout_seconds: float = 5.0
+) -> bool:
+    """Registers (or replaces) a payment with the fake Asaas API; True if it was new."""
+    url = f"{api_url.rstrip('/')}{FAKE_ASAAS_PAYMENTS_PATH}{payment['id']}"
+    request = urllib.request.Request(  # noqa: S310 - the local fake, http on loopback
+        url,
+        data=json.dumps(payment).encode(),
+        method="PUT",
+        headers={"access_token": api_key, "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_seconds) as response:  # noqa: S310
+            return int(response.status) == 201
+    except urllib.error.HTTPError as exc:
+        reason = exc.read().decode(errors="replace")
+        raise FakeApiError(
+            f"the fake Asaas API at {api_url} answered {exc.code}: {reason}"
+        ) from exc
+    except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+        raise FakeApiError(
+            f"no fake Asaas API at {api_url} (is `umavez serve` running?): {exc}"
         ) from exc
 
 

@@ -30,6 +30,8 @@ DEAD_LETTER_QUEUE_NAME = "umavez-dead-letters"
 OUTBOX_FAILURES_QUEUE_NAME = "umavez-outbox-stream-failures"
 MERCADOPAGO_DEVELOPMENT_TOKEN = "APP_USR-local-development-only"
 STRIPE_DEVELOPMENT_API_KEY = "rk_test_local_development_only"
+ASAAS_DEVELOPMENT_API_KEY = "aact_local_development_only_not_a_key"
+ASAAS_API_KEY_SECRET = "umavez/local/asaas/api-key"
 EMAIL_SENDER = "loja@example.com"
 # Short on purpose: locally, a failed record is retried after seconds, not minutes.
 LOCAL_VISIBILITY_TIMEOUT_SECONDS = 3
@@ -50,6 +52,7 @@ class LocalResources:
     secret_names: dict[str, str]
     mercadopago_token_secret: str
     stripe_api_key_secret: str
+    asaas_api_key_secret: str = ASAAS_API_KEY_SECRET
 
     def deployed_as(self) -> dict[str, str]:
         """Which resource of the deployed stack each local one plays (named as
@@ -69,6 +72,7 @@ class LocalResources:
             },
             f"secret/{self.mercadopago_token_secret}": "Secrets/MercadopagoAccessToken",
             f"secret/{self.stripe_api_key_secret}": "Secrets/StripeApiKey",
+            f"secret/{self.asaas_api_key_secret}": "Secrets/AsaasApiKey",
         }
 
     def environment(self) -> dict[str, str]:
@@ -96,6 +100,7 @@ class LocalResources:
                 outbox_table=self.tables.outbox,
                 mercadopago_access_token_secret=self.mercadopago_token_secret,
                 stripe_api_key_secret=self.stripe_api_key_secret,
+                asaas_api_key_secret=self.asaas_api_key_secret,
                 # Waiting, in seconds instead of days: parked after 2 receives (3 s
                 # visibility), unmatched after 120 s without a binding (the drill's late
                 # payment comes after 18 s, and a loaded local server can take a minute more).
@@ -193,6 +198,7 @@ def provision(endpoint_url: str, names: TableNames | None = None) -> LocalResour
     secrets.create_secret(Name=token_secret, SecretString=MERCADOPAGO_DEVELOPMENT_TOKEN)
     stripe_key_secret = "umavez/local/stripe/api-key"
     secrets.create_secret(Name=stripe_key_secret, SecretString=STRIPE_DEVELOPMENT_API_KEY)
+    secrets.create_secret(Name=ASAAS_API_KEY_SECRET, SecretString=ASAAS_DEVELOPMENT_API_KEY)
     return LocalResources(
         endpoint_url=endpoint_url,
         tables=names,

@@ -240,6 +240,7 @@ class EmbeddedStack:
                 **ProcessSettings.variables(
                     mercadopago_api_url=self.provider_apis.url,
                     stripe_api_url=self.provider_apis.url,
+                    asaas_api_url=self.provider_apis.url,
                 ),
             }
         )

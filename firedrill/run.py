@@ -280,9 +280,23 @@ def providers_for(stack: EmbeddedStack, drill: Sequence[Story], log: DeliveryLog
             stack.provider_apis.payments[str(story.mercadopago_payment["id"])] = (
                 story.mercadopago_payment
             )
+        stack.provider_apis.asaas_payments.update(asaas_payments_of(story))
     providers = Providers(stack.front.url, DEVELOPMENT_SECRETS, log)
     stack.front.slow_seconds = providers.ingest_delay
     return providers
+
+
+def asaas_payments_of(story: Story) -> dict[str, dict[str, Any]]:
+    """What Asaas's API answers for the story's payments: the story's own, else each payment
+    as its last webhook carries it (process books what the API answers, never the body)."""
+    if story.asaas_payments:
+        return story.asaas_payments
+    latest: dict[str, dict[str, Any]] = {}
+    for post in (post for phase in story.phases for post in phase):
+        payment = json.loads(post.body).get("payment") if post.provider == "asaas" else None
+        if isinstance(payment, dict) and isinstance(payment.get("id"), str):
+            latest[payment["id"]] = payment
+    return latest
 
 
 @dataclass

@@ -52,6 +52,8 @@ def simulated_story(order: str, at: int, seed: int) -> Story:
     story = Story(kind, order, phases, _expected(simulator.books, sum(p.copies for p in posts)))
     if isinstance(simulator, MercadoPagoSimulator):
         [story.mercadopago_payment] = simulator.payments_listed().values()
+    if isinstance(simulator, AsaasSimulator):
+        story.asaas_payments = simulator.payments_listed()
     if (
         isinstance(simulator, StripeSimulator)
         and not simulator.api_version.sends_card_refund_events

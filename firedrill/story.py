@@ -57,6 +57,9 @@ class Story:
     phases: list[list[Post]]
     expected: Expected
     mercadopago_payment: dict[str, Any] | None = None
+    # Asaas's payments as its API answers them, by id (none given: as the story's last
+    # webhook of each carries it).
+    asaas_payments: dict[str, dict[str, Any]] = field(default_factory=dict)
     # A charge's refunds as Stripe's refunds API lists them (for a legacy charge.refunded).
     stripe_refunds: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     # Another order that an event names for this story's payment: it must never be credited.

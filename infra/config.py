@@ -9,6 +9,7 @@ from email.utils import getaddresses
 from enum import StrEnum
 from typing import Any, Final, TypeVar
 
+from functions.ingest.providers.asaas import PUBLISHED_SOURCE_IPS
 from functions.shared import settings
 from functions.shared.settings import PaymentMode
 from infra.mappings import DEFAULT_PROCESS_MAX_CONCURRENCY
@@ -74,6 +75,8 @@ class StackConfig:
     allow_unprotected_prod: bool = False
     # CIDRs the WAF's per-IP rate rule never counts: the providers' published webhook sources.
     provider_ip_allow_list: tuple[str, ...] = ()
+    # Ingest accepts Asaas webhooks from these sources only (empty: from anywhere).
+    asaas_source_ips: tuple[str, ...] = ()
     process_max_concurrency: int = DEFAULT_PROCESS_MAX_CONCURRENCY
     # None: live in prod, test elsewhere (a test stack never applies live money by default).
     stripe_mode: PaymentMode | None = None
@@ -169,6 +172,7 @@ class StackConfig:
             waf=waf,
             allow_unprotected_prod=flag(ALLOW_UNPROTECTED_PROD),
             provider_ip_allow_list=cidrs(get("providerIpAllowList")),
+            asaas_source_ips=_asaas_sources(get("asaasSourceIps")),
             process_max_concurrency=number(
                 "processMaxConcurrency", DEFAULT_PROCESS_MAX_CONCURRENCY
             ),
@@ -206,7 +210,7 @@ def sender_identities(sender: str) -> tuple[str, str]:
     return address, domain
 
 
-def cidrs(value: str | list[str] | None) -> tuple[str, ...]:
+def cidrs(value: str | list[str] | None, name: str = "providerIpAllowList") -> tuple[str, ...]:
     """Addresses or CIDRs, comma- or space-separated (or a JSON list in cdk.json), as CIDRs."""
     if not value:
         return ()
@@ -214,7 +218,14 @@ def cidrs(value: str | list[str] | None) -> tuple[str, ...]:
     try:
         return tuple(str(ipaddress.ip_network(entry.strip(), strict=False)) for entry in entries)
     except ValueError as exc:
-        raise ConfigError(f"providerIpAllowList: {exc}") from exc
+        raise ConfigError(f"{name}: {exc}") from exc
+
+
+def _asaas_sources(value: str | list[str] | None) -> tuple[str, ...]:
+    """`published`: the addresses Asaas publishes for its production webhooks; else CIDRs."""
+    if isinstance(value, str) and value.strip().lower() == "published":
+        return cidrs(list(PUBLISHED_SOURCE_IPS), "asaasSourceIps")
+    return cidrs(value, "asaasSourceIps")
 
 
 def _share(name: str, value: object, default: float) -> float:

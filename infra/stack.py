@@ -84,6 +84,7 @@ class UmavezStack(cdk.Stack):
             # Plain names the operator commands read (replay, the refunds of charge.refunded).
             "SecretStripeApiKey": self.pipeline.secrets.stripe_api_key_name,
             "SecretMercadopagoAccessToken": self.pipeline.secrets.mercadopago_access_token_name,
+            "SecretAsaasApiKey": self.pipeline.secrets.asaas_api_key_name,
         }
         outputs["OperatorReadPolicyArn"] = self.operators.read.managed_policy_arn
         outputs["OperatorRepairPolicyArn"] = self.operators.repair.managed_policy_arn

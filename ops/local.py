@@ -14,8 +14,13 @@ from costmodel.capacity import run as run_capacity
 from costmodel.command import run as run_cost
 from costmodel.model import CostOptions
 from devstack.metrics_report import show as show_metrics
-from devstack.provider_apis import FakeApiError, register_mercadopago_payment
+from devstack.provider_apis import (
+    FakeApiError,
+    register_asaas_payment,
+    register_mercadopago_payment,
+)
 from devstack.resources import (
+    ASAAS_DEVELOPMENT_API_KEY,
     DEAD_LETTER_QUEUE_NAME,
     DEVELOPMENT_SECRETS,
     MERCADOPAGO_DEVELOPMENT_TOKEN,
@@ -37,6 +42,7 @@ from firedrill.run import (
 from firedrill.story import Post
 
 __all__ = [
+    "ASAAS_DEVELOPMENT_API_KEY",
     "DEAD_LETTER_QUEUE_NAME",
     "DEFAULT_DELIVERIES",
     "DEVELOPMENT_SECRETS",
@@ -56,6 +62,7 @@ __all__ = [
     "Providers",
     "client",
     "embedded_drain_seconds",
+    "register_asaas_payment",
     "register_mercadopago_payment",
     "run_capacity",
     "run_cost",

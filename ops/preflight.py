@@ -339,6 +339,9 @@ class Preflight:
         ):
             why = "every Mercado Pago notification fails (the payment is read with it)"
             wanted.append((name, why, Verdict.PROBLEM))
+        if "asaas" in self._options.providers and (name := stack.outputs.get("SecretAsaasApiKey")):
+            why = "every Asaas webhook fails (its payment is read with it)"
+            wanted.append((name, why, Verdict.PROBLEM))
         if "stripe" in self._options.providers and (
             name := stack.outputs.get("SecretStripeApiKey")
         ):

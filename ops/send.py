@@ -1,10 +1,14 @@
 """`umavez send`: what one delivery is, before it is signed and posted as its provider would.
 
-A Stripe or Asaas event carries its own state. A Mercado Pago notification names a payment and
+A Stripe event carries its own state. A Mercado Pago notification names a payment and
 nothing else: process reads the payment from the payments API. So `send --provider mercadopago`
 takes the payment itself, as `GET /v1/payments/{id}` answers it, checks it the way process reads
 it, registers it with the fake API, and sends the notification Mercado Pago sends for it. A
 notification file is sent as it is (the payment must be known to the fake already).
+
+An Asaas event carries its payment, but process books the payment as Asaas's API answers it
+(`GET /v3/payments/{id}`): `send --provider asaas` registers the event's payment with the fake
+Asaas API, then sends the event as it is.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from pydantic import ValidationError
 
 from functions.process.waiting import Message
 from functions.shared.errors import UmavezError
-from functions.shared.providers import mercadopago
+from functions.shared.providers import asaas, mercadopago
 
 # Where each provider's event names itself (the fields ingest's envelope reads).
 EVENT_FIELDS: Final = {
@@ -121,6 +125,23 @@ def mercadopago_notification(
             "user_id": str(payment.get("collector_id", "")),
         }
     )
+
+
+def read_asaas(text: str) -> dict[str, Any]:
+    """The payment the Asaas event carries, checked as process reads it from the API: what
+    `send` registers with the fake Asaas API before posting the event."""
+    event = read_event("asaas", text)
+    payment = event.get("payment")
+    if not isinstance(payment, dict):
+        raise EventFileError("an Asaas payment event carries its payment: `payment` is missing")
+    try:
+        asaas.AsaasPayment.model_validate(payment)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"payment.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
+        )
+        raise EventFileError(f"not an Asaas payment ({problems})") from exc
+    return payment
 
 
 def _json_object(text: str) -> dict[str, Any]:

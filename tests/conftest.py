@@ -23,7 +23,6 @@ import io
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,8 +31,8 @@ import pytest
 from aws_lambda_powertools import Metrics
 from moto import mock_aws
 
-from functions.process.service import EffectProcessor
 from functions.shared.tables import create_table_requests
+from tests.support.asaas import AsaasAsDelivered, processor_factory
 from tests.support.clients import serialized
 from tests.support.clock import FakeClock
 from tests.support.world import TABLES, ProcessorFactory, World
@@ -94,8 +93,13 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def make_processor(clock: FakeClock) -> ProcessorFactory:
-    return partial(EffectProcessor, clock=clock)
+def asaas_api() -> AsaasAsDelivered:
+    return AsaasAsDelivered()
+
+
+@pytest.fixture
+def make_processor(clock: FakeClock, asaas_api: AsaasAsDelivered) -> ProcessorFactory:
+    return processor_factory(clock, asaas_api)
 
 
 @pytest.fixture
@@ -108,8 +112,10 @@ def dynamodb() -> Iterator[DynamoDBClient]:
 
 
 @pytest.fixture
-def world(dynamodb: DynamoDBClient, make_processor: ProcessorFactory) -> World:
-    return World(serialized(dynamodb), TABLES, make_processor)
+def world(
+    dynamodb: DynamoDBClient, make_processor: ProcessorFactory, asaas_api: AsaasAsDelivered
+) -> World:
+    return World(serialized(dynamodb), TABLES, make_processor, asaas_api)
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ by the stacks through `variables`, each variable's name spelled here only."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 from collections.abc import Mapping
@@ -21,11 +22,14 @@ class IngestSettings:
     # Per provider, the secret holding its webhook secrets (a provider not named is refused).
     provider_secrets: dict[str, str]
     payment_mode: PaymentMode = PaymentMode.TEST
+    # Addresses or CIDRs Asaas webhooks may come from; empty: from anywhere (the default).
+    asaas_source_ips: tuple[str, ...] = ()
 
     VARIABLES: ClassVar[dict[str, str]] = {
         "webhook_queue_url": WEBHOOK_QUEUE_URL_ENV,
         "provider_secrets": "PROVIDER_SECRETS",
         "payment_mode": PAYMENT_MODE_ENV,
+        "asaas_source_ips": "ASAAS_SOURCE_IPS",
     }
 
     @classmethod
@@ -47,7 +51,13 @@ class IngestSettings:
             isinstance(k, str) and isinstance(v, str) for k, v in secrets.items()
         ):
             raise SettingsError("IngestSettings: PROVIDER_SECRETS is not an object of names")
-        return cls(environ[names["webhook_queue_url"]], secrets, mode)
+        sources = tuple(environ.get(names["asaas_source_ips"], "").replace(",", " ").split())
+        for source in sources:
+            try:
+                ipaddress.ip_network(source, strict=False)
+            except ValueError as exc:
+                raise SettingsError(f"IngestSettings: ASAAS_SOURCE_IPS: {exc}") from exc
+        return cls(environ[names["webhook_queue_url"]], secrets, mode, sources)
 
     @classmethod
     def variables(cls, **values: object) -> dict[str, str]:
@@ -57,7 +67,15 @@ class IngestSettings:
         if unknown:
             raise TypeError(f"IngestSettings has no setting {', '.join(unknown)}")
         return {
-            cls.VARIABLES[name]: json.dumps(value) if isinstance(value, dict) else str(value)
+            cls.VARIABLES[name]: _text(value)
             for name, value in values.items()
-            if value is not None
+            if value is not None and value != ()
         }
+
+
+def _text(value: object) -> str:
+    if isinstance(value, dict):
+        return json.dumps(value)
+    if isinstance(value, tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)

@@ -22,6 +22,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from functions.ingest.adapters import SecretsManagerStore, SqsQueue
 from functions.ingest.environment import IngestSettings
 from functions.ingest.errors import RejectedError, UnauthenticatedError, UnavailableError
+from functions.ingest.providers.asaas import AsaasVerifier
 from functions.ingest.request import from_proxy_event, provider_of, source_ip
 from functions.ingest.service import VERIFIERS, Ignored, WebhookIngest
 from functions.shared.observability import powertools, with_request_id
@@ -39,8 +40,11 @@ def webhook_ingest() -> WebhookIngest:
     settings = IngestSettings.from_env()
     secret_names = settings.provider_secrets
     fetch = SecretsProvider(boto3_client=boto3.client("secretsmanager")).get
+    verifiers = dict(VERIFIERS)
+    if settings.asaas_source_ips:
+        verifiers["asaas"] = AsaasVerifier(settings.asaas_source_ips)
     return WebhookIngest(
-        verifiers={p: v for p, v in VERIFIERS.items() if p in secret_names},
+        verifiers={p: v for p, v in verifiers.items() if p in secret_names},
         secrets=SecretsManagerStore(
             secret_names, lambda name: fetch(name, max_age=SECRET_CACHE_SECONDS)
         ),

@@ -28,6 +28,8 @@ class WebhookRequest:
     headers: Mapping[str, str]
     query: Mapping[str, str]
     body: bytes
+    # The caller's address as API Gateway saw it (None outside API Gateway): for allow-lists.
+    source_ip: str | None = None
 
 
 def from_proxy_event(event: Mapping[str, Any]) -> WebhookRequest:
@@ -49,6 +51,7 @@ def from_proxy_event(event: Mapping[str, Any]) -> WebhookRequest:
         headers=headers,
         query=query,
         body=_body(event),
+        source_ip=source_ip(event),
     )
 
 
@@ -57,7 +60,7 @@ def provider_of(event: Mapping[str, Any]) -> str:
 
 
 def source_ip(event: Mapping[str, Any]) -> str | None:
-    """The caller's address, for logs: `requestContext.http.sourceIp` in 2.0,
+    """The caller's address, for logs and allow-lists: `requestContext.http.sourceIp` in 2.0,
     `requestContext.identity.sourceIp` in 1.0."""
     context = _context(event)
     where = context.get("http") if event.get("version") == HTTP_API_PAYLOAD_VERSION else None

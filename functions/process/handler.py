@@ -8,7 +8,7 @@ are informative only.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import cache
 from typing import Any
@@ -24,6 +24,9 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from functions.process.asaas_api import BASE_URL as ASAAS_BASE_URL
+from functions.process.asaas_api import AsaasApi, AsaasApiNotConfiguredError
+from functions.process.asaas_cash import LedgerCash
 from functions.process.mercadopago_api import BASE_URL as MERCADOPAGO_BASE_URL
 from functions.process.mercadopago_api import MercadoPagoApi
 from functions.process.mercadopago_disputes import LedgerDisputes
@@ -74,12 +77,14 @@ def effect_processor() -> EffectProcessor:
 
 def interpreters_from_env() -> Interpreters:
     """Mercado Pago is enabled when the stack names the secret holding its access token;
-    Stripe's refunds API when it names the secret holding a read-only Stripe key."""
+    Stripe's refunds API when it names the secret holding a read-only Stripe key; Asaas when
+    it names the secret holding its API key (without one, its events are refused)."""
     settings = ProcessSettings.from_env()
     mercadopago_secret = settings.mercadopago_access_token_secret
     stripe_secret = settings.stripe_api_key_secret
-    if not (mercadopago_secret or stripe_secret):
-        return Interpreters.build()
+    asaas_secret = settings.asaas_api_key_secret
+    if not (mercadopago_secret or stripe_secret or asaas_secret):
+        return Interpreters.build(asaas_payments=_asaas_not_configured)
     secrets = SecretsProvider(boto3_client=boto3.client("secretsmanager"))
 
     def secret(name: str) -> Callable[[], str]:
@@ -101,8 +106,27 @@ def interpreters_from_env() -> Interpreters:
             base_url=settings.stripe_api_url or STRIPE_BASE_URL,
             timeout_seconds=PROVIDER_API_TIMEOUT_SECONDS,
         ).refunds_of_charge
+    asaas_payments = _asaas_not_configured
+    if asaas_secret:
+        asaas_payments = AsaasApi(
+            secret(asaas_secret),
+            base_url=settings.asaas_api_url or ASAAS_BASE_URL,
+            timeout_seconds=PROVIDER_API_TIMEOUT_SECONDS,
+        ).payment
     return Interpreters.build(
-        mercadopago_payments=payments, stripe_refunds=refunds, mercadopago_disputes=disputes
+        mercadopago_payments=payments,
+        stripe_refunds=refunds,
+        mercadopago_disputes=disputes,
+        asaas_payments=asaas_payments,
+        asaas_cash=LedgerCash(boto3.client("dynamodb"), settings.ledger_table),
+    )
+
+
+def _asaas_not_configured(payment_id: str) -> Mapping[str, Any] | None:
+    """No Asaas API key named: an Asaas event is refused (DLQ, alarmed), never booked from
+    what its body claims."""
+    raise AsaasApiNotConfiguredError(
+        f"reading payment {payment_id} needs an Asaas API key: the stack names no secret"
     )
 
 

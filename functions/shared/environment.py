@@ -121,8 +121,12 @@ class ProcessSettings(TablesSettings):
         None, alias="MERCADOPAGO_ACCESS_TOKEN_SECRET"
     )
     stripe_api_key_secret: str | None = Field(None, alias="STRIPE_API_KEY_SECRET")
+    # The secret holding an Asaas API key: Asaas events are booked as its API answers them,
+    # and refused (DLQ) without it.
+    asaas_api_key_secret: str | None = Field(None, alias="ASAAS_API_KEY_SECRET")
     mercadopago_api_url: str | None = Field(None, alias="MERCADOPAGO_API_URL")
     stripe_api_url: str | None = Field(None, alias="STRIPE_API_URL")
+    asaas_api_url: str | None = Field(None, alias="ASAAS_API_URL")
     park_after_receives: int | None = Field(None, alias="PARK_AFTER_RECEIVES", ge=1)
 
 

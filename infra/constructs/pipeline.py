@@ -102,6 +102,7 @@ class Pipeline(Construct):
                         # Which mode's events count: a test event never moves money on a live
                         # deployment.
                         payment_mode=config.payment_mode.value,
+                        asaas_source_ips=config.asaas_source_ips,
                     ),
                     # Lambda's active tracing records ingest's invocation; the X-Ray SDK's
                     # finer segments are not worth ~170 ms on every cold start of the function
@@ -132,6 +133,7 @@ class Pipeline(Construct):
                     payment_mode=config.payment_mode.value,
                     mercadopago_access_token_secret=self.secrets.mercadopago_access_token_name,
                     stripe_api_key_secret=self.secrets.stripe_api_key_name,
+                    asaas_api_key_secret=self.secrets.asaas_api_key_name,
                 ),
                 tracing="PassThrough",
             ),
@@ -139,7 +141,8 @@ class Pipeline(Construct):
         # TransactWriteItems is authorized item by item as PutItem / UpdateItem.
         # ConditionCheckItem: a reversal's transaction checks the entry it reverses.
         # DeleteItem: a re-check that finds its charge settled ends the charge's watch.
-        # Query: a stale entry reads its order's entries (is a newer one of its payment told?).
+        # Query: a stale entry reads its order's entries (is a newer one of its payment told?);
+        # an Asaas cash receipt or undo reads the payment's cash entries of its order.
         # GetItem: a payment captured again reads its capture mark.
         allow(
             self.process,
@@ -161,6 +164,7 @@ class Pipeline(Construct):
             [
                 self.secrets.mercadopago_access_token.secret_arn,
                 self.secrets.stripe_api_key.secret_arn,
+                self.secrets.asaas_api_key.secret_arn,
             ],
         )
         self.waiting = function(

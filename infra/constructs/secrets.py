@@ -32,6 +32,7 @@ class ProviderSecrets(Construct):
         self.names_by_provider = {p: f"umavez/{stage}/{p}/webhook" for p in providers}
         self.mercadopago_access_token_name = f"umavez/{stage}/mercadopago/access-token"
         self.stripe_api_key_name = f"umavez/{stage}/stripe/api-key"
+        self.asaas_api_key_name = f"umavez/{stage}/asaas/api-key"
         for provider in providers:
             secret = secretsmanager.Secret(
                 self,
@@ -53,6 +54,13 @@ class ProviderSecrets(Construct):
             "MercadopagoAccessToken",
             secret_name=self.mercadopago_access_token_name,
             description="Mercado Pago access token, to read payments named by notifications",
+        )
+        # Asaas's webhooks carry one static token and no signature: process books the payment
+        # as Asaas's API answers it, read with this key (read access to payments is enough).
+        self.asaas_api_key = api_credential(
+            "AsaasApiKey",
+            secret_name=self.asaas_api_key_name,
+            description="Asaas API key, to read the payments its webhooks name",
         )
         # Read-only (restricted key, Refunds: read): needed by endpoints pinned to a Stripe
         # API version before 2024-10-28.acacia, whose charge.refunded names no refund.

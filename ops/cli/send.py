@@ -19,11 +19,13 @@ if TYPE_CHECKING:
 
 
 def send(args: argparse.Namespace) -> int:
+    from ops import send as send_module
     from ops.local import DEVELOPMENT_SECRETS, DeliveryLog, Post, Providers
     from ops.send import EventFileError
 
     try:
         body, payment = _event_to_send(args)
+        asaas_payment = send_module.read_asaas(body) if args.provider == "asaas" else None
     except EventFileError as exc:
         print(f"{args.event_file}: {exc}; nothing sent", file=sys.stderr)
         return 2
@@ -33,10 +35,13 @@ def send(args: argparse.Namespace) -> int:
     if args.provider == "mercadopago":
         query = {"data.id": str(json.loads(body)["data"]["id"]), "type": "payment"}
     try:
-        outcomes = _Outcomes(args, payment.resource if payment else None) if args.wait else None
+        resource = payment.resource if payment else asaas_payment
+        outcomes = _Outcomes(args, resource) if args.wait else None
         tracked = outcomes.track(body) if outcomes else None
         if payment is not None:
             body = _register_mercadopago_payment(args, payment)
+        if asaas_payment is not None:
+            _register_asaas_payment(args, asaas_payment)
     except _NotSentError as exc:
         print(f"{exc}; nothing sent", file=sys.stderr)
         return 1
@@ -92,26 +97,50 @@ def _register_mercadopago_payment(args: argparse.Namespace, payment: PaymentToSe
     return payment.notification(action)
 
 
+def _register_asaas_payment(args: argparse.Namespace, payment: dict[str, Any]) -> None:
+    """Asaas's API answers the payment as the event carries it: process books what it reads."""
+    from ops.local import ASAAS_DEVELOPMENT_API_KEY, FakeApiError, register_asaas_payment
+
+    try:
+        new = register_asaas_payment(args.api_url, ASAAS_DEVELOPMENT_API_KEY, payment)
+    except FakeApiError as exc:
+        raise _NotSentError(str(exc)) from exc
+    print(
+        f"payment {payment['id']} ({payment.get('status')}) "
+        f"{'registered' if new else 'updated'} with the fake Asaas API at {args.api_url}"
+    )
+
+
 class _Outcomes:
     """What a sent event became, read from the ledger as `replay` reads it; then its order."""
 
     def __init__(self, args: argparse.Namespace, payment: dict[str, Any] | None) -> None:
+        from functions.process.asaas_api import AsaasApi
+        from functions.process.asaas_cash import LedgerCash
         from functions.process.mercadopago_api import MercadoPagoApi
         from functions.process.stripe_api import StripeApi
         from functions.shared.providers import Interpreters
-        from ops.local import MERCADOPAGO_DEVELOPMENT_TOKEN, STRIPE_DEVELOPMENT_API_KEY
+        from ops.local import (
+            ASAAS_DEVELOPMENT_API_KEY,
+            MERCADOPAGO_DEVELOPMENT_TOKEN,
+            STRIPE_DEVELOPMENT_API_KEY,
+        )
         from ops.outcomes import LedgerOutcomes
 
         self._args = args
+        self._dynamodb = operations_client("dynamodb", args.endpoint_url)
         payments = MercadoPagoApi(lambda: MERCADOPAGO_DEVELOPMENT_TOKEN, args.api_url).payment
+        asaas_payments = AsaasApi(lambda: ASAAS_DEVELOPMENT_API_KEY, args.api_url).payment
+        # The payment about to be registered, else the one the fake knows.
+        about_to_register = (lambda _: payment) if payment is not None else None
         interpreters = Interpreters.build(
-            # The payment about to be registered, else the one the fake knows.
-            mercadopago_payments=(lambda _: payment) if payment is not None else payments,
+            mercadopago_payments=about_to_register or payments,
             stripe_refunds=StripeApi(
                 lambda: STRIPE_DEVELOPMENT_API_KEY, args.api_url
             ).refunds_of_charge,
+            asaas_payments=about_to_register or asaas_payments,
+            asaas_cash=LedgerCash(self._dynamodb, args.ledger_table),
         )
-        self._dynamodb = operations_client("dynamodb", args.endpoint_url)
         self._ledger = LedgerOutcomes(self._dynamodb, args.ledger_table, interpreters)
 
     def track(self, body: str) -> list[Tracked]:

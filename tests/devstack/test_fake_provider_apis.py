@@ -1,4 +1,5 @@
-"""The fake Mercado Pago API takes a payment from outside, as `umavez send` registers it."""
+"""The fake Mercado Pago and Asaas APIs take a payment from outside, as `umavez send`
+registers it."""
 
 from __future__ import annotations
 
@@ -9,8 +10,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from devstack.provider_apis import FakeApiError, FakeProviderApis, register_mercadopago_payment
-from devstack.resources import MERCADOPAGO_DEVELOPMENT_TOKEN
+from devstack.provider_apis import (
+    FakeApiError,
+    FakeProviderApis,
+    register_asaas_payment,
+    register_mercadopago_payment,
+)
+from devstack.resources import ASAAS_DEVELOPMENT_API_KEY, MERCADOPAGO_DEVELOPMENT_TOKEN
+from functions.process.asaas_api import AsaasApi, ProviderApiRefusedError
 
 TOKEN = MERCADOPAGO_DEVELOPMENT_TOKEN
 
@@ -71,3 +78,28 @@ def test_no_fake_listening_is_a_clear_error() -> None:
     apis.stop()
     with pytest.raises(FakeApiError, match="umavez serve"):
         register_mercadopago_payment(url, TOKEN, {"id": 1, "status": "approved"})
+
+
+def test_an_asaas_payment_registered_from_outside_is_what_process_reads(
+    fake: FakeProviderApis,
+) -> None:
+    # Given the fake knows no Asaas payment
+    payment = {"id": "pay_fake0001", "value": 50, "status": "RECEIVED", "externalReference": "o1"}
+
+    # When it is registered received, then again refunded, with the development key
+    first = register_asaas_payment(fake.url, ASAAS_DEVELOPMENT_API_KEY, payment)
+    second = register_asaas_payment(
+        fake.url, ASAAS_DEVELOPMENT_API_KEY, {**payment, "status": "REFUNDED"}
+    )
+
+    # Then Asaas's client reads the latest, with the key in `access_token`; a wrong key reads
+    # nothing and registers nothing, and a payment nobody registered is unknown
+    api = AsaasApi(lambda: ASAAS_DEVELOPMENT_API_KEY, fake.url, timeout_seconds=5)
+    assert (first, second) == (True, False)
+    assert api.payment("pay_fake0001") == {**payment, "status": "REFUNDED"}
+    assert api.payment("pay_nobody") is None
+    with pytest.raises(ProviderApiRefusedError):
+        AsaasApi(lambda: "aact_someone_else", fake.url).payment("pay_fake0001")
+    with pytest.raises(FakeApiError, match="401"):
+        register_asaas_payment(fake.url, "aact_someone_else", {**payment, "id": "pay_other"})
+    assert set(fake.asaas_payments) == {"pay_fake0001"}

@@ -102,6 +102,7 @@ class ProviderHistories(RuleBasedStateMachine):
         refund_updates=st.booleans(),
         capture=st.sampled_from(Capture),
         lifecycle=st.sampled_from(LIFECYCLES),
+        installments=st.sampled_from([1, 2, 3]),
     )
     def open_account(
         self,
@@ -111,6 +112,7 @@ class ProviderHistories(RuleBasedStateMachine):
         refund_updates: bool,
         capture: Capture,
         lifecycle: str,
+        installments: int,
     ) -> None:
         order = unique("ord")
         simulator: Simulator
@@ -145,7 +147,8 @@ class ProviderHistories(RuleBasedStateMachine):
                 order, amount, T0, buyer_wins_mediations=_DRAWS_MEDIATION_LOST_BY_REFUND
             )
         else:
-            simulator = AsaasSimulator(order, amount, T0)
+            # One payment, or an installment plan: each installment a payment of the order
+            simulator = AsaasSimulator(order, amount, T0, installments=installments)
         # The senders' clock starts where the process Lambda's (the real one) stamps items.
         clock = FakeClock(int(time.time()))
         self.history = History(self.pipeline, simulator, clock, random.Random(amount))

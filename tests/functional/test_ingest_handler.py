@@ -484,6 +484,29 @@ def test_asaas_event_with_its_token_is_enqueued(
     assert status == 200
 
 
+def test_asaas_allow_list_refuses_other_sources_with_the_same_401_and_enqueues_nothing(
+    deployment: Deployment, build: EventBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a deployment that accepts Asaas webhooks from Asaas's published addresses only
+    monkeypatch.setenv("ASAAS_SOURCE_IPS", "52.67.12.206,18.230.8.159")
+    handler.webhook_ingest.cache_clear()
+    raw = (EVENTS_DIR / "asaas" / "PAYMENT_RECEIVED.json").read_bytes()
+    token = {"asaas-access-token": deployment.secrets["asaas"]}
+
+    # When a correctly tokened event comes from elsewhere, and the same from a listed address
+    elsewhere = post(build("asaas", raw, token))
+    wrong_token = post(build("asaas", raw, {"asaas-access-token": "nope"}))
+    listed = build("asaas", raw, token)
+    context = listed["requestContext"]
+    (context.get("http") or context["identity"])["sourceIp"] = "18.230.8.159"
+    accepted = post(listed)
+
+    # Then the stranger gets the 401 a bad token gets, and only the listed source is enqueued
+    assert (elsewhere[0], wrong_token[0], accepted[0]) == (401, 401, 200)
+    assert elsewhere[1]["error"] == "source_not_allowed"
+    assert [m["Body"] for m in deployment.messages()] == [raw.decode()]
+
+
 def mercadopago_notification(build: EventBuilder, secret: str, live_mode: bool) -> dict[str, Any]:
     note = json.loads((EVENTS_DIR / "mercadopago" / "payment.updated.json").read_text())
     note["live_mode"] = live_mode

@@ -145,12 +145,11 @@ def test_asaas_confirmed_received_and_refunded_apply_one_payment_and_one_refund(
     received = (EVENTS_DIR / "asaas" / "PAYMENT_RECEIVED.json").read_text()
     confirmed = json.dumps({**json.loads(received), "event": "PAYMENT_CONFIRMED", "id": "evt_c&1"})
     refunded = (EVENTS_DIR / "asaas" / "PAYMENT_REFUNDED.json").read_text()
-    processor = EffectProcessor(world.dynamodb, world.tables, FakeClock())
 
     outcomes = [
         p.outcome
         for body in (confirmed, received, refunded)
-        for p in processor.process("asaas", body)
+        for p in world.deliver_all(body, "asaas")
     ]
 
     state = world.order("ord_1042")
@@ -501,11 +500,10 @@ def test_asaas_chargeback_after_a_partial_refund_withdraws_and_loses_only_its_ow
     world: World,
 ) -> None:
     # Given a payment of 50.00, refunded 20.00
-    processor = EffectProcessor(world.dynamodb, world.tables, FakeClock())
     refund = {"dateCreated": "2026-11-30 09:12:40", "status": "DONE", "value": 20}
-    processor.process("asaas", asaas_event("PAYMENT_RECEIVED", "evt_paid&1"))
-    processor.process(
-        "asaas", asaas_event("PAYMENT_PARTIALLY_REFUNDED", "evt_refund&2", refunds=[refund])
+    world.deliver_all(asaas_event("PAYMENT_RECEIVED", "evt_paid&1"), "asaas")
+    world.deliver_all(
+        asaas_event("PAYMENT_PARTIALLY_REFUNDED", "evt_refund&2", refunds=[refund]), "asaas"
     )
 
     # When the cardholder charges back the 30.00 left, and the merchant loses the dispute
@@ -517,7 +515,7 @@ def test_asaas_chargeback_after_a_partial_refund_withdraws_and_loses_only_its_ow
         body = asaas_event(
             name, f"evt_cb&{3 + n}", refunds=[refund], chargeback={**disputed, "status": status}
         )
-        processor.process("asaas", body)
+        world.deliver_all(body, "asaas")
 
     # Then the books hold the payment, the refund, and the 30.00 lost, nothing still withdrawn
     state = world.order("ord_1042")

@@ -54,10 +54,12 @@ def mercadopago(pipeline: Pipeline, order: str, **changes: Any) -> dict[str, Any
     return record("mercadopago", json.dumps(notification))
 
 
-def asaas(order: str, **changes: Any) -> dict[str, Any]:
+def asaas(pipeline: Pipeline, order: str, **changes: Any) -> dict[str, Any]:
+    """An Asaas payment webhook; Asaas's API answers the payment as it carries it."""
     event = shape("asaas/PAYMENT_RECEIVED.json")
     event["id"] = stripe.unique("evt_asaas")
     event["payment"].update({"id": stripe.unique("pay"), "externalReference": order, **changes})
+    pipeline.apis.asaas_payments[event["payment"]["id"]] = event["payment"]
     return record("asaas", json.dumps(event))
 
 
@@ -233,7 +235,7 @@ def test_an_asaas_value_that_is_not_money_fails_alone_naming_it(
 ) -> None:
     # Given an Asaas payment whose value is not an amount of reais
     order = stripe.unique("ord")
-    bad = asaas(order, value=value)
+    bad = asaas(pipeline, order, value=value)
 
     # When it arrives between good payments
     run = between_good_payments(pipeline, bad)
@@ -257,7 +259,7 @@ def test_an_order_id_that_cannot_be_an_order_fails_alone_naming_it(
     # Given a payment naming an order id no order can have, from each provider
     stripe_bad = record("stripe", stripe_payment(order_id))
     mercadopago_bad = mercadopago(pipeline, order_id)
-    asaas_bad = asaas(order_id)
+    asaas_bad = asaas(pipeline, order_id)
 
     # When they arrive between good payments
     runs = [

@@ -71,6 +71,22 @@ def test_provider_addresses_are_read_as_cidrs_from_a_string_or_a_list() -> None:
         from_context(stage="dev", providerIpAllowList="stripe.com")
 
 
+def test_asaas_sources_are_off_unless_asked_for_published_or_listed() -> None:
+    published = from_context(stage="dev", asaasSourceIps="published")
+    listed = from_context(stage="dev", asaasSourceIps="203.0.113.0/24")
+
+    assert from_context(stage="dev").asaas_source_ips == ()
+    assert published.asaas_source_ips == (
+        "52.67.12.206/32",
+        "18.230.8.159/32",
+        "54.94.136.112/32",
+        "54.94.183.101/32",
+    )
+    assert listed.asaas_source_ips == ("203.0.113.0/24",)
+    with pytest.raises(ConfigError, match="asaasSourceIps"):
+        from_context(stage="dev", asaasSourceIps="asaas.com")
+
+
 def test_the_retired_layer_version_option_is_refused_not_ignored() -> None:
     with pytest.raises(ConfigError, match=re.escape("pyproject.toml")):
         from_context(stage="dev", powertoolsLayerVersion="27")

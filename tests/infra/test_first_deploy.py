@@ -461,6 +461,7 @@ def test_preflight_reads_outputs_and_an_alarm_the_stack_has(
         assert outputs[f"Secret{provider.capitalize()}"] == f"umavez/prod/{provider}/webhook"
     assert outputs["SecretMercadopagoAccessToken"] == "umavez/prod/mercadopago/access-token"
     assert outputs["SecretStripeApiKey"] == "umavez/prod/stripe/api-key"
+    assert outputs["SecretAsaasApiKey"] == "umavez/prod/asaas/api-key"
     assert outputs["ProcessMaxConcurrency"] == "8"
     assert outputs["ApiType"] == "rest"
     assert outputs["EmailSender"] == "loja@example.com"

@@ -104,6 +104,11 @@ def test_the_embedded_stack_gives_every_function_what_its_model_reads() -> None:
         (ProcessSettings, {"PAYMENT_MODE": "production"}, "PAYMENT_MODE"),
         (IngestSettings, {"WEBHOOK_QUEUE_URL": "q"}, "PROVIDER_SECRETS"),
         (IngestSettings, {"WEBHOOK_QUEUE_URL": "q", "PROVIDER_SECRETS": "[1]"}, "PROVIDER_SECRETS"),
+        (
+            IngestSettings,
+            {"WEBHOOK_QUEUE_URL": "q", "PROVIDER_SECRETS": "{}", "ASAAS_SOURCE_IPS": "asaas.com"},
+            "ASAAS_SOURCE_IPS",
+        ),
     ],
 )
 def test_a_value_that_does_not_parse_is_refused_by_its_name(

@@ -76,6 +76,10 @@ NOT_EXERCISED_LOCALLY: dict[tuple[str, str, str], str] = {
         "a re-check that finds its pending refund settled ends the watch: re-checks come"
         " minutes after a refund is first seen pending"
     ),
+    ("process", "dynamodb:Query", ANY_RESOURCE): (
+        "an Asaas cash receipt or its undo reads the payment's cash entries: no drill story"
+        " receives in cash"
+    ),
     ("waiting", "dynamodb:UpdateItem", ANY_RESOURCE): (
         "a due re-check's next time is written: minutes after a refund is first seen pending"
     ),

@@ -333,7 +333,11 @@ def test_each_provider_has_a_secret_and_ingest_knows_its_name(prod: Synthesized)
     )
 
     assert configured == {p: f"umavez/prod/{p}/webhook" for p in PROVIDERS}
-    api_credentials = {"umavez/prod/mercadopago/access-token", "umavez/prod/stripe/api-key"}
+    api_credentials = {
+        "umavez/prod/mercadopago/access-token",
+        "umavez/prod/stripe/api-key",
+        "umavez/prod/asaas/api-key",
+    }
     assert set(configured.values()) | api_credentials == names
 
 
@@ -404,6 +408,7 @@ def test_outputs_name_each_webhook_url_table_and_queue(prod: Synthesized) -> Non
     assert outputs["SecretMercadopagoAccessToken"]["Value"] == (
         "umavez/prod/mercadopago/access-token"
     )
+    assert outputs["SecretAsaasApiKey"]["Value"] == "umavez/prod/asaas/api-key"
 
 
 def runbook_rows() -> dict[str, str]:

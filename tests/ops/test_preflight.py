@@ -126,6 +126,7 @@ SECRETS = {
     "umavez/prod/asaas/webhook": WEBHOOK_SECRET_PLACEHOLDER,
     "umavez/prod/mercadopago/access-token": API_CREDENTIAL_PLACEHOLDER,
     "umavez/prod/stripe/api-key": API_CREDENTIAL_PLACEHOLDER,
+    "umavez/prod/asaas/api-key": API_CREDENTIAL_PLACEHOLDER,
 }
 
 
@@ -141,6 +142,7 @@ def deploy(account: Account, api_type: str = "rest") -> None:
         "SecretAsaas": "umavez/prod/asaas/webhook",
         "SecretMercadopagoAccessToken": "umavez/prod/mercadopago/access-token",
         "SecretStripeApiKey": "umavez/prod/stripe/api-key",
+        "SecretAsaasApiKey": "umavez/prod/asaas/api-key",
         "ProcessMaxConcurrency": "5",
         "EmailSender": "loja@example.com",
         "ApiType": api_type,
@@ -343,6 +345,23 @@ def test_after_the_deploy_secrets_left_unset_are_named(account: Account) -> None
     assert found["ses identity"].verdict is Verdict.OK
 
 
+def test_asaas_needs_its_api_key_as_well_as_its_webhook_token(account: Account) -> None:
+    # Given the stack deployed, and only Asaas's webhook token set
+    deploy(account)
+    set_secrets(account, "umavez/prod/asaas/webhook")
+
+    # When preflight runs for a merchant using Asaas
+    found = findings_of(account, providers=("asaas",))
+
+    # Then the API key process reads every Asaas payment with is a problem while unset
+    secrets = {c: f for c, f in found.items() if c.startswith("secret ")}
+    assert verdicts(secrets) == {
+        "secret umavez/prod/asaas/webhook": Verdict.OK,
+        "secret umavez/prod/asaas/api-key": Verdict.PROBLEM,
+    }
+    assert "every Asaas webhook fails" in secrets["secret umavez/prod/asaas/api-key"].detail
+
+
 def test_an_alarm_topic_nobody_confirmed_is_a_problem(account: Account) -> None:
     # Given the stack deployed, its alarm e-mail not confirmed yet
     deploy(account)
@@ -483,7 +502,8 @@ def test_the_command_exits_non_zero_only_when_something_must_be_fixed(
     # Then the first fails and names the problems; the second passes, as JSON
     assert all_providers == 1
     assert "PROBLEM  secret umavez/prod/asaas/webhook" in printed
-    assert printed.rstrip().splitlines()[-1].startswith("3 problem(s)")
+    assert "PROBLEM  secret umavez/prod/asaas/api-key" in printed
+    assert printed.rstrip().splitlines()[-1].startswith("4 problem(s)")
     assert stripe_only == 0
     assert {row["verdict"] for row in rows} <= {"ok", "note"}
 

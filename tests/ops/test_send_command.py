@@ -153,6 +153,9 @@ def test_send_shows_the_order_once_processed_for_stripe_and_asaas_too(
     assert f"{provider} event.json: HTTP 200" in printed
     assert "processed: applied" in printed
     assert f"order {order}: paid  (paid BRL 50.00)" in printed
+    if provider == "asaas":
+        # process read the payment from the fake Asaas API, which send told it
+        assert f"payment pay_{suffix} (RECEIVED) registered with the fake Asaas API" in printed
 
 
 def test_send_says_so_when_nothing_is_processed_in_time(

@@ -114,11 +114,14 @@ class History:
         name, make = moves[choice % len(moves)]
         self.in_flight += make()
         self.steps.append(name)
-        # What the provider's API answers from now on (Stripe's refunds, Mercado Pago's payment).
+        # What the provider's API answers from now on (Stripe's refunds, Mercado Pago's and
+        # Asaas's payments).
         self.pipeline.apis.refunds.update(self.simulator.refunds_listed())
         for payment in self._payments():
             if isinstance(payment, MercadoPagoSimulator):
                 self.pipeline.apis.payments.update(payment.payments_listed())
+            if isinstance(payment, AsaasSimulator):
+                self.pipeline.apis.asaas_payments.update(payment.payments_listed())
 
     def _payments(self) -> list[StripeSimulator | MercadoPagoSimulator | AsaasSimulator]:
         """The order's payments, each in its own simulator."""
@@ -321,6 +324,26 @@ class History:
         outbox = world.outbox(order_id)
         found += [str(m) for m in world.mismatches(order_id, effects, outbox)]
         found += self._announcements(outbox)
+        found += self._ignored_as_expected()
+        return found
+
+    def _ignored_as_expected(self) -> list[str]:
+        """Deliveries the provider's truth says change nothing (an Asaas charge deleted or
+        restored) are recorded as ignored, with a reason that says so."""
+        expected = getattr(self.simulator, "expected_ignored", {})
+        if not expected:
+            return []
+        provider = self.simulator.provider
+        records = {
+            str(d["event_id"]): d
+            for d in self.pipeline.world.deliveries()
+            if d.get("provider") == provider
+        }
+        found = []
+        for event_id, why in expected.items():
+            record = records.get(event_id, {})
+            if record.get("outcome") != "ignored" or why not in str(record.get("reason")):
+                found.append(f"{event_id} recorded {record.get('outcome')}: {record.get('reason')}")
         return found
 
     def _rechecks(self, room: Waiting) -> list[str]:
@@ -444,5 +467,6 @@ def emptied(pipeline: Pipeline) -> None:
             for message in messages:
                 pipeline.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
     pipeline.apis.payments.clear()
+    pipeline.apis.asaas_payments.clear()
     pipeline.apis.refunds.clear()
     pipeline.apis.requests.clear()

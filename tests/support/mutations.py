@@ -102,7 +102,7 @@ class Case:
     template: str
     order: str
     body: str
-    # Mercado Pago: the payment its API answers for the notification (keyed by its id)
+    # Mercado Pago and Asaas: the payment its API answers for the webhook (keyed by its id)
     payment: tuple[str, dict[str, Any]] | None = None
     mutations: tuple[str, ...] = field(default_factory=tuple)
 
@@ -288,6 +288,11 @@ class Mutator:
         if self._random.random() >= self._pristine_share:
             for _ in range(self._random.randint(1, 3)):
                 mutations.append(self._mutate(template, event, order))
+        if template.provider == "asaas":
+            # Asaas's API answers the payment as the (mangled) webhook carries it.
+            payment = event.get("payment")
+            known = (str(payment["id"]), payment) if isinstance(payment, dict) else None
+            return [Case("asaas", template.name, order, _dumps(event), known, (*mutations,))]
         if template.provider != "mercadopago":
             case = Case(template.provider, template.name, order, _dumps(event), None, (*mutations,))
             if template.provider == "stripe" and mutations and self._random.random() < 0.3:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 STAGE = "test"
 STRIPE_KEY = "rk_test_pipeline_only"
 MERCADOPAGO_TOKEN = "APP_USR-pipeline-test-only"
+ASAAS_KEY = "aact_pipeline_test_only"
 PROCESS_ROUNDS = 60
 
 
@@ -94,7 +95,9 @@ def _lambda_record(message: MessageTypeDef) -> dict[str, Any]:
 
 @contextmanager
 def pipeline_on_moto(monkeypatch: pytest.MonkeyPatch) -> Iterator[Pipeline]:
-    apis = FakeProviderApis(mercadopago_token=MERCADOPAGO_TOKEN, stripe_key=STRIPE_KEY).start()
+    apis = FakeProviderApis(
+        mercadopago_token=MERCADOPAGO_TOKEN, stripe_key=STRIPE_KEY, asaas_key=ASAAS_KEY
+    ).start()
     with mock_aws():
         dynamodb = boto3.client("dynamodb")
         for request in create_table_requests(TABLES):
@@ -117,6 +120,7 @@ def pipeline_on_moto(monkeypatch: pytest.MonkeyPatch) -> Iterator[Pipeline]:
         for name, value in (
             ("stripe/api-key", STRIPE_KEY),
             ("mercadopago/access-token", MERCADOPAGO_TOKEN),
+            ("asaas/api-key", ASAAS_KEY),
         ):
             secrets.create_secret(Name=f"umavez/{STAGE}/{name}", SecretString=value)
         environment = {
@@ -127,6 +131,8 @@ def pipeline_on_moto(monkeypatch: pytest.MonkeyPatch) -> Iterator[Pipeline]:
             "MERCADOPAGO_ACCESS_TOKEN_SECRET": f"umavez/{STAGE}/mercadopago/access-token",
             "STRIPE_API_URL": apis.url,
             "MERCADOPAGO_API_URL": apis.url,
+            "ASAAS_API_KEY_SECRET": f"umavez/{STAGE}/asaas/api-key",
+            "ASAAS_API_URL": apis.url,
         }
         for name, value in environment.items():
             monkeypatch.setenv(name, value)

@@ -22,6 +22,7 @@ from functions.shared.domain import (
 from functions.shared.errors import MalformedEventError
 from functions.shared.money import InvalidFieldError
 from functions.shared.providers import Interpreters
+from tests.support.asaas import AsaasAsDelivered
 
 
 def asaas_event(name: str, **changes: Any) -> str:
@@ -42,8 +43,13 @@ NOTIFICATION = (EVENTS_DIR / "mercadopago" / "payment.updated.json").read_text()
 def read(
     provider: str, body: str, payment: Mapping[str, Any] | None = None
 ) -> list[Interpretation]:
-    interpreters = Interpreters.build(mercadopago_payments=lambda payment_id: payment or {})
-    return list(interpreters(provider, body))
+    """What the map reads of `body`: Mercado Pago's payment is `payment`; Asaas's API answers
+    the payment as the body carries it (tests of the read itself: the functional ones)."""
+    asaas = AsaasAsDelivered()
+    interpreters = Interpreters.build(
+        mercadopago_payments=lambda payment_id: payment or {}, asaas_payments=asaas
+    )
+    return list(interpreters(provider, asaas.carried_by(body) if provider == "asaas" else body))
 
 
 def test_asaas_received_payment_is_paid_in_centavos_at_brazil_time() -> None:

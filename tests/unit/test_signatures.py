@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hmac
+
 import pytest
 import stripe
 
@@ -188,6 +190,44 @@ def test_asaas_token_matching_any_active_secret_is_accepted(secret: str) -> None
     request = WebhookRequest("POST", "asaas", {"asaas-access-token": secret}, {}, b"{}")
 
     AsaasVerifier().verify(request, [generated_secret(), secret], NOW)
+
+
+@pytest.mark.parametrize("presented", ["x", "wrong-but-long" * 20, "", "é"])
+def test_asaas_token_is_compared_in_constant_time_as_fixed_length_digests(
+    secret: str, presented: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a spy on the comparison the verifier makes
+    compared: list[tuple[int, int]] = []
+    real = hmac.compare_digest
+
+    def spy(a: bytes, b: bytes) -> bool:
+        compared.append((len(a), len(b)))
+        return real(a, b)
+
+    monkeypatch.setattr(hmac, "compare_digest", spy)
+    request = WebhookRequest("POST", "asaas", {"asaas-access-token": presented or " "}, {}, b"{}")
+
+    # When a token of another length than the secret's is presented, and the right one
+    rejection(lambda: AsaasVerifier().verify(request, [secret, generated_secret()], NOW))
+    right = WebhookRequest("POST", "asaas", {"asaas-access-token": secret}, {}, b"{}")
+    AsaasVerifier().verify(right, [secret], NOW)
+
+    # Then every comparison was of two SHA-256 digests: no early return on a length mismatch
+    assert compared
+    assert set(compared) == {(32, 32)}
+
+
+def test_asaas_source_outside_the_allow_list_is_refused_as_unauthenticated(secret: str) -> None:
+    headers = {"asaas-access-token": secret}
+    verifier = AsaasVerifier(["52.67.12.206", "10.1.0.0/16"])
+
+    for source in ("203.0.113.10", None, "not-an-address"):
+        request = WebhookRequest("POST", "asaas", headers, {}, b"{}", source_ip=source)
+        assert rejection(lambda r=request: verifier.verify(r, [secret], NOW)) == (
+            "source_not_allowed"
+        )
+    for source in ("52.67.12.206", "10.1.200.3"):
+        verifier.verify(WebhookRequest("POST", "asaas", headers, {}, b"{}", source), [secret], NOW)
 
 
 @pytest.mark.parametrize(("body_id", "signed_id"), [("999", "123"), (None, "123"), ("123", None)])

@@ -32,14 +32,17 @@ class Interpreters:
         mercadopago_payments: mercadopago.PaymentSource | None = None,
         stripe_refunds: stripe.RefundSource | None = None,
         mercadopago_disputes: mercadopago.DisputeBooks = mercadopago.nothing_booked,
+        asaas_payments: asaas.PaymentSource | None = None,
+        asaas_cash: asaas.CashBooks = asaas.nothing_in_cash,
     ) -> Interpreters:
-        """Asaas reads the payload alone; Mercado Pago needs its payments API, and what the
-        ledger holds of a payment's dispute (the key it was booked under, what it withdrew);
-        Stripe reads a charge's refunds from its API when a legacy charge.refunded names none."""
-        by_provider: dict[str, Interpreter] = {
-            stripe.PROVIDER: stripe.Interpreter(stripe_refunds),
-            asaas.PROVIDER: asaas.interpret,
-        }
+        """Mercado Pago needs its payments API, and what the ledger holds of a payment's
+        dispute (the key it was booked under, what it withdrew); Asaas its payments API (its
+        webhooks are trusted on a static token only), and what the ledger holds of a payment's
+        cash receipts; Stripe reads a charge's refunds from its API when a legacy
+        charge.refunded names none. A provider whose API is not given has no adapter."""
+        by_provider: dict[str, Interpreter] = {stripe.PROVIDER: stripe.Interpreter(stripe_refunds)}
+        if asaas_payments is not None:
+            by_provider[asaas.PROVIDER] = asaas.Interpreter(asaas_payments, asaas_cash)
         if mercadopago_payments is not None:
             by_provider[mercadopago.PROVIDER] = mercadopago.Interpreter(
                 mercadopago_payments, mercadopago_disputes
