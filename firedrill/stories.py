@@ -128,8 +128,9 @@ def stripe_second_payment(order: str, at: int) -> Story:
 
 
 def stripe_deposit_and_balance(order: str, at: int) -> Story:
-    """One order paid by two PaymentIntents, a deposit and its balance, the balance processed
-    first: the deposit counts late, and is e-mailed all the same (it contradicts nothing)."""
+    """One order paid by two PaymentIntents, a deposit and its balance, the balance delivered
+    first: the deposit, late if processed second, is e-mailed all the same (it contradicts
+    nothing); both count."""
     deposit, balance = unique("pi"), unique("pi")
     return Story(
         "deposit after its balance",
@@ -142,7 +143,8 @@ def stripe_deposit_and_balance(order: str, at: int) -> Story:
             "paid",
             paid=10000,
             effects={("order.paid", deposit), ("order.paid", balance)},
-            stale=(1, 1),
+            # Stale when processed after the balance; the drill's queue may take it first.
+            stale=(0, 1),
         ),
     )
 
