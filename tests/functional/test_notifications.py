@@ -266,3 +266,40 @@ def key_of_payment(world: World, order: str, payment: str) -> str:
         if e["transition"] == "order.paid" and e["payment"] == payment
     ]
     return outbox_id_for(effect["effect_key"])
+
+
+def test_a_customer_learned_while_the_payments_first_try_is_sending_is_emailed_once(
+    world: World, clock: FakeClock
+) -> None:
+    # Given payment_intent.succeeded (no receipt e-mail) applied, and its charge.succeeded,
+    # which names the customer, processed while the payment's first try is sending to
+    # EventBridge (the try read the order before the address was learnt)
+    order, intent, charge = stripe.unique("ord"), stripe.unique("pi"), stripe.unique("ch")
+    payment = json.loads(stripe.payment_intent_succeeded(order, intent, 5000, T0, charge))
+    payment["data"]["object"]["receipt_email"] = None
+    outbox_id = outbox_id_for(str(world.deliver(json.dumps(payment)).effect_key))
+    charged = json.loads(stripe.charge_succeeded(order, intent, charge, 5000, T0))
+    charged["data"]["object"]["billing_details"] = {"email": CUSTOMER}
+    charged["data"]["object"]["receipt_email"] = None
+
+    class LearnsMidSend(RecordedChannel):
+        def send(self, item: OutboxItem) -> None:
+            super().send(item)
+            world.deliver(json.dumps(charged))
+
+    email, events = RecordedEmail(), LearnsMidSend("eventbridge")
+    sender = OutboxSender(
+        world.dynamodb, TABLES.outbox, [events, email], clock, SendPolicy(), TABLES.ledger
+    )
+
+    # When the first try ends, and the sweeper runs once the item is due, twice
+    assert sender.first_try(outbox_id, order).result is SendResult.SENT
+    for _ in range(2):
+        clock.advance(600)
+        Sweeper(world.dynamodb, TABLES.outbox, sender, clock, grace_seconds=0).sweep()
+
+    # Then the customer got the payment e-mail exactly once, and EventBridge it once
+    assert email.sent == Counter({outbox_id: 1})
+    assert events.sent == Counter({outbox_id: 1})
+    [item] = [i for i in world.outbox(order) if i["outbox_id"] == outbox_id]
+    assert item["channels_sent"] == {"eventbridge", "email"}
