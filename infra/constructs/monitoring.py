@@ -353,6 +353,18 @@ class Monitoring(Construct):
                 period=FIVE_MINUTES,
             ),
         )
+        self._alarm(
+            "NotificationSinkGone",
+            "The HTTP sink answered 410 Gone: its notifications are no longer sent there",
+            cloudwatch.MathExpression(
+                expression="FILL(stream, 0) + FILL(sweep, 0)",
+                using_metrics={
+                    "stream": self._app_metric("outbox", "notify_sink_gone"),
+                    "sweep": self._app_metric("sweeper", "notify_sink_gone"),
+                },
+                period=FIVE_MINUTES,
+            ),
+        )
         self.dashboard = self._dashboard(p, api)
 
     def _app_metric(

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from functions.outbox.wiring import SINK_GONE_METRIC
 from functions.shared.observability import stage_metrics_namespace
 from infra.config import ApiType
 from infra.settings import MAX_RECEIVE_COUNT
@@ -115,6 +116,7 @@ SPARSE_APP_METRIC_ALARMS = (
     "IngestUnavailable",
     "DuplicateSurge",
     "DeadOutboxItems",
+    "NotificationSinkGone",
 )
 
 
@@ -160,6 +162,18 @@ def test_each_app_alarm_reads_the_metric_its_service_publishes(
     props = alarm(prod, name)
 
     assert list(metrics_read(props).values()) == [(METRICS_NAMESPACE, metric, service)]
+    assert props["Threshold"] == 0
+    assert props["ComparisonOperator"] == "GreaterThanThreshold"
+
+
+def test_a_sink_gone_pages_from_either_sender(prod: Synthesized) -> None:
+    # Given the alarm on the HTTP sink answering 410 Gone, Then it reads the metric both
+    # senders publish (the stream's first try and the sweeper) and pages on the first one
+    props = alarm(prod, "NotificationSinkGone")
+    assert metrics_read(props) == {
+        "stream": (METRICS_NAMESPACE, SINK_GONE_METRIC, "outbox"),
+        "sweep": (METRICS_NAMESPACE, SINK_GONE_METRIC, "sweeper"),
+    }
     assert props["Threshold"] == 0
     assert props["ComparisonOperator"] == "GreaterThanThreshold"
 
