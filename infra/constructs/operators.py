@@ -90,6 +90,7 @@ class OperatorPolicies(Construct):
                     *(s.secret_arn for s in secrets.webhook.values()),
                     secrets.mercadopago_access_token.secret_arn,
                     secrets.stripe_api_key.secret_arn,
+                    secrets.asaas_api_key.secret_arn,
                 ],
             ),
             allow(["sns:ListSubscriptionsByTopic"], [alarm_topic.topic_arn]),

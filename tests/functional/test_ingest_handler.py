@@ -503,7 +503,7 @@ def test_asaas_allow_list_refuses_other_sources_with_the_same_401_and_enqueues_n
 
     # Then the stranger gets the 401 a bad token gets, and only the listed source is enqueued
     assert (elsewhere[0], wrong_token[0], accepted[0]) == (401, 401, 200)
-    assert elsewhere[1]["error"] == "source_not_allowed"
+    assert elsewhere[1] == wrong_token[1] == {"error": "unauthenticated"}
     assert [m["Body"] for m in deployment.messages()] == [raw.decode()]
 
 

@@ -50,6 +50,7 @@ PROD_SECRETS = (
     *(f"umavez/prod/{p}/webhook" for p in ("stripe", "mercadopago", "asaas")),
     "umavez/prod/mercadopago/access-token",
     "umavez/prod/stripe/api-key",
+    "umavez/prod/asaas/api-key",
 )
 # The operator's tests that run the commands against moto's copy of a deployed stack.
 OPS_TESTS = (
