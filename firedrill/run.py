@@ -56,7 +56,8 @@ RESEND_SHARE = 0.1
 RESEND_WORKERS = 8
 # The replay's window: at most about this many events (the default drill has ~700).
 REPLAYED_EVENTS = 1000
-DEPLOYED_PROVIDERS = {"stripe", "asaas"}  # Mercado Pago's would need their live payments API
+# Mercado Pago's and Asaas's stories would need their live payments APIs to know them
+DEPLOYED_PROVIDERS = {"stripe"}
 RECORDED_CALLS_PATH = Path(".local/aws-calls.json")
 
 
@@ -314,7 +315,7 @@ def run_deployed(
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
 ) -> int:
-    """The drill against a deployed stack: Stripe and Asaas stories, no injected faults.
+    """The drill against a deployed stack: Stripe stories, no injected faults.
 
     Processing there is asynchronous and a refund that precedes its payment waits a visibility
     timeout, so the checks are repeated until they pass or `timeout_seconds` runs out. Only the
