@@ -52,7 +52,14 @@ _DRAWS_UNNAMED = True  # a Stripe payment no order names, attached by an operato
 _DRAWS_SUBSCRIPTIONS = True  # Stripe invoices: first and renewals, voided, uncollectible, ...
 # How an order is paid: one payment, several (a deposit and its balance; two cards), through a
 # Stripe Checkout Session, or by a Stripe subscription's invoices.
-LIFECYCLES = ["one payment", "several payments", "checkout", "subscription", "named by no order"]
+LIFECYCLES = [
+    "one payment",
+    "several payments",
+    "checkout",
+    "subscription",
+    "subscription by checkout",
+    "named by no order",
+]
 
 
 # One pipeline for the module's histories, emptied before each (setting one up per history
@@ -127,10 +134,16 @@ class ProviderHistories(RuleBasedStateMachine):
             )
         elif provider == "stripe" and lifecycle == "checkout" and _DRAWS_CHECKOUT:
             simulator = StripeCheckout(order, amount, version, T0, refund_updates=refund_updates)
-        elif provider == "stripe" and lifecycle == "subscription" and _DRAWS_SUBSCRIPTIONS:
-            # Invoices in their basil shapes (invoice.paid names no payment; invoice_payment.paid)
+        elif provider == "stripe" and lifecycle.startswith("subscription") and _DRAWS_SUBSCRIPTIONS:
+            # Invoices in their basil shapes (invoice.paid names no payment; invoice_payment.paid),
+            # or earlier; started by a Checkout Session in subscription mode, or not
             simulator = StripeSubscription(
-                order, amount, T0, api_version=version, refund_updates=refund_updates
+                order,
+                amount,
+                T0,
+                api_version=version,
+                refund_updates=refund_updates,
+                via_checkout=lifecycle == "subscription by checkout",
             )
         elif provider == "stripe" and lifecycle == "named by no order" and _DRAWS_UNNAMED:
             simulator = StripeSimulator(
@@ -373,12 +386,16 @@ def test_a_checkout_session_books_what_was_paid_through_it(
     ],
 )
 @pytest.mark.parametrize("version", [ApiVersion.BASIL, ApiVersion.LEGACY])
+@pytest.mark.parametrize("via_checkout", [False, True])
 def test_a_subscription_books_each_invoice_paid_through_stripe(
-    renewal: tuple[str, ...], paid: int, version: ApiVersion
+    renewal: tuple[str, ...], paid: int, version: ApiVersion, via_checkout: bool
 ) -> None:
     # Given an order billed by a Stripe subscription (the order on the subscription, copied to
-    # each invoice), its first invoice paid; invoices in basil's shapes or older ones
-    simulator = StripeSubscription(unique("ord"), 5000, T0, api_version=version)
+    # each invoice; or on the Checkout Session that started it only), its first invoice paid;
+    # invoices in basil's shapes or older ones
+    simulator = StripeSubscription(
+        unique("ord"), 5000, T0, api_version=version, via_checkout=via_checkout
+    )
     history = _history(simulator)
     played(history, "subscription starts", read_after=frozenset({"subscription starts"}))
 
