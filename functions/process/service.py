@@ -456,7 +456,9 @@ class EffectProcessor:
         except ClientError as exc:
             if not is_condition_failure(exc):
                 raise_unclassified(exc, "UpdateItem")
-            return  # it knew its customer: every e-mail could be sent already
+            # It knew its customer already, maybe only since this entry's notification left
+            # (another payment of the order named them first): re-opened if it left without
+            # the e-mail, else nothing changes.
         self._reopen_for_email(routed)
 
     def _reopen_for_email(self, routed: RoutedEffect) -> None:

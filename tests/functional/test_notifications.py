@@ -303,3 +303,34 @@ def test_a_customer_learned_while_the_payments_first_try_is_sending_is_emailed_o
     assert events.sent == Counter({outbox_id: 1})
     [item] = [i for i in world.outbox(order) if i["outbox_id"] == outbox_id]
     assert item["channels_sent"] == {"eventbridge", "email"}
+
+
+def test_a_payment_sent_before_any_address_is_emailed_once_another_payment_named_one(
+    world: World, clock: FakeClock
+) -> None:
+    # Given a deposit's payment_intent.succeeded (no receipt e-mail) applied and sent to
+    # EventBridge only, then the balance's payment naming the customer (the order learns them)
+    order, deposit, balance = stripe.unique("ord"), stripe.unique("pi"), stripe.unique("pi")
+    deposit_charge = stripe.unique("ch")
+    silent = json.loads(stripe.payment_intent_succeeded(order, deposit, 3000, T0, deposit_charge))
+    silent["data"]["object"]["receipt_email"] = None
+    outbox_id = outbox_id_for(str(world.deliver(json.dumps(silent)).effect_key))
+    email, events = RecordedEmail(), RecordedChannel("eventbridge")
+    sender = OutboxSender(
+        world.dynamodb, TABLES.outbox, [events, email], clock, SendPolicy(), TABLES.ledger
+    )
+    assert sender.first_try(outbox_id, order).result is SendResult.SENT
+    world.deliver(payment_with_receipt(order, balance, 7000, T0 + 3600))
+
+    # When the deposit's charge.succeeded, naming the customer too, arrives (a duplicate), and
+    # the sweeper runs once the item is due, twice
+    charged = json.loads(stripe.charge_succeeded(order, deposit, deposit_charge, 3000, T0))
+    charged["data"]["object"]["billing_details"] = {"email": CUSTOMER}
+    world.deliver(json.dumps(charged))
+    for _ in range(2):
+        clock.advance(600)
+        Sweeper(world.dynamodb, TABLES.outbox, sender, clock, grace_seconds=0).sweep()
+
+    # Then the deposit's payment e-mail reached the customer once
+    assert email.sent[outbox_id] == 1
+    assert events.sent[outbox_id] == 1
