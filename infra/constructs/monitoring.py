@@ -344,28 +344,25 @@ class Monitoring(Construct):
         self._alarm(
             "DeadOutboxItems",
             "Notifications given up: still failing outboxGiveUpHours after they were written",
-            cloudwatch.MathExpression(
-                expression="FILL(stream, 0) + FILL(sweep, 0)",
-                using_metrics={
-                    "stream": self._app_metric("outbox", "outbox_dead"),
-                    "sweep": self._app_metric("sweeper", "sweep_dead"),
-                },
-                period=FIVE_MINUTES,
-            ),
+            self._both_senders("outbox_dead", "sweep_dead"),
         )
         self._alarm(
             "NotificationSinkGone",
             "The HTTP sink answered 410 Gone: its notifications are no longer sent there",
-            cloudwatch.MathExpression(
-                expression="FILL(stream, 0) + FILL(sweep, 0)",
-                using_metrics={
-                    "stream": self._app_metric("outbox", "notify_sink_gone"),
-                    "sweep": self._app_metric("sweeper", "notify_sink_gone"),
-                },
-                period=FIVE_MINUTES,
-            ),
+            self._both_senders("notify_sink_gone", "notify_sink_gone"),
         )
         self.dashboard = self._dashboard(p, api)
+
+    def _both_senders(self, stream: str, sweep: str) -> cloudwatch.MathExpression:
+        """What the stream's first try and the sweeper count, added (both send items)."""
+        return cloudwatch.MathExpression(
+            expression="FILL(stream, 0) + FILL(sweep, 0)",
+            using_metrics={
+                "stream": self._app_metric("outbox", stream),
+                "sweep": self._app_metric("sweeper", sweep),
+            },
+            period=FIVE_MINUTES,
+        )
 
     def _app_metric(
         self,

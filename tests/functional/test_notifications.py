@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 import boto3
 import pytest
@@ -275,12 +276,9 @@ def test_a_customer_learned_while_the_payments_first_try_is_sending_is_emailed_o
     # which names the customer, processed while the payment's first try is sending to
     # EventBridge (the try read the order before the address was learnt)
     order, intent, charge = stripe.unique("ord"), stripe.unique("pi"), stripe.unique("ch")
-    payment = json.loads(stripe.payment_intent_succeeded(order, intent, 5000, T0, charge))
-    payment["data"]["object"]["receipt_email"] = None
-    outbox_id = outbox_id_for(str(world.deliver(json.dumps(payment)).effect_key))
-    charged = json.loads(stripe.charge_succeeded(order, intent, charge, 5000, T0))
-    charged["data"]["object"]["billing_details"] = {"email": CUSTOMER}
-    charged["data"]["object"]["receipt_email"] = None
+    applied = world.deliver(payment_naming_nobody(order, intent, charge))
+    outbox_id = outbox_id_for(str(applied.effect_key))
+    charged = charge_naming_the_customer(order, intent, charge)
 
     class LearnsMidSend(RecordedChannel):
         def send(self, item: OutboxItem) -> None:
@@ -312,9 +310,8 @@ def test_a_payment_sent_before_any_address_is_emailed_once_another_payment_named
     # EventBridge only, then the balance's payment naming the customer (the order learns them)
     order, deposit, balance = stripe.unique("ord"), stripe.unique("pi"), stripe.unique("pi")
     deposit_charge = stripe.unique("ch")
-    silent = json.loads(stripe.payment_intent_succeeded(order, deposit, 3000, T0, deposit_charge))
-    silent["data"]["object"]["receipt_email"] = None
-    outbox_id = outbox_id_for(str(world.deliver(json.dumps(silent)).effect_key))
+    silent = payment_naming_nobody(order, deposit, deposit_charge, 3000)
+    outbox_id = outbox_id_for(str(world.deliver(silent).effect_key))
     email, events = RecordedEmail(), RecordedChannel("eventbridge")
     sender = OutboxSender(
         world.dynamodb, TABLES.outbox, [events, email], clock, SendPolicy(), TABLES.ledger
@@ -324,9 +321,7 @@ def test_a_payment_sent_before_any_address_is_emailed_once_another_payment_named
 
     # When the deposit's charge.succeeded, naming the customer too, arrives (a duplicate), and
     # the sweeper runs once the item is due, twice
-    charged = json.loads(stripe.charge_succeeded(order, deposit, deposit_charge, 3000, T0))
-    charged["data"]["object"]["billing_details"] = {"email": CUSTOMER}
-    world.deliver(json.dumps(charged))
+    world.deliver(json.dumps(charge_naming_the_customer(order, deposit, deposit_charge, 3000)))
     for _ in range(2):
         clock.advance(600)
         Sweeper(world.dynamodb, TABLES.outbox, sender, clock, grace_seconds=0).sweep()
@@ -334,3 +329,20 @@ def test_a_payment_sent_before_any_address_is_emailed_once_another_payment_named
     # Then the deposit's payment e-mail reached the customer once
     assert email.sent[outbox_id] == 1
     assert events.sent[outbox_id] == 1
+
+
+def payment_naming_nobody(order: str, intent: str, charge: str, amount: int = 5000) -> str:
+    """payment_intent.succeeded without a receipt e-mail."""
+    payment = json.loads(stripe.payment_intent_succeeded(order, intent, amount, T0, charge))
+    payment["data"]["object"]["receipt_email"] = None
+    return json.dumps(payment)
+
+
+def charge_naming_the_customer(
+    order: str, intent: str, charge: str, amount: int = 5000
+) -> dict[str, Any]:
+    """Its charge.succeeded, naming the customer in its billing details only."""
+    charged: dict[str, Any] = json.loads(stripe.charge_succeeded(order, intent, charge, amount, T0))
+    charged["data"]["object"]["billing_details"] = {"email": CUSTOMER}
+    charged["data"]["object"]["receipt_email"] = None
+    return charged
