@@ -418,16 +418,6 @@ class EffectProcessor:
         if not first.get("named_recipient"):
             self._learn_recipient(routed)
         counted = first.get("amount")
-        effect = routed.effect
-        if (
-            counted is not None
-            and effect.captured_so_far
-            and effect.amount.minor != int(str(counted))
-        ):
-            # A capture of a payment captured in parts that counted already (an earlier one
-            # announced late, or one its capture mark covers): what captures add is in the
-            # top-ups, and nothing disagrees.
-            return self._processed(routed, Outcome.DUPLICATE, f"{detail}; a capture counted")
         if counted is not None and int(str(counted)) != routed.effect.amount.minor:
             return self._processed(
                 routed,
