@@ -68,7 +68,8 @@ def bound_orders(
         to_attributes(
             {tables.PARTITION_KEY: tables.ref_pk(provider, ref), tables.SORT_KEY: tables.REF_SORT}
         )
-        for ref in objects
+        # BatchGetItem refuses a key asked twice (a movement named as its own payment)
+        for ref in dict.fromkeys(objects)
     ]
     try:
         response = dynamodb.batch_get_item(
