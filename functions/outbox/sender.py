@@ -44,6 +44,7 @@ from functions.shared.dynamo import (
 from functions.shared.errors import UmavezError
 from functions.shared.outbox import (
     EMAIL_CHANNEL,
+    EMAIL_OWED,
     OutboxItem,
     OutboxStatus,
     give_up_clock_start,
@@ -270,21 +271,28 @@ class OutboxSender:
         except ChannelError as exc:
             return self._back_off(item, token, str(exc), finished, exc.retry_after_seconds)
         now = int(self._clock())
+        # Marked on the item so that only an item the policy owes an e-mail is ever re-opened:
+        # one never e-mailed by policy (or whose e-mail sink is gone) stays sent whatever
+        # resend names its customer later.
+        email_owed = self._email_waited_for_a_recipient(item, done | finished.sent | finished.gone)
         # Sent items leave the due index and expire after the retention (the TTL attribute);
         # pending and dead ones never expire.
         self._update(
             item.outbox_id,
             token,
-            "SET #status = :sent, sent_at = :now, #expires = :expires REMOVE #bucket, claim_token"
+            "SET #status = :sent, sent_at = :now, #expires = :expires"
+            + (f", {EMAIL_OWED} = :owed" if email_owed else "")
+            + " REMOVE #bucket, claim_token"
             + finished.expression(),
             {
                 ":sent": OutboxStatus.SENT.value,
                 ":now": now,
                 ":expires": now + self._policy.retention_seconds,
+                ":owed": True if email_owed else None,
                 **finished.values(),
             },
         )
-        if self._email_waited_for_a_recipient(item, done | finished.sent | finished.gone):
+        if email_owed:
             self._reopen_if_the_order_learned_one(item)
         return Sent(item.outbox_id, SendResult.SENT, item.attempts)
 

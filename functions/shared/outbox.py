@@ -19,6 +19,10 @@ if TYPE_CHECKING:
 # The e-mail channel's name in an item's `channels_sent`: a notification that left before the
 # order knew whom to e-mail is re-opened (`reopen_for_email`).
 EMAIL_CHANNEL: Final = "email"
+# Set on an item sent without the e-mail its policy owes, for want of a recipient: the only
+# items `reopen_for_email` re-opens (a resend naming the customer of an item never e-mailed by
+# policy changes nothing).
+EMAIL_OWED: Final = "email_owed"
 
 
 class OutboxStatus(StrEnum):
@@ -96,19 +100,22 @@ def reopen_for_email(db: DynamoDBClient, outbox_table: str, outbox_id: str, now:
     """A notification sent before its order knew whom to e-mail (its try found no recipient
     and sent EventBridge only) goes back to the sweeper, which sends it through the channels
     that have not taken it, the e-mail once (the sender decides, by the e-mail policy, whether
-    it is e-mailed at all). Only a sent item without the e-mail: one not sent yet reads the
-    recipient when it is. Both sides call it: process once it taught the order its recipient,
-    the sender once its try is recorded, if the order learned one meanwhile; whichever comes
-    second finds the item sent. Whether this call re-opened it."""
+    it is e-mailed at all). Only a sent item the policy owes the e-mail (`email_owed`, set by
+    the try that lacked a recipient): one not sent yet reads the recipient when it is, one not
+    e-mailed by policy is never re-opened. Both sides call it: process once it taught the
+    order its recipient, the sender once its try is recorded, if the order learned one
+    meanwhile; whichever comes second finds the item sent. Whether this call re-opened it."""
     try:
         db.update_item(
             TableName=outbox_table,
             Key=to_attributes({tables.OUTBOX_KEY: outbox_id}),
             UpdateExpression=(
                 "SET #status = :pending, #bucket = :bucket, #due = :now, "
-                "revived_at = :revived_at REMOVE sent_at, #expires"
+                f"revived_at = :revived_at REMOVE sent_at, #expires, {EMAIL_OWED}"
             ),
-            ConditionExpression="#status = :sent AND NOT contains(channels_sent, :email)",
+            ConditionExpression=(
+                f"#status = :sent AND {EMAIL_OWED} = :owed AND NOT contains(channels_sent, :email)"
+            ),
             ExpressionAttributeNames={
                 "#status": "status",
                 "#bucket": tables.OUTBOX_DUE_BUCKET,
@@ -120,6 +127,7 @@ def reopen_for_email(db: DynamoDBClient, outbox_table: str, outbox_id: str, now:
                     ":pending": OutboxStatus.PENDING.value,
                     ":sent": OutboxStatus.SENT.value,
                     ":email": EMAIL_CHANNEL,
+                    ":owed": True,
                     ":bucket": tables.due_bucket(outbox_id),
                     ":now": int(now),
                     ":revived_at": iso_time(now),

@@ -346,3 +346,35 @@ def charge_naming_the_customer(
     charged["data"]["object"]["billing_details"] = {"email": CUSTOMER}
     charged["data"]["object"]["receipt_email"] = None
     return charged
+
+
+def test_a_notification_never_emailed_by_policy_stays_sent_when_a_resend_names_the_customer(
+    world: World, clock: FakeClock
+) -> None:
+    # Given a payment processed after its own refund (not e-mailed: it would contradict the
+    # refund's e-mail), naming nobody, and sent to EventBridge
+    order, intent, charge = stripe.unique("ord"), stripe.unique("pi"), stripe.unique("ch")
+    world.deliver(stripe.refund_created(intent, stripe.unique("re"), 3000, T0 + 60, order_id=order))
+    late = world.deliver(payment_naming_nobody(order, intent, charge, 3000))
+    assert late.outcome.value == "stale"
+    outbox_id = outbox_id_for(str(late.effect_key))
+    email, events = RecordedEmail(), RecordedChannel("eventbridge")
+    sender = OutboxSender(
+        world.dynamodb, TABLES.outbox, [events, email], clock, SendPolicy(), TABLES.ledger
+    )
+    assert sender.first_try(outbox_id, order).result is SendResult.SENT
+    [before] = [i for i in world.outbox(order) if i["outbox_id"] == outbox_id]
+
+    # When its charge.succeeded, naming the customer, is resent twice, and the sweeper runs
+    for _ in range(2):
+        world.deliver(json.dumps(charge_naming_the_customer(order, intent, charge, 3000)))
+        clock.advance(600)
+        Sweeper(world.dynamodb, TABLES.outbox, sender, clock, grace_seconds=0).sweep()
+
+    # Then the order learned its customer, and the notification is as it was: not re-opened,
+    # not sent again, not e-mailed
+    assert world.order(order)["recipient"] == CUSTOMER
+    [after] = [i for i in world.outbox(order) if i["outbox_id"] == outbox_id]
+    assert after == before
+    assert events.sent == Counter({outbox_id: 1})
+    assert email.sent == Counter()
