@@ -2,12 +2,13 @@
 with the region too: IAM names are the account's, and a stack of the same name may be deployed
 in another region):
 
-- `<stack>-operator-read-<region>`: `umavez status`, `trace`, `show waiting`, `dlq list` and
-  `preflight`, which only read (a DLQ listing hides each letter for a moment and shows it again:
-  ChangeMessageVisibility);
-- `<stack>-operator-repair-<region>`: `umavez dlq redrive`, `outbox revive` and
-  `preflight --test-alarm`, which move letters back to the webhook queue, make dead
-  notifications pending again and set the test alarm to ALARM.
+- `<stack>-operator-read-<region>`: `umavez status`, `trace`, `show order|waiting|unmatched`,
+  `dlq list` and `preflight`, which only read (a DLQ listing hides each letter for a moment
+  and shows it again: ChangeMessageVisibility);
+- `<stack>-operator-repair-<region>`: `umavez dlq redrive`, `outbox revive`, `attach`,
+  `replay` and `preflight --test-alarm`, which move letters back to the webhook queue, make
+  dead notifications pending again, bind a payment to its order, enqueue the provider's
+  events again (reading the stack's API credentials) and set the test alarm to ALARM.
 
 Each grant is what those commands call on this stack's resources, as recorded while they run
 (tests/support/ops_calls.py) and held against these policies by
@@ -117,7 +118,7 @@ class OperatorPolicies(Construct):
             self,
             "Read",
             managed_policy_name=f"{stack.stack_name}-operator-read-{cdk.Aws.REGION}",
-            description="umavez status, trace, show waiting, dlq list: read this stack only",
+            description="umavez status, trace, show, dlq list, preflight: read this stack only",
             statements=[
                 allow(["cloudformation:DescribeStacks"], [this_stack]),
                 # status: the last books check, the ledger's waiting items, the due outbox
@@ -145,7 +146,7 @@ class OperatorPolicies(Construct):
             self,
             "Repair",
             managed_policy_name=f"{stack.stack_name}-operator-repair-{cdk.Aws.REGION}",
-            description="umavez dlq redrive, outbox revive: repair this stack only",
+            description="umavez dlq redrive, outbox revive, attach, replay: repair this stack only",
             statements=[
                 allow(["cloudformation:DescribeStacks"], [this_stack]),
                 # ChangeMessageVisibility shows again the letters it was not asked to move.
@@ -154,8 +155,26 @@ class OperatorPolicies(Construct):
                     [dead_letters],
                 ),
                 allow(["sqs:SendMessage"], [queue]),
-                # BatchGetItem: a redrive names each letter's last failure as it moves it.
-                allow(["dynamodb:BatchGetItem"], [ledger]),
+                # BatchGetItem: a redrive names each letter's last failure as it moves it, a
+                # replay reads each event's outcome. `attach` reads the waiting partitions,
+                # writes the binding and takes each re-driven delivery out of its partition.
+                allow(
+                    [
+                        "dynamodb:BatchGetItem",
+                        "dynamodb:Query",
+                        "dynamodb:PutItem",
+                        "dynamodb:DeleteItem",
+                    ],
+                    [ledger],
+                ),
+                # `replay` reads the events again with the stack's own API credentials.
+                allow(
+                    ["secretsmanager:GetSecretValue"],
+                    [
+                        secrets.stripe_api_key.secret_arn,
+                        secrets.mercadopago_access_token.secret_arn,
+                    ],
+                ),
                 allow(["dynamodb:Query"], [due_index]),
                 allow(["dynamodb:UpdateItem"], [outbox]),
                 # `preflight --test-alarm` sets the test alarm to ALARM: it pages the

@@ -3,8 +3,8 @@ not use.
 
 The evidence is the operator's own tests (tests/ops/) run with the recorder of
 `tests/support/ops_calls.py`: every AWS call `umavez status`, `trace`, `show waiting`,
-`dlq list`, `dlq redrive`, `outbox revive` and `preflight` made on moto's copy of a deployed
-stack, as (command, IAM action, resource by name). Each is held against the command's policy in
+`show order`, `show unmatched`, `dlq list`, `dlq redrive`, `outbox revive`, `attach`,
+`replay` and `preflight` made on moto's copy of a deployed stack, as (command, IAM action, resource by name). Each is held against the command's policy in
 the synthesized template (`<stack>-operator-read-<region>` or `-repair-<region>`), evaluated the
 way AWS evaluates it, with the resource's name replaced by the ARN its deployed counterpart
 gets. The other way round, every action a policy grants, on each resource, is used by a
@@ -63,9 +63,13 @@ POLICY_OF = {
     "status": "read",
     "trace": "read",
     "show waiting": "read",
+    "show order": "read",
+    "show unmatched": "read",
     "dlq list": "read",
     "dlq redrive": "repair",
     "outbox revive": "repair",
+    "attach": "repair",
+    "replay": "repair",
     "preflight": "read",
 }
 # A command's call held against the other policy: the test alarm pages its subscribers.
@@ -331,18 +335,23 @@ def test_the_outputs_name_both_policies_named_for_the_stack_and_region(prod: Syn
 def test_a_policy_missing_an_action_its_command_calls_fails_the_check(
     prod: Synthesized, recorded: list[OpsCall]
 ) -> None:
-    # Given the repair policy without SendMessage, which a redrive needs
+    # Given the repair policy without SendMessage, which a redrive, an attach and a replay need
     arns = resolver(prod)
     statements = [
         s for s in policy(prod, arns, "repair") if "sqs:SendMessage" not in listed(s["Action"])
     ]
     calls = of_the_stack(c for c in recorded if policy_of(c) == "repair")
 
-    # When its commands' calls are held against it, Then the redrive's send is reported
+    # When its commands' calls are held against it, Then each command's send is reported
     found = denied(statements, calls, lambda r: deployed_arn(prod, arns, r))
-    assert found == [
-        "dlq redrive: SendMessage needs sqs:SendMessage on"
-        f" arn:{PARTITION}:sqs:{REGION}:{ACCOUNT}:Umavez-test-webhooks"
+    queue = f"arn:{PARTITION}:sqs:{REGION}:{ACCOUNT}:Umavez-test-webhooks"
+    assert sorted(found) == [
+        f"{command}: {operation} needs sqs:SendMessage on {queue}"
+        for command, operation in (
+            ("attach", "SendMessage"),
+            ("dlq redrive", "SendMessage"),
+            ("replay", "SendMessageBatch"),
+        )
     ]
 
 

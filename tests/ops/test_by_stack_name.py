@@ -5,11 +5,17 @@ the stack's resources created under the names its outputs give."""
 from __future__ import annotations
 
 import json
+import time
+from datetime import UTC, datetime
 
 import boto3
 import pytest
 
+from devstack.provider_apis import FakeProviderApis
+from devstack.resources import MERCADOPAGO_DEVELOPMENT_TOKEN, STRIPE_DEVELOPMENT_API_KEY
 from fixtures import stripe
+from fixtures.shapes import EVENTS_DIR
+from functions.shared import tables
 from ops.cli import main
 from ops.cli.mistakes import MISTAKE
 from tests.ops.conftest import NAMES, STACK
@@ -21,6 +27,19 @@ def test_show_waiting_reads_the_ledger_the_stack_names(
     deployed: dict[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Given a delivery waiting in the deployed ledger (a refund whose payment no order has)
+    intent = park_a_waiting_refund()
+
+    # When the operator asks by the stack's name only
+    code = main(["show", "waiting", "--json", "--stack-name", STACK, "--region", "us-east-1"])
+
+    # Then it is read from the table the stack's outputs name
+    assert code == 0
+    [waiting] = json.loads(capsys.readouterr().out)
+    assert (waiting["event_id"], waiting["waits_for"]) == ("evt_waiting", [intent])
+
+
+def park_a_waiting_refund() -> str:
+    """A refund whose payment no order has, waiting in the deployed ledger: its payment."""
     intent = stripe.unique("pi")
     body = stripe.refund_created(intent, stripe.unique("re"), 1000, T0)
     boto3.client("dynamodb").put_item(
@@ -36,14 +55,80 @@ def test_show_waiting_reads_the_ledger_the_stack_names(
             "waiting_since": {"N": str(T0)},
         },
     )
+    return intent
 
-    # When the operator asks by the stack's name only
-    code = main(["show", "waiting", "--json", "--stack-name", STACK, "--region", "us-east-1"])
 
-    # Then it is read from the table the stack's outputs name
-    assert code == 0
-    [waiting] = json.loads(capsys.readouterr().out)
-    assert (waiting["event_id"], waiting["waits_for"]) == ("evt_waiting", [intent])
+def test_attach_binds_in_the_ledger_and_redrives_to_the_queue_the_stack_names(
+    deployed: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a refund waiting for its payment in the deployed ledger, and the order it belongs to
+    intent, order = park_a_waiting_refund(), stripe.unique("ord")
+    boto3.client("dynamodb").put_item(
+        TableName=NAMES.ledger,
+        Item={"pk": {"S": tables.order_pk(order)}, "sk": {"S": tables.ORDER_SORT}},
+    )
+
+    # When the operator attaches the payment to its order by the stack's name, then reads it
+    by_name = ["--stack-name", STACK, "--region", "us-east-1"]
+    code = main(["attach", "stripe", intent, order, *by_name])
+    shown = [
+        main(["show", *what, "--json", *by_name]) for what in (("order", order), ("unmatched",))
+    ]
+
+    # Then the binding is in the stack's ledger, the delivery in its webhook queue, and the
+    # order and the unmatched list were read from that ledger
+    assert (code, shown) == (0, [0, 0])
+    binding = boto3.client("dynamodb").get_item(
+        TableName=NAMES.ledger, Key={"pk": {"S": f"REF#stripe#{intent}"}, "sk": {"S": "REF"}}
+    )["Item"]
+    assert binding["order_id"]["S"] == order
+    [redriven] = boto3.client("sqs").receive_message(QueueUrl=deployed["WebhookQueueUrl"])[
+        "Messages"
+    ]
+    assert intent in redriven["Body"]
+
+
+def test_replay_reads_the_key_and_enqueues_into_the_queue_the_stack_names(
+    deployed: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given the stack's Stripe API key and Mercado Pago token, and a payment each provider
+    # knows, never delivered
+    secrets = boto3.client("secretsmanager")
+    secrets.create_secret(
+        Name="umavez/prod/stripe/api-key", SecretString=STRIPE_DEVELOPMENT_API_KEY
+    )
+    secrets.create_secret(
+        Name="umavez/prod/mercadopago/access-token", SecretString=MERCADOPAGO_DEVELOPMENT_TOKEN
+    )
+    now = int(time.time())
+    apis = FakeProviderApis().start()
+    try:
+        apis.events.append(
+            json.loads(
+                stripe.payment_intent_succeeded(
+                    stripe.unique("ord"), stripe.unique("pi"), 5000, now
+                )
+            )
+        )
+        payment = json.loads((EVENTS_DIR / "mercadopago" / "payment.json").read_text())
+        payment["date_last_updated"] = datetime.fromtimestamp(now, tz=UTC).isoformat()
+        apis.payments[str(payment["id"])] = payment
+
+        # When the operator replays the last hour of each provider by the stack's name
+        since = datetime.fromtimestamp(now - 3600, tz=UTC).isoformat()
+        window = ["--since", since, "--wait", "0", "--api-url", apis.url]
+        by_name = ["--stack-name", STACK, "--region", "us-east-1"]
+        codes = [
+            main(["replay", source, *window, *by_name]) for source in ("stripe", "mercadopago")
+        ]
+    finally:
+        apis.stop()
+
+    # Then both were enqueued into the stack's webhook queue
+    assert codes == [0, 0]
+    sqs = boto3.client("sqs")
+    received = sqs.receive_message(QueueUrl=deployed["WebhookQueueUrl"], MaxNumberOfMessages=10)
+    assert len(received["Messages"]) == 2
 
 
 def test_dlq_list_reads_the_dead_letter_queue_the_stack_names(
