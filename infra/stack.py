@@ -86,6 +86,9 @@ class UmavezStack(cdk.Stack):
             "SecretMercadopagoAccessToken": self.pipeline.secrets.mercadopago_access_token_name,
             "SecretAsaasApiKey": self.pipeline.secrets.asaas_api_key_name,
         }
+        if self.pipeline.secrets.notify_signing is not None:
+            # preflight names it while it holds its placeholder: nothing reaches notifyUrl.
+            outputs["SecretNotifySigning"] = self.pipeline.secrets.notify_signing_name
         outputs["OperatorReadPolicyArn"] = self.operators.read.managed_policy_arn
         outputs["OperatorRepairPolicyArn"] = self.operators.repair.managed_policy_arn
         # What `umavez preflight` checks the account against once the stack is deployed.

@@ -347,6 +347,9 @@ class Preflight:
         ):
             why = "needed only by endpoints on a Stripe API version before 2024-10-28.acacia"
             wanted.append((name, why, Verdict.NOTE))
+        if name := stack.outputs.get("SecretNotifySigning"):
+            why = "nothing is sent to notifyUrl unsigned: every HTTP notification backs off"
+            wanted.append((name, why, Verdict.PROBLEM))
         return [
             self._guarded(f"secret {name}", functools.partial(self._secret, *secret))
             for secret in wanted

@@ -92,6 +92,7 @@ class OperatorPolicies(Construct):
                     secrets.mercadopago_access_token.secret_arn,
                     secrets.stripe_api_key.secret_arn,
                     secrets.asaas_api_key.secret_arn,
+                    *([secrets.notify_signing.secret_arn] if secrets.notify_signing else []),
                 ],
             ),
             allow(["sns:ListSubscriptionsByTopic"], [alarm_topic.topic_arn]),

@@ -59,3 +59,23 @@ def test_without_a_notify_url_there_is_no_signing_secret(
 
     assert signing_secret_id(synth) == []
     assert "NOTIFY_SIGNING_SECRET" not in function(synth, "Outbox")["Environment"]["Variables"]
+
+
+def test_preflight_and_the_read_policy_find_the_signing_secret_by_the_stacks_output(
+    synth_for: Callable[[StackConfig], Synthesized],
+) -> None:
+    # Given a stack notifying an HTTP sink
+    synth = synth_for(StackConfig(stage="dev", notify_url=NOTIFY_URL))
+    [secret] = signing_secret_id(synth)
+
+    # Then an output names its secret, and on-call's read policy may describe it (preflight
+    # tells a secret left unset by its versions, never its value)
+    outputs = synth.template.to_json()["Outputs"]
+    assert outputs["SecretNotifySigning"]["Value"] == SIGNING_SECRET
+    [read] = [
+        p["Properties"]["PolicyDocument"]["Statement"]
+        for k, p in synth.resources("AWS::IAM::ManagedPolicy").items()
+        if "OperatorsRead" in k
+    ]
+    [describe] = [s for s in read if s["Action"] == "secretsmanager:DescribeSecret"]
+    assert {"Ref": secret} in describe["Resource"]

@@ -4,11 +4,12 @@ not use.
 The evidence is the operator's own tests (tests/ops/) run with the recorder of
 `tests/support/ops_calls.py`: every AWS call `umavez status`, `trace`, `show waiting`,
 `show order`, `show unmatched`, `dlq list`, `dlq redrive`, `outbox revive`, `attach`,
-`replay` and `preflight` made on moto's copy of a deployed stack, as (command, IAM action, resource by name). Each is held against the command's policy in
-the synthesized template (`<stack>-operator-read-<region>` or `-repair-<region>`), evaluated the
-way AWS evaluates it, with the resource's name replaced by the ARN its deployed counterpart
-gets. The other way round, every action a policy grants, on each resource, is used by a
-recording or listed in `NOT_EXERCISED` with its reason.
+`replay` and `preflight` made on moto's copy of a deployed stack, as (command, IAM action,
+resource by name). Each is held against the command's policy in the synthesized template
+(`<stack>-operator-read-<region>` or `-repair-<region>`), evaluated the way AWS evaluates it,
+with the resource's name replaced by the ARN its deployed counterpart gets. The other way
+round, every action a policy grants, on each resource, is used by a recording or listed in
+`NOT_EXERCISED` with its reason.
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from infra.config import StackConfig
 from infra.settings import (
     BOOTSTRAP_VERSION_PARAMETER,
     TEST_ALARM,
@@ -51,6 +53,7 @@ PROD_SECRETS = (
     "umavez/prod/mercadopago/access-token",
     "umavez/prod/stripe/api-key",
     "umavez/prod/asaas/api-key",
+    "umavez/prod/notify/signing",
 )
 # The operator's tests that run the commands against moto's copy of a deployed stack.
 OPS_TESTS = (
@@ -127,6 +130,20 @@ NOT_EXERCISED: dict[tuple[str, str, str], str] = {
 }
 STACK_ARN = f"arn:{PARTITION}:cloudformation:{REGION}:{ACCOUNT}:stack/Umavez-test/0a1b2c3d"
 STATE_MACHINE_ARN = f"arn:{PARTITION}:states:{REGION}:{ACCOUNT}:stateMachine:Reconciliation-1A2B"
+
+
+@pytest.fixture(scope="module")
+def prod(synth_for: Callable[[StackConfig], Synthesized]) -> Synthesized:
+    """The lean prod deployment notifying an HTTP sink too: every secret preflight describes."""
+    return synth_for(
+        StackConfig(
+            stage="prod",
+            alarm_email="oncall@example.com",
+            email_sender="loja@example.com",
+            allow_unprotected_prod=True,
+            notify_url="https://hooks.example.com/umavez",
+        )
+    )
 
 
 @pytest.fixture(scope="module")

@@ -130,12 +130,13 @@ SECRETS = {
 }
 
 
-def deploy(account: Account, api_type: str = "rest") -> None:
+def deploy(account: Account, api_type: str = "rest", extra: dict[str, str] | None = None) -> None:
     """A stack with the outputs preflight reads, named as the stack names them (a test in
     tests/infra holds those names against the synthesized template), its alarm topic with an
     e-mail subscription, its secrets holding their placeholders and its DeadLetters alarm
-    (moto's CloudFormation makes neither secrets nor alarms: they are made directly)."""
-    outputs = {
+    (moto's CloudFormation makes neither secrets nor alarms: they are made directly), with
+    the `extra` outputs besides."""
+    outputs: dict[str, object] = (extra or {}) | {
         "AlarmTopicArn": {"Ref": "MonitoringAlarms66989066"},
         "SecretStripe": "umavez/prod/stripe/webhook",
         "SecretMercadopago": "umavez/prod/mercadopago/webhook",
@@ -360,6 +361,24 @@ def test_asaas_needs_its_api_key_as_well_as_its_webhook_token(account: Account) 
         "secret umavez/prod/asaas/api-key": Verdict.PROBLEM,
     }
     assert "every Asaas webhook fails" in secrets["secret umavez/prod/asaas/api-key"].detail
+
+
+def test_a_notification_signing_secret_left_unset_is_a_problem(account: Account) -> None:
+    # Given a stack notifying an HTTP sink, its signing secret holding its placeholder
+    signing = "umavez/prod/notify/signing"
+    deploy(account, extra={"SecretNotifySigning": signing})
+    secrets = account.client("secretsmanager")
+    secrets.create_secret(Name=signing, SecretString=WEBHOOK_SECRET_PLACEHOLDER)
+
+    # When preflight runs before and after the operator sets it
+    unset = findings_of(account, providers=("stripe",))[f"secret {signing}"]
+    set_secrets(account, signing)
+    done = findings_of(account, providers=("stripe",))[f"secret {signing}"]
+
+    # Then it is a problem that says why while unset, and passes once set
+    assert unset.verdict is Verdict.PROBLEM
+    assert "notifyUrl" in unset.detail
+    assert done.verdict is Verdict.OK
 
 
 def test_an_alarm_topic_nobody_confirmed_is_a_problem(account: Account) -> None:
