@@ -212,9 +212,11 @@ class EffectProcessor:
     def _apply(self, routed: RoutedEffect) -> Processed:
         known = self._read_before_writing(routed)
         if known.key_item is not None:
-            topped = self._top_up(routed, known)
+            topped, captured_in_all = self._top_up(routed, known)
             if topped is None:
-                return self._duplicate(routed, known.key_item, "effect key already reserved")
+                return self._duplicate(
+                    routed, known.key_item, "effect key already reserved", captured_in_all
+                )
             # Its key was not read: reserved already (a lagging read of the mark), the
             # transaction says so.
             routed, known = topped, replace(known, key_item=None)
@@ -310,11 +312,12 @@ class EffectProcessor:
             raise_unclassified(exc, "GetItem")
         return int(str(from_attributes(response.get("Item", {})).get("captured", 0)))
 
-    def _top_up(self, routed: RoutedEffect, known: Known) -> RoutedEffect | None:
+    def _top_up(self, routed: RoutedEffect, known: Known) -> tuple[RoutedEffect | None, int | None]:
         """A payment captured again (multicapture, over-capture) announces what it captured in
         all; its entries counted less: the difference is an entry of its own, keyed by the
         total it brings the payment to, moving the payment's capture mark (its condition
-        serializes two captures counted at once). Anything not more is a duplicate."""
+        serializes two captures counted at once). Anything not more is a duplicate. Also what
+        the payment's entries counted in all, when the mark was read for it."""
         effect, first = routed.effect, known.key_item or {}
         if not (
             effect.captured_so_far
@@ -324,10 +327,10 @@ class EffectProcessor:
             and first.get("currency") == effect.amount.currency
             and effect.amount.minor > int(str(first["amount"]))
         ):
-            return None  # the common duplicate: no more than its first entry, nothing to read
+            return None, None  # the common duplicate: no more than its first entry, no read
         counted = max(int(str(first["amount"])), self._capture_mark_of(routed))
         if effect.amount.minor <= counted:
-            return None
+            return None, counted  # an earlier capture's total, announced after a later one
         captured = effect.amount.minor
         topped = replace(
             effect,
@@ -335,8 +338,14 @@ class EffectProcessor:
             amount=Money(captured - counted, effect.amount.currency),
             note=f"captured {captured} in all; its entries counted {counted} before",
         )
-        return RoutedEffect(
-            topped, routed.order_id, effect_key(topped, routed.order_id), captured_before=counted
+        return (
+            RoutedEffect(
+                topped,
+                routed.order_id,
+                effect_key(topped, routed.order_id),
+                captured_before=counted,
+            ),
+            counted,
         )
 
     def _capture_mark(self, routed: RoutedEffect) -> list[Placed]:
@@ -412,12 +421,25 @@ class EffectProcessor:
             return self._record_stale(routed, to_bind)
         raise UnexpectedWriteError(f"{kind} cancelled: {refusal.codes}")
 
-    def _duplicate(self, routed: RoutedEffect, first: dict[str, object], detail: str) -> Processed:
-        """A duplicate; if it names another amount than the entry that counted, say so; if it
-        names the customer the counted one did not, the order learns it."""
+    def _duplicate(
+        self,
+        routed: RoutedEffect,
+        first: dict[str, object],
+        detail: str,
+        captured_in_all: int | None = None,
+    ) -> Processed:
+        """A duplicate; if it names another amount than the entry that counted, say so (a
+        mis-map), unless it is an earlier capture of the payment announced late; if it names
+        the customer the counted one did not, the order learns it."""
         if not first.get("named_recipient"):
             self._learn_recipient(routed)
         counted = first.get("amount")
+        if counted is not None and _earlier_capture(
+            routed.effect, int(str(counted)), captured_in_all
+        ):
+            return self._processed(
+                routed, Outcome.DUPLICATE, f"{detail}; an earlier capture's total, counted"
+            )
         if counted is not None and int(str(counted)) != routed.effect.amount.minor:
             return self._processed(
                 routed,
@@ -943,3 +965,15 @@ class EffectProcessor:
         return Processed(
             routed.effect.delivery, outcome, routed.order_id, routed.key, detail, amount_disagrees
         )
+
+
+def _earlier_capture(effect: Effect, first_counted: int, captured_in_all: int | None) -> bool:
+    """A payment captured several times announces each capture's total: one no more than
+    what its entries counted in all (the capture mark, read for it), or less than its first
+    entry by an event that shows the payment partly captured, is a capture counted already,
+    not two readings of one movement that disagree."""
+    if not effect.captured_so_far or effect.amount.minor == first_counted:
+        return False
+    if captured_in_all is not None and effect.amount.minor <= captured_in_all:
+        return True
+    return effect.partly_captured and effect.amount.minor < first_counted

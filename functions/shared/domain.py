@@ -325,6 +325,10 @@ class Effect:
     # counted tops the payment up by the difference (`EffectProcessor`), a smaller one is an
     # earlier capture's.
     captured_so_far: bool = False
+    # Captured less than authorized (a capture of several, or a partial one): an earlier
+    # capture announced after a later one names less than the payment counted, and is no
+    # mis-map.
+    partly_captured: bool = False
 
     def __post_init__(self) -> None:
         for ref in (self.external_ref, *self.order_lookup, *self.registers):

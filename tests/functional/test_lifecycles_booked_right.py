@@ -107,17 +107,51 @@ def test_a_payment_captured_twice_counts_both_captures_once_in_any_order(
     events = multicaptured(order, intent, charge)
 
     # When its events arrive in this order, each delivered twice
+    processed = []
     for n in arrival:
-        world.deliver(events[n])
-        world.deliver(stripe.with_new_event_id(events[n]))
+        processed.append(world.deliver(events[n]))
+        processed.append(world.deliver(stripe.with_new_event_id(events[n])))
 
-    # Then the order counts what was captured in all, each capture announced once
+    # Then the order counts what was captured in all, each capture announced once, and no
+    # earlier capture's total is taken for a mis-map (the amount-disagreement flag stays down)
+    assert [p.detail for p in processed if p.amount_disagrees] == []
     state = world.order(order)
     assert state["paid_total"] == 10000
     assert sum(amount for _, amount in counted(world, order)) == 10000
     announced = [int(i["amount"]) for i in world.outbox(order)]
     assert sum(announced) == 10000
     assert len(announced) == len(counted(world, order))
+
+
+def test_a_middle_capture_announced_last_is_a_duplicate_the_capture_mark_covers(
+    world: World,
+) -> None:
+    # Given a PaymentIntent captured three times, 4000, 7000 and 10000 in all, whose first
+    # and last captures were counted
+    order, intent, charge = stripe.unique("ord"), stripe.unique("pi"), stripe.unique("ch")
+    world.deliver(stripe.charge_captured(order, intent, charge, 10000, 4000, T0 + 60))
+    world.deliver(stripe.charge_captured(order, intent, charge, 10000, 10000, T0 + 180))
+
+    # When the middle capture's charge.captured (7000 so far) arrives last
+    middle = world.deliver(stripe.charge_captured(order, intent, charge, 10000, 7000, T0 + 120))
+
+    # Then it is a duplicate, not flagged as amounts disagreeing, and the books hold 10000
+    assert (middle.outcome, middle.amount_disagrees) == (Outcome.DUPLICATE, False)
+    assert "earlier capture" in middle.detail
+    assert world.order(order)["paid_total"] == 10000
+
+
+def test_a_one_capture_payment_read_with_two_amounts_is_still_flagged(world: World) -> None:
+    # Given a payment captured once, in full, for 5000
+    order, intent, charge = stripe.unique("ord"), stripe.unique("pi"), stripe.unique("ch")
+    world.deliver(stripe.payment_intent_succeeded(order, intent, 5000, T0, charge))
+
+    # When its charge is read as fully captured for 4000 (a mis-map, or a forged body)
+    other = world.deliver(stripe.charge_captured(order, intent, charge, 4000, 4000, T0 + 60))
+
+    # Then the disagreement is flagged, and the books keep what counted first
+    assert (other.outcome, other.amount_disagrees) == (Outcome.DUPLICATE, True)
+    assert world.order(order)["paid_total"] == 5000
 
 
 def test_two_captures_counted_at_once_top_the_payment_up_once(world: World) -> None:

@@ -89,6 +89,9 @@ class StripeEvent(_StripeModel):
 class PaymentIntent(_StripeModel):
     id: str = Field(pattern=r"^pi_\w+$")
     amount_received: MinorUnits
+    # What was authorized: more than `amount_received` while captures remain or the rest was
+    # released.
+    amount: MinorUnits | None = None
     currency: Currency
     metadata: Metadata = Field(default_factory=dict)
     receipt_email: str | None = None
@@ -317,6 +320,7 @@ def _from_payment_intent(event: StripeEvent, delivery: Delivery) -> Readings:
             recipient=intent.receipt_email,
             payment=intent.id,
             captured_so_far=True,
+            partly_captured=intent.amount is not None and intent.amount_received < intent.amount,
         ),
     )
 
@@ -342,6 +346,7 @@ def _from_charge(event: StripeEvent, delivery: Delivery) -> Readings:
             payment=charge.payment,
             # Only `amount_captured` grows with each capture; `amount` is what was authorized.
             captured_so_far=field == "amount_captured",
+            partly_captured=field == "amount_captured" and captured < charge.amount,
         ),
     )
 
