@@ -78,7 +78,12 @@ def order_view(
             else:
                 view.effects.append(item)
     if view.effects and with_outbox:
-        keys = [{tables.OUTBOX_KEY: {"S": outbox_id_for(e["effect_key"])}} for e in view.effects]
+        # Once each: a capture mark names the top-up entry that moved it (BatchGetItem refuses
+        # a key asked twice).
+        ids = dict.fromkeys(
+            outbox_id_for(e["effect_key"]) for e in view.effects if "effect_key" in e
+        )
+        keys = [{tables.OUTBOX_KEY: {"S": outbox_id}} for outbox_id in ids]
         for start in range(0, len(keys), 100):
             response = dynamodb.batch_get_item(
                 RequestItems={names.outbox: {"Keys": keys[start : start + 100]}}
