@@ -55,17 +55,19 @@ def synth_for(tmp_path_factory: pytest.TempPathFactory) -> Callable[[StackConfig
 PROVIDER_IPS = ("3.18.12.63", "54.187.174.0/24", "2600:1f18::1", "2600:1f14::/56")
 
 
+# The lean deployment: an HTTP API (apiType's default once prod opts out of WAF).
+LEAN_PROD = StackConfig(
+    stage="prod",
+    alarm_email="oncall@example.com",
+    email_sender="loja@example.com",
+    allow_unprotected_prod=True,
+)
+
+
 @pytest.fixture(scope="session")
 def prod(synth_for: Callable[[StackConfig], Synthesized]) -> Synthesized:
     """The lean deployment: an HTTP API (apiType's default once prod opts out of WAF)."""
-    return synth_for(
-        StackConfig(
-            stage="prod",
-            alarm_email="oncall@example.com",
-            email_sender="loja@example.com",
-            allow_unprotected_prod=True,
-        )
-    )
+    return synth_for(LEAN_PROD)
 
 
 @pytest.fixture(scope="session")

@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from infra.settings import (
     pinned_powertools_version,
     powertools_layer_parameter,
 )
-from tests.infra.conftest import Synthesized
+from tests.infra.conftest import LEAN_PROD, Synthesized
 from tests.infra.test_permissions import deployed_arns, listed
 from tests.ops.conftest import LOG_GROUPS, NAMES, STACK
 from tests.support import ops_calls
@@ -135,15 +136,7 @@ STATE_MACHINE_ARN = f"arn:{PARTITION}:states:{REGION}:{ACCOUNT}:stateMachine:Rec
 @pytest.fixture(scope="module")
 def prod(synth_for: Callable[[StackConfig], Synthesized]) -> Synthesized:
     """The lean prod deployment notifying an HTTP sink too: every secret preflight describes."""
-    return synth_for(
-        StackConfig(
-            stage="prod",
-            alarm_email="oncall@example.com",
-            email_sender="loja@example.com",
-            allow_unprotected_prod=True,
-            notify_url="https://hooks.example.com/umavez",
-        )
-    )
+    return synth_for(replace(LEAN_PROD, notify_url="https://hooks.example.com/umavez"))
 
 
 @pytest.fixture(scope="module")
