@@ -73,16 +73,15 @@ def order_view(
     )
     for page in pages:
         for item in map(from_attributes, page["Items"]):
-            if item[tables.SORT_KEY] == tables.ORDER_SORT:
+            sort = item[tables.SORT_KEY]
+            if sort == tables.ORDER_SORT:
                 view.order = item
-            else:
+            elif sort.startswith(tables.EFFECT_SORT_PREFIX):
+                # Only entries: the order's partition also holds its payments' capture marks,
+                # which count nothing themselves.
                 view.effects.append(item)
     if view.effects and with_outbox:
-        # Once each: a capture mark names the top-up entry that moved it (BatchGetItem refuses
-        # a key asked twice).
-        ids = dict.fromkeys(
-            outbox_id_for(e["effect_key"]) for e in view.effects if "effect_key" in e
-        )
+        ids = [outbox_id_for(e["effect_key"]) for e in view.effects]
         keys = [{tables.OUTBOX_KEY: {"S": outbox_id}} for outbox_id in ids]
         for start in range(0, len(keys), 100):
             response = dynamodb.batch_get_item(

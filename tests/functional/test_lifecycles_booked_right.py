@@ -13,6 +13,7 @@ import pytest
 from fixtures import stripe
 from functions.shared.domain import Outcome
 from functions.shared.errors import WriteContendedError
+from ops.state import order_view
 from tests.support.clients import RequestCounter, intercepted
 from tests.support.world import World
 
@@ -139,6 +140,28 @@ def test_a_middle_capture_announced_last_is_a_duplicate_the_capture_mark_covers(
     assert (middle.outcome, middle.amount_disagrees) == (Outcome.DUPLICATE, False)
     assert "earlier capture" in middle.detail
     assert world.order(order)["paid_total"] == 10000
+
+
+def test_an_order_shown_after_two_captures_lists_its_entries_each_with_its_notification(
+    world: World,
+) -> None:
+    # Given a payment captured twice: its order's partition also holds the capture mark,
+    # which names the top-up that moved it last
+    order, intent, charge = stripe.unique("ord"), stripe.unique("pi"), stripe.unique("ch")
+    world.deliver(stripe.charge_captured(order, intent, charge, 10000, 4000, T0 + 60))
+    world.deliver(stripe.charge_captured(order, intent, charge, 10000, 10000, T0 + 120))
+
+    # When the order is read as `umavez show order` and trace read it
+    view = order_view(world.dynamodb, world.tables, order)
+
+    # Then it lists the two entries, not the mark, and each entry's notification once
+    assert [e["effect_key"] for e in view.effects] == [
+        e["effect_key"] for e in world.effects(order)
+    ]
+    assert len(view.effects) == 2
+    assert sorted(i["outbox_id"] for i in view.outbox) == sorted(
+        i["outbox_id"] for i in world.outbox(order)
+    )
 
 
 def test_a_one_capture_payment_read_with_two_amounts_is_still_flagged(world: World) -> None:

@@ -17,7 +17,12 @@ from functions.reconcile.service import (
 from functions.reconcile.units import RunPlan, Unit, UnitTotals
 from functions.shared import tables
 from tests.support.clock import FakeClock
-from tests.support.reconciliation import T0, stored, unbalanced_orders_over_hours
+from tests.support.reconciliation import (
+    T0,
+    stored,
+    two_ids_in_one_shard,
+    unbalanced_orders_over_hours,
+)
 from tests.support.world import TABLES, World
 
 if TYPE_CHECKING:
@@ -52,9 +57,12 @@ def test_a_window_split_across_units_checks_every_changed_order_exactly_once(
     world: World, clock: FakeClock, dynamodb: DynamoDBClient
 ) -> None:
     # Given 24 orders changed over three hours (one every 7.5 minutes: each hour's orders in
-    # several shards of the changed index), every one of them reported by its check
+    # several shards of the changed index, the first two in one), every one of them reported
+    # by its check
     clock.now = T0 + 1800
-    orders = unbalanced_orders_over_hours(world, clock, dynamodb, 24, every=450)
+    orders = unbalanced_orders_over_hours(
+        world, clock, dynamodb, 24, every=450, ids=two_ids_in_one_shard()
+    )
     clock.advance(600)
     reconciler = Reconciler(world.dynamodb, TABLES, clock, orders_per_invocation=1)
 

@@ -12,6 +12,8 @@ from functions.shared.dynamo import from_attributes, to_attributes
 from tests.support.world import TABLES
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from mypy_boto3_dynamodb import DynamoDBClient
 
     from tests.support.clock import FakeClock
@@ -32,13 +34,19 @@ def stored(dynamodb: DynamoDBClient, sort_key: str) -> dict[str, Any]:
 
 
 def unbalanced_orders_over_hours(
-    world: World, clock: FakeClock, dynamodb: DynamoDBClient, count: int, every: float
+    world: World,
+    clock: FakeClock,
+    dynamodb: DynamoDBClient,
+    count: int,
+    every: float,
+    ids: Sequence[str] = (),
 ) -> list[str]:
     """`count` paid orders, one every `every` seconds, each total then changed by hand (the
-    stamp the index knows it by stays): each order's check reports it, once per check."""
+    stamp the index knows it by stays): each order's check reports it, once per check. The
+    first orders take `ids` when given (a test that needs two in one shard says so)."""
     orders = []
-    for _ in range(count):
-        order = stripe.unique("ord")
+    for n in range(count):
+        order = ids[n] if n < len(ids) else stripe.unique("ord")
         world.deliver(stripe.payment_intent_succeeded(order, stripe.unique("pi"), 5000, T0))
         dynamodb.update_item(
             TableName=TABLES.ledger,
@@ -49,3 +57,14 @@ def unbalanced_orders_over_hours(
         orders.append(order)
         clock.advance(every)
     return orders
+
+
+def two_ids_in_one_shard() -> list[str]:
+    """Two fresh order ids the changed index puts in one shard of an hour (ids come from a
+    process-wide sequence: without this, whether two orders share a shard is luck)."""
+    first = stripe.unique("ord")
+    wanted = tables.shard_of(first, tables.CHANGES_SHARDS)
+    second = stripe.unique("ord")
+    while tables.shard_of(second, tables.CHANGES_SHARDS) != wanted:
+        second = stripe.unique("ord")
+    return [first, second]
