@@ -7,6 +7,9 @@ each with its own bearer token:
 - Stripe `GET /v1/refunds?charge=…` (a charge's refunds) and
   `GET /v1/events?created[gte]=…&created[lte]=…&types[]=…` (the events of a window), both paged
   as Stripe pages lists: newest first, `limit`, `starting_after`, `has_more`;
+- Stripe `GET /v1/balance_transactions?created[gte]=…&created[lt]=…&expand[]=data.source`
+  (the balance's lines of a window, paged as above; `source` expanded when asked, from the
+  line itself or from the charge, refund or dispute registered under its id);
 - Asaas `GET /v3/payments/{id}` (the payment a webhook names, with its `refunds` and
   `chargeback`), authenticated as Asaas does: the API key in the `access_token` header.
 
@@ -17,6 +20,10 @@ registered with `PUT /__fake__/v1/payments/{id}` (the MP token; the body is the 
 the fake's: Mercado Pago's own `PUT /v1/payments/{id}` updates a payment with other semantics.
 An Asaas payment likewise with `PUT /__fake__/v3/payments/{id}` (the Asaas key in
 `access_token`; the body is Asaas's payment object as `GET /v3/payments/{id}` answers it).
+What Stripe's books hold, likewise (the Stripe key as bearer): `PUT
+/__fake__/v1/balance_transactions/{id}` with a balance transaction (its `source` expanded or
+an id), and `PUT /__fake__/v1/charges/{id}`, `/v1/refunds/{id}`, `/v1/disputes/{id}` with the
+object a line's `source` names -- a movement Stripe recorded and never announced.
 """
 
 from __future__ import annotations
@@ -39,6 +46,9 @@ from devstack.resources import (
 )
 
 FAKE_PAYMENTS_PATH = "/__fake__/v1/payments/"
+FAKE_STRIPE_PATH = "/__fake__/v1/"
+# What a balance transaction's `source` may name, registered for its expansion.
+STRIPE_SOURCES = ("charges", "refunds", "disputes")
 FAKE_ASAAS_PAYMENTS_PATH = "/__fake__/v3/payments/"
 ASAAS_PAYMENTS_PATH = "/v3/payments/"
 
@@ -71,6 +81,8 @@ class FakeProviderApis:
         self.asaas_payments: dict[str, dict[str, Any]] = {}
         self.refunds: dict[str, list[dict[str, Any]]] = {}
         self.events: list[dict[str, Any]] = []
+        self.balance_transactions: dict[str, dict[str, Any]] = {}
+        self.stripe_objects: dict[str, dict[str, Any]] = {}
         self.status_override: int | None = None
         self.requests: list[str] = []
         self._failures: dict[tuple[str, int], int] = {}
@@ -94,6 +106,8 @@ class FakeProviderApis:
                     self._answer(200, fake.refund_page(query))
                 elif url.path == "/v1/events":
                     self._answer(200, fake.event_page(query))
+                elif url.path == "/v1/balance_transactions":
+                    self._answer(200, fake.balance_page(query))
                 elif url.path == "/v1/payments/search":
                     self._answer(200, fake.payment_search(query))
                 elif (payment_id := url.path.rsplit("/", 1)[-1]) in fake.payments:
@@ -112,6 +126,13 @@ class FakeProviderApis:
                     else:
                         payment_id = path.removeprefix(FAKE_ASAAS_PAYMENTS_PATH)
                         self._answer(*fake.register_asaas_payment(payment_id, body))
+                elif path.startswith(FAKE_STRIPE_PATH) and not path.startswith(FAKE_PAYMENTS_PATH):
+                    if self.headers.get("Authorization") != f"Bearer {stripe_key}":
+                        self._answer(401, {"error": {"message": "Invalid API Key provided"}})
+                    else:
+                        self._answer(
+                            *fake.register_stripe(path.removeprefix(FAKE_STRIPE_PATH), body)
+                        )
                 elif not path.startswith(FAKE_PAYMENTS_PATH):
                     self._answer(404, {"message": "not found"})
                 elif self.headers.get("Authorization") != f"Bearer {mercadopago_token}":
@@ -187,6 +208,52 @@ class FakeProviderApis:
             self.asaas_payments[payment_id] = payment
         return (200 if known else 201), payment
 
+    def register_stripe(self, path: str, body: bytes) -> tuple[int, dict[str, Any]]:
+        """`balance_transactions/{id}`, or a source (`charges|refunds|disputes/{id}`): 201 new,
+        200 replaced, 400 not a JSON object whose `id` is the path's, 404 another path."""
+        collection, _, object_id = path.partition("/")
+        if collection not in ("balance_transactions", *STRIPE_SOURCES) or not object_id:
+            return 404, {"error": {"message": f"Unrecognized request URL ({path})"}}
+        try:
+            stripe_object = json.loads(body)
+        except ValueError:
+            return 400, {"error": {"message": "the body is not JSON"}}
+        if not isinstance(stripe_object, dict) or stripe_object.get("id") != object_id:
+            return 400, {"error": {"message": f"the body must be {object_id!r} itself"}}
+        held = (
+            self.balance_transactions
+            if collection == "balance_transactions"
+            else self.stripe_objects
+        )
+        with self._lock:
+            known = object_id in held
+            held[object_id] = stripe_object
+        return (200 if known else 201), stripe_object
+
+    def balance_page(self, query: Query) -> dict[str, Any]:
+        """The lines in the `created` bounds, newest first; `source` expanded when asked."""
+        expand = "data.source" in query.get("expand[]", [])
+
+        def as_listed(line: dict[str, Any]) -> dict[str, Any]:
+            source = line.get("source")
+            if expand and isinstance(source, str) and source in self.stripe_objects:
+                return {**line, "source": self.stripe_objects[source]}
+            if not expand and isinstance(source, dict):
+                return {**line, "source": source["id"]}
+            return line
+
+        within = [
+            line
+            for line in self.balance_transactions.values()
+            if all(
+                holds(int(line["created"]), int(bound))
+                for name, holds in _CREATED_BOUNDS.items()
+                if (bound := _first(query, f"created[{name}]")) is not None
+            )
+        ]
+        listed = sorted(within, key=lambda line: (-int(line["created"]), line["id"]))
+        return _stripe_page([as_listed(line) for line in listed], query, "/v1/balance_transactions")
+
     def refund_page(self, query: Query) -> dict[str, Any]:
         refunds = self.refunds.get(_first(query, "charge") or "", [])
         return _stripe_page(refunds, query, "/v1/refunds")
@@ -246,24 +313,8 @@ def register_mercadopago_payment(
 ) -> bool:
     """Registers (or replaces) a payment with the fake Mercado Pago API; True if it was new."""
     url = f"{api_url.rstrip('/')}{FAKE_PAYMENTS_PATH}{payment['id']}"
-    request = urllib.request.Request(  # noqa: S310 - the local fake, http on loopback
-        url,
-        data=json.dumps(payment).encode(),
-        method="PUT",
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=timeout_seconds) as response:  # noqa: S310
-            return int(response.status) == 201
-    except urllib.error.HTTPError as exc:
-        reason = exc.read().decode(errors="replace")
-        raise FakeApiError(
-            f"the fake Mercado Pago API at {api_url} answered {exc.code}: {reason}"
-        ) from exc
-    except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-        raise FakeApiError(
-            f"no fake Mercado Pago API at {api_url} (is `umavez serve` running?): {exc}"
-        ) from exc
+    headers = {"Authorization": f"Bearer {token}"}
+    return _put_fake(url, headers, payment, "Mercado Pago", timeout_seconds)
 
 
 def register_asaas_payment(
@@ -271,23 +322,40 @@ def register_asaas_payment(
 ) -> bool:
     """Registers (or replaces) a payment with the fake Asaas API; True if it was new."""
     url = f"{api_url.rstrip('/')}{FAKE_ASAAS_PAYMENTS_PATH}{payment['id']}"
+    return _put_fake(url, {"access_token": api_key}, payment, "Asaas", timeout_seconds)
+
+
+def register_stripe_object(
+    api_url: str, api_key: str, collection: str, stripe_object: dict[str, Any]
+) -> bool:
+    """Registers (or replaces) what Stripe's books hold with the fake Stripe API: a balance
+    transaction (`balance_transactions`) or a source it names (`charges`, `refunds`,
+    `disputes`). True if it was new."""
+    url = f"{api_url.rstrip('/')}{FAKE_STRIPE_PATH}{collection}/{stripe_object['id']}"
+    return _put_fake(url, {"Authorization": f"Bearer {api_key}"}, stripe_object, "Stripe", 5.0)
+
+
+def _put_fake(
+    url: str, headers: dict[str, str], body: dict[str, Any], provider: str, timeout: float
+) -> bool:
+    api_url = url.split("/__fake__/", 1)[0]
     request = urllib.request.Request(  # noqa: S310 - the local fake, http on loopback
         url,
-        data=json.dumps(payment).encode(),
+        data=json.dumps(body).encode(),
         method="PUT",
-        headers={"access_token": api_key, "Content-Type": "application/json"},
+        headers={**headers, "Content-Type": "application/json"},
     )
     try:
-        with urllib.request.urlopen(request, timeout=timeout_seconds) as response:  # noqa: S310
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
             return int(response.status) == 201
     except urllib.error.HTTPError as exc:
         reason = exc.read().decode(errors="replace")
         raise FakeApiError(
-            f"the fake Asaas API at {api_url} answered {exc.code}: {reason}"
+            f"the fake {provider} API at {api_url} answered {exc.code}: {reason}"
         ) from exc
     except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
         raise FakeApiError(
-            f"no fake Asaas API at {api_url} (is `umavez serve` running?): {exc}"
+            f"no fake {provider} API at {api_url} (is `umavez serve` running?): {exc}"
         ) from exc
 
 

@@ -18,6 +18,8 @@ class OrderView:
     order: dict[str, Any]
     effects: list[dict[str, Any]] = field(default_factory=list)
     outbox: list[dict[str, Any]] = field(default_factory=list)
+    # The provider's statement lines booked on it: each one's fee and net.
+    fees: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -47,6 +49,8 @@ class LedgerState:
                 view(pk.removeprefix("ORDER#")).order = item
             elif sk.startswith(tables.EFFECT_SORT_PREFIX):
                 view(pk.removeprefix("ORDER#")).effects.append(item)
+            elif sk.startswith(tables.FEE_SORT_PREFIX):
+                view(pk.removeprefix("ORDER#")).fees.append(item)
             elif sk == tables.DELIVERY_SORT:
                 deliveries.append(item)
             elif pk == tables.RECHECK_PK:
@@ -80,6 +84,8 @@ def order_view(
                 # Only entries: the order's partition also holds its payments' capture marks,
                 # which count nothing themselves.
                 view.effects.append(item)
+            elif sort.startswith(tables.FEE_SORT_PREFIX):
+                view.fees.append(item)
     if view.effects and with_outbox:
         ids = [outbox_id_for(e["effect_key"]) for e in view.effects]
         keys = [{tables.OUTBOX_KEY: {"S": outbox_id}} for outbox_id in ids]

@@ -120,6 +120,10 @@ class EventBridgeChannel:
             "financial_status": item.financial_status,
             "late": item.late,
             "provider_time": item.provider_time,
+            "found_by_statement": item.found_by_statement,
+            "fee_total": item.fee_total,
+            "net_total": item.net_total,
+            "settlement_currency": item.settlement_currency,
         }
         try:
             response = self._client.put_events(

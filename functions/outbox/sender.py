@@ -335,6 +335,11 @@ class OutboxSender:
             update={
                 "financial_status": financial_status(order).value,
                 "recipient": item.recipient or order.get("recipient"),
+                **{
+                    name: order[name]
+                    for name in ("fee_total", "net_total", "settlement_currency")
+                    if order.get(name) is not None
+                },
             }
         )
 

@@ -16,7 +16,12 @@ from functions.shared.errors import RetryableError, UmavezError
 
 
 class ProviderApiUnavailableError(RetryableError):
-    """Their API did not answer usefully now; the record is retried later."""
+    """Their API did not answer usefully now; the record is retried later. `status` is the
+    HTTP status it answered (None: no answer at all)."""
+
+    def __init__(self, detail: str, status: int | None = None) -> None:
+        super().__init__(detail)
+        self.status = status
 
 
 class ProviderApiRefusedError(UmavezError):
@@ -34,7 +39,7 @@ def get_json(url: str, token: str, timeout_seconds: float, what: str) -> Mapping
         if exc.code in (401, 403):
             raise ProviderApiRefusedError(f"{what} refused us: {exc.code}") from exc
         # 404 included: a notification can precede the object's visibility. Never drop it.
-        raise ProviderApiUnavailableError(f"{what} answered {exc.code}") from exc
+        raise ProviderApiUnavailableError(f"{what} answered {exc.code}", exc.code) from exc
     except (urllib.error.URLError, TimeoutError, ValueError) as exc:
         raise ProviderApiUnavailableError(f"{what} unreachable: {exc}") from exc
     return body

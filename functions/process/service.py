@@ -22,7 +22,7 @@ transaction.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -42,6 +42,8 @@ from functions.shared.bindings import bound_orders
 from functions.shared.domain import (
     COUNTED_OUTCOMES,
     TRANSITION_RULES,
+    VIA_DELIVERY,
+    VIA_STATEMENT,
     Binding,
     Delivery,
     Effect,
@@ -134,7 +136,12 @@ class EffectProcessor:
 
     def process(self, provider: str, raw_body: str) -> list[Processed]:
         """Each effect the delivery announces, in order, each in its own transaction."""
-        return [self._process_one(i) for i in self._interpret(provider, raw_body)]
+        return self.process_readings(self._interpret(provider, raw_body))
+
+    def process_readings(self, readings: Sequence[Interpretation]) -> list[Processed]:
+        """What a provider object was read as, by a delivery or from the provider's statement:
+        the same effects under the same keys, whichever way came first."""
+        return [self._process_one(i) for i in readings]
 
     def _process_one(self, interpretation: Interpretation) -> Processed:
         if isinstance(interpretation, NoEffect):
@@ -616,6 +623,8 @@ class EffectProcessor:
             "provider_time": effect.delivery.created,
             "late": late,
             "superseded": superseded,
+            # Booked from the provider's statement: no delivery ever brought it.
+            "found_by_statement": effect.delivery.via == VIA_STATEMENT,
             "status": OutboxStatus.PENDING.value,
             "attempts": 0,
             # In no index: the stream's first try sends it; only an item it could not send
@@ -953,6 +962,7 @@ class EffectProcessor:
             "event_type": delivery.event_type,
             "event_created": delivery.created,
             "recorded_at": self._now(),
+            **({"via": delivery.via} if delivery.via != VIA_DELIVERY else {}),
         }
 
     def _now(self) -> str:

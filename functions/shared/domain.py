@@ -270,14 +270,24 @@ def check_provider_id(value: str, field: str) -> None:
         )
 
 
+# How a movement reached the ledger: a delivery of the provider's (a webhook, a resend, a
+# replay of its events), or the provider's own books read back (its statement), which book
+# what the deliveries never brought under the same keys.
+VIA_DELIVERY: Final = "delivery"
+VIA_STATEMENT: Final = "statement"
+
+
 @dataclass(frozen=True)
 class Delivery:
-    """What a delivery is, whatever it announces; the event id is audit, never the key."""
+    """What a delivery is, whatever it announces; the event id is audit, never the key. A
+    movement read from the provider's statement is one too: its event id is the statement
+    line's (a Stripe balance transaction's `txn_…`)."""
 
     provider: str
     event_id: str
     event_type: str
     created: int
+    via: str = VIA_DELIVERY
 
     def __post_init__(self) -> None:
         check_provider_id(self.event_id, "event id")

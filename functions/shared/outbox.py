@@ -62,13 +62,20 @@ class OutboxItem(BaseModel):
     # another payment of the order (a deposit and its balance crossing) contradicts nothing.
     # None (an item written without it) reads as `late`.
     superseded: bool | None = None
+    # Booked from the provider's statement (its books read back): no delivery brought it.
+    found_by_statement: bool = False
     status: OutboxStatus
     attempts: int = 0
     created_at: str
     # Set when an operator revives a dead item: the give-up age counts from here then.
     revived_at: str | None = None
-    # Filled at send time from the order (the transaction that wrote the item reads nothing).
+    # Filled at send time from the order (the transaction that wrote the item reads nothing):
+    # its status, and what the provider kept and paid out of it once its statement was read
+    # (fees and net in the account's settlement currency).
     financial_status: str | None = None
+    fee_total: int | None = None
+    net_total: int | None = None
+    settlement_currency: str | None = None
 
     @property
     def idempotency_key(self) -> str:

@@ -56,6 +56,9 @@ EFFECT_SORT_PREFIX: Final = "EFFECT#"
 REF_SORT: Final = "REF"
 # In an order's partition: how much of a payment its entries counted, once captured again.
 CAPTURE_SORT_PREFIX: Final = "CAPTURED#"
+# In an order's partition: the fee and net of one line of the provider's statement, recorded
+# once (its put is conditional) as the order's fee_total and net_total grow by them.
+FEE_SORT_PREFIX: Final = "FEE#"
 DELIVERY_SORT: Final = "DELIVERY"
 
 LEDGER_TABLE_ENV: Final = "LEDGER_TABLE"
@@ -74,6 +77,10 @@ def effect_sk(effect_key: str) -> str:
 
 def capture_sk(provider: str, payment: str) -> str:
     return f"{CAPTURE_SORT_PREFIX}{provider}#{payment}"
+
+
+def fee_sk(provider: str, line_id: str) -> str:
+    return f"{FEE_SORT_PREFIX}{provider}#{line_id}"
 
 
 def shard_of(key: str, shards: int) -> int:

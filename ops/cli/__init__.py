@@ -15,6 +15,8 @@ umavez send EVENT_FILE [--provider stripe] [--url URL] [--secret S] [--wait 30]
        [--api-url URL] [--endpoint-url URL --ledger-table T --outbox-table T]
 umavez replay stripe|mercadopago --since ISO [--until ISO] [--types T1,T2] [--starting-after ID]
        [--wait S] [STACK] [--api-url URL]
+umavez statement stripe --since ISO [--until ISO] [--starting-after TXN] [--json] [STACK]
+       [--api-url URL]   the provider's books: book what deliveries missed, report mismatches
 umavez dlq list [--json] | dlq redrive (--message-id ID ... | --all) [STACK]
 umavez outbox revive OUTBOX_ID | --all-dead [--json] [STACK]
 umavez status [--json] [STACK]        the pipeline's health; exit 1 when a person is needed
@@ -39,7 +41,7 @@ from pathlib import Path
 from functions.shared.tables import DEFAULT_LEDGER_TABLE, DEFAULT_OUTBOX_TABLE
 from ops import preflight, stack
 from ops.cli import capacity as capacity_command
-from ops.cli import embedded, ledger, observe, redelivery
+from ops.cli import embedded, ledger, observe, redelivery, statement
 from ops.cli import send as send_command
 from ops.cli.common import (
     DEFAULT_PORT,
@@ -191,6 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     observe.add_parsers(commands)
     redelivery.add_replay_parser(commands)
     redelivery.add_dlq_parser(commands)
+    statement.add_parser(commands)
     preflight.add_parser(commands).set_defaults(run=preflight.command)
 
     cost = commands.add_parser(

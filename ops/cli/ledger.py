@@ -130,6 +130,15 @@ def show_order(args: argparse.Namespace) -> int:
         "totals": {t.value.removesuffix("_total"): n for t, n in totals_of(view.order).items()},
         "last_event_at": view.order.get("last_event_at"),
         "last_event_id": view.order.get("last_event_id"),
+        # What the provider kept and paid out, from its statement (None until it was read),
+        # in the account's settlement currency.
+        "fee_total": view.order.get("fee_total"),
+        "net_total": view.order.get("net_total"),
+        "settlement_currency": view.order.get("settlement_currency"),
+        "statement_lines": [
+            {k: f.get(k) for k in ("line", "category", "fee", "net", "currency")}
+            for f in sorted(view.fees, key=lambda f: (f.get("line_created", 0), f["line"]))
+        ],
         "effects": [
             {
                 k: e.get(k)
@@ -142,6 +151,7 @@ def show_order(args: argparse.Namespace) -> int:
                     "amount",
                     "event_id",
                     "event_type",
+                    "via",
                 )
             }
             for e in sorted(
@@ -174,6 +184,13 @@ def show_order(args: argparse.Namespace) -> int:
     print(f"order {args.order_id}: {report['status']}  ({totals or 'nothing counted'})")
     print(f"  lifecycle {report['lifecycle_status']}, customer {report['recipient']}")
     print(f"  last event {report['last_event_id']} (token {report['last_event_at']})")
+    if report["fee_total"] is not None:
+        settled = str(report["settlement_currency"] or currency)
+        print(
+            f"  provider fees {render_money(int(report['fee_total']), settled)}, net "
+            f"{render_money(int(report['net_total']), settled)} "
+            f"({len(report['statement_lines'])} statement lines)"
+        )
     print("  effects:")
     for e in report["effects"]:
         print(

@@ -75,7 +75,7 @@ def run_replay(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    secret = _secret_reader(args.endpoint_url, args.stage or ("local" if local else "prod"))
+    secret = secret_reader(args.endpoint_url, args.stage or ("local" if local else "prod"))
     api_url = args.api_url or (LOCAL_PROVIDER_APIS if local else None)
     try:
         window = replay.Window.parse(args.since, args.until, time.time())
@@ -144,7 +144,7 @@ def run_replay(args: argparse.Namespace) -> int:
     return 1
 
 
-def _secret_reader(endpoint_url: str, stage: str) -> Callable[[str], Callable[[], str]]:
+def secret_reader(endpoint_url: str, stage: str) -> Callable[[str], Callable[[], str]]:
     """`reader(name)`: a function that reads the secret umavez/STAGE/NAME once, when called."""
     import functools
 

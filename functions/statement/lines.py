@@ -1,0 +1,37 @@
+"""One line of a provider's statement, as every provider's reader hands it to the pass."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from functions.shared.domain import Effect, Interpretation
+
+
+@dataclass(frozen=True)
+class Line:
+    """A movement the provider recorded, read as the delivery announcing it is read.
+
+    `moves` names the provider objects it moved, as the ledger's entries name them (a
+    payment and its charge, a refund, a dispute). `fee` and `net` are in the account's
+    settlement currency. `moves_money` is false for a line moving no order's money (a
+    payout, the provider's own fees). `capture` is what one capture of a payment moved, in the
+    payment's own currency (None when the line settled in another: then only the source's
+    total is compared). `unreadable` says why a line could not be read: it books nothing.
+    """
+
+    provider: str
+    line_id: str
+    category: str
+    created: int
+    fee: int
+    net: int
+    settlement_currency: str
+    moves: tuple[str, ...]
+    moves_money: bool = True
+    readings: tuple[Interpretation, ...] = ()
+    capture: int | None = None
+    unreadable: str | None = None
+
+    @property
+    def effects(self) -> list[Effect]:
+        return [r for r in self.readings if isinstance(r, Effect)]

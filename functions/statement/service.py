@@ -1,0 +1,371 @@
+"""The statement pass: a window of the provider's own books booked, then matched to the ledger.
+
+Each line of the statement is read as the delivery announcing its movement is read, and goes
+through the same processor: what a delivery already booked is a duplicate, what none brought is
+applied now, announced once, and marked as found by the statement. Then the match, reported by
+kind and never repaired silently:
+
+- `movement_missing`: a line the statement could not book (its object unreadable, bound to no
+  order, or bound to another);
+- `amount_differs`: the ledger counted another amount for the movement than the provider moved
+  (a mis-map) -- the line is not booked over it;
+- `entry_unknown_to_provider`: an entry a delivery booked in the window that no line of the
+  provider moved (a mis-map, or a forged delivery).
+
+Each booked line's fee and net are recorded once on its order (`fee_total`, `net_total`, in the
+account's settlement currency): a merchant reads what the provider actually paid out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Final
+
+from botocore.exceptions import ClientError
+
+from functions.process.service import EffectProcessor, Processed
+from functions.shared import tables
+from functions.shared.bindings import bound_orders
+from functions.shared.books import Mismatch
+from functions.shared.domain import (
+    COUNTED_OUTCOMES,
+    VIA_STATEMENT,
+    Effect,
+    Outcome,
+    Transition,
+)
+from functions.shared.dynamo import cancellation_of, from_attributes, to_attributes
+from functions.shared.errors import OrderNotYetKnownError, WriteContendedError
+from functions.statement.lines import Line
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+MOVEMENT_MISSING: Final = "movement_missing"
+AMOUNT_DIFFERS: Final = "amount_differs"
+ENTRY_UNKNOWN: Final = "entry_unknown_to_provider"
+MISMATCH_KINDS: Final = (MOVEMENT_MISSING, AMOUNT_DIFFERS, ENTRY_UNKNOWN)
+# The entries a line of the statement stands behind: a payment, a refund, a dispute's
+# withdrawal. Reversals, inquiries and verdicts move what those did (or nothing) and are
+# checked through them.
+MOVING: Final = frozenset({Transition.PAID, Transition.REFUNDED, Transition.DISPUTED})
+# An entry's time is its delivery's; its line's is the movement's own, a few seconds apart.
+# Lines are read this much beyond the window on each side, so that an entry at the window's
+# edge finds its line.
+EDGE_SECONDS: Final = 600
+CONTENDED_TRIES: Final = 3
+
+
+@dataclass
+class StatementReport:
+    provider: str
+    since: int
+    until: int
+    lines_read: int = 0
+    movements: int = 0  # lines moving an order's money
+    booked: int = 0  # found by the statement: no delivery had brought them
+    already_booked: int = 0
+    pending: int = 0  # moving money that counts later (a refund still pending)
+    fees_recorded: int = 0
+    entries_checked: int = 0
+    mismatches: list[Mismatch] = field(default_factory=list)
+    found: list[str] = field(default_factory=list)  # "order: line" of each movement booked
+
+    def count(self, kind: str) -> int:
+        return sum(m.kind == kind for m in self.mismatches)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider,
+            "since": _iso(self.since),
+            "until": _iso(self.until),
+            "lines_read": self.lines_read,
+            "movements": self.movements,
+            "booked": self.booked,
+            "already_booked": self.already_booked,
+            "pending": self.pending,
+            "fees_recorded": self.fees_recorded,
+            "entries_checked": self.entries_checked,
+            "mismatches": {kind: self.count(kind) for kind in MISMATCH_KINDS},
+            "found": self.found,
+            "details": [
+                {"kind": m.kind, "order_id": m.order_id, "detail": m.detail}
+                for m in self.mismatches
+            ],
+        }
+
+
+class StatementPass:
+    def __init__(
+        self,
+        dynamodb: DynamoDBClient,
+        table_names: tables.TableNames,
+        processor: EffectProcessor,
+        clock: Callable[[], float],
+    ) -> None:
+        self._db = dynamodb
+        self._tables = table_names
+        self._processor = processor
+        self._clock = clock
+
+    @staticmethod
+    def read_window(since: int, until: int) -> tuple[int, int]:
+        """What to read for a window [since, until): its lines and those at its edges."""
+        return since - EDGE_SECONDS, until + EDGE_SECONDS
+
+    def run(self, provider: str, lines: Iterable[Line], since: int, until: int) -> StatementReport:
+        """Books the lines (read over `read_window`), then matches the window's entries."""
+        report = StatementReport(provider, since, until)
+        read = sorted(lines, key=lambda line: (line.created, line.line_id))
+        report.lines_read = len(read)
+        for line in read:
+            self._book_line(line, read, report)
+        self._check_entries(provider, read, report)
+        return report
+
+    # -- booking -------------------------------------------------------------------------
+
+    def _book_line(self, line: Line, read: list[Line], report: StatementReport) -> None:
+        if not line.moves_money:
+            return
+        report.movements += 1
+        if line.unreadable is not None:
+            report.mismatches.append(
+                Mismatch(MOVEMENT_MISSING, "", f"{line.line_id} unreadable: {line.unreadable}")
+            )
+            return
+        if not line.effects:  # money that counts later: a refund still pending
+            report.pending += 1
+            return
+        orders: set[str] = set()
+        for effect in line.effects:
+            refused = self._capture_refused(effect, line, read)
+            if refused is not None:
+                report.mismatches.append(refused)
+                continue
+            processed = self._book(effect, line, report)
+            if processed is not None and processed.order_id is not None:
+                orders.add(processed.order_id)
+        for order_id in orders:
+            report.fees_recorded += self._record_fee(order_id, line)
+
+    def _book(self, effect: Effect, line: Line, report: StatementReport) -> Processed | None:
+        for attempt in range(1, CONTENDED_TRIES + 1):
+            try:
+                [processed] = self._processor.process_readings([effect])
+                break
+            except OrderNotYetKnownError:
+                report.mismatches.append(
+                    Mismatch(
+                        MOVEMENT_MISSING,
+                        "",
+                        f"{line.line_id}: {effect.external_ref} is bound to no order "
+                        "(its object names none, and no delivery bound it)",
+                    )
+                )
+                return None
+            except WriteContendedError:
+                if attempt == CONTENDED_TRIES:
+                    raise
+        outcome = processed.outcome
+        if outcome in COUNTED_OUTCOMES:
+            report.booked += 1
+            report.found.append(f"{processed.order_id}: {line.line_id} {effect.external_ref}")
+        elif outcome is Outcome.DUPLICATE and processed.amount_disagrees:
+            report.mismatches.append(
+                Mismatch(
+                    AMOUNT_DIFFERS, processed.order_id or "", f"{line.line_id}: {processed.detail}"
+                )
+            )
+        elif outcome is Outcome.DUPLICATE:
+            report.already_booked += 1
+        else:
+            report.mismatches.append(
+                Mismatch(
+                    MOVEMENT_MISSING,
+                    processed.order_id or "",
+                    f"{line.line_id} ({effect.external_ref}): {outcome.value}, {processed.detail}",
+                )
+            )
+            return None
+        return processed
+
+    def _capture_refused(self, effect: Effect, line: Line, read: list[Line]) -> Mismatch | None:
+        """A payment's line books its captures only where the ledger's count is short by
+        captures the statement lists: a count no run of the payment's captures explains is a
+        mis-map, reported, not topped up to the provider's total."""
+        if not (effect.captured_so_far and effect.payment):
+            return None
+        order_id = self._order_of(effect)
+        if order_id is None:
+            return None
+        counted = self._counted(order_id, effect.payment, effect.amount.currency)
+        total = effect.amount.minor
+        if counted in (0, total):
+            return None
+        captures = [
+            other.capture
+            for other in read
+            if effect.payment in other.moves and other.category == line.category
+        ]
+        explained = {total}
+        if None not in captures:
+            remaining = total
+            for capture in reversed(captures):  # the latest captures are those not counted
+                remaining -= capture or 0
+                explained.add(remaining)
+        if counted in explained and counted < total:
+            return None
+        return Mismatch(
+            AMOUNT_DIFFERS,
+            order_id,
+            f"{line.line_id}: payment {effect.payment} counted {counted} "
+            f"{effect.amount.currency}; the provider captured {total}",
+        )
+
+    def _order_of(self, effect: Effect) -> str | None:
+        if effect.order_id:
+            return effect.order_id
+        found, _ = bound_orders(
+            self._db, self._tables.ledger, effect.delivery.provider, effect.order_lookup
+        )
+        return next((found[ref] for ref in effect.order_lookup if ref in found), None)
+
+    def _counted(self, order_id: str, payment: str, currency: str) -> int:
+        """What the order's entries counted for the payment, its captures together."""
+        return sum(
+            int(e["amount"])
+            for e in self._entries(order_id)
+            if e.get("payment") == payment
+            and e["transition"] == Transition.PAID.value
+            and e["outcome"] in COUNTED_OUTCOMES
+            and e.get("currency") == currency
+        )
+
+    def _record_fee(self, order_id: str, line: Line) -> int:
+        """The line's fee and net onto its order, once: 1 if recorded now, 0 if before."""
+        item = {
+            tables.PARTITION_KEY: tables.order_pk(order_id),
+            tables.SORT_KEY: tables.fee_sk(line.provider, line.line_id),
+            "provider": line.provider,
+            "line": line.line_id,
+            "category": line.category,
+            "moves": list(line.moves),
+            "fee": line.fee,
+            "net": line.net,
+            "currency": line.settlement_currency,
+            "line_created": line.created,
+        }
+        order_key = {
+            tables.PARTITION_KEY: tables.order_pk(order_id),
+            tables.SORT_KEY: tables.ORDER_SORT,
+        }
+        try:
+            self._db.transact_write_items(
+                TransactItems=[
+                    {
+                        "Put": {
+                            "TableName": self._tables.ledger,
+                            "Item": to_attributes(item),
+                            "ConditionExpression": "attribute_not_exists(#pk)",
+                            "ExpressionAttributeNames": {"#pk": tables.PARTITION_KEY},
+                        }
+                    },
+                    {
+                        "Update": {
+                            "TableName": self._tables.ledger,
+                            "Key": to_attributes(order_key),
+                            "UpdateExpression": "ADD fee_total :fee, net_total :net "
+                            "SET settlement_currency = if_not_exists(settlement_currency, :cur)",
+                            "ConditionExpression": "attribute_exists(#pk)",
+                            "ExpressionAttributeNames": {"#pk": tables.PARTITION_KEY},
+                            "ExpressionAttributeValues": to_attributes(
+                                {
+                                    ":fee": line.fee,
+                                    ":net": line.net,
+                                    ":cur": line.settlement_currency,
+                                }
+                            ),
+                        }
+                    },
+                ]
+            )
+        except ClientError as exc:
+            cancellation_of(exc, "TransactWriteItems")  # raises unless it is a cancellation
+            return 0
+        return 1
+
+    # -- the match -----------------------------------------------------------------------
+
+    def _check_entries(self, provider: str, read: list[Line], report: StatementReport) -> None:
+        """Every entry a delivery counted in the window names an object a line moved."""
+        moved = {ref for line in read if line.moves_money for ref in line.moves}
+        for order_id in self._orders_changed_since(report.since):
+            for entry in self._entries(order_id):
+                if not _checked(entry, provider, report.since, report.until):
+                    continue
+                report.entries_checked += 1
+                ref = str(entry.get("payment") or entry["external_ref"])
+                if entry["transition"] != Transition.PAID.value:
+                    ref = str(entry["external_ref"])
+                if ref not in moved:
+                    report.mismatches.append(
+                        Mismatch(
+                            ENTRY_UNKNOWN,
+                            order_id,
+                            f"{entry['transition']} {ref} {entry['amount']} "
+                            f"{entry['currency']} (event {entry.get('event_id')}): no line of "
+                            f"{provider}'s statement moved it",
+                        )
+                    )
+
+    def _orders_changed_since(self, since: int) -> Iterator[str]:
+        """Every order changed from `since` on (the `changed` index, hour by hour)."""
+        hour = datetime.fromtimestamp(since, tz=UTC).replace(minute=0, second=0, microsecond=0)
+        now = datetime.fromtimestamp(self._clock(), tz=UTC)
+        seen: set[str] = set()
+        while hour <= now:
+            for bucket in tables.changes_buckets(hour.isoformat()):
+                pages = self._db.get_paginator("query").paginate(
+                    TableName=self._tables.ledger,
+                    IndexName=tables.LEDGER_CHANGES_INDEX,
+                    KeyConditionExpression="#bucket = :bucket",
+                    ExpressionAttributeNames={"#bucket": tables.CHANGES_BUCKET},
+                    ExpressionAttributeValues={":bucket": {"S": bucket}},
+                )
+                for page in pages:
+                    for key in page["Items"]:
+                        order_id = str(key[tables.PARTITION_KEY]["S"]).removeprefix("ORDER#")
+                        if order_id not in seen:
+                            seen.add(order_id)
+                            yield order_id
+            hour += timedelta(hours=1)
+
+    def _entries(self, order_id: str) -> list[dict[str, Any]]:
+        pages = self._db.get_paginator("query").paginate(
+            TableName=self._tables.ledger,
+            KeyConditionExpression="#pk = :pk AND begins_with(#sk, :entry)",
+            ExpressionAttributeNames={"#pk": tables.PARTITION_KEY, "#sk": tables.SORT_KEY},
+            ExpressionAttributeValues={
+                ":pk": {"S": tables.order_pk(order_id)},
+                ":entry": {"S": tables.EFFECT_SORT_PREFIX},
+            },
+            ConsistentRead=True,
+        )
+        return [from_attributes(item) for page in pages for item in page["Items"]]
+
+
+def _checked(entry: dict[str, Any], provider: str, since: int, until: int) -> bool:
+    return (
+        entry.get("provider") == provider
+        and entry.get("via") != VIA_STATEMENT
+        and entry["outcome"] in COUNTED_OUTCOMES
+        and entry["transition"] in {t.value for t in MOVING}
+        and since <= int(entry.get("event_created", 0)) < until
+    )
+
+
+def _iso(seconds: int) -> str:
+    return datetime.fromtimestamp(seconds, tz=UTC).isoformat(timespec="seconds")

@@ -1,0 +1,94 @@
+"""`umavez statement stripe` on the embedded stack: Stripe's books told from outside over HTTP,
+a payment no webhook brought booked once, a forged one reported, fees and net on the order as
+`show order --json` tells them."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+
+# Imported here, not first inside a stack under capsys: a Powertools Logger keeps the stdout it
+# was created with, and capsys closes its capture file after the test.
+import functions.ingest.handler
+import functions.outbox.handler
+import functions.outbox.sweeper_handler
+import functions.process.handler
+import functions.process.waiting_handler
+import functions.reconcile.handler  # noqa: F401
+from devstack.provider_apis import register_stripe_object
+from devstack.resources import DEVELOPMENT_SECRETS, STRIPE_DEVELOPMENT_API_KEY
+from devstack.stack import EmbeddedStack
+from firedrill.delivery import DeliveryLog, Providers
+from firedrill.story import Post
+from fixtures import stripe
+from ops.cli import main
+
+
+def iso(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def test_the_statement_books_what_no_webhook_brought_and_reports_a_forged_payment(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    start = int(time.time()) - 1200
+    delivered, missed, forged = (
+        (stripe.unique("ord"), stripe.unique("pi"), stripe.unique("ch")) for _ in range(3)
+    )
+    with EmbeddedStack() as stack:
+        where = [
+            "--endpoint-url",
+            stack.aws.endpoint_url,
+            "--ledger-table",
+            stack.resources.tables.ledger,
+            "--outbox-table",
+            stack.resources.tables.outbox,
+        ]
+        providers = Providers(stack.front.url, DEVELOPMENT_SECRETS, DeliveryLog())
+        # Given a payment delivered by its webhook, one Stripe moved but never announced, and
+        # one delivered that Stripe never moved (signed with a leaked secret)
+        paid = {
+            ids: stripe.charge_succeeded(ids[0], ids[1], ids[2], 5000, start + n)
+            for n, ids in enumerate((delivered, missed, forged))
+        }
+        for ids in (delivered, forged):
+            assert providers.deliver(Post("stripe", paid[ids])) == [200]
+        assert stack.drain()
+        # Stripe's books, told from outside as the fake's own API takes them
+        for ids in (delivered, missed):
+            line = stripe.balance_transaction(paid[ids], "charge", 5000, fee=245)
+            charge: dict[str, Any] = line["source"]
+            api = stack.provider_apis.url
+            register_stripe_object(api, STRIPE_DEVELOPMENT_API_KEY, "charges", charge)
+            line["source"] = charge["id"]
+            register_stripe_object(api, STRIPE_DEVELOPMENT_API_KEY, "balance_transactions", line)
+
+        # When the operator reads the window's statement, twice
+        window = ["--since", iso(start - 60), "--until", iso(start + 600)]
+        command = ["statement", "stripe", *window, "--json", *where]
+        command += ["--api-url", stack.provider_apis.url]
+        capsys.readouterr()
+        first = main(command)
+        reported = json.loads(capsys.readouterr().out)
+        second = main(command)
+        again = json.loads(capsys.readouterr().out)
+        assert stack.drain()
+        main(["show", "order", missed[0], "--json", *where])
+        shown = json.loads(capsys.readouterr().out)
+
+    # Then the missed payment was booked once (found by the statement, with Stripe's fee and
+    # net), the forged one reported by kind both times, and nothing else
+    assert (first, second) == (1, 1)
+    assert (reported["booked"], again["booked"], again["already_booked"]) == (1, 0, 2)
+    assert reported["mismatches"] == {
+        "movement_missing": 0,
+        "amount_differs": 0,
+        "entry_unknown_to_provider": 1,
+    }
+    assert [d["order_id"] for d in reported["details"]] == [forged[0]]
+    assert (shown["totals"]["paid"], shown["fee_total"], shown["net_total"]) == (5000, 245, 4755)
+    assert [e["via"] for e in shown["effects"]] == ["statement"]
+    assert [i["status"] for i in shown["outbox"]] == ["sent"]
