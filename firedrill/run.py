@@ -31,6 +31,7 @@ from firedrill.delivery import DeliveryLog, Providers, run_stories
 from firedrill.observed import status_check, trace_check
 from firedrill.progress import ProgressBar
 from firedrill.report import deliveries_line, embedded_facts, render, server_facts
+from firedrill.statement import read_the_statement, statement_check, stripe_books
 from firedrill.stories import stories, stories_for_deliveries
 from firedrill.story import Post, Story
 from functions.ingest.adapters import SqsQueue
@@ -171,9 +172,14 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
                 replayed = _replay_stripe(stack, drill, log)
                 resent = resends.result()
         drain()
+        after_resend = _read_tables(dynamodb, names).business_state()
+        with watch.step("reading the statement"):
+            statement = read_the_statement(
+                stack, drill, int(time.time()), options.process_variant or EffectProcessor
+            )
+        drain()
         with watch.step("checking"), EmbeddedReads(stack) as reads:
             after = _read_tables(dynamodb, names)
-            after_resend = after.business_state()
             replay_outcomes = Counter(r.outcome for r in replayed.ledger.results(replayed.enqueued))
             state = LedgerState.of(after.ledger, after.outbox)
             checks = check_state(drill, state, log)
@@ -181,6 +187,7 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
             checks += [status_check(stack, state), trace_check(stack, state, log, drill)]
             checks += [burst] if burst else []
             checks.append(unmatched)
+            checks.append(statement_check(statement, _fees(drill, state)))
             checks.append(
                 Check(
                     "resends and a replay from the events API change nothing",
@@ -440,6 +447,18 @@ def _resend(drill: Sequence[Story], providers: Providers, seed: int) -> int:
             )
         )
     return len(sample)
+
+
+def _fees(drill: Sequence[Story], state: LedgerState) -> dict[str, tuple[int, int]]:
+    """Per Stripe order: the fee_total it holds, and what its lines of the balance kept."""
+    return {
+        f"{story.order_id} ({story.kind})": (
+            int(state.orders[story.order_id].order.get("fee_total", 0)),
+            sum(int(line["fee"]) for line in stripe_books(story)),
+        )
+        for story in drill
+        if story.order_id in state.orders
+    }
 
 
 def _changed(before: list[Any], after: list[Any]) -> str:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta, timezone
 
 from firedrill.simulated import simulated_story
+from firedrill.statement import card_fee
 from firedrill.story import Expected, Post, Story
 from fixtures import stripe
 from fixtures.shapes import shape, unique
@@ -676,6 +677,33 @@ def stripe_unmatched_payment(order: str, at: int) -> Story:
     )
 
 
+def stripe_webhooks_lost(order: str, at: int) -> Story:
+    """A webhook outage past Stripe's retries (and its Events API's 30 days): after the order's
+    first event, its payment and a partial refund were never delivered. Only Stripe's balance
+    holds them: the statement books both, once, each announced as found by it."""
+    intent, charge, refund = unique("pi"), unique("ch"), unique("re")
+    opened = json.loads(stripe.payment_intent_succeeded(order, intent, 5000, at))
+    opened["type"] = "payment_intent.created"
+    opened["data"]["object"].update({"status": "requires_payment_method", "amount_received": 0})
+    paid = stripe.charge_succeeded(order, intent, charge, 5000, at + 60)
+    refunded = stripe.refund_created(intent, refund, 2000, at + 120, charge)
+    return Story(
+        "webhooks lost, healed by the statement",
+        order,
+        [[Post("stripe", json.dumps(opened))]],
+        Expected(
+            "partially_refunded",
+            paid=5000,
+            refunded=2000,
+            effects={("order.paid", intent), ("order.refunded", refund)},
+        ),
+        stripe_balance=[
+            stripe.balance_transaction(paid, "charge", 5000, fee=card_fee(5000)),
+            stripe.balance_transaction(refunded, "refund", 2000),
+        ],
+    )
+
+
 def _brazil(epoch: int) -> str:
     return datetime.fromtimestamp(epoch, tz=BRAZIL).strftime("%Y-%m-%d %H:%M:%S")
 
@@ -708,6 +736,7 @@ KINDS: tuple[Callable[[str, int], Story], ...] = (
     mercadopago_chargeback_lost,
     asaas_chargeback_won,
     stripe_live_event_on_a_test_stack,
+    stripe_webhooks_lost,
 )
 
 

@@ -69,6 +69,9 @@ class Story:
     # A charge whose refund is still pending, seen by a legacy endpoint: it must be watched
     # (read again on a schedule, as its success may come as no event).
     watched_charge: str | None = None
+    # Lines of Stripe's balance for movements no webhook of the story announces (lost for good:
+    # never delivered, past the Events API's 30 days): only the statement can book them.
+    stripe_balance: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def posts(self) -> list[Post]:

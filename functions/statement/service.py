@@ -19,7 +19,7 @@ account's settlement currency): a merchant reads what the provider actually paid
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
@@ -55,7 +55,8 @@ MOVING: Final = frozenset({Transition.PAID, Transition.REFUNDED, Transition.DISP
 # Lines are read this much beyond the window on each side, so that an entry at the window's
 # edge finds its line.
 EDGE_SECONDS: Final = 600
-CONTENDED_TRIES: Final = 3
+SETTLED_BEFORE: Final = frozenset({Outcome.VOIDED, Outcome.IGNORED})
+CONTENDED_TRIES: Final = 5
 
 
 @dataclass
@@ -152,6 +153,11 @@ class StatementPass:
             report.fees_recorded += self._record_fee(order_id, line)
 
     def _book(self, effect: Effect, line: Line, report: StatementReport) -> Processed | None:
+        bound = self._bound_to(effect)
+        if bound is not None and effect.order_id not in (None, bound):
+            # Its object names another order than the one its payment is bound to (a conflict
+            # its deliveries reported): the money is the bound order's, booked there once.
+            effect = replace(effect, order_id=bound)
         for attempt in range(1, CONTENDED_TRIES + 1):
             try:
                 [processed] = self._processor.process_readings([effect])
@@ -173,6 +179,10 @@ class StatementPass:
         if outcome in COUNTED_OUTCOMES:
             report.booked += 1
             report.found.append(f"{processed.order_id}: {line.line_id} {effect.external_ref}")
+        elif outcome in SETTLED_BEFORE:
+            # A refund that failed before it counted is voided, as its deliveries would void
+            # it; a verdict with nothing left open to settle moves nothing more.
+            report.already_booked += 1
         elif outcome is Outcome.DUPLICATE and processed.amount_disagrees:
             report.mismatches.append(
                 Mismatch(
@@ -226,12 +236,13 @@ class StatementPass:
         )
 
     def _order_of(self, effect: Effect) -> str | None:
-        if effect.order_id:
-            return effect.order_id
-        found, _ = bound_orders(
-            self._db, self._tables.ledger, effect.delivery.provider, effect.order_lookup
-        )
-        return next((found[ref] for ref in effect.order_lookup if ref in found), None)
+        return self._bound_to(effect) or effect.order_id
+
+    def _bound_to(self, effect: Effect) -> str | None:
+        """The order the effect's objects are bound to, if any (the first one bound)."""
+        refs = tuple(dict.fromkeys((effect.external_ref, *effect.order_lookup)))
+        found, _ = bound_orders(self._db, self._tables.ledger, effect.delivery.provider, refs)
+        return next((found[ref] for ref in refs if ref in found), None)
 
     def _counted(self, order_id: str, payment: str, currency: str) -> int:
         """What the order's entries counted for the payment, its captures together."""
@@ -262,40 +273,45 @@ class StatementPass:
             tables.PARTITION_KEY: tables.order_pk(order_id),
             tables.SORT_KEY: tables.ORDER_SORT,
         }
-        try:
-            self._db.transact_write_items(
-                TransactItems=[
-                    {
-                        "Put": {
-                            "TableName": self._tables.ledger,
-                            "Item": to_attributes(item),
-                            "ConditionExpression": "attribute_not_exists(#pk)",
-                            "ExpressionAttributeNames": {"#pk": tables.PARTITION_KEY},
+        transaction: list[Any] = [
+            {
+                "Put": {
+                    "TableName": self._tables.ledger,
+                    "Item": to_attributes(item),
+                    "ConditionExpression": "attribute_not_exists(#pk)",
+                    "ExpressionAttributeNames": {"#pk": tables.PARTITION_KEY},
+                }
+            },
+            {
+                "Update": {
+                    "TableName": self._tables.ledger,
+                    "Key": to_attributes(order_key),
+                    "UpdateExpression": "ADD fee_total :fee, net_total :net "
+                    "SET settlement_currency = if_not_exists(settlement_currency, :cur)",
+                    "ConditionExpression": "attribute_exists(#pk)",
+                    "ExpressionAttributeNames": {"#pk": tables.PARTITION_KEY},
+                    "ExpressionAttributeValues": to_attributes(
+                        {
+                            ":fee": line.fee,
+                            ":net": line.net,
+                            ":cur": line.settlement_currency,
                         }
-                    },
-                    {
-                        "Update": {
-                            "TableName": self._tables.ledger,
-                            "Key": to_attributes(order_key),
-                            "UpdateExpression": "ADD fee_total :fee, net_total :net "
-                            "SET settlement_currency = if_not_exists(settlement_currency, :cur)",
-                            "ConditionExpression": "attribute_exists(#pk)",
-                            "ExpressionAttributeNames": {"#pk": tables.PARTITION_KEY},
-                            "ExpressionAttributeValues": to_attributes(
-                                {
-                                    ":fee": line.fee,
-                                    ":net": line.net,
-                                    ":cur": line.settlement_currency,
-                                }
-                            ),
-                        }
-                    },
-                ]
-            )
-        except ClientError as exc:
-            cancellation_of(exc, "TransactWriteItems")  # raises unless it is a cancellation
-            return 0
-        return 1
+                    ),
+                }
+            },
+        ]
+        for attempt in range(1, CONTENDED_TRIES + 1):
+            try:
+                self._db.transact_write_items(TransactItems=transaction)
+            except ClientError as exc:
+                cancellation = cancellation_of(exc, "TransactWriteItems")
+                if not cancellation.contended:
+                    return 0  # recorded before (or the order is gone): nothing to add
+                if attempt == CONTENDED_TRIES:
+                    raise WriteContendedError(f"recording {line.line_id}'s fee") from exc
+                continue
+            return 1
+        return 0
 
     # -- the match -----------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from functions.statement.service import (
     StatementReport,
 )
 from functions.statement.stripe import line_of
+from tests.support.clients import conflicting_once
 from tests.support.clock import FakeClock
 from tests.support.sinks import Sinks
 from tests.support.world import World
@@ -240,3 +241,51 @@ def test_the_eventbridge_detail_of_a_movement_found_by_the_statement_carries_fee
         4755,
     )
     assert detail["settlement_currency"] == "brl"
+
+
+def test_a_payment_whose_charge_names_another_order_is_found_booked_on_its_bound_order(
+    world: World, clock: FakeClock, ids: tuple[str, str, str]
+) -> None:
+    # Given a payment bound to its order, whose charge copied another order's id (the
+    # conflict its deliveries reported)
+    order, intent, charge = ids
+    world.deliver(stripe.payment_intent_succeeded(order, intent, 5000, T0, charge))
+    other = stripe.unique("ord")
+    copied = stripe.charge_succeeded(other, intent, charge, 5000, T0)
+
+    # When the statement lists the charge as Stripe expands it (naming the other order)
+    report = statement(world, clock, stripe.balance_transaction(copied, "charge", 5000, fee=245))
+
+    # Then the movement is found booked on the bound order, with its fee; the other order
+    # is never credited
+    assert (report.already_booked, report.mismatches) == (1, [])
+    assert world.order(order)["fee_total"] == 245
+    assert world.order(other) == {}
+
+
+def test_a_fee_whose_recording_meets_a_conflict_is_recorded_once_on_the_retry(
+    world: World, clock: FakeClock, ids: tuple[str, str, str]
+) -> None:
+    # Given a payment its webhook booked, and a ledger whose next transaction is cancelled by
+    # a conflict (as under contention)
+    order, intent, charge = ids
+    paid = stripe.charge_succeeded(order, intent, charge, 5000, T0)
+    world.deliver(paid)
+    line = line_of(
+        ListedBalanceTransaction.model_validate(
+            stripe.balance_transaction(paid, "charge", 5000, fee=245)
+        )
+    )
+    contended = conflicting_once(world.dynamodb)
+
+    # When the statement records its fee through it, then runs again
+    StatementPass(contended, world.tables, world.processor(), clock).run("stripe", [line], *WINDOW)
+    once = world.order(order).get("fee_total")
+    StatementPass(world.dynamodb, world.tables, world.processor(), clock).run(
+        "stripe", [line], *WINDOW
+    )
+
+    # Then the fee counted at once (the conflict retried, not taken for "recorded before"),
+    # and only once
+    assert once == 245
+    assert (world.order(order)["fee_total"], world.order(order)["net_total"]) == (245, 4755)

@@ -1,0 +1,252 @@
+"""The drill's Stripe books: the balance transactions Stripe keeps for what the stories moved,
+and the statement pass that books what their webhooks never brought.
+
+Stripe's balance holds a line per movement whether or not any webhook announced it. The drill
+builds it from the provider objects the stories' events carry, each at its last state (a
+payment as captured in all, a refund as it ended, a dispute as decided), plus the lines of the
+movements a story's webhooks lost for good (`Story.stripe_balance`). Forged events and events
+of the other mode moved nothing. Fees are Stripe's Brazilian card price (3.99% + R$0.39) and
+its R$15 dispute fee.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from devstack.provider_apis import register_stripe_object
+from devstack.resources import STRIPE_DEVELOPMENT_API_KEY, client
+from devstack.stack import EmbeddedStack
+from firedrill.checks import Check
+from firedrill.story import Post, Story
+from fixtures.shapes import unique
+from functions.process.service import EffectProcessor
+from functions.process.stripe_api import StripeApi
+from functions.shared.errors import UmavezError
+from functions.shared.providers import Interpreters
+from functions.statement.service import StatementPass, StatementReport
+from functions.statement.stripe import StripeBalance, line_of
+
+DISPUTE_FEE = 1500
+CLOSED_WITHOUT_MONEY = frozenset({"warning_needs_response", "warning_under_review"})
+NO_DISPUTE_LINE = CLOSED_WITHOUT_MONEY | {"warning_closed", "prevented"}
+
+
+def card_fee(amount: int) -> int:
+    return amount * 399 // 10_000 + 39
+
+
+def stripe_books(story: Story) -> list[dict[str, Any]]:
+    """The balance transactions of the story's Stripe movements (see the module's doc), each
+    dated at the story's first Stripe event (the movements of one story are hours apart at
+    most; the pass reads them in one window)."""
+    moved = [p for p in story.posts if _moved(p)]
+    if not moved and not story.stripe_balance:
+        return []
+    at = min((int(json.loads(p.body)["created"]) for p in moved), default=0)
+    objects = _last_states(moved)
+    lines = [
+        _line(charge, "charge", _captured(charge), at, card_fee(_captured(charge)))
+        for charge in _payments(objects)
+    ]
+    refunds = {r["id"]: r for r in objects.get("refund", [])}
+    for listed in story.stripe_refunds.values():
+        refunds.update({r["id"]: r for r in listed})
+    for charge in objects.get("charge", []):
+        refunds.update({r["id"]: r for r in (charge.get("refunds") or {}).get("data", [])})
+    for refund in refunds.values():
+        lines.append(_line(refund, "refund", -int(refund["amount"]), at))
+        if refund.get("status") in ("failed", "canceled"):
+            lines.append(_line(refund, "refund_failure", int(refund["amount"]), at))
+    for dispute in objects.get("dispute", []):
+        if dispute.get("status") in NO_DISPUTE_LINE:
+            continue
+        lines.append(_line(dispute, "dispute", -int(dispute["amount"]), at, DISPUTE_FEE))
+        if dispute.get("status") == "won":
+            lines.append(_line(dispute, "dispute_reversal", int(dispute["amount"]), at))
+    return lines + story.stripe_balance
+
+
+def _moved(post: Post) -> bool:
+    return post.provider == "stripe" and post.forgery is None and not post.other_mode
+
+
+def _last_states(posts: Iterable[Post]) -> dict[str, list[dict[str, Any]]]:
+    """Each object the events carried, by its `object` type, at its latest event."""
+    latest: dict[str, tuple[int, dict[str, Any]]] = {}
+    for post in posts:
+        event = json.loads(post.body)
+        carried = event.get("data", {}).get("object", {})
+        if "id" not in carried:
+            continue
+        seen = latest.get(carried["id"])
+        if seen is None or seen[0] <= int(event["created"]):
+            latest[carried["id"]] = (int(event["created"]), carried)
+    by_type: dict[str, list[dict[str, Any]]] = {}
+    for _, carried in latest.values():
+        by_type.setdefault(str(carried.get("object")), []).append(carried)
+    return by_type
+
+
+def _payments(objects: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """One captured charge per payment, as Stripe's balance expands it: the charge the events
+    carried, or the one its PaymentIntent, Checkout Session or invoice payment names."""
+    charges: dict[str, dict[str, Any]] = {}
+    for charge in objects.get("charge", []):
+        if charge.get("captured"):
+            payment = str(charge.get("payment_intent") or charge["id"])
+            if _captured(charge) >= _captured(charges.get(payment, {})):
+                charges[payment] = charge
+    intents = {i["id"]: i for i in objects.get("payment_intent", []) if i.get("amount_received")}
+    for intent in intents.values():
+        received = int(intent["amount_received"])
+        known = charges.get(intent["id"])
+        if known is None or _captured(known) < received:
+            charges[intent["id"]] = _charge_of(intent["id"], received, intent, known)
+        # The PaymentIntent's order is the payment's: a charge copying another is a conflict.
+        charges[intent["id"]]["metadata"] = intent.get("metadata") or {}
+    for session in objects.get("checkout.session", []):
+        intent_id = session.get("payment_intent")
+        if session.get("payment_status") == "paid" and intent_id and intent_id not in charges:
+            charges[intent_id] = _charge_of(intent_id, int(session["amount_total"]), session, None)
+    for paid in objects.get("invoice_payment", []):
+        intent_id = (paid.get("payment") or {}).get("payment_intent")
+        if paid.get("status") == "paid" and intent_id and intent_id not in charges:
+            charges[intent_id] = _charge_of(intent_id, int(paid["amount_paid"]), paid, None)
+    return list(charges.values())
+
+
+def _charge_of(
+    intent_id: str, captured: int, named_by: dict[str, Any], known: dict[str, Any] | None
+) -> dict[str, Any]:
+    charge: dict[str, Any] = (
+        dict(known) if known else {"id": str(named_by.get("latest_charge") or unique("ch"))}
+    )
+    charge.update(
+        {
+            "object": "charge",
+            "amount": max(captured, int(charge.get("amount", 0))),
+            "amount_captured": captured,
+            "captured": True,
+            "currency": named_by["currency"],
+            "metadata": {},
+            "payment_intent": intent_id,
+        }
+    )
+    return charge
+
+
+def _captured(charge: dict[str, Any]) -> int:
+    return int(charge.get("amount_captured") or charge.get("amount") or 0)
+
+
+def _line(
+    source: dict[str, Any], category: str, amount: int, created: int, fee: int = 0
+) -> dict[str, Any]:
+    """A balance transaction of `source`, as Stripe lists it with the source expanded."""
+    kind = {"dispute": "adjustment", "dispute_reversal": "adjustment"}.get(category, category)
+    return {
+        "id": unique("txn"),
+        "object": "balance_transaction",
+        "amount": amount,
+        "available_on": created + 2 * 86_400,
+        "created": created,
+        "currency": source["currency"],
+        "exchange_rate": None,
+        "fee": fee,
+        "fee_details": [],
+        "net": amount - fee,
+        "reporting_category": category,
+        "source": source,
+        "status": "pending",
+        "type": kind,
+    }
+
+
+@dataclass(frozen=True)
+class StatementRun:
+    report: StatementReport
+    lines: list[dict[str, Any]]
+    lost: dict[str, list[dict[str, Any]]]  # by order: the lines no webhook announced
+    failed: str | None = None  # why the pass stopped, if it did
+
+
+def read_the_statement(
+    stack: EmbeddedStack,
+    drill: Sequence[Story],
+    at: int,
+    processor_class: type[EffectProcessor] = EffectProcessor,
+) -> StatementRun:
+    """Stripe's balance given to its fake (the lost movements over HTTP, as from outside),
+    then `umavez statement stripe` over the drill's window, booking through the stack's own
+    processor."""
+    api = stack.provider_apis
+    lines: list[dict[str, Any]] = []
+    lost: dict[str, list[dict[str, Any]]] = {}
+    for story in drill:
+        books = stripe_books(story)
+        lines += books
+        for line in books:
+            if line in story.stripe_balance:
+                source = line["source"]
+                collection = {"charge": "charges", "refund": "refunds"}.get(
+                    str(source["object"]), "disputes"
+                )
+                register_stripe_object(api.url, STRIPE_DEVELOPMENT_API_KEY, collection, source)
+                by_id = {**line, "source": source["id"]}
+                register_stripe_object(
+                    api.url, STRIPE_DEVELOPMENT_API_KEY, "balance_transactions", by_id
+                )
+                lost.setdefault(story.order_id, []).append(line)
+            else:
+                api.balance_transactions[line["id"]] = line
+    created = [int(line["created"]) for line in lines] or [at]
+    # The window holds every line, and the stories' later events (hours after their first).
+    since, until = min(created), max(created) + 4 * 3600
+    dynamodb = client("dynamodb", stack.aws.endpoint_url)
+    names = stack.resources.tables
+    key = STRIPE_DEVELOPMENT_API_KEY
+    refunds = StripeApi(lambda: key, api.url).refunds_of_charge
+    processor = processor_class(
+        dynamodb, names, time.time, Interpreters.build(stripe_refunds=refunds)
+    )
+    passing = StatementPass(dynamodb, names, processor, time.time)
+    first, last = passing.read_window(since, until)
+    read = StripeBalance(lambda: key, lambda _: None, api.url)
+    try:
+        listed = [line_of(t) for page in read.pages(first, last) for t in page.lines]
+        return StatementRun(passing.run("stripe", listed, since, until), lines, lost)
+    except UmavezError as exc:  # a broken design can make the ledger unbookable: a finding
+        return StatementRun(StatementReport("stripe", since, until), lines, lost, repr(exc))
+
+
+def statement_check(run: StatementRun, fees: dict[str, tuple[int, int]]) -> Check:
+    """What the statement found is exactly what the webhooks lost; every other movement was
+    booked already; nothing mismatched; each order's fee is what its lines kept (`fees`: the
+    order's fee_total and its lines' fees, by order)."""
+    report = run.report
+    lost = sum(len(lines) for lines in run.lost.values())
+    problems = [f"{m.kind} {m.order_id}: {m.detail}" for m in report.mismatches]
+    problems += [f"the pass stopped: {run.failed}"] if run.failed else []
+    problems += [
+        f"{order_id}: fee_total {held}, its lines kept {kept}"
+        for order_id, (held, kept) in sorted(fees.items())
+        if held != kept
+    ]
+    found_orders = sorted({found.split(":")[0] for found in report.found})
+    if found_orders != sorted(run.lost):
+        problems.append(f"found on {found_orders[:3]}, lost on {sorted(run.lost)[:3]}")
+    return Check(
+        "the statement books what the webhooks lost, once; every other movement matches",
+        not problems and report.booked == lost,
+        f"{report.lines_read} lines of Stripe's balance: {report.booked} booked that no webhook "
+        f"brought ({len(run.lost)} orders), {report.already_booked} already booked, "
+        f"{report.pending} pending, {report.entries_checked} entries matched, fees on "
+        f"{report.fees_recorded} lines"
+        if not problems and report.booked == lost
+        else f"{len(problems)} problems, {report.booked} booked of {lost} lost: "
+        + "; ".join(problems[:3]),
+    )
