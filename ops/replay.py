@@ -17,6 +17,7 @@ resumes after the last page enqueued; resuming from further back only makes dupl
 from __future__ import annotations
 
 import json
+import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from functions.process.stripe_api import PLACEHOLDER  # an API credential's secr
 from functions.process.waiting import Message
 from functions.shared.errors import MalformedEventError, UmavezError
 from functions.shared.providers.stripe import STRIPE_EVENTS
+from functions.statement.mercadopago import MercadoPagoPaymentsSearch
 from ops.outcomes import LedgerOutcomes, Tracked
 
 REPLAY_ATTRIBUTE: Final = "replay"
@@ -236,32 +238,16 @@ class MercadoPagoPayments:
         return self._pages(token, window)
 
     def _pages(self, token: str, window: Window) -> Iterator[Page]:
-        offset = 0
-        while True:
-            query: dict[str, str | int] = {
-                "range": "date_last_updated",
-                "begin_date": window.since.isoformat(timespec="milliseconds"),
-                "end_date": window.until.isoformat(timespec="milliseconds"),
-                "sort": "date_last_updated",
-                "criteria": "asc",
-                "offset": offset,
-                "limit": self._page_size,
-            }
-            url = f"{self._base_url}/v1/payments/search?{urllib.parse.urlencode(query)}"
-            found = get_json(url, token, self._timeout, "Mercado Pago payments search")
-            payments, paging = found.get("results"), found.get("paging")
-            if not isinstance(payments, list) or not isinstance(paging, Mapping):
-                raise MalformedEventError("Mercado Pago payments search answered no results")
-            for payment in payments:
+        # Read once a page: an error stops the replay with the option that resumes it.
+        search = MercadoPagoPaymentsSearch(
+            lambda: token, time.sleep, self._base_url, self._timeout, self._page_size, attempts=1
+        )
+        for found in search.pages(window.since, window.until):
+            for payment in found.payments:
                 self._listed[str(payment["id"])] = payment
-            if payments:
-                # By `--since` rather than by offset: a payment updated meanwhile moves to the
-                # end of the list, and offsets would skip one.
-                last = str(payments[-1]["date_last_updated"])
-                yield Page(tuple(map(notification, payments)), Resume("--since", last))
-            offset += len(payments)
-            if not payments or offset >= int(paging.get("total", 0)):
-                return
+            # By `--since` rather than by offset: a payment updated meanwhile moves to the end
+            # of the list, and offsets would skip one.
+            yield Page(tuple(map(notification, found.payments)), Resume("--since", found.resume))
 
 
 def notification(payment: Mapping[str, Any]) -> Message:

@@ -55,7 +55,6 @@ MOVING: Final = frozenset({Transition.PAID, Transition.REFUNDED, Transition.DISP
 # Lines are read this much beyond the window on each side, so that an entry at the window's
 # edge finds its line.
 EDGE_SECONDS: Final = 600
-SETTLED_BEFORE: Final = frozenset({Outcome.VOIDED, Outcome.IGNORED})
 CONTENDED_TRIES: Final = 5
 
 
@@ -179,10 +178,11 @@ class StatementPass:
         if outcome in COUNTED_OUTCOMES:
             report.booked += 1
             report.found.append(f"{processed.order_id}: {line.line_id} {effect.external_ref}")
-        elif outcome in SETTLED_BEFORE:
-            # A refund that failed before it counted is voided, as its deliveries would void
-            # it; a verdict with nothing left open to settle moves nothing more.
+        elif outcome is Outcome.VOIDED:
+            # A refund that failed before it counted is voided, as its deliveries void it.
             report.already_booked += 1
+        elif outcome is Outcome.IGNORED:
+            pass  # a release or verdict with nothing left open to settle: no movement
         elif outcome is Outcome.DUPLICATE and processed.amount_disagrees:
             report.mismatches.append(
                 Mismatch(

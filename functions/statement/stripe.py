@@ -8,21 +8,21 @@ expands: Charges, Refunds, Disputes); docs/statement.md names it.
 
 Stripe answers 429 when a key reads faster than its limit, and a 5xx when it cannot answer
 now: each is tried again after a pause that doubles, a few times, before the read stops with
-the cursor that resumes it.
+the cursor that resumes it (functions/statement/reading.py).
 """
 
 from __future__ import annotations
 
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import Final
+from typing import Any, Final
 
 from pydantic import ValidationError
 
-from functions.process.provider_api import ProviderApiUnavailableError, get_json
+from functions.process.provider_api import get_json
 from functions.process.stripe_api import BASE_URL, PLACEHOLDER
-from functions.shared.errors import MalformedEventError, UmavezError
+from functions.shared.errors import MalformedEventError
 from functions.shared.providers.fields import refused
 from functions.shared.providers.stripe import (
     PROVIDER,
@@ -31,28 +31,13 @@ from functions.shared.providers.stripe import (
     statement_readings,
 )
 from functions.statement.lines import Line
+from functions.statement.reading import StatementNotConfiguredError, read_page
 
 PAGE_SIZE: Final = 100  # the most Stripe lists a page
-RETRIED_STATUSES: Final = frozenset({429, 500, 502, 503, 504})
-ATTEMPTS: Final = 5  # a page read at most this many times: pauses of 1, 2, 4 and 8 s
-FIRST_PAUSE_SECONDS: Final = 1.0
 # A movement's line exists once the movement does (a charge's at its capture, a refund's at its
 # creation); a window is read once its end is this far in the past, so that no line is still
 # being written into it.
 SETTLE_SECONDS: Final = 300
-
-
-class StatementNotConfiguredError(UmavezError):
-    """No API key to read the statement with: nothing was read."""
-
-
-class StatementInterruptedError(UmavezError):
-    """The API kept failing mid-way; `resume` is the cursor that continues after the last page
-    read (None: from the start). What was read before it stays booked."""
-
-    def __init__(self, detail: str, resume: str | None) -> None:
-        super().__init__(detail)
-        self.resume = resume
 
 
 @dataclass(frozen=True)
@@ -117,22 +102,13 @@ class StripeBalance:
 
     def _read(
         self, url: str, query: list[tuple[str, str | int]], key: str, after: str | None
-    ) -> dict[str, object]:
-        """One page; a 429 or 5xx (or no answer) tried again after a doubling pause."""
-        pause, attempt = FIRST_PAUSE_SECONDS, 1
-        while True:
-            try:
-                return dict(
-                    get_json(url + urllib.parse.urlencode(query), key, self._timeout, "Stripe")
-                )
-            except ProviderApiUnavailableError as exc:
-                transient = exc.status is None or exc.status in RETRIED_STATUSES
-                if not transient or attempt == ATTEMPTS:
-                    raise StatementInterruptedError(
-                        f"Stripe's balance transactions API: {exc}", after
-                    ) from exc
-            self._sleep(pause)
-            pause, attempt = pause * 2, attempt + 1
+    ) -> Mapping[str, Any]:
+        return read_page(
+            lambda: get_json(url + urllib.parse.urlencode(query), key, self._timeout, "Stripe"),
+            self._sleep,
+            "Stripe's balance transactions API",
+            after,
+        )
 
 
 def line_of(listed: ListedBalanceTransaction) -> Line:

@@ -1,6 +1,6 @@
 """`statement`: a window of a provider's own books read back, booked and matched to the ledger
-(functions/statement/). Exit 0 when the books agree, 1 when a mismatch needs a person, 2 when
-nothing could be read."""
+(functions/statement/). Exit 0 when the books agree, 1 when a mismatch needs a person (or the
+read stopped), 2 when nothing could be read."""
 
 from __future__ import annotations
 
@@ -8,11 +8,20 @@ import argparse
 import json
 import sys
 import time
-from typing import Any
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 from functions.shared.tables import DEFAULT_LEDGER_TABLE, DEFAULT_OUTBOX_TABLE
 from ops.cli.common import LOCAL_PROVIDER_APIS, add_endpoint_url, operations_client
 from ops.cli.redelivery import secret_reader
+
+if TYPE_CHECKING:
+    from functions.statement.lines import Line
+
+PROVIDERS = {
+    "stripe": ("Stripe's balance transactions", "stripe/api-key"),
+    "mercadopago": ("Mercado Pago's payments, by their last update", "mercadopago/access-token"),
+}
 
 
 def add_parser(commands: Any) -> None:
@@ -22,86 +31,88 @@ def add_parser(commands: Any) -> None:
         "every mismatch, record fees and net",
     )
     providers = statement.add_subparsers(dest="provider", required=True)
-    stripe = providers.add_parser("stripe", help="Stripe's balance transactions")
-    stripe.add_argument("--since", required=True, help="ISO 8601, inclusive (UTC if no zone)")
-    stripe.add_argument(
-        "--until", default=None, help="ISO 8601, exclusive; default: now less the settle margin"
-    )
-    stripe.add_argument("--starting-after", default=None, help="resume after this line (txn_…)")
-    stripe.add_argument("--json", action="store_true", help="machine-readable output")
-    add_endpoint_url(stripe)
-    stripe.add_argument("--ledger-table", default=DEFAULT_LEDGER_TABLE)
-    stripe.add_argument("--outbox-table", default=DEFAULT_OUTBOX_TABLE)
-    stripe.add_argument(
-        "--stage", default=None, help="secrets umavez/STAGE/...: default local, or prod on aws"
-    )
-    stripe.add_argument(
-        "--api-url",
-        default=None,
-        help=f"Stripe's API (default: the real one; locally {LOCAL_PROVIDER_APIS})",
-    )
-    stripe.set_defaults(run=run)
+    for provider, (description, _) in PROVIDERS.items():
+        parser = providers.add_parser(provider, help=description)
+        parser.add_argument("--since", required=True, help="ISO 8601, inclusive (UTC if no zone)")
+        parser.add_argument(
+            "--until", default=None, help="ISO 8601, exclusive; default: now less the settle margin"
+        )
+        if provider == "stripe":
+            parser.add_argument(
+                "--starting-after", default=None, help="resume after this line (txn_…)"
+            )
+        parser.add_argument("--json", action="store_true", help="machine-readable output")
+        add_endpoint_url(parser)
+        parser.add_argument("--ledger-table", default=DEFAULT_LEDGER_TABLE)
+        parser.add_argument("--outbox-table", default=DEFAULT_OUTBOX_TABLE)
+        parser.add_argument(
+            "--stage", default=None, help="secrets umavez/STAGE/...: default local, or prod on aws"
+        )
+        parser.add_argument(
+            "--api-url",
+            default=None,
+            help=f"the provider's API (default: the real one; locally {LOCAL_PROVIDER_APIS})",
+        )
+        parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from functions.process.mercadopago_api import BASE_URL as MERCADOPAGO_BASE_URL
+    from functions.process.mercadopago_disputes import LedgerDisputes
     from functions.process.service import EffectProcessor
-    from functions.process.stripe_api import BASE_URL, StripeApi
-    from functions.shared.providers import Interpreters
+    from functions.process.stripe_api import BASE_URL as STRIPE_BASE_URL
     from functions.shared.tables import TableNames
-    from functions.statement.lines import Line
-    from functions.statement.service import StatementPass
-    from functions.statement.stripe import (
-        SETTLE_SECONDS,
+    from functions.statement import mercadopago, stripe
+    from functions.statement.reading import (
         StatementInterruptedError,
         StatementNotConfiguredError,
-        StripeBalance,
-        line_of,
     )
+    from functions.statement.service import StatementPass
     from ops.replay import ReplayRefusedError, Window
 
     local = args.endpoint_url != "aws"
     now = time.time()
     try:
-        window = Window.parse(args.since, args.until or _iso(now - SETTLE_SECONDS), now)
+        window = Window.parse(args.since, args.until or _iso(now - stripe.SETTLE_SECONDS), now)
     except ReplayRefusedError as exc:
         print(f"refused: {exc}", file=sys.stderr)
         return 2
-    key = secret_reader(args.endpoint_url, args.stage or ("local" if local else "prod"))(
-        "stripe/api-key"
-    )
-    base_url = args.api_url or (LOCAL_PROVIDER_APIS if local else BASE_URL)
+    secret = secret_reader(args.endpoint_url, args.stage or ("local" if local else "prod"))
+    credential = secret(PROVIDERS[args.provider][1])
+    default_api = STRIPE_BASE_URL if args.provider == "stripe" else MERCADOPAGO_BASE_URL
+    base_url = args.api_url or (LOCAL_PROVIDER_APIS if local else default_api)
     since, until = int(window.since.timestamp()), int(window.until.timestamp())
     dynamodb = operations_client("dynamodb", args.endpoint_url)
     names = TableNames(ledger=args.ledger_table, outbox=args.outbox_table)
-    processor = EffectProcessor(
-        dynamodb,
-        names,
-        time.time,
-        Interpreters.build(stripe_refunds=StripeApi(key, base_url).refunds_of_charge),
-    )
-    passing = StatementPass(dynamodb, names, processor, time.time)
+    disputes = LedgerDisputes(dynamodb, names.ledger)
+    # The lines are read already: the processor books them and interprets nothing itself.
+    passing = StatementPass(dynamodb, names, EffectProcessor(dynamodb, names, time.time), time.time)
     first, last = passing.read_window(since, until)
     lines: list[Line] = []
     try:
-        for page in StripeBalance(key, time.sleep, base_url).pages(
-            first, min(last, int(now)), args.starting_after
-        ):
-            lines += map(line_of, page.lines)
+        if args.provider == "stripe":
+            balance = stripe.StripeBalance(credential, time.sleep, base_url)
+            for page in balance.pages(first, min(last, int(now)), args.starting_after):
+                lines += map(stripe.line_of, page.lines)
+        else:
+            # Every payment updated since the window began, up to now: a payment booked in the
+            # window and changed after it is listed by its last update only.
+            search = mercadopago.MercadoPagoPaymentsSearch(credential, time.sleep, base_url)
+            for found in search.pages(_instant(first), _instant(now)):
+                lines += mercadopago.payment_lines(found.payments, disputes)
     except (StatementNotConfiguredError, ReplayRefusedError) as exc:
         print(f"refused: {exc}", file=sys.stderr)
         return 2
     except StatementInterruptedError as exc:
+        resume = " with --starting-after " if args.provider == "stripe" else " with --since "
         print(
             f"stopped: {exc}\nnothing was booked; run the same command again"
-            + (f" with --starting-after {exc.resume}" if exc.resume else ""),
+            + (f"{resume}{exc.resume}" if exc.resume else ""),
             file=sys.stderr,
         )
         return 1
-    report = passing.run("stripe", lines, since, until)
-    if args.json:
-        print(json.dumps(report.to_json(), indent=2))
-    else:
-        print(_summary(report.to_json()))
+    report = passing.run(args.provider, lines, since, until)
+    print(json.dumps(report.to_json(), indent=2) if args.json else _summary(report.to_json()))
     return 1 if report.mismatches else 0
 
 
@@ -120,7 +131,9 @@ def _summary(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _iso(seconds: float) -> str:
-    from datetime import UTC, datetime
+def _instant(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=UTC)
 
-    return datetime.fromtimestamp(seconds, tz=UTC).isoformat(timespec="seconds")
+
+def _iso(seconds: float) -> str:
+    return _instant(seconds).isoformat(timespec="seconds")

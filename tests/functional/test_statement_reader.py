@@ -11,12 +11,12 @@ import pytest
 from devstack.provider_apis import FakeProviderApis
 from fixtures import stripe
 from functions.process.provider_api import ProviderApiRefusedError
-from functions.statement.stripe import (
+from functions.statement.reading import (
     ATTEMPTS,
     StatementInterruptedError,
     StatementNotConfiguredError,
-    StripeBalance,
 )
+from functions.statement.stripe import StripeBalance
 
 KEY = "rk_test_statement_reader_fake"
 T0 = 1_764_460_800

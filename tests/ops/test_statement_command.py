@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -18,12 +19,17 @@ import functions.outbox.sweeper_handler
 import functions.process.handler
 import functions.process.waiting_handler
 import functions.reconcile.handler  # noqa: F401
-from devstack.provider_apis import register_stripe_object
-from devstack.resources import DEVELOPMENT_SECRETS, STRIPE_DEVELOPMENT_API_KEY
+from devstack.provider_apis import register_mercadopago_payment, register_stripe_object
+from devstack.resources import (
+    DEVELOPMENT_SECRETS,
+    MERCADOPAGO_DEVELOPMENT_TOKEN,
+    STRIPE_DEVELOPMENT_API_KEY,
+)
 from devstack.stack import EmbeddedStack
 from firedrill.delivery import DeliveryLog, Providers
 from firedrill.story import Post
 from fixtures import stripe
+from fixtures.shapes import shape, unique
 from ops.cli import main
 
 
@@ -92,3 +98,58 @@ def test_the_statement_books_what_no_webhook_brought_and_reports_a_forged_paymen
     assert (shown["totals"]["paid"], shown["fee_total"], shown["net_total"]) == (5000, 245, 4755)
     assert [e["via"] for e in shown["effects"]] == ["statement"]
     assert [i["status"] for i in shown["outbox"]] == ["sent"]
+
+
+def mercadopago_payment(order: str, at: float) -> dict[str, Any]:
+    """An approved Pix payment of 50.00 as Mercado Pago's API answers it, made at `at`."""
+    stamp = datetime.fromtimestamp(at, tz=timezone(timedelta(hours=-3))).isoformat(
+        timespec="milliseconds"
+    )
+    answered = shape("mercadopago/payment.json")
+    answered.update(
+        {
+            "id": int(unique("mp").removeprefix("mp_test")),
+            "date_created": stamp,
+            "date_approved": stamp,
+            "date_last_updated": stamp,
+            "metadata": {"order_id": order},
+            "external_reference": order,
+            "fee_details": [{"amount": 0.5, "fee_payer": "collector", "type": "mercadopago_fee"}],
+        }
+    )
+    return answered
+
+
+def test_the_mercadopago_statement_books_a_payment_never_notified(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    order = unique("ord")
+    at = time.time() - 1200
+    with EmbeddedStack() as stack:
+        where = [
+            "--endpoint-url",
+            stack.aws.endpoint_url,
+            "--ledger-table",
+            stack.resources.tables.ledger,
+            "--outbox-table",
+            stack.resources.tables.outbox,
+        ]
+        # Given a payment Mercado Pago knows (told from outside) and never notified
+        payment = mercadopago_payment(order, at)
+        register_mercadopago_payment(
+            stack.provider_apis.url, MERCADOPAGO_DEVELOPMENT_TOKEN, payment
+        )
+
+        # When the operator reads the window's statement
+        window = ["--since", iso(at - 60), "--until", iso(at + 600)]
+        capsys.readouterr()
+        api = ["--api-url", stack.provider_apis.url]
+        code = main(["statement", "mercadopago", *window, "--json", *where, *api])
+        reported = json.loads(capsys.readouterr().out)
+        assert stack.drain()
+        main(["show", "order", order, "--json", *where])
+        shown = json.loads(capsys.readouterr().out)
+
+    # Then it is booked once, with what Mercado Pago kept and paid out
+    assert (code, reported["booked"], reported["details"]) == (0, 1, [])
+    assert (shown["totals"]["paid"], shown["fee_total"], shown["net_total"]) == (5000, 50, 4950)
