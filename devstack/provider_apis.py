@@ -11,7 +11,9 @@ each with its own bearer token:
   (the balance's lines of a window, paged as above; `source` expanded when asked, from the
   line itself or from the charge, refund or dispute registered under its id);
 - Asaas `GET /v3/payments/{id}` (the payment a webhook names, with its `refunds` and
-  `chargeback`), authenticated as Asaas does: the API key in the `access_token` header.
+  `chargeback`), authenticated as Asaas does: the API key in the `access_token` header, and
+  `GET /v3/financialTransactions?startDate=…&finishDate=…&offset=…&limit=…` (the statement's
+  lines of those days, oldest first, `hasMore` while more remain);
 
 Tests and the fire drill register what the providers know (`payments`, `refunds`, `events`).
 From outside (`umavez send --provider mercadopago PAYMENT.json`), a Mercado Pago payment is
@@ -19,7 +21,8 @@ registered with `PUT /__fake__/v1/payments/{id}` (the MP token; the body is the 
 `GET /v1/payments/{id}` answers it): 201 when new, 200 when it replaced one. The path says it is
 the fake's: Mercado Pago's own `PUT /v1/payments/{id}` updates a payment with other semantics.
 An Asaas payment likewise with `PUT /__fake__/v3/payments/{id}` (the Asaas key in
-`access_token`; the body is Asaas's payment object as `GET /v3/payments/{id}` answers it).
+`access_token`; the body is Asaas's payment object as `GET /v3/payments/{id}` answers it), and a
+line of its statement with `PUT /__fake__/v3/financialTransactions/{id}`.
 What Stripe's books hold, likewise (the Stripe key as bearer): `PUT
 /__fake__/v1/balance_transactions/{id}` with a balance transaction (its `source` expanded or
 an id), and `PUT /__fake__/v1/charges/{id}`, `/v1/refunds/{id}`, `/v1/disputes/{id}` with the
@@ -50,7 +53,9 @@ FAKE_STRIPE_PATH = "/__fake__/v1/"
 # What a balance transaction's `source` may name, registered for its expansion.
 STRIPE_SOURCES = ("charges", "refunds", "disputes")
 FAKE_ASAAS_PAYMENTS_PATH = "/__fake__/v3/payments/"
+FAKE_ASAAS_STATEMENT_PATH = "/__fake__/v3/financialTransactions/"
 ASAAS_PAYMENTS_PATH = "/v3/payments/"
+ASAAS_STATEMENT_PATH = "/v3/financialTransactions"
 
 Query = dict[str, list[str]]
 _CREATED_BOUNDS: dict[str, Callable[[int, int], bool]] = {
@@ -79,6 +84,7 @@ class FakeProviderApis:
     ) -> None:
         self.payments: dict[str, dict[str, Any]] = {}
         self.asaas_payments: dict[str, dict[str, Any]] = {}
+        self.asaas_transactions: dict[str, dict[str, Any]] = {}
         self.refunds: dict[str, list[dict[str, Any]]] = {}
         self.events: list[dict[str, Any]] = []
         self.balance_transactions: dict[str, dict[str, Any]] = {}
@@ -94,8 +100,8 @@ class FakeProviderApis:
                 url = urllib.parse.urlsplit(self.path)
                 query = urllib.parse.parse_qs(url.query)
                 injected = fake._record(self.path, url.path)
-                if url.path.startswith(ASAAS_PAYMENTS_PATH):
-                    self._asaas(url.path.removeprefix(ASAAS_PAYMENTS_PATH), injected)
+                if url.path.startswith(ASAAS_PAYMENTS_PATH) or url.path == ASAAS_STATEMENT_PATH:
+                    self._asaas(url.path, query, injected)
                     return
                 token = mercadopago_token if url.path.startswith("/v1/payments/") else stripe_key
                 if self.headers.get("Authorization") != f"Bearer {token}":
@@ -120,9 +126,12 @@ class FakeProviderApis:
                 fake._record(self.path, path)
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length)
-                if path.startswith(FAKE_ASAAS_PAYMENTS_PATH):
+                if path.startswith((FAKE_ASAAS_PAYMENTS_PATH, FAKE_ASAAS_STATEMENT_PATH)):
                     if self.headers.get("access_token") != asaas_key:
                         self._answer(401, {"errors": [{"code": "invalid_access_token"}]})
+                    elif path.startswith(FAKE_ASAAS_STATEMENT_PATH):
+                        line_id = path.removeprefix(FAKE_ASAAS_STATEMENT_PATH)
+                        self._answer(*fake.register_asaas_transaction(line_id, body))
                     else:
                         payment_id = path.removeprefix(FAKE_ASAAS_PAYMENTS_PATH)
                         self._answer(*fake.register_asaas_payment(payment_id, body))
@@ -142,12 +151,15 @@ class FakeProviderApis:
                         *fake.register_payment(path.removeprefix(FAKE_PAYMENTS_PATH), body)
                     )
 
-            def _asaas(self, payment_id: str, injected: int | None) -> None:
+            def _asaas(self, path: str, query: Query, injected: int | None) -> None:
                 """Asaas's answers: its key in `access_token`, its errors as `errors[]`."""
+                payment_id = path.removeprefix(ASAAS_PAYMENTS_PATH)
                 if self.headers.get("access_token") != asaas_key:
                     self._answer(401, {"errors": [{"code": "invalid_access_token"}]})
                 elif injected or fake.status_override:
                     self._answer(injected or fake.status_override or 500, {"errors": []})
+                elif path == ASAAS_STATEMENT_PATH:
+                    self._answer(200, fake.asaas_statement(query))
                 elif payment_id in fake.asaas_payments:
                     self._answer(200, fake.asaas_payments[payment_id])
                 else:
@@ -254,6 +266,37 @@ class FakeProviderApis:
         listed = sorted(within, key=lambda line: (-int(line["created"]), line["id"]))
         return _stripe_page([as_listed(line) for line in listed], query, "/v1/balance_transactions")
 
+    def register_asaas_transaction(self, line_id: str, body: bytes) -> tuple[int, dict[str, Any]]:
+        """A line of Asaas's statement: 201 new, 200 replaced, 400 not one whose `id` is the
+        path's."""
+        try:
+            line = json.loads(body)
+        except ValueError:
+            return 400, {"errors": [{"description": "the body is not JSON"}]}
+        if not isinstance(line, dict) or line.get("id") != line_id:
+            return 400, {"errors": [{"description": f"the body must be line {line_id!r}"}]}
+        with self._lock:
+            known = line_id in self.asaas_transactions
+            self.asaas_transactions[line_id] = line
+        return (200 if known else 201), line
+
+    def asaas_statement(self, query: Query) -> dict[str, Any]:
+        """The lines dated startDate .. finishDate (days, inclusive), oldest first."""
+        first, last = _first(query, "startDate") or "", _first(query, "finishDate") or "9999"
+        within = sorted(
+            (t for t in self.asaas_transactions.values() if first <= str(t["date"]) <= last),
+            key=lambda t: (str(t["date"]), str(t["id"])),
+        )
+        offset, limit = int(_first(query, "offset") or 0), int(_first(query, "limit") or 10)
+        return {
+            "object": "list",
+            "hasMore": offset + limit < len(within),
+            "totalCount": len(within),
+            "limit": limit,
+            "offset": offset,
+            "data": within[offset : offset + limit],
+        }
+
     def refund_page(self, query: Query) -> dict[str, Any]:
         refunds = self.refunds.get(_first(query, "charge") or "", [])
         return _stripe_page(refunds, query, "/v1/refunds")
@@ -323,6 +366,12 @@ def register_asaas_payment(
     """Registers (or replaces) a payment with the fake Asaas API; True if it was new."""
     url = f"{api_url.rstrip('/')}{FAKE_ASAAS_PAYMENTS_PATH}{payment['id']}"
     return _put_fake(url, {"access_token": api_key}, payment, "Asaas", timeout_seconds)
+
+
+def register_asaas_transaction(api_url: str, api_key: str, line: dict[str, Any]) -> bool:
+    """Registers (or replaces) a line of Asaas's statement with the fake; True if it was new."""
+    url = f"{api_url.rstrip('/')}{FAKE_ASAAS_STATEMENT_PATH}{line['id']}"
+    return _put_fake(url, {"access_token": api_key}, line, "Asaas", 5.0)
 
 
 def register_stripe_object(

@@ -22,6 +22,7 @@ from functions.reconcile.service import CHECKPOINT_PK, LAST_RUN_SK
 from functions.shared import tables
 from functions.shared.dynamo import from_attributes, to_attributes
 from functions.shared.failures import FailureRecords
+from functions.statement.service import LAST_RUN_PK as STATEMENT_RUNS_PK
 from infra.settings import MAX_RECEIVE_COUNT
 from ops.dlq import DeadLetters, LastFailures
 
@@ -114,6 +115,7 @@ def read_status(pipeline: Pipeline, client: Clients, now: float) -> Status:
             else (),
             pipeline.created_at,
         ),
+        statement(dynamodb, pipeline.ledger_table, now),
         alarms(client, pipeline.stack_name),
     ]
     return Status(readings)
@@ -288,6 +290,42 @@ def reconciliation(
         problems.append(f"{len(failed_runs)} runs failed: {', '.join(failed_runs[:3])}")
     text += ", " + ("; ".join(problems) if problems else "0 mismatches")
     return Reading("reconciliation", text, bool(problems), facts)
+
+
+def statement(dynamodb: Any, ledger_table: str, now: float) -> Reading:
+    """Each provider's last statement pass (`umavez statement`): what it booked that no
+    delivery brought, and its mismatches. A person is needed while a last pass found any: each
+    is a movement booked wrong, or money the provider never moved."""
+    response = dynamodb.query(
+        TableName=ledger_table,
+        KeyConditionExpression="#pk = :pk",
+        ExpressionAttributeNames={"#pk": tables.PARTITION_KEY},
+        ExpressionAttributeValues={":pk": {"S": STATEMENT_RUNS_PK}},
+        ConsistentRead=True,
+    )
+    runs = [from_attributes(item) for item in response.get("Items", [])]
+    if not runs:
+        return Reading("statement", "no pass recorded yet (`umavez statement PROVIDER`)", False)
+    told, problems, facts = [], [], {}
+    for run in runs:
+        provider = str(run[tables.SORT_KEY])
+        age = now - datetime.fromisoformat(str(run["ran_at"])).timestamp()
+        found = _counts(run.get("mismatches"))
+        told.append(
+            f"{provider} {_age(age)} ago: {int(run.get('booked', 0))} booked that no delivery "
+            f"brought, {sum(found.values())} mismatches"
+        )
+        problems += [f"{provider} {kind} {n}" for kind, n in sorted(found.items())]
+        facts[provider] = {
+            "ran_at": str(run["ran_at"]),
+            "since": run.get("since"),
+            "until": run.get("until"),
+            "booked": int(run.get("booked", 0)),
+            "mismatches": found,
+            "details": run.get("details", []),
+        }
+    text = "; ".join(told) + (" (" + ", ".join(problems) + ")" if problems else "")
+    return Reading("statement", text, bool(problems), facts)
 
 
 def failed_runs(stepfunctions: Any, state_machine_arn: str, since: float) -> list[str]:

@@ -307,6 +307,9 @@ def _effect_fact(effect: dict[str, Any], asked_event: str | None) -> dict[str, A
     event was a duplicate of it)."""
     by = str(effect.get("event_id", ""))
     counted_by = by if asked_event is None or by == asked_event else f"another event, {by}"
+    if effect.get("via") == "statement":
+        # No delivery brought it: the provider's statement did (its line, `umavez statement`).
+        counted_by = f"the provider's statement, line {by}"
     return {
         "kind": "entry",
         "id": str(effect["effect_key"]),
@@ -335,6 +338,7 @@ def _outbox_fact(item: dict[str, Any]) -> dict[str, Any]:
         "channels": "reached " + (", ".join(channels) if channels else "none yet"),
         # Redacted again: an item stored before errors were redacted can still hold an address.
         "error": redacted(str(item["last_error"])) if item.get("last_error") else None,
+        "found": "found by the statement" if item.get("found_by_statement") else None,
     }
 
 

@@ -57,16 +57,20 @@ class AsaasApi:
         """The payment as Asaas answers it; None when Asaas does not know it."""
         if not _PAYMENT_ID.match(payment_id):
             raise MalformedEventError(f"payment id {payment_id!r} is not an Asaas payment id")
+        return self.get(f"/v3/payments/{payment_id}", f"reading payment {payment_id}")
+
+    def get(self, path: str, doing: str) -> Mapping[str, Any] | None:
+        """What `GET {path}` answers (a JSON object); None on a 404."""
         key = self._api_key()
         if not key or key == PLACEHOLDER:
             raise AsaasApiNotConfiguredError(
-                f"reading payment {payment_id} needs an Asaas API key in the asaas/api-key secret"
+                f"{doing} needs an Asaas API key in the asaas/api-key secret"
             )
         request = urllib.request.Request(  # noqa: S310 - https base URL from configuration
-            f"{self._base_url}/v3/payments/{payment_id}",
+            f"{self._base_url}{path}",
             headers={"access_token": key, "Accept": "application/json", "User-Agent": USER_AGENT},
         )
-        what = "Asaas payments API"
+        what = "Asaas's API"
         try:
             with urllib.request.urlopen(request, timeout=self._timeout) as response:  # noqa: S310
                 body = json.load(response)
@@ -75,9 +79,9 @@ class AsaasApi:
                 raise ProviderApiRefusedError(f"{what} refused us: {exc.code}") from exc
             if exc.code == 404:
                 return None
-            raise ProviderApiUnavailableError(f"{what} answered {exc.code}") from exc
+            raise ProviderApiUnavailableError(f"{what} answered {exc.code}", exc.code) from exc
         except (urllib.error.URLError, TimeoutError, ValueError) as exc:
             raise ProviderApiUnavailableError(f"{what} unreachable: {exc}") from exc
         if not isinstance(body, Mapping):
-            raise ProviderApiUnavailableError(f"{what} answered no object for {payment_id}")
+            raise ProviderApiUnavailableError(f"{what} answered no object for {path}")
         return body

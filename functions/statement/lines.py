@@ -32,6 +32,22 @@ class Line:
     capture: int | None = None
     unreadable: str | None = None
 
+    @classmethod
+    def unreadable_payment(cls, provider: str, payment_id: str, reason: str) -> Line:
+        """A payment the statement names that cannot be read: it books nothing, and is
+        reported."""
+        return cls(
+            provider,
+            f"payment:{payment_id}",
+            "payment",
+            0,
+            0,
+            0,
+            "",
+            (payment_id,),
+            unreadable=reason,
+        )
+
     @property
     def effects(self) -> list[Effect]:
         return [r for r in self.readings if isinstance(r, Effect)]

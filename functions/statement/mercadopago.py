@@ -152,9 +152,9 @@ def lines_of(payment: Mapping[str, Any], disputes: DisputeBooks = nothing_booked
         net = to_minor(received, currency, net_field) if received is not None else 0
         updated = _updated_at(books.date_last_updated)
     except ValidationError as exc:
-        return [_unreadable(payment_id, str(refused(exc, "payment")))]
+        return [Line.unreadable_payment(PROVIDER, payment_id, str(refused(exc, "payment")))]
     except MalformedEventError as exc:
-        return [_unreadable(payment_id, str(exc))]
+        return [Line.unreadable_payment(PROVIDER, payment_id, str(exc))]
     refunds = [r for r in readings if _is_refund(r)]
     own = tuple(r for r in readings if not _is_refund(r))
     moved = books.status in MONEY_RECEIVED
@@ -225,9 +225,3 @@ def _updated_at(stamp: str) -> int:
         return int(datetime.fromisoformat(stamp).timestamp())
     except ValueError as exc:
         raise MalformedEventError(f"payment.date_last_updated {stamp!r} is not a date") from exc
-
-
-def _unreadable(payment_id: str, reason: str) -> Line:
-    return Line(
-        PROVIDER, f"payment:{payment_id}", "payment", 0, 0, 0, "", (payment_id,), unreadable=reason
-    )

@@ -15,8 +15,8 @@ umavez send EVENT_FILE [--provider stripe] [--url URL] [--secret S] [--wait 30]
        [--api-url URL] [--endpoint-url URL --ledger-table T --outbox-table T]
 umavez replay stripe|mercadopago --since ISO [--until ISO] [--types T1,T2] [--starting-after ID]
        [--wait S] [STACK] [--api-url URL]
-umavez statement stripe|mercadopago --since ISO [--until ISO] [--starting-after TXN] [--json]
-       [STACK] [--api-url URL]   the provider's books: what deliveries missed, every mismatch
+umavez statement stripe|mercadopago|asaas --since ISO [--until ISO] [--starting-after TXN]
+       [--json] [STACK] [--api-url URL]   the provider's books: what deliveries missed, mismatches
 umavez dlq list [--json] | dlq redrive (--message-id ID ... | --all) [STACK]
 umavez outbox revive OUTBOX_ID | --all-dead [--json] [STACK]
 umavez status [--json] [STACK]        the pipeline's health; exit 1 when a person is needed

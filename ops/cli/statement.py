@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 PROVIDERS = {
     "stripe": ("Stripe's balance transactions", "stripe/api-key"),
     "mercadopago": ("Mercado Pago's payments, by their last update", "mercadopago/access-token"),
+    "asaas": ("Asaas's financial transactions, and the payments they name", "asaas/api-key"),
 }
 
 
@@ -57,12 +58,16 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from functions.process.asaas_api import BASE_URL as ASAAS_BASE_URL
+    from functions.process.asaas_api import AsaasApi, AsaasApiNotConfiguredError
     from functions.process.mercadopago_api import BASE_URL as MERCADOPAGO_BASE_URL
     from functions.process.mercadopago_disputes import LedgerDisputes
     from functions.process.service import EffectProcessor
     from functions.process.stripe_api import BASE_URL as STRIPE_BASE_URL
+    from functions.shared.providers.asaas import BRAZIL
     from functions.shared.tables import TableNames
-    from functions.statement import mercadopago, stripe
+    from functions.statement import asaas, mercadopago, stripe
+    from functions.statement.asaas import AsaasStatement
     from functions.statement.reading import (
         StatementInterruptedError,
         StatementNotConfiguredError,
@@ -79,7 +84,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     secret = secret_reader(args.endpoint_url, args.stage or ("local" if local else "prod"))
     credential = secret(PROVIDERS[args.provider][1])
-    default_api = STRIPE_BASE_URL if args.provider == "stripe" else MERCADOPAGO_BASE_URL
+    default_api = {
+        "stripe": STRIPE_BASE_URL,
+        "mercadopago": MERCADOPAGO_BASE_URL,
+        "asaas": ASAAS_BASE_URL,
+    }[args.provider]
     base_url = args.api_url or (LOCAL_PROVIDER_APIS if local else default_api)
     since, until = int(window.since.timestamp()), int(window.until.timestamp())
     dynamodb = operations_client("dynamodb", args.endpoint_url)
@@ -89,29 +98,40 @@ def run(args: argparse.Namespace) -> int:
     passing = StatementPass(dynamodb, names, EffectProcessor(dynamodb, names, time.time), time.time)
     first, last = passing.read_window(since, until)
     lines: list[Line] = []
+    known = None
     try:
         if args.provider == "stripe":
             balance = stripe.StripeBalance(credential, time.sleep, base_url)
             for page in balance.pages(first, min(last, int(now)), args.starting_after):
                 lines += map(stripe.line_of, page.lines)
-        else:
+        elif args.provider == "mercadopago":
             # Every payment updated since the window began, up to now: a payment booked in the
             # window and changed after it is listed by its last update only.
             search = mercadopago.MercadoPagoPaymentsSearch(credential, time.sleep, base_url)
             for found in search.pages(_instant(first), _instant(now)):
                 lines += mercadopago.payment_lines(found.payments, disputes)
-    except (StatementNotConfiguredError, ReplayRefusedError) as exc:
+        else:
+            # Asaas's statement is by day (Brazil's): every day from the window's first on.
+            api = AsaasApi(credential, base_url)
+            days = AsaasStatement(api, time.sleep).pages(
+                _instant(first).astimezone(BRAZIL).date(), _instant(now).astimezone(BRAZIL).date()
+            )
+            transactions = [t for page in days for t in page.transactions]
+            lines = asaas.statement_lines(transactions, api.payment)
+            known = asaas.known_to_asaas(api.payment)
+    except (StatementNotConfiguredError, AsaasApiNotConfiguredError, ReplayRefusedError) as exc:
         print(f"refused: {exc}", file=sys.stderr)
         return 2
     except StatementInterruptedError as exc:
         resume = " with --starting-after " if args.provider == "stripe" else " with --since "
+        # (Asaas resumes by day: a day read again only finds its lines booked already)
         print(
             f"stopped: {exc}\nnothing was booked; run the same command again"
             + (f"{resume}{exc.resume}" if exc.resume else ""),
             file=sys.stderr,
         )
         return 1
-    report = passing.run(args.provider, lines, since, until)
+    report = passing.run(args.provider, lines, since, until, known)
     print(json.dumps(report.to_json(), indent=2) if args.json else _summary(report.to_json()))
     return 1 if report.mismatches else 0
 

@@ -176,6 +176,13 @@ class ProviderHistories(RuleBasedStateMachine):
     def webhook_arrives(self, pick: int, copies: int) -> None:
         self._history().deliver(pick, copies)
 
+    @precondition(
+        lambda self: bool(self.history and self.history.in_flight and self.history.statement_heals)
+    )
+    @rule(pick=st.integers(0, 20))
+    def webhook_lost_for_good(self, pick: int) -> None:
+        self._history().lose(pick)
+
     @precondition(lambda self: bool(self.history and self.history.delivered))
     @rule(pick=st.integers(0, 20))
     def resent_weeks_later(self, pick: int) -> None:

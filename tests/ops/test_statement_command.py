@@ -19,11 +19,18 @@ import functions.outbox.sweeper_handler
 import functions.process.handler
 import functions.process.waiting_handler
 import functions.reconcile.handler  # noqa: F401
-from devstack.provider_apis import register_mercadopago_payment, register_stripe_object
+from devstack.provider_apis import (
+    register_asaas_payment,
+    register_asaas_transaction,
+    register_mercadopago_payment,
+    register_stripe_object,
+)
 from devstack.resources import (
+    ASAAS_DEVELOPMENT_API_KEY,
     DEVELOPMENT_SECRETS,
     MERCADOPAGO_DEVELOPMENT_TOKEN,
     STRIPE_DEVELOPMENT_API_KEY,
+    client,
 )
 from devstack.stack import EmbeddedStack
 from firedrill.delivery import DeliveryLog, Providers
@@ -31,6 +38,8 @@ from firedrill.story import Post
 from fixtures import stripe
 from fixtures.shapes import shape, unique
 from ops.cli import main
+from ops.status import statement as statement_reading
+from ops.trace import LocalLogs, trace
 
 
 def iso(seconds: float) -> str:
@@ -84,8 +93,20 @@ def test_the_statement_books_what_no_webhook_brought_and_reports_a_forged_paymen
         assert stack.drain()
         main(["show", "order", missed[0], "--json", *where])
         shown = json.loads(capsys.readouterr().out)
+        dynamodb = client("dynamodb", stack.aws.endpoint_url)
+        told = statement_reading(dynamodb, stack.resources.tables.ledger, time.time())
+        journey = trace(missed[0], dynamodb, stack.resources.tables, LocalLogs(stack.log_path))
 
-    # Then the missed payment was booked once (found by the statement, with Stripe's fee and
+    # Then `umavez status` needs a person for the forged payment, and `umavez trace` tells the
+    # missed one's entry as the statement's, its notification as found by it
+    assert told.needs_person
+    assert "stripe entry_unknown_to_provider 1" in told.summary
+    entries = [f for f in journey.now if f["kind"] == "entry"]
+    assert [f["counted_by"].split(", line ")[0] for f in entries] == ["the provider's statement"]
+    notes = [f for f in journey.now if f["kind"] == "notification"]
+    assert [f["found"] for f in notes] == ["found by the statement"]
+
+    # and the missed payment was booked once (found by the statement, with Stripe's fee and
     # net), the forged one reported by kind both times, and nothing else
     assert (first, second) == (1, 1)
     assert (reported["booked"], again["booked"], again["already_booked"]) == (1, 0, 2)
@@ -153,3 +174,43 @@ def test_the_mercadopago_statement_books_a_payment_never_notified(
     # Then it is booked once, with what Mercado Pago kept and paid out
     assert (code, reported["booked"], reported["details"]) == (0, 1, [])
     assert (shown["totals"]["paid"], shown["fee_total"], shown["net_total"]) == (5000, 50, 4950)
+
+
+def test_the_asaas_statement_books_a_payment_no_webhook_brought(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    order = unique("ord")
+    at = time.time() - 1200
+    day = datetime.fromtimestamp(at, tz=timezone(timedelta(hours=-3))).date().isoformat()
+    with EmbeddedStack() as stack:
+        where = [
+            "--endpoint-url",
+            stack.aws.endpoint_url,
+            "--ledger-table",
+            stack.resources.tables.ledger,
+            "--outbox-table",
+            stack.resources.tables.outbox,
+        ]
+        # Given a payment Asaas received (R$ 50.00, R$ 0.99 kept) and its statement's lines,
+        # told from outside; no webhook of it ever came
+        payment = shape("asaas/PAYMENT_RECEIVED.json")["payment"]
+        payment.update({"id": unique("pay"), "externalReference": order, "paymentDate": day})
+        api, key = stack.provider_apis.url, ASAAS_DEVELOPMENT_API_KEY
+        register_asaas_payment(api, key, payment)
+        for kind, value in (("PAYMENT_RECEIVED", 50.0), ("PAYMENT_FEE", -0.99)):
+            line = {"object": "financialTransaction", "id": unique("ftn"), "value": value}
+            line |= {"type": kind, "date": day, "description": kind, "paymentId": payment["id"]}
+            register_asaas_transaction(api, key, line)
+
+        # When the operator reads the window's statement
+        window = ["--since", iso(at - 60), "--until", iso(at + 600)]
+        capsys.readouterr()
+        code = main(["statement", "asaas", *window, "--json", *where, "--api-url", api])
+        reported = json.loads(capsys.readouterr().out)
+        assert stack.drain()
+        main(["show", "order", order, "--json", *where])
+        shown = json.loads(capsys.readouterr().out)
+
+    # Then it is booked once, with what Asaas kept and paid out
+    assert (code, reported["booked"], reported["details"]) == (0, 1, [])
+    assert (shown["totals"]["paid"], shown["fee_total"], shown["net_total"]) == (5000, 99, 4901)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 import uuid
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -20,6 +21,8 @@ from typing import Any
 from moto.backends import get_backend
 from moto.core.models import DEFAULT_ACCOUNT_ID
 
+from firedrill.statement import stripe_books
+from firedrill.story import Expected, Post, Story
 from fixtures.lambda_events import FakeLambdaContext, sqs_event, sqs_record
 from fixtures.simulators.asaas import AsaasSimulator
 from fixtures.simulators.books import TrueBooks
@@ -31,6 +34,7 @@ from functions.outbox.channels import SesEmailChannel
 from functions.outbox.sender import OutboxSender, SendPolicy
 from functions.outbox.sweeper import Sweeper
 from functions.process import handler
+from functions.process.service import EffectProcessor
 from functions.process.waiting import NothingWaitsError, Waiting
 from functions.shared.domain import (
     COUNTED_OUTCOMES,
@@ -39,6 +43,9 @@ from functions.shared.domain import (
     financial_status,
 )
 from functions.shared.outbox import OutboxItem, OutboxStatus
+from functions.shared.providers.stripe import ListedBalanceTransaction
+from functions.statement.service import StatementPass
+from functions.statement.stripe import line_of
 from infra.settings import MAX_RECEIVE_COUNT, PROCESS_BATCH_SIZE
 from tests.support.clock import FakeClock
 from tests.support.pipeline import Pipeline
@@ -104,6 +111,12 @@ class History:
     # until an operator attaches it to the order (`umavez attach`), then the order's.
     unnamed: bool = False
     attached: bool = False
+    # Webhooks lost for good (never delivered, never resent): only the provider's statement,
+    # read once everything else arrived, can book what they announced.
+    lost: list[Webhook] = field(default_factory=list)
+    statement_found: list[str] = field(default_factory=list)
+    # Every webhook the provider sent, delivered or not: what its objects are now is its books.
+    sent: list[Webhook] = field(default_factory=list)
 
     # -- the provider ----------------------------------------------------------------------
 
@@ -112,7 +125,9 @@ class History:
         if not moves:
             return  # the lifecycle is over
         name, make = moves[choice % len(moves)]
-        self.in_flight += make()
+        made = make()
+        self.in_flight += made
+        self.sent += made
         self.steps.append(name)
         # What the provider's API answers from now on (Stripe's refunds, Mercado Pago's and
         # Asaas's payments).
@@ -175,6 +190,57 @@ class History:
             self._enqueue(webhook)
         self.delivered.append(webhook)
 
+    @property
+    def statement_heals(self) -> bool:
+        """Stripe payments each naming their order: the statement books what any of their
+        webhooks announced (a Checkout Session's or an invoice's binding, lost, it cannot)."""
+        payments = self._payments()
+        simple = not isinstance(self.simulator, StripeCheckout | StripeSubscription)
+        stripe_only = all(isinstance(p, StripeSimulator) for p in payments)
+        return simple and stripe_only and not self.unnamed
+
+    def lose(self, pick: int) -> None:
+        """A webhook in flight lost for good: the endpoint was down past Stripe's retries, and
+        past its Events API's 30 days."""
+        if self.in_flight:
+            self.lost.append(self.in_flight.pop(pick % len(self.in_flight)))
+            self.steps.append(f"lost {self.lost[-1].event_type}")
+
+    def read_the_statement(self) -> list[str]:
+        """`umavez statement stripe` over the history: Stripe's balance as its objects are now
+        (firedrill/statement.py), booked and matched; its mismatches, each a violation."""
+        world = self.pipeline.world
+        story = Story(
+            "history",
+            self.simulator.order_id,
+            [[Post(w.provider, w.body) for w in self.sent]],
+            Expected("?"),
+            stripe_refunds={
+                charge: refunds
+                for payment in self._payments()
+                if isinstance(payment, StripeSimulator)
+                for charge, refunds in payment.refunds_listed().items()
+            },
+        )
+        lines = [line_of(ListedBalanceTransaction.model_validate(t)) for t in stripe_books(story)]
+        if not lines:
+            return []
+        created = [line.created for line in lines]
+        passing = StatementPass(
+            world.dynamodb, TABLES, EffectProcessor(world.dynamodb, TABLES, time.time), self.clock
+        )
+        report = passing.run(
+            "stripe", lines, min(created), max(created) + 30 * 86_400, orders=[story.order_id]
+        )
+        self.steps.append(f"statement: {report.booked} booked")
+        # The waiting function's next run: deliveries parked for a payment the statement has
+        # just bound go through again (duplicates now, of what the statement booked).
+        if self._waiting_room().redrive()["redriven"]:
+            self._take_redriven()
+            self._process()
+        self._first_tries()
+        return [f"statement {m.kind}: {m.detail}" for m in report.mismatches]
+
     def resend(self, pick: int) -> None:
         """A webhook delivered before, sent again (a dashboard's resend, weeks later)."""
         if self.delivered:
@@ -203,6 +269,7 @@ class History:
         self.drain()
         # A payment nobody attached: past the waiting limit, what it moved is unmatched.
         self.clock.advance((4 if self._unattached else 1) * 24 * 3600)
+        self.statement_found = self.read_the_statement() if self.lost else []
         room = self._waiting_room()
         if self._unattached:
             room.redrive()
@@ -293,7 +360,7 @@ class History:
             # Nobody attached it: none of its money is the order's, all of it unmatched.
             truth = TrueBooks(truth.currency)
         order = world.order(order_id)
-        found: list[str] = []
+        found: list[str] = list(self.statement_found)
         if self._dead:
             found.append(f"{len(self._dead)} message(s) dead-lettered")
         room = handler.waiting_room()

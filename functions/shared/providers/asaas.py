@@ -391,6 +391,26 @@ ASAAS_EVENTS: Final[Mapping[str, Reader]] = {
 }
 
 
+def statement_readings(
+    answered: Mapping[str, Any], delivery: Delivery
+) -> tuple[Interpretation, ...]:
+    """What a payment, as Asaas's API answers it now, moved through the account: its receipt,
+    its DONE refunds, its chargeback -- the entries its webhooks book, under their keys. A
+    receipt in cash moved nothing through Asaas: its statement has no line of it."""
+    try:
+        payment = AsaasPayment.model_validate(answered)
+    except ValidationError as exc:
+        raise refused(exc, "payment") from exc
+    readings: list[Interpretation] = []
+    if payment.status in MONEY_IN and not payment.deleted:
+        readings.append(_entry(payment, delivery, Transition.PAID, payment.id))
+    if any(refund.status == REFUND_DONE for refund in payment.refunds or []):
+        readings += _refunds(payment, delivery, nothing_in_cash)
+    if payment.chargeback is not None or payment.status in IN_CHARGEBACK:
+        readings += _chargeback(payment, delivery, nothing_in_cash)
+    return tuple(r for r in readings if isinstance(r, Effect))
+
+
 class Interpreter:
     """Reads the event, then the payment it names from Asaas's API, and books what the API
     answers (see the module's doc)."""
