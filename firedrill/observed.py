@@ -24,9 +24,12 @@ TRACED_ORDERS = 6
 SENDERS = frozenset({"outbox", "sweeper"})
 
 
-def status_check(stack: EmbeddedStack, state: LedgerState) -> Check:
+def status_check(
+    stack: EmbeddedStack, state: LedgerState, statement_booked: int | None = None
+) -> Check:
     """Each reading of `umavez status` on the drilled stack equals the count the drill reads
-    its own way: the DLQ, the waiting room, the dead notifications, the last reconciliation."""
+    its own way: the DLQ, the waiting room, the dead notifications, the last reconciliation,
+    and what the statement booked that no webhook brought."""
     resources = stack.resources
     pipeline = Pipeline(
         resources.tables.ledger,
@@ -49,6 +52,7 @@ def status_check(stack: EmbeddedStack, state: LedgerState) -> Check:
         "re-checks": len(state.watched),
         "dead notifications": sum(i["status"] == "dead" for i in state.outbox),
         "last reconciliation's orders": runs[-1]["orders_checked"] if runs else None,
+        "statement booked": statement_booked,
     }
     told = {
         "dead letters": facts["dead letters"]["count"],
@@ -57,6 +61,7 @@ def status_check(stack: EmbeddedStack, state: LedgerState) -> Check:
         "re-checks": facts["re-checks"]["count"],
         "dead notifications": facts["notifications"]["dead"],
         "last reconciliation's orders": facts["reconciliation"].get("orders_checked"),
+        "statement booked": facts["statement"].get("stripe", {}).get("booked"),
     }
     off = [
         f"{name}: status {told[name]}, drill {n}" for name, n in expected.items() if told[name] != n
@@ -71,6 +76,9 @@ def status_check(stack: EmbeddedStack, state: LedgerState) -> Check:
         if not off
         else "; ".join(off),
     )
+
+
+BY_STATEMENT = "the provider's statement"
 
 
 def trace_check(
@@ -100,10 +108,23 @@ def trace_check(
             problems.append(
                 f"{order_id}: {entries} entries traced of {len(state.orders[order_id].effects)}"
             )
+    # Orders the statement healed: trace tells their entries as the statement's.
+    healed = sorted(
+        order_id
+        for order_id, view in state.orders.items()
+        if any(e.get("via") == "statement" for e in view.effects)
+    )[:TRACED_ORDERS]
+    for order_id in healed:
+        told = trace(order_id, dynamodb, names, logs).now
+        by_statement = [f for f in told if str(f.get("counted_by", "")).startswith(BY_STATEMENT)]
+        expected = sum(e.get("via") == "statement" for e in state.orders[order_id].effects)
+        if len(by_statement) != expected:
+            problems.append(f"{order_id}: {len(by_statement)} entries told as the statement's")
     return Check(
         "umavez trace tells each journey as the ledger holds it",
         not problems,
-        f"{len(events)} events and {len(orders)} orders traced"
+        f"{len(events)} events and {len(orders)} orders traced, {len(healed)} healed by the "
+        "statement"
         if not problems
         else f"{len(problems)}: " + "; ".join(problems[:3]),
     )

@@ -184,7 +184,10 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
             state = LedgerState.of(after.ledger, after.outbox)
             checks = check_state(drill, state, log)
             checks += embedded_checks(stack, state, log, drains, reads)
-            checks += [status_check(stack, state), trace_check(stack, state, log, drill)]
+            checks += [
+                status_check(stack, state, statement.report.booked),
+                trace_check(stack, state, log, drill),
+            ]
             checks += [burst] if burst else []
             checks.append(unmatched)
             checks.append(statement_check(statement, _fees(drill, state)))

@@ -183,6 +183,13 @@ class ProviderHistories(RuleBasedStateMachine):
     def webhook_lost_for_good(self, pick: int) -> None:
         self._history().lose(pick)
 
+    @precondition(
+        lambda self: bool(self.history and self.history.statement_heals and not self.history.forged)
+    )
+    @rule()
+    def forged_delivery(self) -> None:
+        self._history().forge()
+
     @precondition(lambda self: bool(self.history and self.history.delivered))
     @rule(pick=st.integers(0, 20))
     def resent_weeks_later(self, pick: int) -> None:

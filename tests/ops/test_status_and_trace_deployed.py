@@ -21,6 +21,7 @@ from functions.reconcile.service import CHECKPOINT_PK, LAST_RUN_SK
 from functions.shared import tables
 from functions.shared.dynamo import to_attributes
 from functions.shared.outbox import outbox_id_for
+from functions.statement.service import LAST_RUN_PK as STATEMENT_RUNS_PK
 from ops.cli import main
 from ops.cli.mistakes import MISTAKE, explained
 from ops.trace import InsightsLogs, LogsQueryError
@@ -56,6 +57,20 @@ def last_run(ran_at: float, mismatches: dict[str, int], caught_up: bool = True) 
             "orders_checked": 12,
             "mismatches": mismatches,
             "caught_up": caught_up,
+        }
+    )
+
+
+def statement_ran(ran_at: float, mismatches: dict[str, int]) -> None:
+    """Stripe's last statement pass, as `umavez statement` records it."""
+    put_ledger(
+        {
+            tables.PARTITION_KEY: STATEMENT_RUNS_PK,
+            tables.SORT_KEY: "stripe",
+            "ran_at": iso(ran_at),
+            "booked": 1,
+            "mismatches": mismatches,
+            "details": [],
         }
     )
 
@@ -182,6 +197,10 @@ HARMS: dict[str, tuple[str, Callable[[dict[str, str]], None]]] = {
     "no reconciliation for three hours": (
         "reconciliation",
         lambda _: last_run(time.time() - 3 * HOUR, {}),
+    ),
+    "money Stripe never moved, found by its statement": (
+        "statement",
+        lambda _: statement_ran(time.time() - 60, {"entry_unknown_to_provider": 1}),
     ),
     "a webhook older than a record can live": ("webhook queue", lambda _: queue_age(1000)),
     "an alarm in ALARM": ("alarms", lambda _: alarm_fires()),

@@ -23,7 +23,9 @@ from moto.core.models import DEFAULT_ACCOUNT_ID
 
 from firedrill.statement import stripe_books
 from firedrill.story import Expected, Post, Story
+from fixtures import stripe
 from fixtures.lambda_events import FakeLambdaContext, sqs_event, sqs_record
+from fixtures.shapes import unique
 from fixtures.simulators.asaas import AsaasSimulator
 from fixtures.simulators.books import TrueBooks
 from fixtures.simulators.mercadopago import MercadoPagoSimulator
@@ -44,7 +46,7 @@ from functions.shared.domain import (
 )
 from functions.shared.outbox import OutboxItem, OutboxStatus
 from functions.shared.providers.stripe import ListedBalanceTransaction
-from functions.statement.service import StatementPass
+from functions.statement.service import ENTRY_UNKNOWN, StatementPass
 from functions.statement.stripe import line_of
 from infra.settings import MAX_RECEIVE_COUNT, PROCESS_BATCH_SIZE
 from tests.support.clock import FakeClock
@@ -115,6 +117,10 @@ class History:
     # read once everything else arrived, can book what they announced.
     lost: list[Webhook] = field(default_factory=list)
     statement_found: list[str] = field(default_factory=list)
+    # Orders credited by forged deliveries (a body Stripe never sent, signed with a leaked
+    # secret): the statement must report each as money the provider never moved.
+    forged: list[str] = field(default_factory=list)
+    forgeries: list[Webhook] = field(default_factory=list)
     # Every webhook the provider sent, delivered or not: what its objects are now is its books.
     sent: list[Webhook] = field(default_factory=list)
 
@@ -201,10 +207,23 @@ class History:
 
     def lose(self, pick: int) -> None:
         """A webhook in flight lost for good: the endpoint was down past Stripe's retries, and
-        past its Events API's 30 days."""
-        if self.in_flight:
-            self.lost.append(self.in_flight.pop(pick % len(self.in_flight)))
+        past its Events API's 30 days. Not an inquiry's: it moves no money, so Stripe's balance
+        has no line of it (what the statement cannot know, the webhooks alone tell)."""
+        healable = [n for n, w in enumerate(self.in_flight) if not _of_an_inquiry(w)]
+        if healable:
+            self.lost.append(self.in_flight.pop(healable[pick % len(healable)]))
             self.steps.append(f"lost {self.lost[-1].event_type}")
+
+    def forge(self) -> None:
+        """A payment Stripe never made, for an order of its own, delivered as if signed by it."""
+        order = unique("ord")
+        at = max((p.now for p in self._payments() if isinstance(p, StripeSimulator)), default=0)
+        body = stripe.payment_intent_succeeded(order, unique("pi"), 777, at)
+        forgery = Webhook("stripe", "payment_intent.succeeded", body, at)
+        self._enqueue(forgery)
+        self.forged.append(order)
+        self.forgeries.append(forgery)
+        self.steps.append(f"forged a payment for {order}")
 
     def read_the_statement(self) -> list[str]:
         """`umavez statement stripe` over the history: Stripe's balance as its objects are now
@@ -223,14 +242,18 @@ class History:
             },
         )
         lines = [line_of(ListedBalanceTransaction.model_validate(t)) for t in stripe_books(story)]
-        if not lines:
-            return []
+        # The window: the history's movements, from its first event on
         created = [line.created for line in lines]
+        created += [w.created for w in [*self.sent, *self.forgeries]]
         passing = StatementPass(
             world.dynamodb, TABLES, EffectProcessor(world.dynamodb, TABLES, time.time), self.clock
         )
         report = passing.run(
-            "stripe", lines, min(created), max(created) + 30 * 86_400, orders=[story.order_id]
+            "stripe",
+            lines,
+            min(created),
+            max(created) + 30 * 86_400,
+            orders=[story.order_id, *self.forged],
         )
         self.steps.append(f"statement: {report.booked} booked")
         # The waiting function's next run: deliveries parked for a payment the statement has
@@ -239,7 +262,12 @@ class History:
             self._take_redriven()
             self._process()
         self._first_tries()
-        return [f"statement {m.kind}: {m.detail}" for m in report.mismatches]
+        # Exactly the forged payments are money the provider never moved; nothing else.
+        reported = sorted((m.kind, m.order_id) for m in report.mismatches)
+        if reported == sorted((ENTRY_UNKNOWN, order) for order in self.forged):
+            return []
+        told = [f"statement {m.kind} {m.order_id}: {m.detail}" for m in report.mismatches]
+        return told or [f"statement reported nothing of the forged {self.forged}"]
 
     def resend(self, pick: int) -> None:
         """A webhook delivered before, sent again (a dashboard's resend, weeks later)."""
@@ -269,7 +297,7 @@ class History:
         self.drain()
         # A payment nobody attached: past the waiting limit, what it moved is unmatched.
         self.clock.advance((4 if self._unattached else 1) * 24 * 3600)
-        self.statement_found = self.read_the_statement() if self.lost else []
+        self.statement_found = self.read_the_statement() if self.lost or self.forged else []
         room = self._waiting_room()
         if self._unattached:
             room.redrive()
@@ -537,3 +565,15 @@ def emptied(pipeline: Pipeline) -> None:
     pipeline.apis.asaas_payments.clear()
     pipeline.apis.refunds.clear()
     pipeline.apis.requests.clear()
+
+
+def _of_an_inquiry(webhook: Webhook) -> bool:
+    """A Stripe dispute event of an inquiry (`warning_*`), or of one escalating."""
+    data = json.loads(webhook.body).get("data", {})
+    stripe_object = data.get("object", {})
+    if stripe_object.get("object") != "dispute":
+        return False
+    before = (data.get("previous_attributes") or {}).get("status") or ""
+    return str(stripe_object.get("status", "")).startswith("warning_") or str(before).startswith(
+        "warning_"
+    )
