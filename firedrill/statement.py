@@ -13,20 +13,39 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from devstack.provider_apis import register_stripe_object
-from devstack.resources import STRIPE_DEVELOPMENT_API_KEY, client
+from devstack.provider_apis import (
+    register_asaas_payment,
+    register_asaas_transaction,
+    register_mercadopago_payment,
+    register_stripe_object,
+)
+from devstack.resources import (
+    ASAAS_DEVELOPMENT_API_KEY,
+    MERCADOPAGO_DEVELOPMENT_TOKEN,
+    STRIPE_DEVELOPMENT_API_KEY,
+    client,
+)
 from devstack.stack import EmbeddedStack
 from firedrill.checks import Check
 from firedrill.story import Post, Story
 from fixtures.shapes import unique
+from functions.process.asaas_api import AsaasApi
+from functions.process.mercadopago_disputes import LedgerDisputes
 from functions.process.service import EffectProcessor
 from functions.process.stripe_api import StripeApi
 from functions.shared.errors import UmavezError
 from functions.shared.providers import Interpreters
+from functions.shared.providers.asaas import BRAZIL
+from functions.shared.providers.asaas import MONEY_IN as ASAAS_MONEY_IN
+from functions.statement.asaas import AsaasStatement, known_to_asaas
+from functions.statement.asaas import statement_lines as asaas_statement_lines
+from functions.statement.lines import Line
+from functions.statement.mercadopago import MercadoPagoPaymentsSearch, payment_lines
 from functions.statement.service import StatementPass, StatementReport
 from functions.statement.stripe import StripeBalance, line_of
 
@@ -223,6 +242,120 @@ def read_the_statement(
         return StatementRun(StatementReport("stripe", since, until), lines, lost, repr(exc))
 
 
+def read_other_statements(
+    stack: EmbeddedStack,
+    drill: Sequence[Story],
+    processor_class: type[EffectProcessor] = EffectProcessor,
+) -> list[StatementRun]:
+    """Mercado Pago's payments and Asaas's statement, the never-notified stories' staged from
+    outside over HTTP, then `umavez statement mercadopago` and `asaas` over the drill."""
+    dynamodb = client("dynamodb", stack.aws.endpoint_url)
+    names = stack.resources.tables
+    passing = StatementPass(dynamodb, names, processor_class(dynamodb, names, time.time), time.time)
+    return [
+        _mercadopago_run(stack, drill, passing, LedgerDisputes(dynamodb, names.ledger)),
+        _asaas_run(stack, drill, passing),
+    ]
+
+
+def _mercadopago_run(
+    stack: EmbeddedStack, drill: Sequence[Story], passing: StatementPass, disputes: LedgerDisputes
+) -> StatementRun:
+    """Every payment the stories made, as Mercado Pago's API answers it now."""
+    api, token, now = stack.provider_apis, MERCADOPAGO_DEVELOPMENT_TOKEN, int(time.time())
+    lost: dict[str, Any] = {}
+    for story in drill:
+        if story.statement_only and story.mercadopago_payment:
+            register_mercadopago_payment(api.url, token, story.mercadopago_payment)
+            lost[story.order_id] = story.mercadopago_payment
+    updated = [_moment(p["date_last_updated"]) for p in api.payments.values()] or [now]
+    since = min(updated) - 86_400
+    search = MercadoPagoPaymentsSearch(lambda: token, lambda _: None, api.url)
+    found = [p for page in search.pages(_instant(since), _instant(now)) for p in page.payments]
+    return _run(passing, "mercadopago", payment_lines(found, disputes), since, now, lost)
+
+
+def _asaas_run(
+    stack: EmbeddedStack, drill: Sequence[Story], passing: StatementPass
+) -> StatementRun:
+    """Each story's Asaas payments as its API answers them, and their lines on its statement."""
+    api, key = stack.provider_apis, ASAAS_DEVELOPMENT_API_KEY
+    lost: dict[str, Any] = {}
+    days: list[str] = []
+    for story in drill:
+        for payment in story.asaas_answers.values():
+            book = asaas_lines(payment)
+            days += [str(line["date"]) for line in book]
+            if not story.statement_only:
+                api.asaas_transactions.update({line["id"]: line for line in book})
+                continue
+            register_asaas_payment(api.url, key, payment)
+            for line in book:
+                register_asaas_transaction(api.url, key, line)
+            lost[story.order_id] = book
+    today = datetime.now(tz=BRAZIL).date()
+    first_day = (date.fromisoformat(min(days)) if days else today) - timedelta(days=1)
+    asaas = AsaasApi(lambda: key, api.url)
+    statement = AsaasStatement(asaas, lambda _: None)
+    listed = [t for page in statement.pages(first_day, today) for t in page.transactions]
+    since = int(datetime.combine(first_day, datetime.min.time(), BRAZIL).timestamp())
+    lines = asaas_statement_lines(listed, asaas.payment)
+    return _run(
+        passing, "asaas", lines, since, int(time.time()), lost, known_to_asaas(asaas.payment)
+    )
+
+
+def _run(
+    passing: StatementPass,
+    provider: str,
+    lines: list[Line],
+    since: int,
+    until: int,
+    lost: dict[str, Any],
+    known: Callable[[Mapping[str, Any]], bool] | None = None,
+) -> StatementRun:
+    try:
+        return StatementRun(passing.run(provider, lines, since, until, known), [], lost)
+    except UmavezError as exc:  # a broken design can make the ledger unbookable: a finding
+        return StatementRun(StatementReport(provider, since, until), [], lost, repr(exc))
+
+
+def asaas_lines(payment: dict[str, Any]) -> list[dict[str, Any]]:
+    """Asaas's statement lines of a payment (its receipt, Asaas's fee on it, each DONE refund),
+    as `GET /v3/financialTransactions` lists them."""
+    if payment.get("status") not in ASAAS_MONEY_IN or payment.get("deleted"):
+        return []
+    day = str(payment.get("paymentDate") or payment.get("dateCreated"))[:10]
+    value = float(payment["value"])
+    fee = round(value - float(payment.get("netValue") or value), 2)
+
+    def line(kind: str, amount: float) -> dict[str, Any]:
+        return {
+            "object": "financialTransaction",
+            "id": unique("ftn"),
+            "value": amount,
+            "type": kind,
+            "date": day,
+            "description": kind,
+            "paymentId": payment["id"],
+        }
+
+    lines = [line("PAYMENT_RECEIVED", value), line("PAYMENT_FEE", -fee)]
+    refunds = payment.get("refunds") or []
+    lines += [
+        line("PAYMENT_REVERSAL", -float(r["value"])) for r in refunds if r["status"] == "DONE"
+    ]
+    return lines
+
+
+def _moment(stamp: str) -> int:
+    return int(datetime.fromisoformat(stamp).timestamp())
+
+
+def _instant(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=UTC)
+
+
 def statement_check(run: StatementRun, fees: dict[str, tuple[int, int]]) -> Check:
     """What the statement found is exactly what the webhooks lost; every other movement was
     booked already; nothing mismatched; each order's fee is what its lines kept (`fees`: the
@@ -231,6 +364,8 @@ def statement_check(run: StatementRun, fees: dict[str, tuple[int, int]]) -> Chec
     lost = sum(len(lines) for lines in run.lost.values())
     problems = [f"{m.kind} {m.order_id}: {m.detail}" for m in report.mismatches]
     problems += [f"the pass stopped: {run.failed}"] if run.failed else []
+    if report.provider != "stripe":
+        lost = len(run.lost)  # one payment each
     problems += [
         f"{order_id}: fee_total {held}, its lines kept {kept}"
         for order_id, (held, kept) in sorted(fees.items())
@@ -239,10 +374,13 @@ def statement_check(run: StatementRun, fees: dict[str, tuple[int, int]]) -> Chec
     found_orders = sorted({found.split(":")[0] for found in report.found})
     if found_orders != sorted(run.lost):
         problems.append(f"found on {found_orders[:3]}, lost on {sorted(run.lost)[:3]}")
+    provider = {"stripe": "Stripe's balance", "mercadopago": "Mercado Pago's payments"}.get(
+        report.provider, "Asaas's statement"
+    )
     return Check(
-        "the statement books what the webhooks lost, once; every other movement matches",
+        f"{report.provider}: the statement books what the webhooks lost, once; the rest matches",
         not problems and report.booked == lost,
-        f"{report.lines_read} lines of Stripe's balance: {report.booked} booked that no webhook "
+        f"{report.lines_read} lines of {provider}: {report.booked} booked that no webhook "
         f"brought ({len(run.lost)} orders), {report.already_booked} already booked, "
         f"{report.pending} pending, {report.entries_checked} entries matched, fees on "
         f"{report.fees_recorded} lines"

@@ -250,6 +250,8 @@ def mercadopago_chargeback_lost(order: str, at: int) -> Story:
     payment_id = str(9_000_000_000 + next(_numbers))
     payment = shape("mercadopago/payment.charged_back_settled.json")
     payment.update({"id": int(payment_id), "external_reference": order, "metadata": {}})
+    # Settled the next day (the captured shape's date is in the future of any drill)
+    payment["date_last_updated"] = "2026-11-30T10:02:13.000-04:00"
     query = {"data.id": payment_id, "type": "payment"}
     note = shape("mercadopago/payment.updated.json")
     note.update({"id": 100_000_000_000 + next(_numbers), "data": {"id": payment_id}})
@@ -704,6 +706,53 @@ def stripe_webhooks_lost(order: str, at: int) -> Story:
     )
 
 
+def mercadopago_never_notified(order: str, at: int) -> Story:
+    """A Pix payment approved while the endpoint was down past Mercado Pago's retries: no
+    notification of it ever arrives. Mercado Pago's payments search lists it; the statement
+    books it, once, with the fee Mercado Pago kept."""
+    payment_id = str(9_000_000_000 + next(_numbers))
+    stamp = _brazil_iso(at)
+    payment = shape("mercadopago/payment.json")
+    payment.update(
+        {
+            "id": int(payment_id),
+            "external_reference": order,
+            "metadata": {"order_id": order},
+            "date_created": stamp,
+            "date_approved": stamp,
+            "date_last_updated": stamp,
+            "fee_details": [{"amount": 0.5, "fee_payer": "collector", "type": "mercadopago_fee"}],
+        }
+    )
+    return Story(
+        "mercadopago never notified, healed by the statement",
+        order,
+        [[]],
+        Expected("paid", paid=5000, effects={("order.paid", payment_id)}),
+        mercadopago_payment=payment,
+        statement_only=True,
+    )
+
+
+def asaas_never_notified(order: str, at: int) -> Story:
+    """A Pix payment received while Asaas's queue was paused (its events deleted after 14
+    days): no webhook of it ever arrives. Asaas's statement names it; the statement books it."""
+    payment = shape("asaas/PAYMENT_RECEIVED.json")["payment"]
+    payment.update({"id": unique("pay"), "externalReference": order})
+    return Story(
+        "asaas never notified, healed by the statement",
+        order,
+        [[]],
+        Expected("paid", paid=5000, effects={("order.paid", payment["id"])}),
+        asaas_payments={payment["id"]: payment},
+        statement_only=True,
+    )
+
+
+def _brazil_iso(epoch: int) -> str:
+    return datetime.fromtimestamp(epoch, tz=BRAZIL).isoformat(timespec="milliseconds")
+
+
 def _brazil(epoch: int) -> str:
     return datetime.fromtimestamp(epoch, tz=BRAZIL).strftime("%Y-%m-%d %H:%M:%S")
 
@@ -737,6 +786,8 @@ KINDS: tuple[Callable[[str, int], Story], ...] = (
     asaas_chargeback_won,
     stripe_live_event_on_a_test_stack,
     stripe_webhooks_lost,
+    mercadopago_never_notified,
+    asaas_never_notified,
 )
 
 

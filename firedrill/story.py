@@ -3,6 +3,7 @@ look like once everything has arrived, whatever the order and number of arrivals
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,6 +73,22 @@ class Story:
     # Lines of Stripe's balance for movements no webhook of the story announces (lost for good:
     # never delivered, past the Events API's 30 days): only the statement can book them.
     stripe_balance: list[dict[str, Any]] = field(default_factory=list)
+    # Its movements reach umavez through the provider's statement only (no webhook of them
+    # arrives): the drill stages them from outside, over the fakes' HTTP.
+    statement_only: bool = False
+
+    @property
+    def asaas_answers(self) -> dict[str, dict[str, Any]]:
+        """What Asaas's API answers for the story's payments: the story's own, else each payment
+        as its last webhook carries it (process books what the API answers, never the body)."""
+        if self.asaas_payments:
+            return self.asaas_payments
+        latest: dict[str, dict[str, Any]] = {}
+        for post in self.posts:
+            payment = json.loads(post.body).get("payment") if post.provider == "asaas" else None
+            if isinstance(payment, dict) and isinstance(payment.get("id"), str):
+                latest[payment["id"]] = payment
+        return latest
 
     @property
     def posts(self) -> list[Post]:

@@ -29,7 +29,12 @@ from functions.process.asaas_api import AsaasApi
 from functions.shared.domain import VIA_STATEMENT, Delivery, Effect, Transition
 from functions.shared.errors import MalformedEventError
 from functions.shared.money import to_minor
-from functions.shared.providers.asaas import BRAZIL, CURRENCY, PROVIDER, statement_readings
+from functions.shared.providers.asaas import (
+    BRAZIL,
+    CURRENCY,
+    PROVIDER,
+    statement_readings,
+)
 from functions.shared.providers.fields import refused
 from functions.statement.lines import Line
 from functions.statement.reading import read_page
@@ -189,6 +194,10 @@ def known_to_asaas(
         answered = payment(payment_id) if payment_id.startswith("pay_") else None
         if answered is None:
             return False
+        if f"{payment_id}:cash" in str(entry["external_ref"]):
+            # A receipt in cash moves nothing through Asaas (no line, ever): the merchant marked
+            # it at Asaas, whose payment knew it (received, or undone since).
+            return True
         delivery = Delivery(PROVIDER, f"check-{payment_id}", STATEMENT_EVENT, 0)
         try:
             readings = statement_readings(answered, delivery)
