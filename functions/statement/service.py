@@ -58,7 +58,7 @@ EDGE_SECONDS: Final = 600
 CONTENDED_TRIES: Final = 5
 # Each provider's last pass, in the ledger, for `umavez status` (sort key: the provider).
 LAST_RUN_PK: Final = "STATEMENT"
-DETAILS_KEPT: Final = 20  # the mismatches a run's record lists (all are logged and counted)
+DETAILS_KEPT: Final = 20  # the mismatches a run's record lists (the command prints them all)
 
 
 @dataclass
