@@ -170,18 +170,20 @@ class StatementPass:
             return
         orders: set[str] = set()
         for effect in line.effects:
-            refused = self._capture_refused(effect, line, read)
+            bound = self._bound_to(effect)
+            refused = self._capture_refused(effect, bound or effect.order_id, line, read)
             if refused is not None:
                 report.mismatches.append(refused)
                 continue
-            processed = self._book(effect, line, report)
+            processed = self._book(effect, bound, line, report)
             if processed is not None and processed.order_id is not None:
                 orders.add(processed.order_id)
         for order_id in orders:
             report.fees_recorded += self._record_fee(order_id, line)
 
-    def _book(self, effect: Effect, line: Line, report: StatementReport) -> Processed | None:
-        bound = self._bound_to(effect)
+    def _book(
+        self, effect: Effect, bound: str | None, line: Line, report: StatementReport
+    ) -> Processed | None:
         if bound is not None and effect.order_id not in (None, bound):
             # Its object names another order than the one its payment is bound to (a conflict
             # its deliveries reported): the money is the bound order's, booked there once.
@@ -231,14 +233,13 @@ class StatementPass:
             return None
         return processed
 
-    def _capture_refused(self, effect: Effect, line: Line, read: list[Line]) -> Mismatch | None:
+    def _capture_refused(
+        self, effect: Effect, order_id: str | None, line: Line, read: list[Line]
+    ) -> Mismatch | None:
         """A payment's line books its captures only where the ledger's count is short by
         captures the statement lists: a count no run of the payment's captures explains is a
         mis-map, reported, not topped up to the provider's total."""
-        if not (effect.captured_so_far and effect.payment):
-            return None
-        order_id = self._order_of(effect)
-        if order_id is None:
+        if not (effect.captured_so_far and effect.payment) or order_id is None:
             return None
         counted = self._counted(order_id, effect.payment, effect.amount.currency)
         total = effect.amount.minor
@@ -263,9 +264,6 @@ class StatementPass:
             f"{line.line_id}: payment {effect.payment} counted {counted} "
             f"{effect.amount.currency}; the provider captured {total}",
         )
-
-    def _order_of(self, effect: Effect) -> str | None:
-        return self._bound_to(effect) or effect.order_id
 
     def _bound_to(self, effect: Effect) -> str | None:
         """The order the effect's objects are bound to, if any (the first one bound)."""

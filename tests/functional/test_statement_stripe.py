@@ -5,7 +5,7 @@ reported by kind, fees and net on the order. Held to the state of the tables aft
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
@@ -23,13 +23,21 @@ from functions.statement.service import (
     StatementReport,
 )
 from functions.statement.stripe import line_of
-from tests.support.clients import conflicting_once
+from tests.support.clients import RequestCounter, conflicting_once
 from tests.support.clock import FakeClock
 from tests.support.sinks import Sinks
 from tests.support.world import World
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
 T0 = 1_764_460_800
 WINDOW = (T0 - 3600, T0 + 3600)
+# DynamoDB requests a line costs (docs/statement.md, "Cost"): measured here, on moto.
+STATEMENT_REQUESTS: dict[str, dict[str, int]] = {
+    "already booked": {"BatchGetItem": 2, "Query": 2, "TransactWriteItems": 1, "PutItem": 1},
+    "booked now": {"BatchGetItem": 2, "Query": 2, "TransactWriteItems": 2, "PutItem": 1},
+}
 
 
 def statement(world: World, clock: FakeClock, *lines: dict[str, Any]) -> StatementReport:
@@ -289,3 +297,40 @@ def test_a_fee_whose_recording_meets_a_conflict_is_recorded_once_on_the_retry(
     # and only once
     assert once == 245
     assert (world.order(order)["fee_total"], world.order(order)["net_total"]) == (245, 4755)
+
+
+def test_a_line_costs_a_few_requests_whether_the_webhooks_booked_it_or_not(
+    world: World, clock: FakeClock, dynamodb: DynamoDBClient
+) -> None:
+    # Given two payments, one booked by its webhook, and a client that counts requests
+    booked, missed = (
+        (stripe.unique("ord"), stripe.unique("pi"), stripe.unique("ch")),
+        (
+            stripe.unique("ord"),
+            stripe.unique("pi"),
+            stripe.unique("ch"),
+        ),
+    )
+    paid = {ids: stripe.charge_succeeded(*ids, 5000, T0) for ids in (booked, missed)}
+    world.deliver(paid[booked])
+    counter = RequestCounter(dynamodb)
+    processor = world.make_processor(dynamodb, world.tables)
+
+    # When each payment's line is passed on its own, checking its order only
+    def requests_of(ids: tuple[str, str, str]) -> dict[str, int]:
+        line = line_of(
+            ListedBalanceTransaction.model_validate(
+                stripe.balance_transaction(paid[ids], "charge", 5000, fee=245)
+            )
+        )
+        counter.reset()
+        StatementPass(dynamodb, world.tables, processor, clock).run(
+            "stripe", [line], *WINDOW, orders=[ids[0]]
+        )
+        return dict(counter.by_operation)
+
+    # Then a line already booked costs its binding read, the processor's read, the payment's
+    # entries (its captures), the fee's transaction; and, once a pass, the order's entries
+    # (the match) and the run's record. One booked now: the effect's transaction too
+    assert requests_of(booked) == STATEMENT_REQUESTS["already booked"]
+    assert requests_of(missed) == STATEMENT_REQUESTS["booked now"]
