@@ -110,6 +110,7 @@ class ProviderHistories(RuleBasedStateMachine):
         capture=st.sampled_from(Capture),
         lifecycle=st.sampled_from(LIFECYCLES),
         installments=st.sampled_from([1, 2, 3]),
+        misreads=st.sampled_from([False, False, False, True]),
     )
     def open_account(
         self,
@@ -120,6 +121,7 @@ class ProviderHistories(RuleBasedStateMachine):
         capture: Capture,
         lifecycle: str,
         installments: int,
+        misreads: bool,
     ) -> None:
         order = unique("ord")
         simulator: Simulator
@@ -166,6 +168,10 @@ class ProviderHistories(RuleBasedStateMachine):
         clock = FakeClock(int(time.time()))
         self.history = History(self.pipeline, simulator, clock, random.Random(amount))
         self.history.unnamed = isinstance(simulator, StripeSimulator) and not simulator.names_order
+        # A deliberate mis-map: one Stripe payment, naming its order, read at half its amount
+        self.history.misreads = (
+            misreads and type(simulator) is StripeSimulator and not self.history.unnamed
+        )
 
     @rule(choice=st.integers(0, 20))
     def provider_moves(self, choice: int) -> None:
@@ -446,3 +452,24 @@ def test_a_payment_no_order_names_is_unmatched_until_an_operator_attaches_it(
     # holds nothing and the payment is unmatched
     assert history.violations() == []
     assert history.attached is (attached != "never")
+
+
+def test_a_payment_read_at_half_its_amount_is_reported_by_the_statement_not_topped_up() -> None:
+    # Given a Stripe payment of 5000, refunded 2000, every delivery of it read at half its
+    # amount by a broken map, and a payment Stripe never made forged for another order
+    simulator = StripeSimulator(unique("ord"), 5000, ApiVersion.BASIL, T0)
+    history = _history(simulator)
+    history.misreads = True
+    history.forge()
+    played(history, "pay", read_after=frozenset({"pay"}))
+    names = [n for n, _ in simulator.moves(random.Random(0))]
+    played(history, next(n for n in names if n.startswith("refund")))
+
+    # When everything arrived and Stripe's statement is read
+    history.settle()
+
+    # Then the books hold what the broken map read, and the statement reported exactly the
+    # halved payment (amount_differs) and the forgery (entry_unknown_to_provider)
+    assert history.violations() == []
+    assert history.pipeline.world.order(simulator.order_id)["paid_total"] == 2500
+    assert history.statement_found == []

@@ -15,7 +15,7 @@ import random
 import time
 import uuid
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from moto.backends import get_backend
@@ -46,7 +46,7 @@ from functions.shared.domain import (
 )
 from functions.shared.outbox import OutboxItem, OutboxStatus
 from functions.shared.providers.stripe import ListedBalanceTransaction
-from functions.statement.service import ENTRY_UNKNOWN, StatementPass
+from functions.statement.service import AMOUNT_DIFFERS, ENTRY_UNKNOWN, StatementPass
 from functions.statement.stripe import line_of
 from infra.settings import MAX_RECEIVE_COUNT, PROCESS_BATCH_SIZE
 from tests.support.clock import FakeClock
@@ -121,6 +121,10 @@ class History:
     # secret): the statement must report each as money the provider never moved.
     forged: list[str] = field(default_factory=list)
     forgeries: list[Webhook] = field(default_factory=list)
+    # The pipeline run with a broken interpretation: every Stripe payment amount read as half
+    # of it. The books then hold half of what was paid, and the statement must say so
+    # (`amount_differs`), never top them up.
+    misreads: bool = False
     # Every webhook the provider sent, delivered or not: what its objects are now is its books.
     sent: list[Webhook] = field(default_factory=list)
 
@@ -209,7 +213,9 @@ class History:
         """A webhook in flight lost for good: the endpoint was down past Stripe's retries, and
         past its Events API's 30 days. Not an inquiry's: it moves no money, so Stripe's balance
         has no line of it (what the statement cannot know, the webhooks alone tell)."""
-        healable = [n for n, w in enumerate(self.in_flight) if not _of_an_inquiry(w)]
+        healable = [
+            n for n, w in enumerate(self.in_flight) if not _of_an_inquiry(w) and not self.misreads
+        ]
         if healable:
             self.lost.append(self.in_flight.pop(healable[pick % len(healable)]))
             self.steps.append(f"lost {self.lost[-1].event_type}")
@@ -262,9 +268,13 @@ class History:
             self._take_redriven()
             self._process()
         self._first_tries()
-        # Exactly the forged payments are money the provider never moved; nothing else.
+        # Exactly the forged payments are money the provider never moved, and a payment read
+        # wrong is an amount differing; nothing else.
         reported = sorted((m.kind, m.order_id) for m in report.mismatches)
-        if reported == sorted((ENTRY_UNKNOWN, order) for order in self.forged):
+        expected = [(ENTRY_UNKNOWN, order) for order in self.forged]
+        if self.misreads and self.simulator.books.paid:
+            expected.append((AMOUNT_DIFFERS, story.order_id))
+        if reported == sorted(expected):
             return []
         told = [f"statement {m.kind} {m.order_id}: {m.detail}" for m in report.mismatches]
         return told or [f"statement reported nothing of the forged {self.forged}"]
@@ -297,7 +307,8 @@ class History:
         self.drain()
         # A payment nobody attached: past the waiting limit, what it moved is unmatched.
         self.clock.advance((4 if self._unattached else 1) * 24 * 3600)
-        self.statement_found = self.read_the_statement() if self.lost or self.forged else []
+        statement_due = self.lost or self.forged or self.misreads
+        self.statement_found = self.read_the_statement() if statement_due else []
         room = self._waiting_room()
         if self._unattached:
             room.redrive()
@@ -336,7 +347,8 @@ class History:
             "event_id": _event_identity(webhook),
             "event_type": webhook.event_type,
         }
-        self._queue.append(_Message(webhook.body, attributes))
+        body = _halved(webhook.body) if self.misreads else webhook.body
+        self._queue.append(_Message(body, attributes))
 
     def _process(self) -> int:
         """Batches of ten to the process Lambda, as its mapping sends them; a failed record
@@ -387,6 +399,9 @@ class History:
         if self._unattached:
             # Nobody attached it: none of its money is the order's, all of it unmatched.
             truth = TrueBooks(truth.currency)
+        if self.misreads:
+            # What the broken interpretation booked: half of what was paid (reported above).
+            truth = replace(truth, paid=truth.paid // 2)
         order = world.order(order_id)
         found: list[str] = list(self.statement_found)
         if self._dead:
@@ -586,3 +601,19 @@ def _of_an_inquiry(webhook: Webhook) -> bool:
     return str(stripe_object.get("status", "")).startswith("warning_") or str(before).startswith(
         "warning_"
     )
+
+
+HALVED: tuple[str, ...] = ("amount", "amount_received", "amount_captured", "amount_capturable")
+
+
+def _halved(body: str) -> str:
+    """A Stripe payment's event as a broken map reads it: every amount of the PaymentIntent or
+    charge (and of what it was before) half of what it is."""
+    event = json.loads(body)
+    data = event.get("data", {})
+    for carried in (data.get("object", {}), data.get("previous_attributes") or {}):
+        if data.get("object", {}).get("object") in ("payment_intent", "charge"):
+            for name in HALVED:
+                if isinstance(carried.get(name), int):
+                    carried[name] //= 2
+    return json.dumps(event)
