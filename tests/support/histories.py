@@ -251,6 +251,8 @@ class History:
         # The window: the history's movements, from its first event on
         created = [line.created for line in lines]
         created += [w.created for w in [*self.sent, *self.forgeries]]
+        if not created:
+            return []  # nothing happened: the statement holds nothing, the books nothing
         passing = StatementPass(
             world.dynamodb, TABLES, EffectProcessor(world.dynamodb, TABLES, time.time), self.clock
         )
