@@ -123,11 +123,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"refused: {exc}", file=sys.stderr)
         return 2
     except StatementInterruptedError as exc:
-        resume = " with --starting-after " if args.provider == "stripe" else " with --since "
-        # (Asaas resumes by day: a day read again only finds its lines booked already)
+        # Nothing of a read that stopped is booked: it starts over (a line booked since is a
+        # duplicate then), never from the cursor it stopped at.
         print(
-            f"stopped: {exc}\nnothing was booked; run the same command again"
-            + (f"{resume}{exc.resume}" if exc.resume else ""),
+            f"stopped: {exc}\nnothing was booked; run the same command again",
             file=sys.stderr,
         )
         return 1
