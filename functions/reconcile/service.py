@@ -580,12 +580,7 @@ class Reconciler:
         """Orders in one partition of the `changed` index (keys only: about 80 keys per read
         unit, a page of ~13,000 per request)."""
         pages = self._db.get_paginator("query").paginate(
-            TableName=self._tables.ledger,
-            IndexName=tables.LEDGER_CHANGES_INDEX,
-            KeyConditionExpression="#bucket = :bucket",
-            ExpressionAttributeNames={"#bucket": tables.CHANGES_BUCKET},
-            ExpressionAttributeValues={":bucket": {"S": bucket}},
-            Select="COUNT",
+            **tables.changed_query(self._tables.ledger, bucket), Select="COUNT"
         )
         return sum(int(page["Count"]) for page in pages)
 

@@ -131,6 +131,30 @@ def changes_bucket(order_id: str, updated_at: str) -> str:
     return f"{updated_at[:13]}#{shard_of(order_id, CHANGES_SHARDS)}"
 
 
+def changed_query(table: str, bucket: str) -> dict[str, Any]:
+    """Query arguments for one partition of the `changed` index (keys only)."""
+    return {
+        "TableName": table,
+        "IndexName": LEDGER_CHANGES_INDEX,
+        "KeyConditionExpression": "#bucket = :bucket",
+        "ExpressionAttributeNames": {"#bucket": CHANGES_BUCKET},
+        "ExpressionAttributeValues": {":bucket": {"S": bucket}},
+    }
+
+
+def entries_query(table: str, order_id: str) -> dict[str, Any]:
+    """Query arguments for an order's entries: its partition's items under the entry prefix."""
+    return {
+        "TableName": table,
+        "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :entry)",
+        "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#sk": SORT_KEY},
+        "ExpressionAttributeValues": {
+            ":pk": {"S": order_pk(order_id)},
+            ":entry": {"S": EFFECT_SORT_PREFIX},
+        },
+    }
+
+
 def changes_buckets(stamp: str) -> list[str]:
     """Every shard's partition of the hour `stamp` is in."""
     return [f"{stamp[:13]}#{shard}" for shard in range(CHANGES_SHARDS)]

@@ -166,21 +166,7 @@ def lines_of(payment_id: str, answered: Mapping[str, Any] | None, day: str) -> l
             readings=own,
         )
     ]
-    lines += [
-        Line(
-            PROVIDER,
-            f"payment:{payment_id}:{refund.external_ref}",
-            "refund",
-            refund.delivery.created,
-            0,
-            -refund.amount.minor,
-            CURRENCY,
-            (refund.external_ref,),
-            readings=(refund,),
-        )
-        for refund in refunds
-    ]
-    return lines
+    return lines + [Line.of_refund(payment_id, refund) for refund in refunds]
 
 
 def known_to_asaas(

@@ -48,6 +48,22 @@ class Line:
             unreadable=reason,
         )
 
+    @classmethod
+    def of_refund(cls, payment_id: str, refund: Effect) -> Line:
+        """A refund of a payment the statement lists, its own line: its entry; no fee, its
+        money out."""
+        return cls(
+            refund.delivery.provider,
+            f"payment:{payment_id}:{refund.external_ref}",
+            "refund",
+            refund.delivery.created,
+            0,
+            -refund.amount.minor,
+            refund.amount.currency,
+            (refund.external_ref,),
+            readings=(refund,),
+        )
+
     @property
     def effects(self) -> list[Effect]:
         return [r for r in self.readings if isinstance(r, Effect)]

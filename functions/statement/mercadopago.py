@@ -165,25 +165,13 @@ def lines_of(payment: Mapping[str, Any], disputes: DisputeBooks = nothing_booked
         updated,
         fee if moved else 0,
         net if moved else 0,
-        currency,
+        currency.lower(),  # as the entries name it
         (payment_id, *dispute_refs(payment_id)),
         moves_money=moved,
         readings=own,
     )
     return [line] + [
-        Line(
-            PROVIDER,
-            f"payment:{payment_id}:{refund.external_ref}",
-            "refund",
-            refund.delivery.created,
-            0,
-            -refund.amount.minor,
-            currency,
-            (refund.external_ref,),
-            readings=(refund,),
-        )
-        for refund in refunds
-        if isinstance(refund, Effect)
+        Line.of_refund(payment_id, refund) for refund in refunds if isinstance(refund, Effect)
     ]
 
 

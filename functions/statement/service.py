@@ -380,11 +380,7 @@ class StatementPass:
         while hour <= now:
             for bucket in tables.changes_buckets(hour.isoformat()):
                 pages = self._db.get_paginator("query").paginate(
-                    TableName=self._tables.ledger,
-                    IndexName=tables.LEDGER_CHANGES_INDEX,
-                    KeyConditionExpression="#bucket = :bucket",
-                    ExpressionAttributeNames={"#bucket": tables.CHANGES_BUCKET},
-                    ExpressionAttributeValues={":bucket": {"S": bucket}},
+                    **tables.changed_query(self._tables.ledger, bucket)
                 )
                 for page in pages:
                     for key in page["Items"]:
@@ -396,14 +392,7 @@ class StatementPass:
 
     def _entries(self, order_id: str) -> list[dict[str, Any]]:
         pages = self._db.get_paginator("query").paginate(
-            TableName=self._tables.ledger,
-            KeyConditionExpression="#pk = :pk AND begins_with(#sk, :entry)",
-            ExpressionAttributeNames={"#pk": tables.PARTITION_KEY, "#sk": tables.SORT_KEY},
-            ExpressionAttributeValues={
-                ":pk": {"S": tables.order_pk(order_id)},
-                ":entry": {"S": tables.EFFECT_SORT_PREFIX},
-            },
-            ConsistentRead=True,
+            **tables.entries_query(self._tables.ledger, order_id), ConsistentRead=True
         )
         return [from_attributes(item) for page in pages for item in page["Items"]]
 

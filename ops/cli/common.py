@@ -51,3 +51,15 @@ def operations_client(service: str, endpoint_url: str) -> Any:
     if endpoint_url != "aws":
         return client(service, endpoint_url)
     return boto3.client(service)  # type: ignore[call-overload]  # the service is a variable
+
+
+def add_provider_api_options(parser: argparse.ArgumentParser) -> None:
+    """Where the provider's API and its credentials are: the stage's secrets, and the URL."""
+    parser.add_argument(
+        "--stage", default=None, help="secrets umavez/STAGE/...: default local, or prod on aws"
+    )
+    parser.add_argument(
+        "--api-url",
+        default=None,
+        help=f"the provider's API (default: the real one; locally {LOCAL_PROVIDER_APIS})",
+    )

@@ -12,7 +12,12 @@ from collections.abc import Callable
 from typing import Any
 
 from functions.shared.tables import DEFAULT_LEDGER_TABLE
-from ops.cli.common import LOCAL_PROVIDER_APIS, add_endpoint_url, operations_client
+from ops.cli.common import (
+    LOCAL_PROVIDER_APIS,
+    add_endpoint_url,
+    add_provider_api_options,
+    operations_client,
+)
 
 
 def add_replay_parser(commands: Any) -> None:
@@ -46,14 +51,7 @@ def add_replay_parser(commands: Any) -> None:
         parser.add_argument(
             "--queue-url", default=None, help="the webhook queue (default: the local stack's)"
         )
-        parser.add_argument(
-            "--stage", default=None, help="secrets umavez/STAGE/...: default local, or prod on aws"
-        )
-        parser.add_argument(
-            "--api-url",
-            default=None,
-            help=f"the provider's API (default: the real one; locally {LOCAL_PROVIDER_APIS})",
-        )
+        add_provider_api_options(parser)
         parser.set_defaults(run=run_replay)
 
 

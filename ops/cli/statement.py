@@ -12,7 +12,12 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from functions.shared.tables import DEFAULT_LEDGER_TABLE, DEFAULT_OUTBOX_TABLE
-from ops.cli.common import LOCAL_PROVIDER_APIS, add_endpoint_url, operations_client
+from ops.cli.common import (
+    LOCAL_PROVIDER_APIS,
+    add_endpoint_url,
+    add_provider_api_options,
+    operations_client,
+)
 from ops.cli.redelivery import secret_reader
 
 if TYPE_CHECKING:
@@ -46,14 +51,7 @@ def add_parser(commands: Any) -> None:
         add_endpoint_url(parser)
         parser.add_argument("--ledger-table", default=DEFAULT_LEDGER_TABLE)
         parser.add_argument("--outbox-table", default=DEFAULT_OUTBOX_TABLE)
-        parser.add_argument(
-            "--stage", default=None, help="secrets umavez/STAGE/...: default local, or prod on aws"
-        )
-        parser.add_argument(
-            "--api-url",
-            default=None,
-            help=f"the provider's API (default: the real one; locally {LOCAL_PROVIDER_APIS})",
-        )
+        add_provider_api_options(parser)
         parser.set_defaults(run=run)
 
 

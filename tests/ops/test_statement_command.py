@@ -46,6 +46,29 @@ def iso(seconds: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
+def tables_of(stack: EmbeddedStack) -> list[str]:
+    """The command line's options naming the stack's tables."""
+    names = stack.resources.tables
+    endpoint = ["--endpoint-url", stack.aws.endpoint_url]
+    return [*endpoint, "--ledger-table", names.ledger, "--outbox-table", names.outbox]
+
+
+def statement_then_order(
+    capsys: pytest.CaptureFixture[str], stack: EmbeddedStack, provider: str, at: float, order: str
+) -> tuple[int, dict[str, Any], dict[str, Any]]:
+    """`umavez statement PROVIDER --json` over the minutes around `at`, then (the stack drained)
+    `umavez show order --json`: its exit status and both outputs."""
+    where = tables_of(stack)
+    window = ["--since", iso(at - 60), "--until", iso(at + 600)]
+    capsys.readouterr()
+    api = ["--api-url", stack.provider_apis.url]
+    code = main(["statement", provider, *window, "--json", *where, *api])
+    reported = json.loads(capsys.readouterr().out)
+    assert stack.drain()
+    main(["show", "order", order, "--json", *where])
+    return code, reported, json.loads(capsys.readouterr().out)
+
+
 def test_the_statement_books_what_no_webhook_brought_and_reports_a_forged_payment(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -54,14 +77,7 @@ def test_the_statement_books_what_no_webhook_brought_and_reports_a_forged_paymen
         (stripe.unique("ord"), stripe.unique("pi"), stripe.unique("ch")) for _ in range(3)
     )
     with EmbeddedStack() as stack:
-        where = [
-            "--endpoint-url",
-            stack.aws.endpoint_url,
-            "--ledger-table",
-            stack.resources.tables.ledger,
-            "--outbox-table",
-            stack.resources.tables.outbox,
-        ]
+        where = tables_of(stack)
         providers = Providers(stack.front.url, DEVELOPMENT_SECRETS, DeliveryLog())
         # Given a payment delivered by its webhook, one Stripe moved but never announced, and
         # one delivered that Stripe never moved (signed with a leaked secret)
@@ -147,14 +163,6 @@ def test_the_mercadopago_statement_books_a_payment_never_notified(
     order = unique("ord")
     at = time.time() - 1200
     with EmbeddedStack() as stack:
-        where = [
-            "--endpoint-url",
-            stack.aws.endpoint_url,
-            "--ledger-table",
-            stack.resources.tables.ledger,
-            "--outbox-table",
-            stack.resources.tables.outbox,
-        ]
         # Given a payment Mercado Pago knows (told from outside) and never notified
         payment = mercadopago_payment(order, at)
         register_mercadopago_payment(
@@ -162,14 +170,7 @@ def test_the_mercadopago_statement_books_a_payment_never_notified(
         )
 
         # When the operator reads the window's statement
-        window = ["--since", iso(at - 60), "--until", iso(at + 600)]
-        capsys.readouterr()
-        api = ["--api-url", stack.provider_apis.url]
-        code = main(["statement", "mercadopago", *window, "--json", *where, *api])
-        reported = json.loads(capsys.readouterr().out)
-        assert stack.drain()
-        main(["show", "order", order, "--json", *where])
-        shown = json.loads(capsys.readouterr().out)
+        code, reported, shown = statement_then_order(capsys, stack, "mercadopago", at, order)
 
     # Then it is booked once, with what Mercado Pago kept and paid out
     assert (code, reported["booked"], reported["details"]) == (0, 1, [])
@@ -183,14 +184,6 @@ def test_the_asaas_statement_books_a_payment_no_webhook_brought(
     at = time.time() - 1200
     day = datetime.fromtimestamp(at, tz=timezone(timedelta(hours=-3))).date().isoformat()
     with EmbeddedStack() as stack:
-        where = [
-            "--endpoint-url",
-            stack.aws.endpoint_url,
-            "--ledger-table",
-            stack.resources.tables.ledger,
-            "--outbox-table",
-            stack.resources.tables.outbox,
-        ]
         # Given a payment Asaas received (R$ 50.00, R$ 0.99 kept) and its statement's lines,
         # told from outside; no webhook of it ever came
         payment = shape("asaas/PAYMENT_RECEIVED.json")["payment"]
@@ -203,13 +196,7 @@ def test_the_asaas_statement_books_a_payment_no_webhook_brought(
             register_asaas_transaction(api, key, line)
 
         # When the operator reads the window's statement
-        window = ["--since", iso(at - 60), "--until", iso(at + 600)]
-        capsys.readouterr()
-        code = main(["statement", "asaas", *window, "--json", *where, "--api-url", api])
-        reported = json.loads(capsys.readouterr().out)
-        assert stack.drain()
-        main(["show", "order", order, "--json", *where])
-        shown = json.loads(capsys.readouterr().out)
+        code, reported, shown = statement_then_order(capsys, stack, "asaas", at, order)
 
     # Then it is booked once, with what Asaas kept and paid out
     assert (code, reported["booked"], reported["details"]) == (0, 1, [])

@@ -84,13 +84,7 @@ class World:
     def effects(self, order_id: str) -> list[dict[str, Any]]:
         """The order's entries: its partition's items under the entry prefix."""
         pages = self.dynamodb.get_paginator("query").paginate(
-            TableName=self.tables.ledger,
-            KeyConditionExpression="#pk = :pk AND begins_with(#sk, :entry)",
-            ExpressionAttributeNames={"#pk": tables.PARTITION_KEY, "#sk": tables.SORT_KEY},
-            ExpressionAttributeValues={
-                ":pk": {"S": tables.order_pk(order_id)},
-                ":entry": {"S": tables.EFFECT_SORT_PREFIX},
-            },
+            **tables.entries_query(self.tables.ledger, order_id)
         )
         return [from_attributes(item) for page in pages for item in page["Items"]]
 
