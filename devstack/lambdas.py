@@ -6,7 +6,11 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Final
 
-from infra.settings import OUTBOX_TIMEOUT_SECONDS, SWEEPER_TIMEOUT_SECONDS
+from infra.settings import (
+    OUTBOX_TIMEOUT_SECONDS,
+    STATEMENT_TIMEOUT_SECONDS,
+    SWEEPER_TIMEOUT_SECONDS,
+)
 
 
 @dataclass
@@ -28,4 +32,5 @@ class LambdaContext:
 LOCAL_TIMEOUTS_MS: Final = {
     "umavez-outbox": OUTBOX_TIMEOUT_SECONDS * 1000,
     "umavez-sweeper": SWEEPER_TIMEOUT_SECONDS * 1000,
+    "umavez-statement": STATEMENT_TIMEOUT_SECONDS * 1000,
 }

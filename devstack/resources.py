@@ -11,6 +11,7 @@ import boto3
 from functions.ingest.environment import IngestSettings
 from functions.shared.environment import (
     ProcessSettings,
+    StatementSettings,
     SweeperSettings,
     WaitingSettings,
 )
@@ -107,6 +108,11 @@ class LocalResources:
                 park_after_receives=2,
             ),
             **WaitingSettings.variables(wait_limit_seconds=LOCAL_WAIT_LIMIT_SECONDS),
+            # A drill's movements are a day old, and their last seconds ago: its first hourly
+            # pass reads two days, up to now.
+            **StatementSettings.variables(
+                statement_settle_seconds=0, statement_window_seconds=2 * 86_400
+            ),
             **SweeperSettings.variables(
                 outbox_failures_queue_url=self.outbox_failures_url,
                 event_bus_name=self.bus_name,

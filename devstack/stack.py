@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 from devstack.calls import AwsCall
 from devstack.faults import Chance, FaultyChannel, every
 from devstack.front import ApiFront
+from devstack.lambdas import LambdaContext
 from devstack.metering import Metering, acting_as, tag_calls
 from devstack.metrics import MetricFiles
 from devstack.metrics_report import METRICS_DIR
@@ -287,6 +288,9 @@ class EmbeddedStack:
         self.waiting = Every(
             "waiting", WAITING_EVERY_SECONDS, handlers["waiting"], "umavez-waiting"
         )
+        # The hourly statement pass, invoked as its schedule would (`read_statement`): an hour
+        # is longer than any drill.
+        self._statement = handlers["statement"]
         create_sink_table(self.aws.endpoint_url)
         self.sink = SinkRecorder(self.aws.endpoint_url, self.resources.sink_queue_url)
         self.http_sink = HttpSink(self.sink).start()
@@ -345,6 +349,7 @@ class EmbeddedStack:
         from functions.process import handler as process
         from functions.process import waiting_handler
         from functions.reconcile import handler as reconcile
+        from functions.statement import handler as statement
 
         self.log_path = self._log_path or stack_log_path(self.aws.endpoint_url)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -355,7 +360,8 @@ class EmbeddedStack:
         self._undo.append(log_file.close)
         if self._metering is not None:
             log_file = self._metering.log_stream(log_file)
-        for module in (ingest, process, outbox, sweeper_handler, reconcile, waiting_handler):
+        modules = (ingest, process, outbox, sweeper_handler, reconcile, waiting_handler, statement)
+        for module in modules:
             self._redirect_logs(module.logger, log_file)
             self._undo.append(self.metrics.route(module.metrics))
         for cached in (
@@ -368,6 +374,8 @@ class EmbeddedStack:
             reconcile.reconciler,
             process.waiting_room,
             waiting_handler.waiting_room,
+            statement.statement_schedule,
+            statement.statement_source,
         ):
             cached.cache_clear()
             self._undo.append(cached.cache_clear)
@@ -393,7 +401,14 @@ class EmbeddedStack:
                     )
                 ),
             )
+            # The statement books through the same broken processor.
+            self._patch(
+                statement,
+                "statement_schedule",
+                functools.cache(lambda: statement.statement_schedule_with(variant)),
+            )
         return {
+            "statement": statement.lambda_handler,
             "ingest": ingest.lambda_handler,
             "process": process.lambda_handler,
             "outbox": outbox.lambda_handler,
@@ -430,6 +445,12 @@ class EmbeddedStack:
             return [FaultyChannel(channel, fails, crashes) for channel in [*build(), http]]
 
         return channels
+
+    def read_statement(self, event: dict[str, Any]) -> dict[str, Any]:
+        """The statement function invoked as its schedule invokes it (`{"provider": …}`), or
+        as an operator does, naming a window; its answer."""
+        answer: dict[str, Any] = self._statement(event, LambdaContext("umavez-statement"))
+        return answer
 
     def waiting_room(
         self, clock: Callable[[], float] = time.time, limit_seconds: int | None = None

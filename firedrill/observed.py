@@ -5,7 +5,7 @@ and orders, each journey equal to the ledger's)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from devstack.resources import client
@@ -25,11 +25,11 @@ SENDERS = frozenset({"outbox", "sweeper"})
 
 
 def status_check(
-    stack: EmbeddedStack, state: LedgerState, statement_booked: int | None = None
+    stack: EmbeddedStack, state: LedgerState, statement_windows: Mapping[str, str | None]
 ) -> Check:
     """Each reading of `umavez status` on the drilled stack equals the count the drill reads
     its own way: the DLQ, the waiting room, the dead notifications, the last reconciliation,
-    and what the statement booked that no webhook brought."""
+    and the end of each provider's last statement window."""
     resources = stack.resources
     pipeline = Pipeline(
         resources.tables.ledger,
@@ -52,7 +52,7 @@ def status_check(
         "re-checks": len(state.watched),
         "dead notifications": sum(i["status"] == "dead" for i in state.outbox),
         "last reconciliation's orders": runs[-1]["orders_checked"] if runs else None,
-        "statement booked": statement_booked,
+        **{f"{p}'s last statement window": end for p, end in statement_windows.items()},
     }
     told = {
         "dead letters": facts["dead letters"]["count"],
@@ -61,7 +61,10 @@ def status_check(
         "re-checks": facts["re-checks"]["count"],
         "dead notifications": facts["notifications"]["dead"],
         "last reconciliation's orders": facts["reconciliation"].get("orders_checked"),
-        "statement booked": facts["statement"].get("stripe", {}).get("booked"),
+        **{
+            f"{p}'s last statement window": facts["statement"].get(p, {}).get("until")
+            for p in statement_windows
+        },
     }
     off = [
         f"{name}: status {told[name]}, drill {n}" for name, n in expected.items() if told[name] != n

@@ -32,6 +32,7 @@ from firedrill.observed import status_check, trace_check
 from firedrill.progress import ProgressBar
 from firedrill.report import deliveries_line, embedded_facts, render, server_facts
 from firedrill.statement import (
+    hourly_passes,
     read_other_statements,
     read_the_statement,
     statement_check,
@@ -179,10 +180,11 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
         drain()
         after_resend = _read_tables(dynamodb, names).business_state()
         with watch.step("reading the statement"):
-            variant = options.process_variant or EffectProcessor
-            statement = read_the_statement(stack, drill, int(time.time()), variant)
-            others = read_other_statements(stack, drill, variant)
+            statement = read_the_statement(stack, drill, int(time.time()))
+            others = read_other_statements(stack, drill)
         drain()
+        with watch.step("reading the statement"):
+            hourly = hourly_passes(stack)
         with watch.step("checking"), EmbeddedReads(stack) as reads:
             after = _read_tables(dynamodb, names)
             replay_outcomes = Counter(r.outcome for r in replayed.ledger.results(replayed.enqueued))
@@ -190,13 +192,14 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
             checks = check_state(drill, state, log)
             checks += embedded_checks(stack, state, log, drains, reads)
             checks += [
-                status_check(stack, state, statement.report.booked),
+                status_check(stack, state, hourly.last_windows),
                 trace_check(stack, state, log, drill),
             ]
             checks += [burst] if burst else []
             checks.append(unmatched)
             checks.append(statement_check(statement, _fees(drill, state)))
             checks += [statement_check(run, {}) for run in others]
+            checks.append(hourly.check)
             checks.append(
                 Check(
                     "resends and a replay from the events API change nothing",

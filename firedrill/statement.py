@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -28,26 +28,16 @@ from devstack.resources import (
     ASAAS_DEVELOPMENT_API_KEY,
     MERCADOPAGO_DEVELOPMENT_TOKEN,
     STRIPE_DEVELOPMENT_API_KEY,
-    client,
 )
 from devstack.stack import EmbeddedStack
 from firedrill.checks import Check
 from firedrill.story import Post, Story
 from fixtures.shapes import unique
-from functions.process.asaas_api import AsaasApi
-from functions.process.mercadopago_disputes import LedgerDisputes
-from functions.process.service import EffectProcessor
-from functions.process.stripe_api import StripeApi
 from functions.shared.errors import UmavezError
-from functions.shared.providers import Interpreters
 from functions.shared.providers.asaas import BRAZIL
 from functions.shared.providers.asaas import MONEY_IN as ASAAS_MONEY_IN
-from functions.statement.asaas import AsaasStatement, known_to_asaas
-from functions.statement.asaas import statement_lines as asaas_statement_lines
-from functions.statement.lines import Line
-from functions.statement.mercadopago import MercadoPagoPaymentsSearch, payment_lines
-from functions.statement.service import StatementPass, StatementReport
-from functions.statement.stripe import StripeBalance, line_of
+from functions.statement.service import StatementReport
+from functions.statement.sources import PROVIDERS
 
 DISPUTE_FEE = 1500
 CLOSED_WITHOUT_MONEY = frozenset({"warning_needs_response", "warning_under_review"})
@@ -193,15 +183,9 @@ class StatementRun:
     failed: str | None = None  # why the pass stopped, if it did
 
 
-def read_the_statement(
-    stack: EmbeddedStack,
-    drill: Sequence[Story],
-    at: int,
-    processor_class: type[EffectProcessor] = EffectProcessor,
-) -> StatementRun:
+def read_the_statement(stack: EmbeddedStack, drill: Sequence[Story], at: int) -> StatementRun:
     """Stripe's balance given to its fake (the lost movements over HTTP, as from outside),
-    then `umavez statement stripe` over the drill's window, booking through the stack's own
-    processor."""
+    then the stack's statement function over the drill's window, as an operator runs it."""
     api = stack.provider_apis
     lines: list[dict[str, Any]] = []
     lost: dict[str, list[dict[str, Any]]] = {}
@@ -224,43 +208,16 @@ def read_the_statement(
                 api.balance_transactions[line["id"]] = line
     created = [int(line["created"]) for line in lines] or [at]
     # The window holds every line, and the stories' later events (hours after their first).
-    since, until = min(created), max(created) + 4 * 3600
-    dynamodb = client("dynamodb", stack.aws.endpoint_url)
-    names = stack.resources.tables
-    key = STRIPE_DEVELOPMENT_API_KEY
-    refunds = StripeApi(lambda: key, api.url).refunds_of_charge
-    processor = processor_class(
-        dynamodb, names, time.time, Interpreters.build(stripe_refunds=refunds)
-    )
-    passing = StatementPass(dynamodb, names, processor, time.time)
-    first, last = passing.read_window(since, until)
-    read = StripeBalance(lambda: key, lambda _: None, api.url)
-    try:
-        listed = [line_of(t) for page in read.pages(first, last) for t in page.lines]
-        return StatementRun(passing.run("stripe", listed, since, until), lines, lost)
-    except UmavezError as exc:  # a broken design can make the ledger unbookable: a finding
-        return StatementRun(StatementReport("stripe", since, until), lines, lost, repr(exc))
+    return _run(stack, "stripe", min(created), max(created) + 4 * 3600, lost, lines)
 
 
-def read_other_statements(
-    stack: EmbeddedStack,
-    drill: Sequence[Story],
-    processor_class: type[EffectProcessor] = EffectProcessor,
-) -> list[StatementRun]:
+def read_other_statements(stack: EmbeddedStack, drill: Sequence[Story]) -> list[StatementRun]:
     """Mercado Pago's payments and Asaas's statement, the never-notified stories' staged from
-    outside over HTTP, then `umavez statement mercadopago` and `asaas` over the drill."""
-    dynamodb = client("dynamodb", stack.aws.endpoint_url)
-    names = stack.resources.tables
-    passing = StatementPass(dynamodb, names, processor_class(dynamodb, names, time.time), time.time)
-    return [
-        _mercadopago_run(stack, drill, passing, LedgerDisputes(dynamodb, names.ledger)),
-        _asaas_run(stack, drill, passing),
-    ]
+    outside over HTTP, then the statement function over the drill for each."""
+    return [_mercadopago_run(stack, drill), _asaas_run(stack, drill)]
 
 
-def _mercadopago_run(
-    stack: EmbeddedStack, drill: Sequence[Story], passing: StatementPass, disputes: LedgerDisputes
-) -> StatementRun:
+def _mercadopago_run(stack: EmbeddedStack, drill: Sequence[Story]) -> StatementRun:
     """Every payment the stories made, as Mercado Pago's API answers it now."""
     api, token, now = stack.provider_apis, MERCADOPAGO_DEVELOPMENT_TOKEN, int(time.time())
     lost: dict[str, Any] = {}
@@ -269,15 +226,10 @@ def _mercadopago_run(
             register_mercadopago_payment(api.url, token, story.mercadopago_payment)
             lost[story.order_id] = story.mercadopago_payment
     updated = [_moment(p["date_last_updated"]) for p in api.payments.values()] or [now]
-    since = min(updated) - 86_400
-    search = MercadoPagoPaymentsSearch(lambda: token, lambda _: None, api.url)
-    found = [p for page in search.pages(_instant(since), _instant(now)) for p in page.payments]
-    return _run(passing, "mercadopago", payment_lines(found, disputes), since, now, lost)
+    return _run(stack, "mercadopago", min(updated) - 86_400, now, lost)
 
 
-def _asaas_run(
-    stack: EmbeddedStack, drill: Sequence[Story], passing: StatementPass
-) -> StatementRun:
+def _asaas_run(stack: EmbeddedStack, drill: Sequence[Story]) -> StatementRun:
     """Each story's Asaas payments as its API answers them, and their lines on its statement."""
     api, key = stack.provider_apis, ASAAS_DEVELOPMENT_API_KEY
     lost: dict[str, Any] = {}
@@ -295,29 +247,63 @@ def _asaas_run(
             lost[story.order_id] = book
     today = datetime.now(tz=BRAZIL).date()
     first_day = (date.fromisoformat(min(days)) if days else today) - timedelta(days=1)
-    asaas = AsaasApi(lambda: key, api.url)
-    statement = AsaasStatement(asaas, lambda _: None)
-    listed = [t for page in statement.pages(first_day, today) for t in page.transactions]
     since = int(datetime.combine(first_day, datetime.min.time(), BRAZIL).timestamp())
-    lines = asaas_statement_lines(listed, asaas.payment)
-    return _run(
-        passing, "asaas", lines, since, int(time.time()), lost, known_to_asaas(asaas.payment)
-    )
+    return _run(stack, "asaas", since, int(time.time()), lost)
 
 
 def _run(
-    passing: StatementPass,
+    stack: EmbeddedStack,
     provider: str,
-    lines: list[Line],
     since: int,
     until: int,
     lost: dict[str, Any],
-    known: Callable[[Mapping[str, Any]], bool] | None = None,
+    lines: list[dict[str, Any]] | None = None,
 ) -> StatementRun:
+    """The statement function over [since, until), as an operator invokes it."""
     try:
-        return StatementRun(passing.run(provider, lines, since, until, known), [], lost)
+        answer = stack.read_statement({"provider": provider, "since": since, "until": until})
     except UmavezError as exc:  # a broken design can make the ledger unbookable: a finding
-        return StatementRun(StatementReport(provider, since, until), [], lost, repr(exc))
+        return StatementRun(StatementReport(provider, since, until), lines or [], lost, repr(exc))
+    failed = answer["stopped"] or answer["not_configured"]
+    [report] = [StatementReport.from_json(p) for p in answer["passes"]] or [
+        StatementReport(provider, since, until)
+    ]
+    return StatementRun(report, lines or [], lost, failed)
+
+
+@dataclass(frozen=True)
+class HourlyPasses:
+    check: Check
+    last_windows: dict[str, str | None]  # by provider: the end of the last window read
+
+
+def hourly_passes(stack: EmbeddedStack) -> HourlyPasses:
+    """Each provider's scheduled run, as EventBridge starts it: its first window (the hour up
+    to now, locally) read, its checkpoint moved, and nothing in it new or mismatched -- the
+    drill's movements were all booked, by their webhooks or by the passes above."""
+    problems, told, last = [], [], {}
+    for provider in PROVIDERS:
+        answer = stack.read_statement({"provider": provider})
+        reports = [StatementReport.from_json(p) for p in answer["passes"]]
+        booked = sum(r.booked for r in reports)
+        mismatches = [m for r in reports for m in r.mismatches]
+        problems += [f"{provider}: {m.kind} {m.order_id}: {m.detail}" for m in mismatches]
+        problems += [f"{provider}: {booked} booked, none expected"] if booked else []
+        if not answer["caught_up"] or answer["checked_until"] is None:
+            problems.append(f"{provider}: not caught up ({answer['stopped']})")
+        if not any(r.lines_read for r in reports):
+            problems.append(f"{provider}: its window held none of the drill's lines")
+        last[provider] = answer["passes"][-1]["until"] if answer["passes"] else None
+        entries = sum(r.entries_checked for r in reports)
+        told.append(f"{provider} {sum(r.lines_read for r in reports)} lines, {entries} entries")
+    check = Check(
+        "the hourly statement passes find everything booked and move their checkpoints",
+        not problems,
+        "; ".join(told) + ": nothing new, checkpoints moved"
+        if not problems
+        else "; ".join(problems[:3]),
+    )
+    return HourlyPasses(check, last)
 
 
 def asaas_lines(payment: dict[str, Any]) -> list[dict[str, Any]]:

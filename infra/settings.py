@@ -22,6 +22,8 @@ LAMBDA_PACKAGES: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
     "outbox": ("functions.outbox.handler.lambda_handler", ("shared", "outbox")),
     "sweeper": ("functions.outbox.sweeper_handler.lambda_handler", ("shared", "outbox")),
     "reconciliation": ("functions.reconcile.handler.lambda_handler", ("shared", "reconcile")),
+    # The statement books what it finds through process's own processor.
+    "statement": ("functions.statement.handler.lambda_handler", ("shared", "process", "statement")),
 }
 # What the stack writes into the secrets it creates; an operator replaces it after deploy
 # (`umavez preflight` tells a secret still holding it).
@@ -58,8 +60,16 @@ OUTBOX_PARALLELIZATION_FACTOR: Final = 4
 # queue, and the sweeper parks its item (functions/outbox/stranded.py).
 OUTBOX_STREAM_MAX_RECORD_AGE_SECONDS: Final = 3600
 # The scheduled functions: how often each runs, and how long one run may take.
-SCHEDULE_MINUTES: Final[dict[str, int]] = {"sweeper": 5, "waiting": 5, "reconciliation": 60}
+SCHEDULE_MINUTES: Final[dict[str, int]] = {
+    "sweeper": 5,
+    "waiting": 5,
+    "reconciliation": 60,
+    "statement": 60,
+}
 WAITING_TIMEOUT_SECONDS: Final = 120
+# A statement run reads window after window while twice the last one's time is left: Lambda's
+# longest, so that a provider behind by hours catches up in few runs.
+STATEMENT_TIMEOUT_SECONDS: Final = 900
 # The reconciliation runs as a state machine every hour; each invocation of its function (a
 # plan, a unit's share of orders, a finish) has this long, sized from a unit's share.
 RECONCILIATION_TIMEOUT_SECONDS: Final = RECONCILIATION.check_timeout_seconds

@@ -31,6 +31,16 @@ import pytest
 from aws_lambda_powertools import Metrics
 from moto import mock_aws
 
+# Every function's handler imported before any test runs: a Powertools Logger keeps the stdout
+# it was created with, and one created first inside a stack under capsys would write to the
+# capture file capsys closes after its test.
+import functions.ingest.handler
+import functions.outbox.handler
+import functions.outbox.sweeper_handler
+import functions.process.handler
+import functions.process.waiting_handler
+import functions.reconcile.handler
+import functions.statement.handler  # noqa: F401
 from functions.shared.tables import create_table_requests
 from tests.support.asaas import AsaasAsDelivered, processor_factory
 from tests.support.clients import serialized

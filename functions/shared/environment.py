@@ -111,12 +111,10 @@ class SweeperSettings(SenderSettings):
     outbox_failures_queue_url: str | None = Field(None, alias="OUTBOX_FAILURES_QUEUE_URL")
 
 
-class ProcessSettings(TablesSettings):
-    """The process Lambda: which payment mode it applies and the provider APIs it may read."""
+class ProviderApiSettings(TablesSettings):
+    """The provider APIs a function may read: each is enabled when its secret is named."""
 
-    payment_mode: PaymentMode = Field(PaymentMode.TEST, alias=PAYMENT_MODE_ENV)
-    # Secrets holding a Mercado Pago access token and a read-only Stripe key; each API is
-    # enabled when its secret is named.
+    # Secrets holding a Mercado Pago access token and a read-only Stripe key.
     mercadopago_access_token_secret: str | None = Field(
         None, alias="MERCADOPAGO_ACCESS_TOKEN_SECRET"
     )
@@ -127,7 +125,33 @@ class ProcessSettings(TablesSettings):
     mercadopago_api_url: str | None = Field(None, alias="MERCADOPAGO_API_URL")
     stripe_api_url: str | None = Field(None, alias="STRIPE_API_URL")
     asaas_api_url: str | None = Field(None, alias="ASAAS_API_URL")
+
+    def api_of(self, provider: str) -> tuple[str | None, str | None]:
+        """The secret naming `provider`'s credential, and its API's address (None: the
+        provider's own)."""
+        return {
+            "stripe": (self.stripe_api_key_secret, self.stripe_api_url),
+            "mercadopago": (self.mercadopago_access_token_secret, self.mercadopago_api_url),
+            "asaas": (self.asaas_api_key_secret, self.asaas_api_url),
+        }[provider]
+
+
+class ProcessSettings(ProviderApiSettings):
+    """The process Lambda: which payment mode it applies and the provider APIs it may read."""
+
+    payment_mode: PaymentMode = Field(PaymentMode.TEST, alias=PAYMENT_MODE_ENV)
     park_after_receives: int | None = Field(None, alias="PARK_AFTER_RECEIVES", ge=1)
+
+
+class StatementSettings(ProviderApiSettings):
+    """The scheduled statement pass: the ledger it books into, the provider APIs it reads."""
+
+    # How long a window's end must be past before it is read (None: each provider's own lag);
+    # the embedded stack reads up to now, its movements being seconds old.
+    statement_settle_seconds: int | None = Field(None, alias="STATEMENT_SETTLE_SECONDS", ge=0)
+    # The longest window a pass reads, and the first one's (None: an hour); the embedded
+    # stack's first pass reads its whole drill, whose events are a day old.
+    statement_window_seconds: int | None = Field(None, alias="STATEMENT_WINDOW_SECONDS", ge=60)
 
 
 class WaitingSettings(TablesSettings):

@@ -41,6 +41,9 @@ from functions.statement.reading import read_page
 
 PAGE_SIZE: Final = 100  # the most Asaas lists a page
 STATEMENT_EVENT: Final = "financialTransaction"  # the event type prefix of a statement line
+# A movement's line is on its day's statement once it happened; a window is read once its end is
+# this far in the past. A card payment's line comes a month later: `known` answers for it.
+SETTLE_SECONDS: Final = 300
 
 
 class FinancialTransaction(BaseModel):

@@ -59,6 +59,15 @@ CONTENDED_TRIES: Final = 5
 # Each provider's last pass, in the ledger, for `umavez status` (sort key: the provider).
 LAST_RUN_PK: Final = "STATEMENT"
 DETAILS_KEPT: Final = 20  # the mismatches a run's record lists (the command prints them all)
+COUNTS: Final = (
+    "lines_read",
+    "movements",
+    "booked",
+    "already_booked",
+    "pending",
+    "fees_recorded",
+    "entries_checked",
+)
 
 
 @dataclass
@@ -79,18 +88,27 @@ class StatementReport:
     def count(self, kind: str) -> int:
         return sum(m.kind == kind for m in self.mismatches)
 
+    @classmethod
+    def from_json(cls, told: Mapping[str, Any]) -> StatementReport:
+        """The report as `to_json` told it (the scheduled function's answer)."""
+        return cls(
+            str(told["provider"]),
+            int(datetime.fromisoformat(str(told["since"])).timestamp()),
+            int(datetime.fromisoformat(str(told["until"])).timestamp()),
+            **{name: int(told[name]) for name in COUNTS},
+            mismatches=[
+                Mismatch(str(d["kind"]), str(d["order_id"]), str(d["detail"]))
+                for d in told["details"]
+            ],
+            found=[str(found) for found in told["found"]],
+        )
+
     def to_json(self) -> dict[str, Any]:
         return {
             "provider": self.provider,
             "since": _iso(self.since),
             "until": _iso(self.until),
-            "lines_read": self.lines_read,
-            "movements": self.movements,
-            "booked": self.booked,
-            "already_booked": self.already_booked,
-            "pending": self.pending,
-            "fees_recorded": self.fees_recorded,
-            "entries_checked": self.entries_checked,
+            **{name: getattr(self, name) for name in COUNTS},
             "mismatches": {kind: self.count(kind) for kind in MISMATCH_KINDS},
             "found": self.found,
             "details": [

@@ -28,6 +28,8 @@ from infra.settings import MAX_RECEIVE_COUNT
 FIVE_MINUTES = cdk.Duration.minutes(5)
 FIFTEEN_MINUTES = cdk.Duration.minutes(15)
 HOUR = cdk.Duration.hours(1)
+# Three hourly windows unread: a run that could not read one is retried by the next.
+STATEMENT_BEHIND_SECONDS = 3 * 3600
 PROCESS_OUTCOMES = (
     "applied",
     "duplicate",
@@ -341,6 +343,22 @@ class Monitoring(Construct):
                 period=FIVE_MINUTES,
             ),
         )
+        # Each provider's pass publishes its mismatches, zeros included, every hour: a
+        # movement booked wrong, missing, or money the provider never moved.
+        self._alarm(
+            "StatementMismatches",
+            "The provider's own books disagree with the ledger: see runbook 'StatementMismatches'",
+            self._app_metric("statement", "statement_mismatches", HOUR),
+            missing=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        # A provider whose checkpoint is hours behind (its API failing, or the pass cut short
+        # run after run): the movements its webhooks missed wait unbooked.
+        self._alarm(
+            "StatementBehind",
+            "A provider's statement has not been read whole for 3 hours",
+            self._app_metric("statement", "statement_lag_seconds", HOUR, statistic="Maximum"),
+            threshold=STATEMENT_BEHIND_SECONDS,
+        )
         self._alarm(
             "DeadOutboxItems",
             "Notifications given up: still failing outboxGiveUpHours after they were written",
@@ -412,6 +430,7 @@ class Monitoring(Construct):
             ("Sweeper", p.sweeper),
             ("Reconciliation", p.reconciliation),
             ("Waiting", p.waiting),
+            ("Statement", p.statement),
         ]
 
     def _dashboard(self, p: Pipeline, api: WebhookApi) -> cloudwatch.Dashboard:

@@ -1,6 +1,7 @@
 """The functions and how events reach them: ingest -> SQS -> process -> outbox stream -> sender,
-plus the scheduled sweeper and waiting, and the function the reconciliation's state machine
-runs (infra/constructs/reconciliation.py). Each function gets only the actions it uses."""
+plus the scheduled sweeper, waiting and statement pass, and the function the reconciliation's
+state machine runs (infra/constructs/reconciliation.py). Each function gets only the actions it
+uses."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from functions.shared.environment import (
     ProcessSettings,
     ReconcileSettings,
     SenderSettings,
+    StatementSettings,
     SweeperSettings,
     WaitingSettings,
 )
@@ -39,6 +41,7 @@ SWEEP_EVERY = cdk.Duration.minutes(settings.SCHEDULE_MINUTES["sweeper"])
 RECONCILE_EVERY = cdk.Duration.minutes(settings.SCHEDULE_MINUTES["reconciliation"])
 # A delivery waiting for its binding is applied within this long of the binding arriving.
 WAITING_EVERY = cdk.Duration.minutes(settings.SCHEDULE_MINUTES["waiting"])
+STATEMENT_EVERY = cdk.Duration.minutes(settings.SCHEDULE_MINUTES["statement"])
 
 
 class Pipeline(Construct):
@@ -334,6 +337,50 @@ class Pipeline(Construct):
         allow(self.reconciliation, self.storage.outbox, "BatchGetItem")
         allow(self.reconciliation, self.storage.outbox, "Query", index=tables.OUTBOX_DUE_INDEX)
 
+        # Each provider's books, read back every hour from its checkpoint
+        # (functions/statement/schedule.py), booked with the webhooks' keys and matched.
+        self.statement = function(
+            "Statement",
+            FunctionSpec(
+                name="statement",
+                scheduled_every=STATEMENT_EVERY,
+                description="Reads the providers' own books: books what webhooks missed, matches",
+                memory_mb=512,
+                timeout=cdk.Duration.seconds(settings.STATEMENT_TIMEOUT_SECONDS),
+                environment=StatementSettings.variables(
+                    **stored,
+                    mercadopago_access_token_secret=self.secrets.mercadopago_access_token_name,
+                    stripe_api_key_secret=self.secrets.stripe_api_key_name,
+                    asaas_api_key_secret=self.secrets.asaas_api_key_name,
+                ),
+            ),
+        )
+        # Booking a line is process's transaction (PutItem, UpdateItem, ConditionCheckItem);
+        # BatchGetItem: its binding and the processor's read; Query: a payment's entries, and an
+        # order's for the match; GetItem: the checkpoint, and a payment's capture mark;
+        # PutItem: the pass's record. The match finds the orders changed through the index.
+        allow(
+            self.statement,
+            self.storage.ledger,
+            "PutItem",
+            "UpdateItem",
+            "ConditionCheckItem",
+            "BatchGetItem",
+            "Query",
+            "GetItem",
+        )
+        allow(self.statement, self.storage.ledger, "Query", index=tables.LEDGER_CHANGES_INDEX)
+        allow(self.statement, self.storage.outbox, "PutItem", "UpdateItem")
+        grant(
+            self.statement,
+            ["secretsmanager:GetSecretValue"],
+            [
+                self.secrets.mercadopago_access_token.secret_arn,
+                self.secrets.stripe_api_key.secret_arn,
+                self.secrets.asaas_api_key.secret_arn,
+            ],
+        )
+
         for construct_id, target, every in (
             ("SweepSchedule", self.sweeper, SWEEP_EVERY),
             ("WaitingSchedule", self.waiting, WAITING_EVERY),
@@ -344,6 +391,20 @@ class Pipeline(Construct):
                 schedule=events.Schedule.rate(every),
                 targets=[targets.LambdaFunction(target, retry_attempts=2)],
             )
+        # One rule, a target per provider: each provider's pass is a run of its own.
+        events.Rule(
+            self,
+            "StatementSchedule",
+            schedule=events.Schedule.rate(STATEMENT_EVERY),
+            targets=[
+                targets.LambdaFunction(
+                    self.statement,
+                    event=events.RuleTargetInput.from_object({"provider": provider}),
+                    retry_attempts=2,
+                )
+                for provider in PROVIDERS
+            ],
+        )
 
 
 def grant(function: lambda_.Function, actions: list[str], resources: list[str]) -> None:

@@ -9,7 +9,7 @@ import json
 import sys
 import time
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from functions.shared.tables import DEFAULT_LEDGER_TABLE, DEFAULT_OUTBOX_TABLE
 from ops.cli.common import (
@@ -19,9 +19,6 @@ from ops.cli.common import (
     operations_client,
 )
 from ops.cli.redelivery import secret_reader
-
-if TYPE_CHECKING:
-    from functions.statement.lines import Line
 
 PROVIDERS = {
     "stripe": ("Stripe's balance transactions", "stripe/api-key"),
@@ -56,67 +53,43 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from functions.process.asaas_api import BASE_URL as ASAAS_BASE_URL
-    from functions.process.asaas_api import AsaasApi, AsaasApiNotConfiguredError
-    from functions.process.mercadopago_api import BASE_URL as MERCADOPAGO_BASE_URL
+    from functions.process.asaas_api import AsaasApiNotConfiguredError
     from functions.process.mercadopago_disputes import LedgerDisputes
     from functions.process.service import EffectProcessor
-    from functions.process.stripe_api import BASE_URL as STRIPE_BASE_URL
-    from functions.shared.providers.asaas import BRAZIL
     from functions.shared.tables import TableNames
-    from functions.statement import asaas, mercadopago, stripe
-    from functions.statement.asaas import AsaasStatement
     from functions.statement.reading import (
         StatementInterruptedError,
         StatementNotConfiguredError,
     )
     from functions.statement.service import StatementPass
+    from functions.statement.sources import DEFAULT_API_URLS, SETTLE_SECONDS, StatementSource
     from ops.replay import ReplayRefusedError, Window
 
     local = args.endpoint_url != "aws"
     now = time.time()
+    default_until = _iso(now - SETTLE_SECONDS[args.provider])
     try:
-        window = Window.parse(args.since, args.until or _iso(now - stripe.SETTLE_SECONDS), now)
+        window = Window.parse(args.since, args.until or default_until, now)
     except ReplayRefusedError as exc:
         print(f"refused: {exc}", file=sys.stderr)
         return 2
     secret = secret_reader(args.endpoint_url, args.stage or ("local" if local else "prod"))
-    credential = secret(PROVIDERS[args.provider][1])
-    default_api = {
-        "stripe": STRIPE_BASE_URL,
-        "mercadopago": MERCADOPAGO_BASE_URL,
-        "asaas": ASAAS_BASE_URL,
-    }[args.provider]
-    base_url = args.api_url or (LOCAL_PROVIDER_APIS if local else default_api)
+    base_url = args.api_url or (LOCAL_PROVIDER_APIS if local else DEFAULT_API_URLS[args.provider])
     since, until = int(window.since.timestamp()), int(window.until.timestamp())
     dynamodb = operations_client("dynamodb", args.endpoint_url)
     names = TableNames(ledger=args.ledger_table, outbox=args.outbox_table)
-    disputes = LedgerDisputes(dynamodb, names.ledger)
+    source = StatementSource(
+        args.provider,
+        secret(PROVIDERS[args.provider][1]),
+        base_url,
+        time.sleep,
+        LedgerDisputes(dynamodb, names.ledger),
+    )
     # The lines are read already: the processor books them and interprets nothing itself.
     passing = StatementPass(dynamodb, names, EffectProcessor(dynamodb, names, time.time), time.time)
     first, last = passing.read_window(since, until)
-    lines: list[Line] = []
-    known = None
     try:
-        if args.provider == "stripe":
-            balance = stripe.StripeBalance(credential, time.sleep, base_url)
-            for page in balance.pages(first, min(last, int(now)), args.starting_after):
-                lines += map(stripe.line_of, page.lines)
-        elif args.provider == "mercadopago":
-            # Every payment updated since the window began, up to now: a payment booked in the
-            # window and changed after it is listed by its last update only.
-            search = mercadopago.MercadoPagoPaymentsSearch(credential, time.sleep, base_url)
-            for found in search.pages(_instant(first), _instant(now)):
-                lines += mercadopago.payment_lines(found.payments, disputes)
-        else:
-            # Asaas's statement is by day (Brazil's): every day from the window's first on.
-            api = AsaasApi(credential, base_url)
-            days = AsaasStatement(api, time.sleep).pages(
-                _instant(first).astimezone(BRAZIL).date(), _instant(now).astimezone(BRAZIL).date()
-            )
-            transactions = [t for page in days for t in page.transactions]
-            lines = asaas.statement_lines(transactions, api.payment)
-            known = asaas.known_to_asaas(api.payment)
+        read = source.read(first, last, int(now), getattr(args, "starting_after", None))
     except (StatementNotConfiguredError, AsaasApiNotConfiguredError, ReplayRefusedError) as exc:
         print(f"refused: {exc}", file=sys.stderr)
         return 2
@@ -128,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    report = passing.run(args.provider, lines, since, until, known)
+    report = passing.run(args.provider, read.lines, since, until, read.known)
     print(json.dumps(report.to_json(), indent=2) if args.json else _summary(report.to_json()))
     return 1 if report.mismatches else 0
 

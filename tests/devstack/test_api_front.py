@@ -12,13 +12,6 @@ from urllib.parse import urlsplit
 
 import pytest
 
-# Imported here, not first inside a stack: a Powertools Logger keeps the stdout it was created with.
-import functions.ingest.handler
-import functions.outbox.handler
-import functions.outbox.sweeper_handler
-import functions.process.handler
-import functions.process.waiting_handler
-import functions.reconcile.handler  # noqa: F401
 from devstack.front import ApiFront
 from devstack.resources import DEVELOPMENT_SECRETS, client
 from devstack.stack import EmbeddedStack

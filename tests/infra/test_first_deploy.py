@@ -294,7 +294,7 @@ def test_scheduled_runs_are_never_retried_into_the_next_one(prod: Synthesized) -
     }
     seconds = {"rate(5 minutes)": 300, "rate(1 hour)": 3600}
 
-    assert len(every) == 2
+    assert len(every) == 3  # the sweeper, the waiting room and the statement pass
     # (the hourly books check starts a state machine, which invokes its function and waits:
     # its retries are its own, and the execution ends before the next one is due)
     [machine] = prod.resources("AWS::StepFunctions::StateMachine").values()

@@ -16,6 +16,7 @@ from functions.shared.environment import (
     ProcessSettings,
     ReconcileSettings,
     SenderSettings,
+    StatementSettings,
     SweeperSettings,
     WaitingSettings,
 )
@@ -32,6 +33,7 @@ MODELS: dict[str, type[FunctionSettings] | type[IngestSettings]] = {
     "Outbox": SenderSettings,
     "Sweeper": SweeperSettings,
     "Reconciliation": ReconcileSettings,
+    "Statement": StatementSettings,
 }
 RUNTIME_PREFIXES = ("POWERTOOLS_", "AWS_")
 
@@ -101,6 +103,7 @@ def test_the_embedded_stack_gives_every_function_what_its_model_reads() -> None:
     [
         (ProcessSettings, {"RETENTION_DAYS": "ninety"}, "RETENTION_DAYS"),
         (SenderSettings, {"OUTBOX_LEASE_SECONDS": "0"}, "OUTBOX_LEASE_SECONDS"),
+        (StatementSettings, {"STATEMENT_WINDOW_SECONDS": "10"}, "STATEMENT_WINDOW_SECONDS"),
         (ProcessSettings, {"PAYMENT_MODE": "production"}, "PAYMENT_MODE"),
         (IngestSettings, {"WEBHOOK_QUEUE_URL": "q"}, "PROVIDER_SECRETS"),
         (IngestSettings, {"WEBHOOK_QUEUE_URL": "q", "PROVIDER_SECRETS": "[1]"}, "PROVIDER_SECRETS"),

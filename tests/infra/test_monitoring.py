@@ -127,9 +127,14 @@ def test_every_alarm_on_an_app_metric_reads_it_filled_with_zero(prod: Synthesize
         for name in prod.stack.monitoring.alarms
         if METRICS_NAMESPACE in json.dumps(alarm(prod, name))
     }
-    # The hourly books check is the exception: every run publishes, and no data means it did
-    # not run (ReconciliationStopped)
-    books = {"ReconciliationMismatches", "ReconciliationStopped"}
+    # The hourly books checks are the exception: every run publishes, and no data means it did
+    # not run (ReconciliationStopped; for the statement, StatementErrors)
+    books = {
+        "ReconciliationMismatches",
+        "ReconciliationStopped",
+        "StatementMismatches",
+        "StatementBehind",
+    }
     assert on_app_metrics - books == set(SPARSE_APP_METRIC_ALARMS)
 
     for name in SPARSE_APP_METRIC_ALARMS:
@@ -280,3 +285,17 @@ def test_the_dashboard_shows_what_is_not_alarmed(
         API_METRICS[api_type]["4xx"],
     ):
         assert f'\\"{metric}\\"' in body, metric
+
+
+def test_the_statement_alarms_read_what_every_pass_publishes(prod: Synthesized) -> None:
+    # Given the two alarms on the hourly statement passes
+    mismatches, behind = alarm(prod, "StatementMismatches"), alarm(prod, "StatementBehind")
+
+    # Then any mismatch of an hour's passes pages, an hour without a pass does not (a stack
+    # using no provider publishes nothing); and a checkpoint over 3 hours behind pages
+    assert (mismatches["MetricName"], mismatches["Statistic"]) == ("statement_mismatches", "Sum")
+    assert (mismatches["Threshold"], mismatches["Period"]) == (0, 3600)
+    assert mismatches["TreatMissingData"] == "notBreaching"
+    assert (behind["MetricName"], behind["Statistic"]) == ("statement_lag_seconds", "Maximum")
+    assert behind["Threshold"] == 3 * 3600
+    assert {d["Value"] for d in mismatches["Dimensions"]} == {"statement"}

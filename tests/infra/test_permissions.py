@@ -91,6 +91,10 @@ NOT_EXERCISED_LOCALLY: dict[tuple[str, str, str], str] = {
         "a first try sent without a recipient reads its order again: only when it found an"
         " e-mailable item with no address, which the drill's payments all name"
     ),
+    ("statement", "dynamodb:ConditionCheckItem", ANY_RESOURCE): (
+        "a reversal's transaction checks the entry it reverses: the drill's lost movements are"
+        " payments and refunds, never a reversal"
+    ),
     ("reconciliation", "dynamodb:BatchGetItem", f"table/{TableNames().ledger}"): (
         "an outbox item without its counted entry is confirmed by reading the ledger: only when"
         " the books do not balance, and a drill's always do"

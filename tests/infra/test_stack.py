@@ -21,8 +21,7 @@ from tests.infra.conftest import Synthesized, scheduled_targets
 ROOT = Path(__file__).resolve().parents[2]
 
 FUNCTIONS = {
-    name.capitalize(): (handler, packages[-1])
-    for name, (handler, packages) in LAMBDA_PACKAGES.items()
+    name.capitalize(): (handler, packages) for name, (handler, packages) in LAMBDA_PACKAGES.items()
 }
 
 
@@ -118,13 +117,13 @@ def test_handler_paths_are_the_import_paths_the_tests_use(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", FUNCTIONS)
-def test_each_asset_holds_the_shared_package_and_its_own_only(prod: Synthesized, name: str) -> None:
+def test_each_asset_holds_the_packages_its_function_names(prod: Synthesized, name: str) -> None:
     asset = prod.outdir / f"asset.{function(prod, name)['Code']['S3Key'].removesuffix('.zip')}"
     own = FUNCTIONS[name][1]
 
     packaged = sorted(p.name for p in (asset / "functions").iterdir() if p.is_dir())
 
-    assert packaged == sorted({"shared", own})
+    assert packaged == sorted({"shared", *own})
     module_path = FUNCTIONS[name][0].rsplit(".", 1)[0].replace(".", "/") + ".py"
     assert (asset / module_path).is_file()
 
@@ -349,6 +348,7 @@ def test_sweeper_and_reconciliation_run_on_schedules(prod: Synthesized) -> None:
         ("rate(5 minutes)", logical_id(prod, "AWS::Lambda::Function", "Sweeper")),
         ("rate(1 hour)", logical_id(prod, "AWS::Lambda::Function", "Reconciliation")),
         ("rate(5 minutes)", logical_id(prod, "AWS::Lambda::Function", "Waiting")),
+        ("rate(1 hour)", logical_id(prod, "AWS::Lambda::Function", "Statement")),
     }
 
 
@@ -380,6 +380,8 @@ def test_alarms_cover_what_the_runbook_lists_and_notify_sns(prod: Synthesized) -
         "Api5xx",
         "ReconciliationMismatches",
         "ReconciliationStopped",
+        "StatementMismatches",
+        "StatementBehind",
         "DeadOutboxItems",
     ):
         assert expected in names, expected
@@ -487,7 +489,7 @@ def test_one_trace_per_sampled_webhook_started_where_the_sampling_can_be_chosen(
     # the stage does, by the stack's rule (1% by default, no reservoir), and ingest continues;
     # process always continues ingest's trace (one trace per webhook); the stream and the
     # schedules start their own; with xraySampling=0 nothing starts a trace
-    starters = {"Outbox": "Active", "Sweeper": "Active", "Waiting": "Active"}
+    starters = {"Outbox": "Active", "Sweeper": "Active", "Waiting": "Active", "Statement": "Active"}
     assert modes(prod) == {
         "Ingest": "Active",
         "Process": "PassThrough",

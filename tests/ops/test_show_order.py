@@ -8,14 +8,6 @@ import time
 
 import pytest
 
-# Imported here, not first inside a stack under capsys: a Powertools Logger keeps the stdout it
-# was created with, and capsys closes its capture file after the test.
-import functions.ingest.handler
-import functions.outbox.handler
-import functions.outbox.sweeper_handler
-import functions.process.handler
-import functions.process.waiting_handler
-import functions.reconcile.handler  # noqa: F401
 from devstack.resources import DEVELOPMENT_SECRETS
 from devstack.stack import EmbeddedStack
 from firedrill.delivery import DeliveryLog, Providers

@@ -11,14 +11,6 @@ from typing import Any
 
 import pytest
 
-# Imported here, not first inside a stack under capsys: a Powertools Logger keeps the stdout it
-# was created with, and capsys closes its capture file after the test.
-import functions.ingest.handler
-import functions.outbox.handler
-import functions.outbox.sweeper_handler
-import functions.process.handler
-import functions.process.waiting_handler
-import functions.reconcile.handler  # noqa: F401
 from devstack.provider_apis import (
     register_asaas_payment,
     register_asaas_transaction,

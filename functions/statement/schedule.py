@@ -1,0 +1,165 @@
+"""The statement pass on a schedule: each provider's books read window after window from its
+checkpoint, so that no movement waits for someone to suspect a gap.
+
+A provider's checkpoint is the end of the last window read whole, booked and matched. A run
+reads the windows after it, an hour at most each and ending no later than the provider's
+settle lag ago, until it has caught up or its time is short; each window's checkpoint is moved
+only after its pass. A read that stops (the API kept failing) moves nothing: the next run reads
+the same window again, and what this one booked of it is a duplicate then. Two runs of one
+provider never both move a checkpoint: the move is conditional on the one the run started from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final
+
+from botocore.exceptions import ClientError
+
+from functions.process.asaas_api import AsaasApiNotConfiguredError
+from functions.shared import tables
+from functions.statement.reading import StatementInterruptedError, StatementNotConfiguredError
+from functions.statement.service import StatementPass, StatementReport
+from functions.statement.sources import SETTLE_SECONDS, StatementReader
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+CHECKPOINT_PK: Final = "STATEMENT_CHECKPOINT"  # sort key: the provider
+# The longest window one pass reads; a provider's first scheduled pass reads the window this
+# long before it (what came earlier is the operator's to read: `umavez statement PROVIDER
+# --since …`).
+WINDOW_SECONDS: Final = 3600
+# Another window is started only while at least this margin, plus twice what the last one
+# took, is left of the invocation's time.
+TIME_MARGIN_SECONDS: Final = 60
+
+
+@dataclass
+class ScheduledRun:
+    provider: str
+    passes: list[StatementReport] = field(default_factory=list)
+    checked_until: int | None = None  # the checkpoint after the run (None: never read)
+    caught_up: bool = False
+    stopped: str | None = None  # why the run stopped before catching up
+    interrupted: bool = False  # the provider's API kept failing
+    not_configured: str | None = None
+
+    @property
+    def mismatches(self) -> int:
+        return sum(len(report.mismatches) for report in self.passes)
+
+    @property
+    def booked(self) -> int:
+        return sum(report.booked for report in self.passes)
+
+    @property
+    def lines_read(self) -> int:
+        return sum(report.lines_read for report in self.passes)
+
+    def count(self, kind: str) -> int:
+        return sum(report.count(kind) for report in self.passes)
+
+
+class StatementSchedule:
+    def __init__(
+        self,
+        dynamodb: DynamoDBClient,
+        table_names: tables.TableNames,
+        passing: StatementPass,
+        clock: Callable[[], float],
+        settle_seconds: int | None = None,
+        window_seconds: int = WINDOW_SECONDS,
+    ) -> None:
+        self._db = dynamodb
+        self._ledger = table_names.ledger
+        self._passing = passing
+        self._clock = clock
+        self._settle_seconds = settle_seconds
+        self._window_seconds = window_seconds
+
+    def checkpoint(self, provider: str) -> int | None:
+        response = self._db.get_item(
+            TableName=self._ledger,
+            Key={tables.PARTITION_KEY: {"S": CHECKPOINT_PK}, tables.SORT_KEY: {"S": provider}},
+            ConsistentRead=True,
+        )
+        item = response.get("Item")
+        return int(item["checked_until"]["N"]) if item else None
+
+    def next_window(self, provider: str, checkpoint: int | None) -> tuple[int, int] | None:
+        """The window after `checkpoint` whose end has settled, an hour at most; None when
+        none has yet."""
+        lag = SETTLE_SECONDS[provider] if self._settle_seconds is None else self._settle_seconds
+        settled = int(self._clock()) - lag
+        since = settled - self._window_seconds if checkpoint is None else checkpoint
+        until = min(since + self._window_seconds, settled)
+        return (since, until) if until > since else None
+
+    def run(self, source: StatementReader, time_left_ms: Callable[[], int]) -> ScheduledRun:
+        """The windows after the provider's checkpoint, each moving it once read whole."""
+        provider = source.provider
+        run = ScheduledRun(provider)
+        checkpoint = run.checked_until = self.checkpoint(provider)
+        while (window := self.next_window(provider, checkpoint)) is not None:
+            started = self._clock()
+            if not self._pass(source, *window, run):
+                return run
+            if not self._advance(provider, checkpoint, window[1]):
+                run.stopped = "another run moved the checkpoint first: it goes on from there"
+                return run
+            checkpoint = run.checked_until = window[1]
+            took = self._clock() - started
+            if time_left_ms() < (2 * took + TIME_MARGIN_SECONDS) * 1000:
+                run.stopped = "too little time left for another window: the next run goes on"
+                return run
+        run.caught_up = True
+        return run
+
+    def run_window(self, source: StatementReader, since: int, until: int) -> ScheduledRun:
+        """One window an operator names, read again whole; the checkpoint is not moved."""
+        run = ScheduledRun(source.provider, checked_until=self.checkpoint(source.provider))
+        run.caught_up = self._pass(source, since, until, run)
+        return run
+
+    def _pass(self, source: StatementReader, since: int, until: int, run: ScheduledRun) -> bool:
+        """The window read, booked and matched into `run`; False when it could not be read."""
+        first, last = self._passing.read_window(since, until)
+        # A window may end after now (an operator's): its lines are read up to its end.
+        now = max(int(self._clock()), last)
+        try:
+            read = source.read(first, last, now)
+        except (StatementNotConfiguredError, AsaasApiNotConfiguredError) as exc:
+            run.not_configured = str(exc)
+            return False
+        except StatementInterruptedError as exc:
+            run.interrupted = True
+            run.stopped = f"the read stopped, nothing of it moved the checkpoint: {exc}"
+            return False
+        run.passes.append(self._passing.run(source.provider, read.lines, since, until, read.known))
+        return True
+
+    def _advance(self, provider: str, previous: int | None, until: int) -> bool:
+        """The checkpoint moved from `previous` to `until`; False when another run moved it."""
+        condition = (
+            "attribute_not_exists(checked_until)"
+            if previous is None
+            else "checked_until = :previous"
+        )
+        values = {":until": {"N": str(until)}}
+        if previous is not None:
+            values[":previous"] = {"N": str(previous)}
+        try:
+            self._db.update_item(
+                TableName=self._ledger,
+                Key={tables.PARTITION_KEY: {"S": CHECKPOINT_PK}, tables.SORT_KEY: {"S": provider}},
+                UpdateExpression="SET checked_until = :until",
+                ConditionExpression=condition,
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True

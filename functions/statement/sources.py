@@ -1,0 +1,94 @@
+"""A window of one provider's statement, read whole: its lines, and how to ask the provider
+about an entry none of them moved. The operator's command and the scheduled function read
+through here, so both read the same books the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final, Protocol
+
+from functions.process.asaas_api import BASE_URL as ASAAS_BASE_URL
+from functions.process.asaas_api import AsaasApi
+from functions.process.mercadopago_api import BASE_URL as MERCADOPAGO_BASE_URL
+from functions.process.stripe_api import BASE_URL as STRIPE_BASE_URL
+from functions.shared.providers.asaas import BRAZIL
+from functions.shared.providers.mercadopago import DisputeBooks
+from functions.statement import asaas, mercadopago, stripe
+from functions.statement.lines import Line
+
+PROVIDERS: Final = ("stripe", "mercadopago", "asaas")
+DEFAULT_API_URLS: Final = {
+    "stripe": STRIPE_BASE_URL,
+    "mercadopago": MERCADOPAGO_BASE_URL,
+    "asaas": ASAAS_BASE_URL,
+}
+# How long after a movement its line is surely on the statement: a window is read once its end
+# is this far in the past.
+SETTLE_SECONDS: Final = {
+    "stripe": stripe.SETTLE_SECONDS,
+    "mercadopago": mercadopago.SETTLE_SECONDS,
+    "asaas": asaas.SETTLE_SECONDS,
+}
+
+
+@dataclass(frozen=True)
+class StatementRead:
+    lines: list[Line]
+    # The provider asked of an entry no line moved (None: a line-less entry is unknown to it).
+    known: Callable[[Mapping[str, Any]], bool] | None = None
+
+
+class StatementReader(Protocol):
+    """What the scheduled pass reads a provider's statement through."""
+
+    @property
+    def provider(self) -> str: ...
+
+    def read(self, first: int, last: int, now: int) -> StatementRead: ...
+
+
+@dataclass(frozen=True)
+class StatementSource:
+    """One provider's statement API, with the credential that reads it."""
+
+    provider: str
+    credential: Callable[[], str]
+    base_url: str
+    sleep: Callable[[float], None]
+    disputes: DisputeBooks
+
+    def read(
+        self, first: int, last: int, now: int, starting_after: str | None = None
+    ) -> StatementRead:
+        """Every line of [first, last): Stripe's by their creation; Mercado Pago's payments
+        updated since `first` up to now (a payment booked in the window and changed after it
+        is listed by its last update only); Asaas's days, Brazil's, from `first`'s to today.
+        Raises StatementInterruptedError when the API kept failing (nothing is booked then)."""
+        if self.provider == "stripe":
+            balance = stripe.StripeBalance(self.credential, self.sleep, self.base_url)
+            listed = balance.pages(first, min(last, now), starting_after)
+            return StatementRead([stripe.line_of(line) for page in listed for line in page.lines])
+        if self.provider == "mercadopago":
+            search = mercadopago.MercadoPagoPaymentsSearch(
+                self.credential, self.sleep, self.base_url
+            )
+            searched = search.pages(_instant(first), _instant(now))
+            found = [payment for page in searched for payment in page.payments]
+            return StatementRead(mercadopago.payment_lines(found, self.disputes))
+        if self.provider == "asaas":
+            api = AsaasApi(self.credential, self.base_url)
+            days = asaas.AsaasStatement(api, self.sleep).pages(
+                _instant(first).astimezone(BRAZIL).date(), _instant(now).astimezone(BRAZIL).date()
+            )
+            transactions = [t for page in days for t in page.transactions]
+            return StatementRead(
+                asaas.statement_lines(transactions, api.payment), asaas.known_to_asaas(api.payment)
+            )
+        raise ValueError(f"no statement is read for provider {self.provider!r}")
+
+
+def _instant(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=UTC)
