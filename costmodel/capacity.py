@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from costmodel import statement as statement_pass
 from costmodel.model import (
     MIX,
     Measurement,
@@ -42,6 +43,7 @@ from costmodel.model import (
     Sample,
     lambda_milliseconds,
     payer,
+    statement_model,
     webhook_queue,
 )
 from infra import settings as stack
@@ -53,6 +55,8 @@ QUOTAS_PATH = Path(__file__).with_name("quotas.toml")
 MEASURED_PATH = Path(__file__).with_name("measured.json")
 DOCS_BEGIN = "<!-- capacity:begin -->"
 DOCS_END = "<!-- capacity:end -->"
+STATEMENT_BEGIN = "<!-- statement-capacity:begin -->"
+STATEMENT_END = "<!-- statement-capacity:end -->"
 SUMMARY_BEGIN = "<!-- capacity-summary:begin -->"
 SUMMARY_END = "<!-- capacity-summary:end -->"
 DOC_RATES = (10.0, 100.0, 1000.0)
@@ -1093,6 +1097,139 @@ def _brief(lift: str) -> str:
     return re.sub(r" in [\w/]+\.py| \([^)]*\)", "", lift)
 
 
+# -- the statement pass ---------------------------------------------------------------------------
+
+
+def statement_rows(load: statement_pass.PassLoad, quotas: Quotas) -> list[Row]:
+    """One provider's hourly pass at a rate (every payment this provider's): its API calls
+    against the provider's limit, one invocation's budget, the DynamoDB units it adds."""
+    provider = load.provider
+    limit = load.limit
+    one = load.payments_per_second_one_invocation_keeps_up_with
+    return [
+        Row(
+            f"{provider}: API calls (averaged over the hour)",
+            load.api_calls_per_second,
+            limit.per_second,
+            "requests/s",
+            limit.note,
+            limit.source,
+            webhook_path=False,
+        ),
+        Row(
+            f"{provider}: one invocation, {statement_pass.TIMEOUT_SECONDS} s "
+            f"({load.seconds_per_line * 1000:.0f} ms a line)",
+            load.payments_per_second,
+            one,
+            "payments/s",
+            f"{load.invocations_an_hour_needed:,} invocations of "
+            f"{statement_pass.TIMEOUT_SECONDS} s an hour",
+            "costmodel/statement.py",
+            webhook_path=False,
+        ),
+        Row(
+            f"{provider}: DynamoDB reads of the three passes",
+            load.rru_per_second,
+            quotas.value("dynamodb_table_read_units"),
+            "RRU/s",
+            "a quota increase request",
+            quotas.source("dynamodb_table_read_units"),
+            webhook_path=False,
+        ),
+        Row(
+            f"{provider}: DynamoDB writes of the three passes",
+            load.wru_per_second,
+            quotas.value("dynamodb_table_write_units"),
+            "WRU/s",
+            "a quota increase request",
+            quotas.source("dynamodb_table_write_units"),
+            webhook_path=False,
+        ),
+    ]
+
+
+def statement_verdict(load: statement_pass.PassLoad) -> str:
+    """Whether one invocation and the provider's limit carry the rate, and what the deployment
+    must do where they do not."""
+    budget = statement_pass.TIMEOUT_SECONDS
+    needed = load.payments_per_second * load.lines_per_payment
+    text = (
+        f"{load.provider}: {needed:,.0f} lines a second to book, one invocation books "
+        f"{load.lines_per_second_booked:,.0f}; "
+    )
+    if load.keeps_up:
+        text += f"one invocation keeps up ({_duration(load.work_seconds_an_hour)} of {budget} s)"
+    else:
+        text += (
+            f"**one invocation does not keep up** ({_duration(load.work_seconds_an_hour)} of work "
+            f"an hour for its {budget} s: the hour's window split among "
+            f"{load.invocations_an_hour_needed:,} invocations, or its lines booked that many at "
+            "once)"
+        )
+    limit = load.limit.per_second
+    if limit is None:
+        text += f"; {_number(load.api_calls_per_second)} API calls a second (no published limit)"
+    elif load.within_rate_limit:
+        text += (
+            f"; {_number(load.api_calls_per_second)} API calls a second, within "
+            f"{_number(limit)} ({_headroom(limit / load.api_calls_per_second)})"
+        )
+    else:
+        text += (
+            f"; **{_number(load.api_calls_per_second)} API calls a second over its limit of "
+            f"{_number(limit)}** ({_headroom(limit / load.api_calls_per_second)})"
+        )
+    return text
+
+
+def render_statement_block(
+    model_: statement_pass.StatementModel,
+    quotas: Quotas | None = None,
+    rates: Sequence[float] = DOC_RATES,
+) -> str:
+    """The statement pass's section of docs/performance.md: generated, like the capacity's."""
+    quotas = quotas or Quotas.load()
+    loads = {
+        provider: [model_.load(provider, rate) for rate in rates]
+        for provider in statement_pass.PROVIDERS_A_RUN
+    }
+    header = " | ".join(f"{rate:,.0f}/s: load | headroom" for rate in rates)
+    a = model_.assumptions
+    lines = [
+        STATEMENT_BEGIN,
+        "Generated by `make capacity` from costmodel/statement.py: each provider's pass at "
+        "every payment being that provider's, hourly, one invocation of "
+        f"{statement_pass.TIMEOUT_SECONDS} s; "
+        f"{model_.movements_per_payment:g} movements a payment, each line read "
+        f"{model_.reads['stripe'].reads_of_each_row:.2f} times (Stripe, Mercado Pago: the "
+        f"window's edges) or {model_.reads['asaas'].reads_of_each_row:.1f} times (Asaas: each "
+        "pass reads the day so far); "
+        f"{a['statement_booked_now_share']:.0%} booked now; a line's DynamoDB calls at "
+        "`[latency_ms]` of costmodel/prices.toml, a page of 100 at "
+        f"{model_.latency('provider-api', 'page'):.0f} ms, an object at "
+        f"{model_.latency('provider-api', 'GET'):.0f} ms, one call after another; API calls "
+        "and DynamoDB units averaged over the hour.",
+        "",
+        f"| component | unit | limit | {header} |",
+        "|---|---|---:|" + "---:|---:|" * len(rates),
+    ]
+    for provider in statement_pass.PROVIDERS_A_RUN:
+        rows = [statement_rows(load, quotas) for load in loads[provider]]
+        for n, row in enumerate(rows[0]):
+            cells = " | ".join(f"{_number(r[n].load)} | {_headroom(r[n].headroom)}" for r in rows)
+            # A provider that publishes no limit has none to hold the load to, not an unlimited one.
+            limit = "not published" if row.limit is None else _number(row.limit)
+            if row.source.startswith("https://"):
+                limit = f"[{limit}]({row.source})"
+            lines.append(f"| {row.component} | {row.unit} | {limit} | {cells} |")
+    lines += ["", "Per rate, what one invocation and the provider's limit carry:", ""]
+    for n, rate in enumerate(rates):
+        verdicts = "; ".join(statement_verdict(loads[p][n]) for p in statement_pass.PROVIDERS_A_RUN)
+        lines.append(f"- **{rate:,.0f} payments a second**: {verdicts}.")
+    lines.append(STATEMENT_END)
+    return "\n".join(lines) + "\n"
+
+
 def replace_between(text: str, begin: str, end: str, block: str) -> str:
     start, stop = text.find(begin), text.find(end)
     if start < 0 or stop < start:
@@ -1152,6 +1289,12 @@ def run(options: CapacityOptions, out: Any = None) -> int:
         )
         if not options.json:
             out.write(f"  {options.docs}: capacity section rewritten\n")
+    if options.docs is not None:
+        measurement = load_measurement(options.measured)
+        block = render_statement_block(statement_model(measurement, Prices.load()), quotas)
+        options.docs.write_text(
+            replace_between(options.docs.read_text(), STATEMENT_BEGIN, STATEMENT_END, block)
+        )
     if options.readme is not None:
         block = render_summary_block(per_event, settings, quotas)
         options.readme.write_text(

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from costmodel import statement as statement_pass
 from devstack.capacity import Units
 from functions.shared.tables import CHANGES_SHARDS
 from infra import settings
@@ -57,12 +58,15 @@ FUNCTION_MEMORY_MB = {
     "sweeper": 256,
     "waiting": 256,
     "reconciliation": 1024,
-    "statement": 512,
+    statement_pass.FUNCTION: statement_pass.MEMORY_MB,
 }
 SCHEDULE_MINUTES = settings.SCHEDULE_MINUTES
 # Functions whose invocations start a trace of their own (Lambda active tracing): the stream's
 # sender and the schedules. Ingest starts one only with the HTTP API; process never does.
-TRACE_STARTERS = ("outbox", "sweeper", "waiting", "reconciliation", "statement")
+TRACE_STARTERS = ("outbox", "sweeper", "waiting", "reconciliation", statement_pass.FUNCTION)
+# The provider whose reads price the statement's line in the cost per event (the scenarios are
+# Stripe's); the page's table of the pass per provider says what the others cost.
+STATEMENT_PRICED_AS = "stripe"
 # Requests no function made but AWS bills: Lambda's SQS event source mapping receives and
 # deletes on the webhook queue (DynamoDB Streams reads by a Lambda trigger are free).
 EVENT_SOURCE_SQS_OPERATIONS = {
@@ -299,8 +303,14 @@ DYNAMODB_METRICS = (
 )
 
 
-def usage(sample: Sample, prices: Prices, webhook_queue: str) -> Units:
-    """What AWS would meter over the sample, in billing units."""
+def usage(
+    sample: Sample,
+    prices: Prices,
+    webhook_queue: str,
+    statement: statement_pass.StatementModel | None = None,
+) -> Units:
+    """What AWS would meter over the sample, in billing units; with `statement`, what the hourly
+    statement passes spend on the sample's movements (in dollars: modeled, not metered)."""
     a = prices.assumptions
     overhead = a["cloudwatch_log_event_overhead_bytes"]
     used: Units = Units()
@@ -356,7 +366,117 @@ def usage(sample: Sample, prices: Prices, webhook_queue: str) -> Units:
     used["xray_traces_http"] = used["api_requests"] * lambda_rate + own_traces
     used["xray_traces_rest"] = used["api_requests"] * a["xray_sampling"] + own_traces
     used["rru"] = sum(used[m] for m in ("rru_strong", "rru_eventual", "rru_transaction"))
+    if statement is not None:
+        movements, orders = movements_and_orders_changed(sample)
+        reads = statement.reads[STATEMENT_PRICED_AS].reads_of_each_row
+        used["statement_lines"] = movements * reads
+        used["statement_usd"] = movements * statement_usd_per_movement(
+            statement, prices, STATEMENT_PRICED_AS
+        ) + orders * statement_usd_per_order_changed(statement, prices)
     return used
+
+
+# -- the statement pass ------------------------------------------------------------------------
+
+
+def movements_and_orders_changed(sample: Sample) -> tuple[float, float]:
+    """What the provider's books list for the sample, as measured: a line per effect process
+    committed (a payment, a capture, a refund, a dispute: its transaction; the cancelled ones
+    moved nothing), and the orders that entered an hour of the `changed` index (its entry, 1
+    WRU each at these sizes), which every provider's pass matches."""
+    movements = 0.0
+    orders = 0.0
+    for (caller, service, operation, _), units in sample.aws.items():
+        if caller != "process" or service != "dynamodb":
+            continue
+        for metric, amount in units.items():
+            if metric.startswith("wru_index:") and metric.endswith("/changed"):
+                orders += amount
+        if operation == "TransactWriteItems":
+            cancelled = sum(v for k, v in units.items() if k.startswith("cancelled_transactions"))
+            movements += units["requests"] - cancelled
+    return movements, orders
+
+
+def statement_own_work(measurement: Measurement) -> statement_pass.OwnWork:
+    """The pass's own work per line, measured on process's same path: a line booked already
+    is read as a duplicate delivery is (its per-event work), a line booked now as a new
+    payment."""
+    scenarios = measurement.scenarios()
+
+    def per_event(kind: str) -> float:
+        sample = scenarios[kind]
+        return sample.functions.get("process", Units())["compute_ms"] / max(sample.events, 1)
+
+    return statement_pass.OwnWork(per_event("duplicate"), per_event("new payment"))
+
+
+def statement_model(measurement: Measurement, prices: Prices) -> statement_pass.StatementModel:
+    return statement_pass.StatementModel(
+        prices.latency,
+        statement_own_work(measurement),
+        prices.assumptions,
+        statement_pass.provider_reads(prices.assumptions),
+        statement_pass.load_provider_limits(),
+    )
+
+
+def _dynamodb_usd(units: Mapping[str, float], prices: Prices) -> float:
+    writes = sum(v for k, v in units.items() if k.startswith("wru"))
+    reads = sum(v for k, v in units.items() if k.startswith("rru"))
+    return writes * prices.rate("dynamodb_write_request_unit") + reads * prices.rate(
+        "dynamodb_read_request_unit"
+    )
+
+
+def _statement_lambda_usd(seconds: float, prices: Prices) -> float:
+    gigabytes = statement_pass.MEMORY_MB / 1024
+    return seconds * gigabytes * prices.rate("lambda_arm_gb_second")
+
+
+def statement_usd_per_movement(
+    model: statement_pass.StatementModel, prices: Prices, provider: str
+) -> float:
+    """A movement's line, as often as the hourly passes read it: DynamoDB and Lambda time."""
+    return _dynamodb_usd(model.units_per_movement(provider), prices) + _statement_lambda_usd(
+        model.seconds_per_movement(provider), prices
+    )
+
+
+def statement_usd_per_order_changed(model: statement_pass.StatementModel, prices: Prices) -> float:
+    """An order changed, matched by every provider's pass: its entries read, and their time."""
+    return _dynamodb_usd(model.units_per_order_changed(), prices) + _statement_lambda_usd(
+        model.seconds_per_order_changed(), prices
+    )
+
+
+def statement_usd_per_payment(
+    model: statement_pass.StatementModel, prices: Prices, provider: str
+) -> dict[str, float]:
+    """A payment of `provider`'s (its movements, its order matched), by what bills it."""
+    movements = model.movements_per_payment
+    lines = _dynamodb_usd(model.units_per_movement(provider), prices) * movements
+    match = _dynamodb_usd(model.units_per_order_changed(), prices)
+    seconds = model.seconds_per_movement(provider) * movements + model.seconds_per_order_changed()
+    return {"Lambda duration": _statement_lambda_usd(seconds, prices), "DynamoDB": lines + match}
+
+
+def statement_run_usd(prices: Prices) -> float:
+    """One pass with nothing to book: its invocation and time (a cold start, its secret, its
+    checkpoint, the `changed` index, its record, a page), its DynamoDB units, its secret's read
+    (the 5-minute cache outlives no hour), a trace (X-Ray's reservoir of one a second samples
+    every run of a function invoked three times an hour) and its log bytes."""
+    a = prices.assumptions
+    seconds = statement_pass.run_fixed_ms(prices.latency, a) / 1000
+    log_bytes = a["statement_log_bytes_per_run"]
+    return (
+        prices.rate("lambda_request")
+        + _statement_lambda_usd(seconds, prices)
+        + _dynamodb_usd(statement_pass.run_fixed_units(), prices)
+        + prices.rate("secrets_manager_api_call")
+        + _xray(prices)
+        + log_bytes * prices.rate("cloudwatch_logs_ingested_gb") / 2**30
+    )
 
 
 @dataclass(frozen=True)
@@ -367,6 +487,7 @@ class LineItem:
     price: Callable[[Prices], float]
     http: bool = True  # in the HTTP API total
     rest: bool = True  # in the REST + WAF total
+    shown: str = ""  # the quantity the per-event table shows, when not the one priced
 
 
 def _rate(name: str) -> Callable[[Prices], float]:
@@ -413,6 +534,14 @@ LINE_ITEMS = (
     LineItem("X-Ray (HTTP API)", "xray_traces_http", "traces", _xray, rest=False),
     LineItem("X-Ray (REST API)", "xray_traces_rest", "traces", _xray, http=False),
     LineItem("CloudWatch Logs", "log_bytes", "bytes", _per_byte("cloudwatch_logs_ingested_gb")),
+    # Modeled, not measured (costmodel/statement.py): priced in dollars, shown in lines read.
+    LineItem(
+        "Statement pass (hourly)",
+        "statement_usd",
+        "lines",
+        lambda prices: 1.0,
+        shown="statement_lines",
+    ),
     LineItem("SES e-mail", "ses_messages", "messages", _rate("ses_message"), False, False),
 )
 
@@ -434,11 +563,16 @@ class Bill:
         return sum(self.per_million[i.name] for i in LINE_ITEMS if i.rest)
 
 
-def bill(sample: Sample, prices: Prices, webhook_queue: str) -> Bill:
-    used = usage(sample, prices, webhook_queue)
+def bill(
+    sample: Sample,
+    prices: Prices,
+    webhook_queue: str,
+    statement: statement_pass.StatementModel | None = None,
+) -> Bill:
+    used = usage(sample, prices, webhook_queue, statement)
     events = max(sample.events, 1)
-    quantities = {i.name: used[i.quantity] / events for i in LINE_ITEMS}
-    per_million = {i.name: quantities[i.name] * i.price(prices) * 1e6 for i in LINE_ITEMS}
+    quantities = {i.name: used[i.shown or i.quantity] / events for i in LINE_ITEMS}
+    per_million = {i.name: used[i.quantity] / events * i.price(prices) * 1e6 for i in LINE_ITEMS}
     return Bill(sample.events, quantities, per_million)
 
 
@@ -477,6 +611,24 @@ def fixed_monthly(
                 runs * one.http_total / 1e6,
             )
         )
+    runs = len(statement_pass.PROVIDERS_A_RUN) * hours * 60 / statement_pass.EVERY_MINUTES
+    one_run = statement_run_usd(prices)
+    items.append(
+        MonthlyItem(
+            f"statement (every {statement_pass.EVERY_MINUTES} min, a run per provider)",
+            f"{runs:,.0f} runs x ${one_run:.7f} a run with nothing to book (modeled: a cold "
+            "start, its secret, its checkpoint, the `changed` index, its record, a page)",
+            runs * one_run,
+        )
+    )
+    metrics = a["statement_custom_metrics"]
+    items.append(
+        MonthlyItem(
+            "CloudWatch metrics of the statement",
+            f"{metrics:.0f} custom metrics (EMF: four a provider)",
+            metrics * prices.rate("cloudwatch_custom_metric_month"),
+        )
+    )
     polls = a["sqs_event_source_pollers"] * hours * 3600 / a["sqs_long_poll_seconds"]
     items.append(
         MonthlyItem(
@@ -556,7 +708,10 @@ def render_block(measurement: Measurement, prices: Prices, webhook_queue: str) -
     """The cost section between its markers (in docs/cost.md): its shape never depends on the
     numbers (`tests/unit/test_cost_model.py` checks docs/cost.md against it)."""
     scenarios = measurement.scenarios()
-    bills = {name: bill(sample, prices, webhook_queue) for name, sample in scenarios.items()}
+    statement = statement_model(measurement, prices)
+    bills = {
+        name: bill(sample, prices, webhook_queue, statement) for name, sample in scenarios.items()
+    }
     columns = [*KINDS, MIX]
     options = measurement.options
     lines = [
@@ -619,6 +774,7 @@ def render_block(measurement: Measurement, prices: Prices, webhook_queue: str) -
             )
             + " |"
         )
+    lines += ["", *render_statement_block(statement, prices)]
     lines += [
         "",
         "Fixed per month (not per event):",
@@ -635,6 +791,31 @@ def render_block(measurement: Measurement, prices: Prices, webhook_queue: str) -
     lines.append(f"| **total, REST API + WAF** | | **{_usd(sum(e.usd for e in monthly))}** |")
     lines.append(README_END)
     return "\n".join(lines) + "\n"
+
+
+def render_statement_block(model: statement_pass.StatementModel, prices: Prices) -> list[str]:
+    """The statement pass per million payments of one provider (its line above is Stripe's):
+    each provider's reads differ, its DynamoDB per line does not."""
+    booked_now = prices.assumptions["statement_booked_now_share"]
+    lines = [
+        "The statement pass per million payments of one provider (modeled, costmodel/statement.py:"
+        f" {model.movements_per_payment:g} movements a payment, {booked_now:.0%}"
+        " of them booked now, each order matched by the three passes; the line above is priced "
+        "as Stripe's):",
+        "",
+        "| per million payments | API calls | lines read | Lambda duration | DynamoDB | total |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for provider in statement_pass.PROVIDERS_A_RUN:
+        usd = statement_usd_per_payment(model, prices, provider)
+        calls = model.reads[provider].calls_per_payment() * 1e6
+        read = model.lines_per_payment(provider) * 1e6
+        lines.append(
+            f"| {provider} | {_quantity(calls)} | {_quantity(read)} | "
+            f"{_usd(usd['Lambda duration'] * 1e6)} | {_usd(usd['DynamoDB'] * 1e6)} | "
+            f"**{_usd(sum(usd.values()) * 1e6)}** |"
+        )
+    return lines
 
 
 def replace_block(text: str, block: str) -> str:

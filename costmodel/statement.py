@@ -1,0 +1,401 @@
+"""The statement pass as a scheduled function: what its runs and its lines use, and whether it
+keeps up (`make cost` prices it, `make capacity` holds it to its budget and the providers' limits).
+
+The pass is not part of the measured scenarios (it reads the providers' books, which the
+embedded stack's scenarios do not keep): it is modeled from counts measured elsewhere.
+
+- **DynamoDB per line, per changed order and per pass**: measured on moto and held by
+  tests/functional/test_statement_stripe.py (requests) and
+  tests/functional/test_capacity_of_the_statement.py (request units);
+- **provider API calls**: the readers' own page sizes (`functions/statement/`), and how much of
+  the provider's books each hourly pass reads again (its edges; Asaas's whole day);
+- **durations**: each call at the latencies of `[latency_ms]` in costmodel/prices.toml, plus
+  the own work of process on the same path (measured by `make cost`: reading a movement that
+  is booked already is a duplicate's work, booking one a new payment's);
+- **the providers' limits**: `[provider_limits]` in costmodel/quotas.toml, each with its page.
+
+Nothing here imports the cost or the capacity model: they price and render what it counts.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from functions.shared.tables import CHANGES_SHARDS
+from functions.statement import asaas as asaas_statement
+from functions.statement import mercadopago as mercadopago_statement
+from functions.statement import stripe as stripe_statement
+from functions.statement.service import EDGE_SECONDS
+from functions.statement.sources import PROVIDERS
+from infra import settings
+
+QUOTAS_PATH = Path(__file__).with_name("quotas.toml")
+HOUR: Final = 3600.0
+DAY_HOURS: Final = 24
+
+# The scheduled function (infra/settings.py `LAMBDA_PACKAGES["statement"]`; tests/infra holds
+# the cost model's memory to the synthesized stack).
+FUNCTION: Final = "statement"
+MEMORY_MB: Final = 512
+TIMEOUT_SECONDS: Final = settings.STATEMENT_TIMEOUT_SECONDS
+EVERY_MINUTES: Final = settings.SCHEDULE_MINUTES[FUNCTION]
+# One rule, one target per provider: a pass of each an hour.
+PROVIDERS_A_RUN: Final = PROVIDERS
+# The window a pass reads ends this long ago: a movement's line lags it by seconds.
+SETTLE_SECONDS: Final = stripe_statement.SETTLE_SECONDS
+
+ALREADY_BOOKED: Final = "already booked"
+BOOKED_NOW: Final = "booked now"
+# DynamoDB requests a line costs, by whether a webhook booked its movement first: its binding
+# and the processor's read (2 BatchGetItem), its payment's entries (Query), its fee and net
+# (TransactWriteItems); a movement booked now, its effect's own transaction too.
+LINE_REQUESTS: Final[dict[str, dict[str, int]]] = {
+    ALREADY_BOOKED: {"BatchGetItem": 2, "Query": 1, "TransactWriteItems": 1},
+    BOOKED_NOW: {"BatchGetItem": 2, "Query": 1, "TransactWriteItems": 2},
+}
+# Their request units: two bindings read consistently (1 RRU each), the key, the order and
+# the two objects eventually (0.5 each), the payment's entries (one 4 KB page), the fee item and
+# the order in a transaction (2 WRU each); booked now, the effect's five items (four in the
+# ledger, the outbox item: 2 WRU each) and the new order's entry in the `changed` index.
+LINE_UNITS: Final[dict[str, dict[str, float]]] = {
+    ALREADY_BOOKED: {"rru_strong": 3, "rru_eventual": 2, "wru_transaction": 4},
+    BOOKED_NOW: {"rru_strong": 3, "rru_eventual": 2, "wru_transaction": 14, "wru_index": 1},
+}
+# The match, per order changed since the window began (whichever provider's): its entries.
+ORDER_MATCH_REQUESTS: Final[dict[str, int]] = {"Query": 1}
+ORDER_MATCH_UNITS: Final[dict[str, float]] = {"rru_strong": 1}
+# Once a pass: the checkpoint read and moved on, the run's record put.
+PASS_REQUESTS: Final[dict[str, int]] = {"GetItem": 1, "PutItem": 1, "UpdateItem": 1}
+PASS_UNITS: Final[dict[str, float]] = {"rru_strong": 1, "wru_standard": 2}
+# The `changed` index's partitions a pass reads: every shard of the two clock hours its window
+# touches (keys only, eventually consistent: the minimum 0.5 RRU each at these sizes).
+CHANGED_INDEX_QUERIES: Final = 2 * CHANGES_SHARDS
+CHANGED_INDEX_RRU: Final = 0.5
+
+
+# -- the providers' reads -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProviderLimit:
+    """A provider's published limit on the reads a pass makes, as requests a second (None: the
+    provider publishes none)."""
+
+    per_second: float | None
+    unit: str
+    title: str
+    source: str
+    as_of: str
+    note: str = ""
+
+
+def load_provider_limits(path: Path = QUOTAS_PATH) -> dict[str, ProviderLimit]:
+    loaded = tomllib.loads(path.read_text())["provider_limits"]
+    found = {}
+    for name, entry in loaded.items():
+        requests = entry.get("requests")
+        per_second = float(requests) / float(entry["per_seconds"]) if requests else None
+        found[name] = ProviderLimit(
+            per_second,
+            str(entry["unit"]),
+            str(entry["title"]),
+            str(entry.get("source", "")),
+            str(entry["as_of"]),
+            str(entry.get("note", "")),
+        )
+    return found
+
+
+def hours_read_of_each_hour() -> float:
+    """How many hourly passes read each hour of a provider's books listed by time (Stripe,
+    Mercado Pago): each pass reads its hour, `EDGE_SECONDS` before it and up to now (its
+    window ends `SETTLE_SECONDS` ago)."""
+    return (HOUR + EDGE_SECONDS + SETTLE_SECONDS) / HOUR
+
+
+def hours_read_of_each_day_hour() -> float:
+    """The same for Asaas, whose statement lists days (Brazil's): each pass reads every line of
+    its window's first day up to now, so the pass at 23:30 reads the whole day again. The mean,
+    over the 24 passes of a day (each at the half hour), of the hours of lines one reads, per
+    hour of lines: 12.5 and more (the first passes of a day read the day before too)."""
+    read = 0.0
+    for hour in range(DAY_HOURS):
+        now = hour + 0.5
+        first = now - (HOUR + SETTLE_SECONDS + EDGE_SECONDS) / HOUR
+        read += now + (DAY_HOURS if first < 0 else 0)
+    return read / DAY_HOURS
+
+
+@dataclass(frozen=True)
+class ProviderRead:
+    """What one provider's hourly pass reads per payment: its statement's rows, in pages, and
+    the objects it asks for one by one; and how often each is read again."""
+
+    provider: str
+    rows_per_payment: float  # statement rows a payment brings (its own, its refunds', its fee's)
+    page_size: int
+    gets_per_row_read: float  # objects read one by one per payment each time its rows are read
+    gets_per_payment_once: float  # objects read once per payment (the match's own lookups)
+    reads_of_each_row: float  # passes reading each row (edges, whole days)
+
+    def calls_per_payment(self) -> float:
+        pages = self.rows_per_payment / self.page_size
+        return self.reads_of_each_row * (pages + self.gets_per_row_read) + (
+            self.gets_per_payment_once
+        )
+
+    def pages_per_payment(self) -> float:
+        return self.reads_of_each_row * self.rows_per_payment / self.page_size
+
+    def gets_per_payment(self) -> float:
+        return self.reads_of_each_row * self.gets_per_row_read + self.gets_per_payment_once
+
+
+def provider_reads(assumptions: Mapping[str, float]) -> dict[str, ProviderRead]:
+    """Each provider's reads, from the readers' page sizes and the stated assumptions: refunds
+    per payment (`statement_refunds_per_payment`); Asaas's payments whose line comes after
+    their window (card payments, credited about 30 days later: the match asks the API for each,
+    `statement_asaas_lagging_share`)."""
+    refunds = assumptions["statement_refunds_per_payment"]
+    edges = hours_read_of_each_hour()
+    return {
+        # A balance transaction per charge and per refund, its source expanded.
+        "stripe": ProviderRead("stripe", 1 + refunds, stripe_statement.PAGE_SIZE, 0, 0, edges),
+        # A payment per search result, its refunds inside it.
+        "mercadopago": ProviderRead("mercadopago", 1, mercadopago_statement.PAGE_SIZE, 0, 0, edges),
+        # Its receipt and Asaas's fee, a row per refund; each payment named is read once a pass.
+        "asaas": ProviderRead(
+            "asaas",
+            2 + refunds,
+            asaas_statement.PAGE_SIZE,
+            1,
+            assumptions["statement_asaas_lagging_share"],
+            hours_read_of_each_day_hour(),
+        ),
+    }
+
+
+# -- time and request units ---------------------------------------------------------------------
+
+Latency = Callable[[str, str], float]  # milliseconds of one call: (service, operation)
+
+
+@dataclass(frozen=True)
+class OwnWork:
+    """Milliseconds of the function's own work, measured on process's same path."""
+
+    already_booked_ms: float  # a duplicate's
+    booked_now_ms: float  # a new payment's
+
+
+def _dynamodb_ms(requests: Mapping[str, float], latency: Latency) -> float:
+    return sum(n * latency("dynamodb", operation) for operation, n in requests.items())
+
+
+def line_ms(kind: str, latency: Latency, own: OwnWork) -> float:
+    """One line booked or found booked: its DynamoDB calls and the processor's own work."""
+    work = own.booked_now_ms if kind == BOOKED_NOW else own.already_booked_ms
+    return _dynamodb_ms(LINE_REQUESTS[kind], latency) + work
+
+
+def mean_line(values: Mapping[str, float], booked_now_share: float) -> float:
+    return (1 - booked_now_share) * values[ALREADY_BOOKED] + booked_now_share * values[BOOKED_NOW]
+
+
+def order_match_ms(latency: Latency) -> float:
+    return _dynamodb_ms(ORDER_MATCH_REQUESTS, latency)
+
+
+def run_fixed_ms(latency: Latency, assumptions: Mapping[str, float]) -> float:
+    """A pass with nothing to book: a cold start (an hourly function finds no warm container),
+    its secret, its checkpoint, the `changed` index, its record, its checkpoint moved, and one
+    page of the provider's books."""
+    return (
+        assumptions["statement_cold_start_ms"]
+        + latency("secretsmanager", "GetSecretValue")
+        + _dynamodb_ms(PASS_REQUESTS, latency)
+        + CHANGED_INDEX_QUERIES * latency("dynamodb", "Query")
+        + latency("provider-api", "page")
+    )
+
+
+def units_per_line(booked_now_share: float) -> dict[str, float]:
+    kinds = set(LINE_UNITS[ALREADY_BOOKED]) | set(LINE_UNITS[BOOKED_NOW])
+    return {
+        kind: mean_line(
+            {k: LINE_UNITS[k].get(kind, 0.0) for k in (ALREADY_BOOKED, BOOKED_NOW)},
+            booked_now_share,
+        )
+        for kind in sorted(kinds)
+    }
+
+
+def requests_per_line(booked_now_share: float) -> float:
+    return mean_line(
+        {k: float(sum(v.values())) for k, v in LINE_REQUESTS.items()}, booked_now_share
+    )
+
+
+def run_fixed_units() -> dict[str, float]:
+    units = dict(PASS_UNITS)
+    units["rru_eventual"] = units.get("rru_eventual", 0.0) + CHANGED_INDEX_QUERIES * (
+        CHANGED_INDEX_RRU
+    )
+    return units
+
+
+# -- keeping up ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PassLoad:
+    """One provider's hourly pass at a rate of payments a second, all of them this provider's;
+    the match reads every order changed, whichever provider's, in each provider's pass."""
+
+    provider: str
+    payments_per_second: float
+    lines_per_payment: float  # lines booked (or found booked) per payment, each time read
+    api_calls_per_second: float  # averaged over the hour
+    seconds_per_payment: float  # one invocation's time, per payment of the hour
+    fixed_seconds: float  # one run's, whatever the lines
+    dynamodb_requests_per_second: float  # the three passes', averaged over the hour
+    rru_per_second: float
+    wru_per_second: float
+    limit: ProviderLimit
+
+    @property
+    def work_seconds_an_hour(self) -> float:
+        return self.fixed_seconds + self.payments_per_second * HOUR * self.seconds_per_payment
+
+    @property
+    def keeps_up(self) -> bool:
+        return self.work_seconds_an_hour <= TIMEOUT_SECONDS
+
+    @property
+    def payments_per_second_one_invocation_keeps_up_with(self) -> float:
+        return max(TIMEOUT_SECONDS - self.fixed_seconds, 0.0) / (HOUR * self.seconds_per_payment)
+
+    @property
+    def invocations_an_hour_needed(self) -> int:
+        """Invocations of its 900 s the hour's work takes, were it split among them."""
+        return max(1, math.ceil(self.work_seconds_an_hour / TIMEOUT_SECONDS))
+
+    @property
+    def lines_per_second_booked(self) -> float:
+        """Lines one invocation books a second, one after another (the match aside)."""
+        return 1 / self.seconds_per_line if self.seconds_per_line else math.inf
+
+    @property
+    def seconds_per_line(self) -> float:
+        return self.seconds_per_payment / max(self.lines_per_payment, 1e-9)
+
+    @property
+    def within_rate_limit(self) -> bool:
+        return self.limit.per_second is None or self.api_calls_per_second <= self.limit.per_second
+
+
+@dataclass(frozen=True)
+class StatementModel:
+    """What the model counts with: latencies, own work, the assumptions, the providers."""
+
+    latency: Latency
+    own: OwnWork
+    assumptions: Mapping[str, float]
+    reads: Mapping[str, ProviderRead]
+    limits: Mapping[str, ProviderLimit]
+
+    @property
+    def booked_now_share(self) -> float:
+        return self.assumptions["statement_booked_now_share"]
+
+    @property
+    def orders_read_per_order_changed(self) -> float:
+        """Passes of one provider reading an order changed: the pass of its hour and, as the
+        `changed` index knows the hour only, the next pass reads the part of that hour its
+        window does not cover again (`statement_hour_fraction`: the rule fires at a minute of
+        the hour nobody chose, like the reconciliation's)."""
+        return 1 + self.assumptions["statement_hour_fraction"]
+
+    def lines_per_payment(self, provider: str) -> float:
+        """Lines booked per payment, each time its rows are read: its own, one per refund."""
+        refunds = self.assumptions["statement_refunds_per_payment"]
+        return self.reads[provider].reads_of_each_row * (1 + refunds)
+
+    @property
+    def movements_per_payment(self) -> float:
+        return 1 + self.assumptions["statement_refunds_per_payment"]
+
+    def seconds_per_payment(self, provider: str, *, with_match: bool = True) -> float:
+        """One invocation's time per payment of the hour: its lines (as often as they are read),
+        its pages and one-by-one reads, and (`with_match`) its share of the match."""
+        read = self.reads[provider]
+        line = mean_line(
+            {k: line_ms(k, self.latency, self.own) for k in LINE_REQUESTS}, self.booked_now_share
+        )
+        milliseconds = (
+            self.lines_per_payment(provider) * line
+            + read.pages_per_payment() * self.latency("provider-api", "page")
+            + read.gets_per_payment() * self.latency("provider-api", "GET")
+        )
+        if with_match:
+            milliseconds += self.orders_read_per_order_changed * order_match_ms(self.latency)
+        return milliseconds / 1000
+
+    def seconds_per_movement(self, provider: str) -> float:
+        """Lambda time per movement the provider's books list (a payment, a refund)."""
+        return self.seconds_per_payment(provider, with_match=False) / self.movements_per_payment
+
+    def units_per_movement(self, provider: str) -> dict[str, float]:
+        """DynamoDB request units per movement: its line, as often as the passes read it."""
+        reads = self.reads[provider].reads_of_each_row
+        return {k: reads * v for k, v in units_per_line(self.booked_now_share).items()}
+
+    @property
+    def matches_per_order_changed(self) -> float:
+        """Each provider's pass reads every order changed: three passes, each order read by
+        `orders_read_per_order_changed` of each provider's."""
+        return len(PROVIDERS_A_RUN) * self.orders_read_per_order_changed
+
+    def seconds_per_order_changed(self) -> float:
+        return self.matches_per_order_changed * order_match_ms(self.latency) / 1000
+
+    def units_per_order_changed(self) -> dict[str, float]:
+        return {k: self.matches_per_order_changed * v for k, v in ORDER_MATCH_UNITS.items()}
+
+    def fixed_seconds(self) -> float:
+        return run_fixed_ms(self.latency, self.assumptions) / 1000
+
+    def load(self, provider: str, payments_per_second: float) -> PassLoad:
+        lines = self.lines_per_payment(provider)
+        matched = self.matches_per_order_changed
+        per_line = units_per_line(self.booked_now_share)
+        fixed = run_fixed_units()
+        runs = len(PROVIDERS_A_RUN) / HOUR  # runs a second, averaged
+        requests = payments_per_second * (
+            lines * requests_per_line(self.booked_now_share)
+            + matched * sum(ORDER_MATCH_REQUESTS.values())
+        ) + runs * (sum(PASS_REQUESTS.values()) + CHANGED_INDEX_QUERIES)
+
+        def units(prefix: str) -> float:
+            return payments_per_second * (
+                lines * sum(v for k, v in per_line.items() if k.startswith(prefix))
+                + matched * sum(v for k, v in ORDER_MATCH_UNITS.items() if k.startswith(prefix))
+            ) + runs * sum(v for k, v in fixed.items() if k.startswith(prefix))
+
+        return PassLoad(
+            provider,
+            payments_per_second,
+            lines,
+            payments_per_second * self.reads[provider].calls_per_payment(),
+            self.seconds_per_payment(provider),
+            self.fixed_seconds(),
+            requests,
+            units("rru"),
+            units("wru"),
+            self.limits[provider],
+        )

@@ -1,0 +1,150 @@
+"""The statement pass in the cost and capacity models (costmodel/statement.py): its figures are
+the measured ones, its cost grows with the movements, and its verdicts turn where its budget
+and the providers' limits say."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from costmodel.capacity import (
+    STATEMENT_BEGIN,
+    STATEMENT_END,
+    block_between,
+    load_measurement,
+    render_statement_block,
+)
+from costmodel.model import Prices, Sample, bill, statement_model
+from costmodel.statement import (
+    ALREADY_BOOKED,
+    BOOKED_NOW,
+    LINE_REQUESTS,
+    ORDER_MATCH_REQUESTS,
+    PASS_REQUESTS,
+    PROVIDERS_A_RUN,
+    TIMEOUT_SECONDS,
+    StatementModel,
+    hours_read_of_each_day_hour,
+    hours_read_of_each_hour,
+)
+from devstack.capacity import Units
+from tests.functional.test_statement_stripe import STATEMENT_REQUESTS
+
+ROOT = Path(__file__).resolve().parents[2]
+QUEUE = "umavez-webhooks"
+STATEMENT = "Statement pass (hourly)"
+
+
+@pytest.fixture(scope="module")
+def prices() -> Prices:
+    return Prices.load()
+
+
+@pytest.fixture(scope="module")
+def statement(prices: Prices) -> StatementModel:
+    return statement_model(load_measurement(), prices)
+
+
+def test_a_lines_requests_are_those_the_functional_test_measures() -> None:
+    # A pass over one line, its order matched: the line's, the match's, the run's record
+    for kind in (ALREADY_BOOKED, BOOKED_NOW):
+        counted = dict(LINE_REQUESTS[kind])
+        for operation, n in ORDER_MATCH_REQUESTS.items():
+            counted[operation] = counted.get(operation, 0) + n
+        counted["PutItem"] = PASS_REQUESTS["PutItem"]
+        assert counted == STATEMENT_REQUESTS[kind]
+
+
+def _payments(n: int, *, orders: int | None = None) -> Sample:
+    """n payments processed: n committed transactions (one cancelled more), each order new."""
+    return Sample(
+        n,
+        {
+            ("process", "dynamodb", "TransactWriteItems", "ledger"): Units(
+                {
+                    "requests": n + 1,
+                    "cancelled_transactions:ledger": 1,
+                    "wru_index:ledger/changed": n if orders is None else orders,
+                }
+            )
+        },
+        {"process": Units({"invocations": 1, "compute_ms": 5})},
+    )
+
+
+def test_the_statements_cost_grows_with_the_movements_and_is_nothing_without_them(
+    prices: Prices, statement: StatementModel
+) -> None:
+    # Given the same events booking one movement each, or none (duplicates)
+    one = bill(_payments(10), prices, QUEUE, statement)
+    none = bill(_events(10), prices, QUEUE, statement)
+    twice = bill(_twice(_payments(10)), prices, QUEUE, statement)
+
+    # Then each movement's line is read 1.25 times (the window's edges), priced in the totals;
+    # twice the movements cost twice as much, and no movement costs nothing
+    assert one.quantities[STATEMENT] == pytest.approx(hours_read_of_each_hour())
+    assert one.per_million[STATEMENT] > 0
+    assert twice.per_million[STATEMENT] > 1.9 * one.per_million[STATEMENT]
+    assert none.per_million[STATEMENT] == 0
+    assert one.http_total - bill(_payments(10), prices, QUEUE).http_total == pytest.approx(
+        one.per_million[STATEMENT]
+    )
+
+
+def _events(n: int) -> Sample:
+    return Sample(n, {}, {})
+
+
+def _twice(sample: Sample) -> Sample:
+    doubled = sample.scaled(2)
+    doubled.events = sample.events
+    return doubled
+
+
+def test_each_hour_of_a_providers_books_is_read_again_by_the_edges_or_the_whole_day() -> None:
+    # Stripe and Mercado Pago: the hour, ten minutes before it, five after (the settle lag)
+    assert hours_read_of_each_hour() == pytest.approx(1.25)
+    # Asaas: each pass reads the day so far (and the first of a day, the day before too)
+    assert 12.5 < hours_read_of_each_day_hour() < 14
+
+
+def test_the_api_verdict_turns_at_the_providers_rate_limit(statement: StatementModel) -> None:
+    # Given Stripe's endpoint limit and the calls a payment takes
+    limit = statement.limits["stripe"].per_second
+    assert limit == 25
+    per_payment = statement.reads["stripe"].calls_per_payment()
+    at_limit = limit / per_payment
+
+    # Then just under that rate the pass is within it, just over it is not
+    assert statement.load("stripe", 0.99 * at_limit).within_rate_limit
+    assert not statement.load("stripe", 1.01 * at_limit).within_rate_limit
+    # and Asaas's 12-hour quota is exceeded from a few payments a minute
+    assert not statement.load("asaas", 0.1).within_rate_limit
+    assert statement.load("mercadopago", 1000).within_rate_limit  # no published limit
+
+
+def test_one_invocation_keeps_up_until_the_hours_work_exceeds_its_budget(
+    statement: StatementModel,
+) -> None:
+    for provider in PROVIDERS_A_RUN:
+        most = statement.load(provider, 1).payments_per_second_one_invocation_keeps_up_with
+        under, over = statement.load(provider, 0.99 * most), statement.load(provider, 1.01 * most)
+        assert under.keeps_up
+        assert under.work_seconds_an_hour <= TIMEOUT_SECONDS
+        assert not over.keeps_up
+        assert over.invocations_an_hour_needed == 2
+    # Slower DynamoDB calls: fewer payments a second one invocation keeps up with
+    slow = replace(
+        statement, latency=lambda service, operation: 2 * statement.latency(service, operation)
+    )
+    assert (
+        slow.load("stripe", 1).payments_per_second_one_invocation_keeps_up_with
+        < statement.load("stripe", 1).payments_per_second_one_invocation_keeps_up_with
+    )
+
+
+def test_the_performance_page_holds_the_statements_block(statement: StatementModel) -> None:
+    page = (ROOT / "docs" / "performance.md").read_text()
+    assert block_between(page, STATEMENT_BEGIN, STATEMENT_END) == render_statement_block(statement)
