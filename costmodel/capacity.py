@@ -1128,7 +1128,7 @@ def statement_rows(load: statement_pass.PassLoad, quotas: Quotas) -> list[Row]:
             webhook_path=False,
         ),
         Row(
-            f"{provider}: DynamoDB reads of the three passes",
+            f"{provider}: DynamoDB reads of the scheduled passes",
             load.rru_per_second,
             quotas.value("dynamodb_table_read_units"),
             "RRU/s",
@@ -1137,7 +1137,7 @@ def statement_rows(load: statement_pass.PassLoad, quotas: Quotas) -> list[Row]:
             webhook_path=False,
         ),
         Row(
-            f"{provider}: DynamoDB writes of the three passes",
+            f"{provider}: DynamoDB writes of the scheduled passes",
             load.wru_per_second,
             quotas.value("dynamodb_table_write_units"),
             "WRU/s",

@@ -611,7 +611,7 @@ def fixed_monthly(
                 runs * one.http_total / 1e6,
             )
         )
-    runs = len(statement_pass.PROVIDERS_A_RUN) * hours * 60 / statement_pass.EVERY_MINUTES
+    runs = len(statement_pass.SCHEDULED_RUNS) * hours * 60 / statement_pass.EVERY_MINUTES
     one_run = statement_run_usd(prices)
     items.append(
         MonthlyItem(
@@ -625,7 +625,8 @@ def fixed_monthly(
     items.append(
         MonthlyItem(
             "CloudWatch metrics of the statement",
-            f"{metrics:.0f} custom metrics (EMF: four a provider)",
+            f"{metrics:.0f} custom metrics (EMF, by service only: windows, lines, booked, "
+            "mismatches and one per kind, interrupted, lag)",
             metrics * prices.rate("cloudwatch_custom_metric_month"),
         )
     )
@@ -800,8 +801,8 @@ def render_statement_block(model: statement_pass.StatementModel, prices: Prices)
     lines = [
         "The statement pass per million payments of one provider (modeled, costmodel/statement.py:"
         f" {model.movements_per_payment:g} movements a payment, {booked_now:.0%}"
-        " of them booked now, each order matched by the three passes; the line above is priced "
-        "as Stripe's):",
+        " of them booked now, each order matched by the scheduled passes (Stripe's and Mercado"
+        " Pago's); the line above is priced as Stripe's):",
         "",
         "| per million payments | API calls | lines read | Lambda duration | DynamoDB | total |",
         "|---|---:|---:|---:|---:|---:|",

@@ -31,7 +31,7 @@ from functions.statement import asaas as asaas_statement
 from functions.statement import mercadopago as mercadopago_statement
 from functions.statement import stripe as stripe_statement
 from functions.statement.service import EDGE_SECONDS
-from functions.statement.sources import PROVIDERS
+from functions.statement.sources import PROVIDERS, SCHEDULED
 from infra import settings
 
 QUOTAS_PATH = Path(__file__).with_name("quotas.toml")
@@ -44,8 +44,10 @@ FUNCTION: Final = "statement"
 MEMORY_MB: Final = 512
 TIMEOUT_SECONDS: Final = settings.STATEMENT_TIMEOUT_SECONDS
 EVERY_MINUTES: Final = settings.SCHEDULE_MINUTES[FUNCTION]
-# One rule, one target per provider: a pass of each an hour.
+# Each provider's pass as if scheduled hourly (Asaas's is read on demand: its figures say why);
+# one rule, one target per provider the stack schedules.
 PROVIDERS_A_RUN: Final = PROVIDERS
+SCHEDULED_RUNS: Final = SCHEDULED
 # The window a pass reads ends this long ago: a movement's line lags it by seconds.
 SETTLE_SECONDS: Final = stripe_statement.SETTLE_SECONDS
 
@@ -263,7 +265,7 @@ class PassLoad:
     api_calls_per_second: float  # averaged over the hour
     seconds_per_payment: float  # one invocation's time, per payment of the hour
     fixed_seconds: float  # one run's, whatever the lines
-    dynamodb_requests_per_second: float  # the three passes', averaged over the hour
+    dynamodb_requests_per_second: float  # the scheduled passes', averaged over the hour
     rru_per_second: float
     wru_per_second: float
     limit: ProviderLimit
@@ -357,9 +359,9 @@ class StatementModel:
 
     @property
     def matches_per_order_changed(self) -> float:
-        """Each provider's pass reads every order changed: three passes, each order read by
-        `orders_read_per_order_changed` of each provider's."""
-        return len(PROVIDERS_A_RUN) * self.orders_read_per_order_changed
+        """Each provider's pass reads every order changed: a pass per scheduled provider, each
+        order read by `orders_read_per_order_changed` of each provider's."""
+        return len(SCHEDULED_RUNS) * self.orders_read_per_order_changed
 
     def seconds_per_order_changed(self) -> float:
         return self.matches_per_order_changed * order_match_ms(self.latency) / 1000
@@ -375,7 +377,7 @@ class StatementModel:
         matched = self.matches_per_order_changed
         per_line = units_per_line(self.booked_now_share)
         fixed = run_fixed_units()
-        runs = len(PROVIDERS_A_RUN) / HOUR  # runs a second, averaged
+        runs = len(SCHEDULED_RUNS) / HOUR  # runs a second, averaged
         requests = payments_per_second * (
             lines * requests_per_line(self.booked_now_share)
             + matched * sum(ORDER_MATCH_REQUESTS.values())

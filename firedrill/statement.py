@@ -37,7 +37,7 @@ from functions.shared.errors import UmavezError
 from functions.shared.providers.asaas import BRAZIL
 from functions.shared.providers.asaas import MONEY_IN as ASAAS_MONEY_IN
 from functions.statement.service import StatementReport
-from functions.statement.sources import PROVIDERS
+from functions.statement.sources import SCHEDULED
 
 DISPUTE_FEE = 1500
 CLOSED_WITHOUT_MONEY = frozenset({"warning_needs_response", "warning_under_review"})
@@ -282,7 +282,7 @@ def hourly_passes(stack: EmbeddedStack) -> HourlyPasses:
     to now, locally) read, its checkpoint moved, and nothing in it new or mismatched -- the
     drill's movements were all booked, by their webhooks or by the passes above."""
     problems, told, last = [], [], {}
-    for provider in PROVIDERS:
+    for provider in SCHEDULED:
         answer = stack.read_statement({"provider": provider})
         reports = [StatementReport.from_json(p) for p in answer["passes"]]
         booked = sum(r.booked for r in reports)

@@ -27,6 +27,7 @@ from functions.shared.environment import (
     WaitingSettings,
 )
 from functions.shared.observability import stage_metrics_namespace
+from functions.statement.sources import SCHEDULED as SCHEDULED_STATEMENTS
 from infra import settings
 from infra.config import PROVIDERS, ApiType, StackConfig, sender_identities
 from infra.constructs.lambdas import FunctionSpec, UmavezFunction, powertools_layer
@@ -391,7 +392,7 @@ class Pipeline(Construct):
                 schedule=events.Schedule.rate(every),
                 targets=[targets.LambdaFunction(target, retry_attempts=2)],
             )
-        # One rule, a target per provider: each provider's pass is a run of its own.
+        # One rule, a target per provider read hourly: each provider's pass is a run of its own.
         events.Rule(
             self,
             "StatementSchedule",
@@ -402,7 +403,7 @@ class Pipeline(Construct):
                     event=events.RuleTargetInput.from_object({"provider": provider}),
                     retry_attempts=2,
                 )
-                for provider in PROVIDERS
+                for provider in SCHEDULED_STATEMENTS
             ],
         )
 
