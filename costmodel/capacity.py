@@ -1207,7 +1207,8 @@ def render_statement_block(
         f"{a['statement_booked_now_share']:.0%} booked now; a line's DynamoDB calls at "
         "`[latency_ms]` of costmodel/prices.toml, a page of 100 at "
         f"{model_.latency('provider-api', 'page'):.0f} ms, an object at "
-        f"{model_.latency('provider-api', 'GET'):.0f} ms, one call after another; API calls "
+        f"{model_.latency('provider-api', 'GET'):.0f} ms; {statement_pass.WORKERS} lines or "
+        "orders at once (their own work one after another); API calls "
         "and DynamoDB units averaged over the hour.",
         "",
         f"| component | unit | limit | {header} |",

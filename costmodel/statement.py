@@ -30,6 +30,7 @@ from functions.shared.tables import CHANGES_SHARDS
 from functions.statement import asaas as asaas_statement
 from functions.statement import mercadopago as mercadopago_statement
 from functions.statement import stripe as stripe_statement
+from functions.statement.schedule import BOOKING_WORKERS
 from functions.statement.service import EDGE_SECONDS
 from functions.statement.sources import PROVIDERS, SCHEDULED
 from infra import settings
@@ -41,7 +42,9 @@ DAY_HOURS: Final = 24
 # The scheduled function (infra/settings.py `LAMBDA_PACKAGES["statement"]`; tests/infra holds
 # the cost model's memory to the synthesized stack).
 FUNCTION: Final = "statement"
-MEMORY_MB: Final = 512
+MEMORY_MB: Final = 1024
+# Lines booked side by side by one invocation.
+WORKERS: Final = BOOKING_WORKERS
 TIMEOUT_SECONDS: Final = settings.STATEMENT_TIMEOUT_SECONDS
 EVERY_MINUTES: Final = settings.SCHEDULE_MINUTES[FUNCTION]
 # Each provider's pass as if scheduled hourly (Asaas's is read on demand: its figures say why);
@@ -289,7 +292,7 @@ class PassLoad:
 
     @property
     def lines_per_second_booked(self) -> float:
-        """Lines one invocation books a second, one after another (the match aside)."""
+        """Lines one invocation books a second, its workers together (the match aside)."""
         return 1 / self.seconds_per_line if self.seconds_per_line else math.inf
 
     @property
@@ -336,16 +339,24 @@ class StatementModel:
         """One invocation's time per payment of the hour: its lines (as often as they are read),
         its pages and one-by-one reads, and (`with_match`) its share of the match."""
         read = self.reads[provider]
+        lines = self.lines_per_payment(provider)
         line = mean_line(
             {k: line_ms(k, self.latency, self.own) for k in LINE_REQUESTS}, self.booked_now_share
         )
+        waited = lines * line
+        if with_match:
+            waited += self.orders_read_per_order_changed * order_match_ms(self.latency)
+        # BOOKING_WORKERS lines (and orders matched) at once; their own work (CPU, as measured
+        # on process) one after another, whatever the workers.
+        own = lines * mean_line(
+            {ALREADY_BOOKED: self.own.already_booked_ms, BOOKED_NOW: self.own.booked_now_ms},
+            self.booked_now_share,
+        )
         milliseconds = (
-            self.lines_per_payment(provider) * line
+            max(waited / WORKERS, own)
             + read.pages_per_payment() * self.latency("provider-api", "page")
             + read.gets_per_payment() * self.latency("provider-api", "GET")
         )
-        if with_match:
-            milliseconds += self.orders_read_per_order_changed * order_match_ms(self.latency)
         return milliseconds / 1000
 
     def seconds_per_movement(self, provider: str) -> float:

@@ -26,7 +26,12 @@ from functions.process.service import EffectProcessor
 from functions.shared.environment import StatementSettings
 from functions.shared.errors import MalformedEventError
 from functions.shared.observability import powertools, with_request_id
-from functions.statement.schedule import WINDOW_SECONDS, ScheduledRun, StatementSchedule
+from functions.statement.schedule import (
+    BOOKING_WORKERS,
+    WINDOW_SECONDS,
+    ScheduledRun,
+    StatementSchedule,
+)
 from functions.statement.service import MISMATCH_KINDS, StatementPass
 from functions.statement.sources import DEFAULT_API_URLS, PROVIDERS, StatementSource
 
@@ -46,7 +51,7 @@ def statement_schedule_with(processor_class: type[EffectProcessor]) -> Statement
     processor = processor_class(
         dynamodb, settings.tables, time.time, retention_seconds=settings.retention_seconds
     )
-    passing = StatementPass(dynamodb, settings.tables, processor, time.time)
+    passing = StatementPass(dynamodb, settings.tables, processor, time.time, BOOKING_WORKERS)
     return StatementSchedule(
         dynamodb,
         settings.tables,

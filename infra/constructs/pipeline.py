@@ -346,7 +346,7 @@ class Pipeline(Construct):
                 name="statement",
                 scheduled_every=STATEMENT_EVERY,
                 description="Reads the providers' own books: books what webhooks missed, matches",
-                memory_mb=512,
+                memory_mb=1024,  # the CPU of its booking workers (functions/statement/schedule.py)
                 timeout=cdk.Duration.seconds(settings.STATEMENT_TIMEOUT_SECONDS),
                 environment=StatementSettings.variables(
                     **stored,

@@ -334,3 +334,44 @@ def test_a_line_costs_a_few_requests_whether_the_webhooks_booked_it_or_not(
     # (the match) and the run's record. One booked now: the effect's transaction too
     assert requests_of(booked) == STATEMENT_REQUESTS["already booked"]
     assert requests_of(missed) == STATEMENT_REQUESTS["booked now"]
+
+
+def test_payments_booked_side_by_side_leave_the_books_one_worker_leaves(
+    world: World, clock: FakeClock
+) -> None:
+    # Given twelve payments no webhook brought, each refunded in part, and a forged one booked
+    lines, orders = [], []
+    for n in range(12):
+        order, intent, charge = stripe.unique("ord"), stripe.unique("pi"), stripe.unique("ch")
+        paid = stripe.charge_succeeded(order, intent, charge, 5000 + n, T0 + n)
+        refund = stripe.refund_created(intent, stripe.unique("re"), 1000, T0 + 60 + n, charge)
+        lines += [
+            stripe.balance_transaction(paid, "charge", 5000 + n, fee=245),
+            stripe.balance_transaction(refund, "refund", 1000),
+        ]
+        orders.append(order)
+    forged_order = stripe.unique("ord")
+    world.deliver(
+        stripe.charge_succeeded(forged_order, stripe.unique("pi"), stripe.unique("ch"), 700, T0)
+    )
+    read = [
+        line_of(ListedBalanceTransaction.model_validate(json.loads(json.dumps(t)))) for t in lines
+    ]
+
+    # When the window is passed by eight workers at once, then again by one
+    side_by_side = StatementPass(world.dynamodb, world.tables, world.processor(), clock, workers=8)
+    first = side_by_side.run("stripe", read, *WINDOW)
+    again = StatementPass(world.dynamodb, world.tables, world.processor(), clock).run(
+        "stripe", read, *WINDOW
+    )
+
+    # Then each payment and refund was booked once with its fee, the forgery reported once, and
+    # the second pass (one at a time) finds everything booked
+    assert (first.booked, first.lines_read, first.fees_recorded) == (24, 24, 24)
+    assert [(m.kind, m.order_id) for m in first.mismatches] == [(ENTRY_UNKNOWN, forged_order)]
+    assert (again.booked, again.already_booked, again.fees_recorded) == (0, 24, 0)
+    for n, order in enumerate(orders):
+        state = world.order(order)
+        assert (state["paid_total"], state["refunded_total"]) == (5000 + n, 1000)
+        assert state["fee_total"] == 245
+        assert len(world.outbox(order)) == 2
