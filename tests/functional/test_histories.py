@@ -592,3 +592,29 @@ def test_a_mercado_pago_payment_carries_its_fee_and_net_to_the_order() -> None:
     order = history.pipeline.world.order(simulator.order_id)
     assert simulator.books.refunded > 0
     assert (order["fee_total"], order["net_total"]) == (249, 5000 - 249 - simulator.books.refunded)
+
+
+def test_a_stripe_order_carries_its_fees_and_net_from_the_balance() -> None:
+    # Given a Stripe payment of 5000 (3.99% + R$ 0.39 kept), refunded 2000, then disputed
+    # and lost (Stripe keeps its R$ 15.00 dispute fee, and reinstates the refunded part)
+    simulator = StripeSimulator(unique("ord"), 5000, ApiVersion.BASIL, T0)
+    history = _history(simulator)
+    played(history, "pay", read_after=frozenset({"pay"}))
+    refund = simulator.refund(2000, pending=False)
+    history.sent += refund
+    history.in_flight += refund
+    history.pipeline.apis.refunds.update(simulator.refunds_listed())
+    played(history, "open chargeback", "lose dispute")
+
+    # When the history settles and Stripe's balance is read
+    history.settle()
+
+    # Then the order holds what Stripe kept and paid out: the charge less its fee, the
+    # refund, the dispute's withdrawal and fee, and what the verdict reinstated
+    assert history.violations() == []
+    assert simulator.books.dispute_won == 2000
+    order = history.pipeline.world.order(simulator.order_id)
+    assert (order["fee_total"], order["net_total"]) == (
+        239 + 1500,
+        5000 - 239 - 2000 - 5000 - 1500 + 2000,
+    )

@@ -22,8 +22,6 @@ from typing import Any
 from moto.backends import get_backend
 from moto.core.models import DEFAULT_ACCOUNT_ID
 
-from firedrill.statement import stripe_books
-from firedrill.story import Expected, Post, Story
 from fixtures import stripe
 from fixtures.lambda_events import FakeLambdaContext, sqs_event, sqs_record
 from fixtures.shapes import unique
@@ -258,15 +256,15 @@ class History:
         at = max((p.now for p in self._payments() if isinstance(p, StripeSimulator)), default=0)
         body = stripe.payment_intent_succeeded(order, unique("pi"), 777, at)
         forgery = Webhook("stripe", "payment_intent.succeeded", body, at)
-        self._enqueue(forgery)
         self.forged.append(order)
         self.forgeries.append(forgery)
+        self._enqueue(forgery)
         self.steps.append(f"forged a payment for {order}")
 
     def read_the_statement(self) -> list[str]:
         """`umavez statement <provider>` over the history: the provider's books as its objects
-        are now (Stripe's balance, firedrill/statement.py; Mercado Pago's payments searched;
-        Asaas's financial transactions and the payments they name), read by
+        are now (Stripe's balance transactions; Mercado Pago's payments searched; Asaas's
+        financial transactions and the payments they name), read by
         functions/statement's own readers, booked and matched; its mismatches, each a
         violation unless the history's faults explain it."""
         world = self.pipeline.world
@@ -338,19 +336,12 @@ class History:
                 asaas_statement.statement_lines(transactions, answers.get),
                 asaas_statement.known_to_asaas(answers.get),
             )
-        story = Story(
-            "history",
-            self.simulator.order_id,
-            [[Post(w.provider, w.body) for w in self.sent]],
-            Expected("?"),
-            stripe_refunds={
-                charge: refunds
-                for payment in payments
-                if isinstance(payment, StripeSimulator)
-                for charge, refunds in payment.refunds_listed().items()
-            },
-        )
-        balance = [line_of(ListedBalanceTransaction.model_validate(t)) for t in stripe_books(story)]
+        balance = [
+            line_of(ListedBalanceTransaction.model_validate(t))
+            for p in payments
+            if isinstance(p, StripeSimulator)
+            for t in p.balance()
+        ]
         return balance, None
 
     def resend(self, pick: int) -> None:
@@ -378,15 +369,9 @@ class History:
         self.drain()
         # A payment nobody attached: past the waiting limit, what it moved is unmatched.
         self.clock.advance((4 if self._unattached else 1) * 24 * 3600)
-        # Mercado Pago's and Asaas's statements are read in every history that can be (their
-        # fees and net are the order's only through it); Stripe's where a fault needs it.
-        statement_due = (
-            self.lost
-            or self.forged
-            or self.misreads
-            or self.misbound
-            or (self.statement_heals and self.simulator.provider != "stripe")
-        )
+        # The statement is read in every history it can heal (an order's fees and net come
+        # through it alone), and in every mis-mapped one.
+        statement_due = self.statement_heals or self.misreads or self.misbound
         self.statement_found = self.read_the_statement() if statement_due else []
         room = self._waiting_room()
         if self._unattached:
@@ -427,7 +412,7 @@ class History:
             "event_type": webhook.event_type,
         }
         body = _halved(webhook.body) if self.misreads else webhook.body
-        if self.misbound:
+        if self.misbound and webhook not in self.forgeries:  # the order's own payment only
             body = _bound_elsewhere(body, self.misbound)
         self._queue.append(_Message(body, attributes))
 
@@ -531,9 +516,9 @@ class History:
 
     def _fees(self, order: dict[str, Any]) -> list[str]:
         """What the provider kept and paid out for the order, as the statement recorded it
-        (`fee_total`, `net_total`), is the simulator's: Mercado Pago's and Asaas's (their
-        statements are read in every history)."""
-        if self.simulator.provider == "stripe" or not self.statement_heals:
+        (`fee_total`, `net_total`), is the simulator's (a mis-mapped history's statement
+        reports the fault; what its fees became is not the truth's)."""
+        if not self.statement_heals or self.misreads or self.misbound:
             return []
         truth = self.simulator.books
         held = (int(order.get("fee_total", 0) or 0), int(order.get("net_total", 0) or 0))
