@@ -213,6 +213,7 @@ class StatementPass:
             report.pending += 1
             return
         orders: set[str] = set()
+        elsewhere: dict[str, str] = {}  # the order the line's object names: the one counting it
         for effect in line.effects:
             bound = self._bound_to(effect)
             refused = self._capture_refused(effect, bound or effect.order_id, line, read)
@@ -222,6 +223,20 @@ class StatementPass:
             processed = self._book(effect, bound, line, report)
             if processed is not None and processed.order_id is not None:
                 orders.add(processed.order_id)
+                if effect.order_id not in (None, processed.order_id):
+                    elsewhere[str(effect.order_id)] = processed.order_id
+        for named, bound in elsewhere.items():
+            # Counted once, on the order its payment is bound to; the order the provider moved
+            # it for holds none of it: a conflict its deliveries reported, or a mis-map (no
+            # delivery said so). Either needs a person.
+            report.mismatches.append(
+                Mismatch(
+                    MOVEMENT_MISSING,
+                    named,
+                    f"{line.line_id} ({', '.join(line.moves)}) names order {named}; its payment "
+                    f"is bound to order {bound}, which counts it",
+                )
+            )
         for order_id in orders:
             report.fees_recorded += self._record_fee(order_id, line)
 

@@ -251,7 +251,7 @@ def test_the_eventbridge_detail_of_a_movement_found_by_the_statement_carries_fee
     assert detail["settlement_currency"] == "brl"
 
 
-def test_a_payment_whose_charge_names_another_order_is_found_booked_on_its_bound_order(
+def test_a_payment_whose_charge_names_another_order_is_found_on_its_bound_order_and_reported(
     world: World, clock: FakeClock, ids: tuple[str, str, str]
 ) -> None:
     # Given a payment bound to its order, whose charge copied another order's id (the
@@ -265,8 +265,10 @@ def test_a_payment_whose_charge_names_another_order_is_found_booked_on_its_bound
     report = statement(world, clock, stripe.balance_transaction(copied, "charge", 5000, fee=245))
 
     # Then the movement is found booked on the bound order, with its fee; the other order
-    # is never credited
-    assert (report.already_booked, report.mismatches) == (1, [])
+    # is never credited, and the statement says the movement is missing from it (whether the
+    # charge or the binding is right, a person decides)
+    assert (report.already_booked, kinds(report)) == (1, [MOVEMENT_MISSING])
+    assert report.mismatches[0].order_id == other
     assert world.order(order)["fee_total"] == 245
     assert world.order(other) == {}
 

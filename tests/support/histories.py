@@ -15,14 +15,13 @@ import random
 import time
 import uuid
 from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from moto.backends import get_backend
 from moto.core.models import DEFAULT_ACCOUNT_ID
 
-from firedrill.statement import stripe_books
-from firedrill.story import Expected, Post, Story
 from fixtures import stripe
 from fixtures.lambda_events import FakeLambdaContext, sqs_event, sqs_record
 from fixtures.shapes import unique
@@ -36,6 +35,7 @@ from functions.outbox.channels import SesEmailChannel
 from functions.outbox.sender import OutboxSender, SendPolicy
 from functions.outbox.sweeper import Sweeper
 from functions.process import handler
+from functions.process.mercadopago_disputes import LedgerDisputes
 from functions.process.service import EffectProcessor
 from functions.process.waiting import NothingWaitsError, Waiting
 from functions.shared.domain import (
@@ -46,7 +46,15 @@ from functions.shared.domain import (
 )
 from functions.shared.outbox import OutboxItem, OutboxStatus
 from functions.shared.providers.stripe import ListedBalanceTransaction
-from functions.statement.service import AMOUNT_DIFFERS, ENTRY_UNKNOWN, StatementPass
+from functions.statement import asaas as asaas_statement
+from functions.statement.lines import Line
+from functions.statement.mercadopago import payment_lines
+from functions.statement.service import (
+    AMOUNT_DIFFERS,
+    ENTRY_UNKNOWN,
+    MOVEMENT_MISSING,
+    StatementPass,
+)
 from functions.statement.stripe import line_of
 from infra.settings import MAX_RECEIVE_COUNT, PROCESS_BATCH_SIZE
 from tests.support.clock import FakeClock
@@ -125,6 +133,13 @@ class History:
     # of it. The books then hold half of what was paid, and the statement must say so
     # (`amount_differs`), never top them up.
     misreads: bool = False
+    # The pipeline run with another broken interpretation: every Stripe payment of the order
+    # read as naming this other order. Its money is booked there, and the statement must say
+    # that the provider moved it for its own order (`movement_missing`).
+    misbound: str | None = None
+    # No webhook of the history ever arrives (the endpoint down for all of it): each one is
+    # lost for good as it is sent, and the statement alone books the order.
+    unheard: bool = False
     # Every webhook the provider sent, delivered or not: what its objects are now is its books.
     sent: list[Webhook] = field(default_factory=list)
 
@@ -136,9 +151,13 @@ class History:
             return  # the lifecycle is over
         name, make = moves[choice % len(moves)]
         made = make()
-        self.in_flight += made
         self.sent += made
         self.steps.append(name)
+        for webhook in made:
+            if self.unheard and self._healable(webhook):
+                self.lost.append(webhook)
+            else:
+                self.in_flight.append(webhook)
         # What the provider's API answers from now on (Stripe's refunds, Mercado Pago's and
         # Asaas's payments).
         self.pipeline.apis.refunds.update(self.simulator.refunds_listed())
@@ -158,10 +177,11 @@ class History:
             return list(self.simulator.payments)
         return [self.simulator]
 
-    def _read_now(self) -> None:
-        """umavez read every Mercado Pago payment as it is now (notifications were processed)."""
+    def _read_now(self, read: set[str]) -> None:
+        """umavez read these Mercado Pago payments as they are now (a notification naming each
+        was processed, or the statement listed it)."""
         for payment in self._payments():
-            if isinstance(payment, MercadoPagoSimulator):
+            if isinstance(payment, MercadoPagoSimulator) and str(payment.payment_id) in read:
                 payment.read_now()
 
     # -- the operator ----------------------------------------------------------------------
@@ -202,20 +222,30 @@ class History:
 
     @property
     def statement_heals(self) -> bool:
-        """Stripe payments each naming their order: the statement books what any of their
-        webhooks announced (a Checkout Session's or an invoice's binding, lost, it cannot)."""
-        payments = self._payments()
-        simple = not isinstance(self.simulator, StripeCheckout | StripeSubscription)
-        stripe_only = all(isinstance(p, StripeSimulator) for p in payments)
-        return simple and stripe_only and not self.unnamed
+        """Payments each naming their order: the statement books what any of their webhooks
+        announced (a Stripe Checkout Session's or invoice's binding, lost, it cannot). Stripe's
+        balance, Mercado Pago's payments and Asaas's financial transactions alike."""
+        return not isinstance(self.simulator, StripeCheckout | StripeSubscription) and not (
+            self.unnamed
+        )
+
+    def _healable(self, webhook: Webhook) -> bool:
+        """Whether the provider's statement holds what the webhook announced: not a Stripe
+        inquiry's (it moves no money, so Stripe's balance has no line of it), nor an Asaas
+        receipt in cash or its undo (no money through Asaas: no line); what the statement
+        cannot know, the webhooks alone tell. A history read by a broken map loses nothing
+        (what it booked is the fault under test)."""
+        return not (
+            _of_an_inquiry(webhook)
+            or _of_cash(webhook)
+            or self.misreads
+            or self.misbound is not None
+        )
 
     def lose(self, pick: int) -> None:
-        """A webhook in flight lost for good: the endpoint was down past Stripe's retries, and
-        past its Events API's 30 days. Not an inquiry's: it moves no money, so Stripe's balance
-        has no line of it (what the statement cannot know, the webhooks alone tell)."""
-        healable = [
-            n for n, w in enumerate(self.in_flight) if not _of_an_inquiry(w) and not self.misreads
-        ]
+        """A webhook in flight lost for good: the endpoint was down past the provider's
+        retries (and, for Stripe, past its Events API's 30 days); never resent."""
+        healable = [n for n, w in enumerate(self.in_flight) if self._healable(w)]
         if healable:
             self.lost.append(self.in_flight.pop(healable[pick % len(healable)]))
             self.steps.append(f"lost {self.lost[-1].event_type}")
@@ -226,29 +256,21 @@ class History:
         at = max((p.now for p in self._payments() if isinstance(p, StripeSimulator)), default=0)
         body = stripe.payment_intent_succeeded(order, unique("pi"), 777, at)
         forgery = Webhook("stripe", "payment_intent.succeeded", body, at)
-        self._enqueue(forgery)
         self.forged.append(order)
         self.forgeries.append(forgery)
+        self._enqueue(forgery)
         self.steps.append(f"forged a payment for {order}")
 
     def read_the_statement(self) -> list[str]:
-        """`umavez statement stripe` over the history: Stripe's balance as its objects are now
-        (firedrill/statement.py), booked and matched; its mismatches, each a violation."""
+        """`umavez statement <provider>` over the history: the provider's books as its objects
+        are now (Stripe's balance transactions; Mercado Pago's payments searched; Asaas's
+        financial transactions and the payments they name), read by
+        functions/statement's own readers, booked and matched; its mismatches, each a
+        violation unless the history's faults explain it."""
         world = self.pipeline.world
-        story = Story(
-            "history",
-            self.simulator.order_id,
-            [[Post(w.provider, w.body) for w in self.sent]],
-            Expected("?"),
-            stripe_refunds={
-                charge: refunds
-                for payment in self._payments()
-                if isinstance(payment, StripeSimulator)
-                for charge, refunds in payment.refunds_listed().items()
-            },
-        )
-        lines = [line_of(ListedBalanceTransaction.model_validate(t)) for t in stripe_books(story)]
-        # The window: the history's movements, from its first event on
+        lines, known = self._statement_lines()
+        # The window: the history's movements, from its first event on (a card payment's Asaas
+        # line comes a month after it)
         created = [line.created for line in lines]
         created += [w.created for w in [*self.sent, *self.forgeries]]
         if not created:
@@ -256,30 +278,71 @@ class History:
         passing = StatementPass(
             world.dynamodb, TABLES, EffectProcessor(world.dynamodb, TABLES, time.time), self.clock
         )
+        order_id = self.simulator.order_id
+        orders = [order_id, *self.forged] + ([self.misbound] if self.misbound else [])
         report = passing.run(
-            "stripe",
+            self.simulator.provider,
             lines,
             min(created),
             max(created) + 30 * 86_400,
-            orders=[story.order_id, *self.forged],
+            known,
+            orders=orders,
         )
         self.steps.append(f"statement: {report.booked} booked")
+        # What the pass read, umavez read: each Mercado Pago payment as it is now.
+        self._read_now(
+            {str(p.payment_id) for p in self._payments() if isinstance(p, MercadoPagoSimulator)}
+        )
         # The waiting function's next run: deliveries parked for a payment the statement has
         # just bound go through again (duplicates now, of what the statement booked).
         if self._waiting_room().redrive()["redriven"]:
             self._take_redriven()
             self._process()
         self._first_tries()
-        # Exactly the forged payments are money the provider never moved, and a payment read
-        # wrong is an amount differing; nothing else.
+        # Exactly the forged payments are money the provider never moved, a payment read
+        # wrong is an amount differing, a payment booked on another order is a movement
+        # missing from its own; nothing else.
         reported = sorted((m.kind, m.order_id) for m in report.mismatches)
         expected = [(ENTRY_UNKNOWN, order) for order in self.forged]
         if self.misreads and self.simulator.books.paid:
-            expected.append((AMOUNT_DIFFERS, story.order_id))
+            expected.append((AMOUNT_DIFFERS, order_id))
+        if self.misbound and self.simulator.books.paid:
+            expected.append((MOVEMENT_MISSING, order_id))
         if reported == sorted(expected):
             return []
         told = [f"statement {m.kind} {m.order_id}: {m.detail}" for m in report.mismatches]
-        return told or [f"statement reported nothing of the forged {self.forged}"]
+        return told or [f"statement reported nothing; expected {expected}"]
+
+    def _statement_lines(self) -> tuple[list[Line], Callable[[Mapping[str, Any]], bool] | None]:
+        """The provider's statement as its objects are now, read as the pass reads it; and,
+        for Asaas, what its payments API says of an entry no line holds yet."""
+        payments = self._payments()
+        if self.simulator.provider == "mercadopago":
+            searched = [
+                listed
+                for p in payments
+                if isinstance(p, MercadoPagoSimulator)
+                for listed in p.payments_searched()
+            ]
+            disputes = LedgerDisputes(self.pipeline.world.dynamodb, TABLES.ledger)
+            return payment_lines(searched, disputes), None
+        if isinstance(self.simulator, AsaasSimulator):
+            answers = self.simulator.payments_listed()
+            transactions = [
+                asaas_statement.FinancialTransaction.model_validate(t)
+                for t in self.simulator.statement()
+            ]
+            return (
+                asaas_statement.statement_lines(transactions, answers.get),
+                asaas_statement.known_to_asaas(answers.get),
+            )
+        balance = [
+            line_of(ListedBalanceTransaction.model_validate(t))
+            for p in payments
+            if isinstance(p, StripeSimulator)
+            for t in p.balance()
+        ]
+        return balance, None
 
     def resend(self, pick: int) -> None:
         """A webhook delivered before, sent again (a dashboard's resend, weeks later)."""
@@ -290,14 +353,11 @@ class History:
         """The process Lambda until the queue is empty, then the stream's first try of every
         new outbox item."""
         processed = self._process()
-        if processed:
-            self._read_now()
         # Deliveries parked for an order bound since: the waiting function's scheduled run
         # (a delivery is parked only after failing its first receives: none failed, none wait).
         while self._retried and handler.waiting_room().redrive()["redriven"]:
             self._take_redriven()
             processed += self._process()
-            self._read_now()
         if processed:
             self._first_tries()
 
@@ -309,7 +369,9 @@ class History:
         self.drain()
         # A payment nobody attached: past the waiting limit, what it moved is unmatched.
         self.clock.advance((4 if self._unattached else 1) * 24 * 3600)
-        statement_due = self.lost or self.forged or self.misreads
+        # The statement is read in every history it can heal (an order's fees and net come
+        # through it alone), and in every mis-mapped one.
+        statement_due = self.statement_heals or self.misreads or self.misbound
         self.statement_found = self.read_the_statement() if statement_due else []
         room = self._waiting_room()
         if self._unattached:
@@ -350,6 +412,8 @@ class History:
             "event_type": webhook.event_type,
         }
         body = _halved(webhook.body) if self.misreads else webhook.body
+        if self.misbound and webhook not in self.forgeries:  # the order's own payment only
+            body = _bound_elsewhere(body, self.misbound)
         self._queue.append(_Message(body, attributes))
 
     def _process(self) -> int:
@@ -359,12 +423,16 @@ class History:
         handled = 0
         while self._queue:
             batch, self._queue = self._queue[:PROCESS_BATCH_SIZE], self._queue[PROCESS_BATCH_SIZE:]
-            records = []
+            records, read = [], set()
             for message in batch:
                 message.receives += 1
+                if message.attributes["provider"] == "mercadopago":
+                    read.add(str(json.loads(message.body).get("data", {}).get("id")))
                 record = sqs_record(message.body, message.attributes, message.receives)
                 records.append(record | {"messageId": message.id})
             response = handler.lambda_handler(sqs_event(*records), FakeLambdaContext())
+            # Each payment a notification named was read as it is now.
+            self._read_now(read)
             failed = {f["itemIdentifier"] for f in response["batchItemFailures"]}
             handled += len(batch)
             self._retried = self._retried or bool(failed)
@@ -398,6 +466,13 @@ class History:
         """What the tables say that the provider's truth does not (empty: the books are right)."""
         world, truth = self.pipeline.world, self.simulator.books
         order_id = self.simulator.order_id
+        found: list[str] = list(self.statement_found)
+        if self.misbound:
+            # What the broken interpretation booked: everything on the other order, nothing
+            # on this one (reported above).
+            if world.order(order_id):
+                found.append(f"the order {order_id} holds {world.order(order_id)}")
+            order_id = self.misbound
         if self._unattached:
             # Nobody attached it: none of its money is the order's, all of it unmatched.
             truth = TrueBooks(truth.currency)
@@ -405,7 +480,6 @@ class History:
             # What the broken interpretation booked: half of what was paid (reported above).
             truth = replace(truth, paid=truth.paid // 2)
         order = world.order(order_id)
-        found: list[str] = list(self.statement_found)
         if self._dead:
             found.append(f"{len(self._dead)} message(s) dead-lettered")
         room = handler.waiting_room()
@@ -437,7 +511,20 @@ class History:
         found += [str(m) for m in world.mismatches(order_id, effects, outbox)]
         found += self._announcements(outbox)
         found += self._ignored_as_expected()
+        found += self._fees(order)
         return found
+
+    def _fees(self, order: dict[str, Any]) -> list[str]:
+        """What the provider kept and paid out for the order, as the statement recorded it
+        (`fee_total`, `net_total`), is the simulator's (a mis-mapped history's statement
+        reports the fault; what its fees became is not the truth's)."""
+        if not self.statement_heals or self.misreads or self.misbound:
+            return []
+        truth = self.simulator.books
+        held = (int(order.get("fee_total", 0) or 0), int(order.get("net_total", 0) or 0))
+        if held == (truth.fee, truth.net):
+            return []
+        return [f"fee and net {held} != true {(truth.fee, truth.net)}"]
 
     def _ignored_as_expected(self) -> list[str]:
         """Deliveries the provider's truth says change nothing (an Asaas charge deleted or
@@ -452,7 +539,10 @@ class History:
             if d.get("provider") == provider
         }
         found = []
+        lost = {_event_identity(w) for w in self.lost}
         for event_id, why in expected.items():
+            if event_id in lost:
+                continue  # never delivered: nothing recorded
             record = records.get(event_id, {})
             if record.get("outcome") != "ignored" or why not in str(record.get("reason")):
                 found.append(f"{event_id} recorded {record.get('outcome')}: {record.get('reason')}")
@@ -603,6 +693,25 @@ def _of_an_inquiry(webhook: Webhook) -> bool:
     return str(stripe_object.get("status", "")).startswith("warning_") or str(before).startswith(
         "warning_"
     )
+
+
+def _of_cash(webhook: Webhook) -> bool:
+    """An Asaas receipt in cash, or its undo: money that never went through Asaas."""
+    if webhook.provider != "asaas":
+        return False
+    event = json.loads(webhook.body)
+    payment = event.get("payment") or {}
+    return payment.get("status") == "RECEIVED_IN_CASH" or "IN_CASH" in str(event.get("event"))
+
+
+def _bound_elsewhere(body: str, order_id: str) -> str:
+    """A Stripe payment's event as a broken map reads it: the PaymentIntent or charge naming
+    `order_id` instead of its own order."""
+    event = json.loads(body)
+    carried = event.get("data", {}).get("object", {})
+    if carried.get("object") in ("payment_intent", "charge") and carried.get("metadata"):
+        carried["metadata"] = {**carried["metadata"], "order_id": order_id}
+    return json.dumps(event)
 
 
 HALVED: tuple[str, ...] = ("amount", "amount_received", "amount_captured", "amount_capturable")
