@@ -179,12 +179,14 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
                 resent = resends.result()
         drain()
         after_resend = _read_tables(dynamodb, names).business_state()
+        # A charge naming another order than its payment's: the statement reports it there.
+        conflicts = [story.conflicting_order for story in drill if story.conflicting_order]
         with watch.step("reading the statement"):
             statement = read_the_statement(stack, drill, int(time.time()))
             others = read_other_statements(stack, drill)
         drain()
         with watch.step("reading the statement"):
-            hourly = hourly_passes(stack)
+            hourly = hourly_passes(stack, conflicts)
         with watch.step("checking"), EmbeddedReads(stack) as reads:
             after = _read_tables(dynamodb, names)
             replay_outcomes = Counter(r.outcome for r in replayed.ledger.results(replayed.enqueued))
@@ -197,7 +199,7 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
             ]
             checks += [burst] if burst else []
             checks.append(unmatched)
-            checks.append(statement_check(statement, _fees(drill, state)))
+            checks.append(statement_check(statement, _fees(drill, state), conflicts))
             checks += [statement_check(run, {}) for run in others]
             checks.append(hourly.check)
             checks.append(
