@@ -111,7 +111,11 @@ class LocalResources:
             # A drill's movements are a day old, and their last seconds ago: its first hourly
             # pass reads two days, up to now.
             **StatementSettings.variables(
-                statement_settle_seconds=0, statement_window_seconds=2 * 86_400
+                statement_settle_seconds=0,
+                statement_window_seconds=2 * 86_400,
+                # Each AWS call names its function by its thread (devstack/metering.py): the
+                # calls the role is held to are then all the statement's.
+                statement_booking_workers=1,
             ),
             **SweeperSettings.variables(
                 outbox_failures_queue_url=self.outbox_failures_url,

@@ -283,7 +283,11 @@ def hourly_passes(stack: EmbeddedStack, conflicts: Iterable[str] = ()) -> Hourly
     drill's movements were all booked, by their webhooks or by the passes above."""
     problems, told, last = [], [], {}
     for provider in SCHEDULED:
-        answer = stack.read_statement({"provider": provider})
+        try:
+            answer = stack.read_statement({"provider": provider})
+        except UmavezError as exc:  # a broken design can make the ledger unbookable: a finding
+            problems.append(f"{provider}: the pass failed: {exc!r}")
+            continue
         reports = [StatementReport.from_json(p) for p in answer["passes"]]
         booked = sum(r.booked for r in reports)
         told_conflicts = conflicts if provider == "stripe" else ()
@@ -291,8 +295,6 @@ def hourly_passes(stack: EmbeddedStack, conflicts: Iterable[str] = ()) -> Hourly
         problems += [f"{provider}: {booked} booked, none expected"] if booked else []
         if not answer["caught_up"] or answer["checked_until"] is None:
             problems.append(f"{provider}: not caught up ({answer['stopped']})")
-        if not any(r.lines_read for r in reports):
-            problems.append(f"{provider}: its window held none of the drill's lines")
         last[provider] = answer["passes"][-1]["until"] if answer["passes"] else None
         entries = sum(r.entries_checked for r in reports)
         told.append(f"{provider} {sum(r.lines_read for r in reports)} lines, {entries} entries")

@@ -152,6 +152,9 @@ class StatementSettings(ProviderApiSettings):
     # The longest window a pass reads, and the first one's (None: an hour); the embedded
     # stack's first pass reads its whole drill, whose events are a day old.
     statement_window_seconds: int | None = Field(None, alias="STATEMENT_WINDOW_SECONDS", ge=60)
+    # Payments booked at once (None: BOOKING_WORKERS); the embedded stack names each AWS call's
+    # function by its thread, and books one at a time.
+    statement_booking_workers: int | None = Field(None, alias="STATEMENT_BOOKING_WORKERS", ge=1)
 
 
 class WaitingSettings(TablesSettings):

@@ -51,7 +51,8 @@ def statement_schedule_with(processor_class: type[EffectProcessor]) -> Statement
     processor = processor_class(
         dynamodb, settings.tables, time.time, retention_seconds=settings.retention_seconds
     )
-    passing = StatementPass(dynamodb, settings.tables, processor, time.time, BOOKING_WORKERS)
+    workers = settings.statement_booking_workers or BOOKING_WORKERS
+    passing = StatementPass(dynamodb, settings.tables, processor, time.time, workers)
     return StatementSchedule(
         dynamodb,
         settings.tables,
