@@ -111,7 +111,15 @@ def test_make_run_works_from_any_directory_and_its_console_is_clean(tmp_path: Pa
     assert all(progress.match(line) for line in err.splitlines()), err
     # while each function's metrics went to its own EMF file, under its own service
     metrics = tmp_path / ".local" / "metrics"
-    functions = ("ingest", "process", "outbox", "sweeper", "reconciliation", "waiting")
+    functions = (
+        "ingest",
+        "process",
+        "outbox",
+        "sweeper",
+        "reconciliation",
+        "waiting",
+        "statement",
+    )
     assert sorted(p.stem for p in metrics.glob("*.jsonl")) == sorted(functions)
     for function in functions:
         emf = [
