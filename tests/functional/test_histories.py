@@ -173,7 +173,12 @@ class ProviderHistories(RuleBasedStateMachine):
         # A deliberate mis-map of one Stripe payment naming its order: read at half its
         # amount, or as naming another order
         mismapped = type(simulator) is StripeSimulator and not self.history.unnamed
-        self.history.misreads = mismapped and mismap == "halved"
+        # (Not a payment captured in parts: half of it can be what its first captures took,
+        # and the statement cannot tell that count from a last capture whose webhooks were
+        # lost; it books the rest, as it must for the lost capture.)
+        self.history.misreads = (
+            mismapped and mismap == "halved" and capture is not Capture.MULTICAPTURE
+        )
         self.history.misbound = unique("ord") if mismapped and mismap == "elsewhere" else None
         # A history none of whose webhooks ever arrives: the statement alone books it
         self.history.unheard = unheard and self.history.statement_heals
@@ -485,13 +490,20 @@ def test_a_payment_read_at_half_its_amount_is_reported_by_the_statement_not_topp
     assert history.statement_found == []
 
 
-def test_a_payment_booked_on_another_order_is_reported_missing_from_its_own() -> None:
-    # Given a Stripe payment of 5000, then refunded in part, every delivery of it read by a
-    # broken map as naming another order than its own
-    simulator = StripeSimulator(unique("ord"), 5000, ApiVersion.BASIL, T0)
+@pytest.mark.parametrize("captures", [("pay",), ("authorize", "capture part, not final")])
+def test_a_payment_booked_on_another_order_is_reported_missing_from_its_own(
+    captures: tuple[str, ...],
+) -> None:
+    # Given a Stripe payment of 5000 (captured at once, or in two parts: a statement line
+    # each), then refunded in part, every delivery of it read by a broken map as naming
+    # another order than its own
+    capture = Capture.AUTOMATIC if captures == ("pay",) else Capture.MULTICAPTURE
+    simulator = StripeSimulator(unique("ord"), 5000, ApiVersion.BASIL, T0, capture=capture)
     history = _history(simulator)
     history.misbound = unique("ord")
-    played(history, "pay", read_after=frozenset({"pay"}))
+    played(history, *captures)
+    if capture is Capture.MULTICAPTURE:
+        played(history, "capture the rest")
     names = [n for n, _ in simulator.moves(random.Random(0))]
     played(history, next(n for n in names if n.startswith("refund")))
 
@@ -499,7 +511,7 @@ def test_a_payment_booked_on_another_order_is_reported_missing_from_its_own() ->
     history.settle()
 
     # Then the books are as the broken map made them (the money on the other order, none on
-    # its own), and the statement reported exactly the payment missing from its own order
+    # its own), and the statement reported exactly each of its lines missing from its order
     assert history.violations() == []
     world = history.pipeline.world
     assert world.order(history.misbound)["paid_total"] == 5000
