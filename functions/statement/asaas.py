@@ -8,7 +8,9 @@ refund, a chargeback), the `paymentId` it belongs to. The statement names the pa
 each payment it names is read from `GET /v3/payments/{id}` -- as its webhooks are -- and books
 what it moved: its receipt, its DONE refunds, its chargeback (`statement_readings`, the
 webhooks' keys). Its lines here: the payment's own (its receipt and chargeback entries; the fee
-Asaas kept, `value - netValue`, and the net) and one per refund (net: the refund, out).
+Asaas kept, `value - netValue`, and the net), one per refund (net: the refund, out), and one per
+chargeback line of the statement (`CHARGEBACK`, the disputed value blocked; `CHARGEBACK_REVERSAL`,
+given back): they book no entry (the payment's line books the dispute) and move its net.
 
 A card payment is confirmed on the day it is made and credited about 30 days later: its
 statement line comes then. An entry the statement does not show yet is asked of the API
@@ -41,6 +43,9 @@ from functions.statement.reading import read_page
 
 PAGE_SIZE: Final = 100  # the most Asaas lists a page
 STATEMENT_EVENT: Final = "financialTransaction"  # the event type prefix of a statement line
+# A chargeback blocks the disputed value on its day, and gives it back if reversed for the
+# merchant: the payment's net moves by each line.
+CHARGEBACK_LINES: Final = frozenset({"CHARGEBACK", "CHARGEBACK_REVERSAL"})
 # A movement's line is on its day's statement once it happened; a window is read once its end is
 # this far in the past. A card payment's line comes a month later: `known` answers for it.
 SETTLE_SECONDS: Final = 300
@@ -119,11 +124,37 @@ def statement_lines(
     for line in transactions:
         if line.paymentId:
             first_day.setdefault(line.paymentId, line.date)
-    return [
+    own = [
         line
         for payment_id, day in first_day.items()
         for line in lines_of(payment_id, payment(payment_id), day)
     ]
+    return own + [line for line in map(_withdrawal_line, transactions) if line is not None]
+
+
+def _withdrawal_line(transaction: FinancialTransaction) -> Line | None:
+    """A chargeback's block of the payment's money (`CHARGEBACK`), or its return to the
+    merchant (`CHARGEBACK_REVERSAL`): money moved on the day of its line, whose entry the
+    payment's own line books (the payment says whether the chargeback is open, won or lost)."""
+    if transaction.type not in CHARGEBACK_LINES or not transaction.paymentId:
+        return None
+    payment_id = transaction.paymentId
+    try:
+        created = _day_start(transaction.date)
+        net = _signed_minor(transaction.value, "financialTransaction.value")
+    except MalformedEventError as exc:
+        return Line.unreadable_payment(PROVIDER, payment_id, str(exc))
+    return Line(
+        PROVIDER,
+        f"transaction:{transaction.id}",
+        "chargeback",
+        created,
+        0,
+        net,
+        CURRENCY,
+        (f"{payment_id}:chargeback",),
+        net_of=payment_id,
+    )
 
 
 def lines_of(payment_id: str, answered: Mapping[str, Any] | None, day: str) -> list[Line]:
@@ -201,6 +232,14 @@ def known_to_asaas(
         )
 
     return known
+
+
+def _signed_minor(value: float | int | str, field: str) -> int:
+    """A statement line's signed value in minor units (money out is negative)."""
+    text = str(value).strip()
+    if text.startswith("-"):
+        return -to_minor(text[1:], CURRENCY, field)
+    return to_minor(value, CURRENCY, field)
 
 
 def _day_start(day: str) -> int:

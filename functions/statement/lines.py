@@ -17,6 +17,9 @@ class Line:
     payout, the provider's own fees). `capture` is what one capture of a payment moved, in the
     payment's own currency (None when the line settled in another: then only the source's
     total is compared). `unreadable` says why a line could not be read: it books nothing.
+    `net_of` names the payment of a line that moves its money but books no entry of its own
+    (Asaas's chargeback withdrawal, and its reversal: the payment's line books the dispute):
+    its fee and net are recorded on the order the payment is bound to.
     """
 
     provider: str
@@ -31,6 +34,7 @@ class Line:
     readings: tuple[Interpretation, ...] = ()
     capture: int | None = None
     unreadable: str | None = None
+    net_of: str | None = None
 
     @classmethod
     def unreadable_payment(cls, provider: str, payment_id: str, reason: str) -> Line:

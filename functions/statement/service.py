@@ -209,6 +209,9 @@ class StatementPass:
                 Mismatch(MOVEMENT_MISSING, "", f"{line.line_id} unreadable: {line.unreadable}")
             )
             return
+        if line.net_of is not None:
+            self._record_net_of(line, report)
+            return
         if not line.effects:  # money that counts later: a refund still pending
             report.pending += 1
             return
@@ -239,6 +242,25 @@ class StatementPass:
             )
         for order_id in orders:
             report.fees_recorded += self._record_fee(order_id, line)
+
+    def _record_net_of(self, line: Line, report: StatementReport) -> None:
+        """A line booking no entry of its own: its net on the order its payment is bound to
+        (read after the payment's own line, which bound it)."""
+        payment = str(line.net_of)
+        found, _ = bound_orders(self._db, self._tables.ledger, line.provider, (payment,))
+        order_id = found.get(payment)
+        if order_id is None:
+            report.mismatches.append(
+                Mismatch(
+                    MOVEMENT_MISSING,
+                    "",
+                    f"{line.line_id} moves payment {payment}'s money; the payment is bound to "
+                    "no order",
+                )
+            )
+            return
+        report.already_booked += 1
+        report.fees_recorded += self._record_fee(order_id, line)
 
     def _book(
         self, effect: Effect, bound: str | None, line: Line, report: StatementReport
@@ -481,7 +503,7 @@ def _by_payment(read: list[Line]) -> list[list[Line]]:
     first line."""
     shares: dict[str, list[Line]] = {}
     for line in read:
-        payment = next((e.payment for e in line.effects if e.payment), None)
+        payment = next((e.payment for e in line.effects if e.payment), line.net_of)
         shares.setdefault(payment or line.line_id, []).append(line)
     return list(shares.values())
 

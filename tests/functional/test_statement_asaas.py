@@ -120,6 +120,81 @@ def test_a_payment_no_webhook_brought_is_booked_once_with_asaas_fee_and_net(
     assert announced["found_by_statement"] is True
 
 
+def chargeback_lines(payment: dict[str, Any], *kinds: str) -> list[dict[str, Any]]:
+    """The statement's lines of the payment's chargeback: the value blocked (`CHARGEBACK`),
+    given back if reversed for the merchant (`CHARGEBACK_REVERSAL`)."""
+    value = float(payment["chargeback"]["value"])
+    signs = {"CHARGEBACK": -1, "CHARGEBACK_REVERSAL": 1}
+    return [
+        {
+            "object": "financialTransaction",
+            "id": unique("ftn"),
+            "value": signs[kind] * value,
+            "balance": 1000.0,
+            "type": kind,
+            "date": DAY,
+            "description": "Bloqueio por chargeback",
+            "paymentId": payment["id"],
+        }
+        for kind in kinds
+    ]
+
+
+def charged_back(order: str, status: str, chargeback: str) -> dict[str, Any]:
+    """A payment received on DAY, then charged back for R$ 30.00 (what a refund left)."""
+    payment = received(order, status=status)
+    payment["chargeback"] = {
+        **shape("asaas/PAYMENT_CHARGEBACK_REQUESTED.json")["payment"]["chargeback"],
+        "payment": payment["id"],
+        "status": chargeback,
+        "value": 30,
+    }
+    return payment
+
+
+@pytest.mark.parametrize(
+    ("status", "chargeback", "lines", "net", "booked_as"),
+    [
+        ("CHARGEBACK_REQUESTED", "REQUESTED", ("CHARGEBACK",), 4901 - 3000, "disputed_total"),
+        ("CHARGEBACK_DISPUTE", "DISPUTE_LOST", ("CHARGEBACK",), 4901 - 3000, "dispute_lost_total"),
+        (
+            "AWAITING_CHARGEBACK_REVERSAL",
+            "REVERSED",
+            ("CHARGEBACK", "CHARGEBACK_REVERSAL"),
+            4901,
+            "dispute_won_total",
+        ),
+    ],
+)
+def test_a_chargeback_moves_the_net_by_its_statement_lines_once(
+    world: World,
+    clock: FakeClock,
+    asaas: FakeProviderApis,
+    status: str,
+    chargeback: str,
+    lines: tuple[str, ...],
+    net: int,
+    booked_as: str,
+) -> None:
+    # Given a received payment charged back for R$ 30.00, its receipt delivered, and the
+    # statement's lines of the chargeback (blocked; given back when reversed for the merchant)
+    order = unique("ord")
+    payment = charged_back(order, status, chargeback)
+    world.deliver_all(event("PAYMENT_RECEIVED", received(order, id=payment["id"])), "asaas")
+    books_hold(asaas, payment)
+    for line in chargeback_lines(payment, *lines):
+        asaas.asaas_transactions[line["id"]] = line
+
+    # When the statement is passed twice
+    first, second = statement(world, clock, asaas), statement(world, clock, asaas)
+
+    # Then the net is what Asaas paid out less what the chargeback kept, recorded once
+    assert (first.mismatches, second.mismatches) == ([], [])
+    assert second.fees_recorded == 0
+    state = world.order(order)
+    assert (state["fee_total"], state["net_total"], state[booked_as]) == (99, net, 3000)
+
+
 def test_a_refund_the_webhooks_missed_is_booked_and_a_later_webhook_is_a_duplicate(
     world: World, clock: FakeClock, asaas: FakeProviderApis
 ) -> None:
