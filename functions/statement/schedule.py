@@ -109,6 +109,15 @@ class StatementSchedule:
         while (window := self.next_window(provider, checkpoint)) is not None:
             started = self._clock()
             if not self._pass(source, *window, run):
+                if (
+                    checkpoint is None
+                    and run.interrupted
+                    and self._advance(provider, None, window[0])
+                ):
+                    # A first read that failed fixes where reading starts: the next runs read
+                    # from there, and the lag grows (StatementBehind) as it would behind any
+                    # checkpoint, instead of a first window sliding forward unread.
+                    run.checked_until = window[0]
                 return run
             if not self._advance(provider, checkpoint, window[1]):
                 run.stopped = "another run moved the checkpoint first: it goes on from there"

@@ -16,7 +16,7 @@ from functions.shared.providers.stripe import ListedBalanceTransaction
 from functions.statement import handler
 from functions.statement.reading import StatementInterruptedError, StatementNotConfiguredError
 from functions.statement.schedule import WINDOW_SECONDS, StatementSchedule
-from functions.statement.service import StatementPass
+from functions.statement.service import EDGE_SECONDS, StatementPass
 from functions.statement.sources import SETTLE_SECONDS, StatementRead
 from functions.statement.stripe import line_of
 from tests.support.clock import FakeClock
@@ -122,8 +122,10 @@ def test_a_read_that_stopped_moves_nothing_and_the_next_run_reads_the_same_windo
     answering = StripeBooks(lines=[line])
     again = schedule(world, clock).run(answering, lambda: PLENTY_OF_TIME_MS)
 
-    # Then the first moved no checkpoint and booked nothing; the second read the same window
-    assert (stopped.interrupted, stopped.checked_until, stopped.passes) == (True, None, [])
+    # Then the first booked nothing and fixed the checkpoint at its window's start; the
+    # second read the same window
+    assert (stopped.interrupted, stopped.passes) == (True, [])
+    assert stopped.checked_until == failing.windows[0][0] + EDGE_SECONDS
     assert answering.windows == failing.windows
     assert (again.booked, again.caught_up) == (1, True)
     assert world.order(order)["paid_total"] == 5000
@@ -206,3 +208,23 @@ def test_the_function_reads_the_schedule_s_window_or_the_one_an_operator_names()
         "stripe",
         (10, 20),
     )
+
+
+def test_a_first_read_failing_hour_after_hour_falls_behind_from_where_it_began(
+    world: World, clock: FakeClock
+) -> None:
+    # Given a provider never read before, whose API fails past the backoff
+    failing = StripeBooks(failing=StatementInterruptedError("Stripe 503", None))
+    began = int(clock()) - SETTLE_SECONDS["stripe"] - WINDOW_SECONDS
+
+    # When the hourly run runs four times
+    runs = []
+    for _ in range(4):
+        runs.append(schedule(world, clock).run(failing, lambda: PLENTY_OF_TIME_MS))
+        clock.advance(3600)
+
+    # Then every run read the first window again, and the checkpoint stayed where reading
+    # began: three hours later the run is more than three hours behind (StatementBehind)
+    assert set(failing.windows) == {failing.windows[0]}
+    assert [run.checked_until for run in runs] == [began] * 4
+    assert int(clock()) - 3600 - began > 3 * 3600  # what the last run published as its lag
