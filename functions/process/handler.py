@@ -90,14 +90,14 @@ def interpreters_from_env() -> Interpreters:
     def secret(name: str) -> Callable[[], str]:
         return lambda: str(secrets.get(name, max_age=SECRET_CACHE_SECONDS))
 
-    payments = None
+    mercadopago = None
     disputes: DisputeBooks = nothing_booked
     if mercadopago_secret:
-        payments = MercadoPagoApi(
+        mercadopago = MercadoPagoApi(
             secret(mercadopago_secret),
             base_url=settings.mercadopago_api_url or MERCADOPAGO_BASE_URL,
             timeout_seconds=PROVIDER_API_TIMEOUT_SECONDS,
-        ).payment
+        )
         disputes = LedgerDisputes(boto3.client("dynamodb"), settings.ledger_table)
     refunds = None
     if stripe_secret:
@@ -114,7 +114,8 @@ def interpreters_from_env() -> Interpreters:
             timeout_seconds=PROVIDER_API_TIMEOUT_SECONDS,
         ).payment
     return Interpreters.build(
-        mercadopago_payments=payments,
+        mercadopago_payments=mercadopago.payment if mercadopago else None,
+        mercadopago_orders=mercadopago.order if mercadopago else None,
         stripe_refunds=refunds,
         mercadopago_disputes=disputes,
         asaas_payments=asaas_payments,

@@ -1,4 +1,5 @@
-"""Mercado Pago's payments API: the notification names a payment; its state lives here."""
+"""Mercado Pago's payments and orders APIs: a notification names a payment (topic `payment`) or
+an order of the Orders API (topic `order`); its state lives here."""
 
 from __future__ import annotations
 
@@ -35,4 +36,15 @@ class MercadoPagoApi:
             self._access_token(),
             self._timeout,
             "Mercado Pago payments API",
+        )
+
+    def order(self, order_id: str) -> Mapping[str, Any]:
+        """`GET /v1/orders/{id}`: the order with its transactions (payments, refunds)."""
+        if not order_id.isascii() or not order_id.isalnum():
+            raise MalformedEventError(f"order id {order_id!r} is not alphanumeric")
+        return get_json(
+            f"{self._base_url}/v1/orders/{order_id}",
+            self._access_token(),
+            self._timeout,
+            "Mercado Pago orders API",
         )

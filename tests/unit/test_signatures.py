@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hmac
+import json
 
 import pytest
 import stripe
 
+from fixtures.shapes import EVENTS_DIR
 from fixtures.stripe import fixture_text
-from functions.ingest.errors import UnauthenticatedError
+from functions.ingest.errors import MalformedRequestError, UnauthenticatedError
 from functions.ingest.providers.asaas import AsaasVerifier
 from functions.ingest.providers.mercadopago import MercadoPagoVerifier, manifest
 from functions.ingest.providers.stripe import StripeVerifier
@@ -241,3 +243,40 @@ def test_mercadopago_body_must_name_the_signed_resource(
     assert (
         rejection(lambda: MercadoPagoVerifier().envelope(payload, request)) == "unsigned_resource"
     )
+
+
+def test_mercadopago_order_notification_signed_in_lower_case_is_named_by_its_version(
+    secret: str,
+) -> None:
+    # Given an order's notification as Mercado Pago signs it: the alphanumeric data.id in lower
+    # case in the manifest, no id of the notification's own in the body
+    body = (EVENTS_DIR / "mercadopago" / "order.notification.json").read_text()
+    query = {"data.id": "ORD01JQ4S4KY8HWQ6NA5PXB65B3D3", "type": "order"}
+    header = mercadopago_signature("ord01jq4s4ky8hwq6na5pxb65b3d3", "req-7", NOW, secret)
+    request = WebhookRequest(
+        "POST",
+        "mercadopago",
+        {"x-signature": header, "x-request-id": "req-7"},
+        query,
+        body.encode(),
+    )
+
+    # When ingest verifies it and reads its envelope
+    MercadoPagoVerifier().verify(request, [secret], NOW)
+    envelope = MercadoPagoVerifier().envelope(json.loads(body), request)
+
+    # Then it is accepted, named by its order and the order's version
+    assert (envelope.event_id, envelope.event_type) == (
+        "ORD01JQ4S4KY8HWQ6NA5PXB65B3D3:3",
+        "order.processed",
+    )
+
+
+def test_mercadopago_notification_without_an_id_or_an_order_version_is_refused() -> None:
+    payload = {"type": "payment", "action": "payment.updated", "data": {"id": "123"}}
+    request = WebhookRequest("POST", "mercadopago", {}, {"data.id": "123"}, b"{}")
+
+    with pytest.raises(MalformedRequestError) as refused:
+        MercadoPagoVerifier().envelope(payload, request)
+
+    assert refused.value.reason == "missing_envelope"

@@ -66,8 +66,11 @@ class MercadoPagoVerifier:
                 "unsigned_resource", "body data.id differs from the signed data.id"
             )
         event_type = payload.get("action") or payload.get("type")
+        # An order's notification may carry no id of its own: its order's version names it.
+        version = data.get("version") if isinstance(data, dict) else None
+        named = payload if payload.get("id") not in (None, "") or version is None else None
         return Envelope(
-            event_id=require_text(payload, "id"),
+            event_id=require_text(named, "id") if named else f"{body_id}:{version}",
             event_type=require_text({"type": event_type}, "type"),
             live=optional_flag(payload, "live_mode"),
         )

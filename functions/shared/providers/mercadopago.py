@@ -1,4 +1,5 @@
-"""Mercado Pago: the notification is thin and carries no status, so the payment is fetched.
+"""Mercado Pago: the notification is thin and carries no status, so the payment is fetched (an
+order of the Orders API, topic `order`, is read as `mercadopago_orders` says).
 
 One payment can hold several entries, each named by its own object:
 - the payment itself (`order.paid`, external ref = payment id) once `date_approved` is set
@@ -77,6 +78,8 @@ from functions.shared.domain import (
 )
 from functions.shared.money import InvalidFieldError, to_minor
 from functions.shared.providers.fields import MAX_EPOCH_SECONDS, Currency, DecimalAmount, refused
+from functions.shared.providers.mercadopago_orders import TOPIC as ORDERS_TOPIC
+from functions.shared.providers.mercadopago_orders import OrderSource, order_effects
 
 PROVIDER: Final = "mercadopago"
 MONEY_RECEIVED: Final = frozenset({"approved", "refunded", "charged_back", "in_mediation"})
@@ -132,15 +135,25 @@ class _MercadoPagoModel(BaseModel):
 
 class NotificationData(_MercadoPagoModel):
     id: str | int
+    version: int | str | None = None
 
 
 class Notification(_MercadoPagoModel):
-    # Docs and captured payloads disagree on the types of id/user_id: accept both.
-    id: str | int
+    # Docs and captured payloads disagree on the types of id/user_id: accept both. An order's
+    # notification may carry no id of its own (see `event_id`).
+    id: str | int | None = None
     type: str | None = None
     action: str | None = None
     date_created: str | None = None
     data: NotificationData
+
+    @property
+    def event_id(self) -> str:
+        """Its own id, else the resource and the update it announces: an order's
+        notification names its order's `data.version`, which each change increments."""
+        if self.id is not None and self.id != "":
+            return str(self.id)
+        return f"{self.data.id}:{self.data.version or self.action or self.type}"
 
 
 class RefundSource(_MercadoPagoModel):
@@ -270,9 +283,15 @@ def _dispute_ref(payment_id: str, booked: Mapping[str, BookedDispute], status: s
 
 
 class Interpreter:
-    def __init__(self, payments: PaymentSource, disputes: DisputeBooks = nothing_booked) -> None:
+    def __init__(
+        self,
+        payments: PaymentSource,
+        disputes: DisputeBooks = nothing_booked,
+        orders: OrderSource | None = None,
+    ) -> None:
         self._payments = payments
         self._disputes = disputes
+        self._orders = orders
 
     def __call__(self, raw_body: str) -> tuple[Interpretation, ...]:
         try:
@@ -282,11 +301,15 @@ class Interpreter:
         event_type = notification.action or notification.type or "unknown"
         received = Delivery(
             PROVIDER,
-            str(notification.id),
+            notification.event_id,
             event_type,
             _epoch(notification.date_created, "date_created") if notification.date_created else 0,
         )
         topic = notification.type or event_type.split(".")[0]
+        if topic == ORDERS_TOPIC and self._orders is not None:
+            order = self._orders(str(notification.data.id))
+            found = order_effects(order, received, _epoch)
+            return tuple(found) or (NoEffect(received, f"order is {order.get('status')!r}"),)
         if topic != "payment":
             return (NoEffect(received, f"topic {topic!r} moves no money"),)
         try:
