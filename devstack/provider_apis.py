@@ -1,7 +1,8 @@
 """The providers' REST APIs that process and the operator's `umavez replay` read, on loopback,
 each with its own bearer token:
 
-- Mercado Pago `GET /v1/payments/{id}` (the payment a notification names) and
+- Mercado Pago `GET /v1/payments/{id}` (the payment a notification names),
+  `GET /v1/orders/{id}` (an order of its Orders API, with its transactions) and
   `GET /v1/payments/search?range=…&begin_date=…&end_date=…&sort=…&criteria=…&offset=…&limit=…`
   (answered `{"paging": {"total", "limit", "offset"}, "results": [...]}`; dates in ISO 8601);
 - Stripe `GET /v1/refunds?charge=…` (a charge's refunds) and
@@ -20,6 +21,8 @@ From outside (`umavez send --provider mercadopago PAYMENT.json`), a Mercado Pago
 registered with `PUT /__fake__/v1/payments/{id}` (the MP token; the body is the payment as
 `GET /v1/payments/{id}` answers it): 201 when new, 200 when it replaced one. The path says it is
 the fake's: Mercado Pago's own `PUT /v1/payments/{id}` updates a payment with other semantics.
+An order of the Orders API likewise with `PUT /__fake__/v1/orders/{id}` (the body is the order as
+`GET /v1/orders/{id}` answers it).
 An Asaas payment likewise with `PUT /__fake__/v3/payments/{id}` (the Asaas key in
 `access_token`; the body is Asaas's payment object as `GET /v3/payments/{id}` answers it), and a
 line of its statement with `PUT /__fake__/v3/financialTransactions/{id}`.
@@ -49,6 +52,8 @@ from devstack.resources import (
 )
 
 FAKE_PAYMENTS_PATH = "/__fake__/v1/payments/"
+FAKE_ORDERS_PATH = "/__fake__/v1/orders/"
+ORDERS_PATH = "/v1/orders/"
 FAKE_STRIPE_PATH = "/__fake__/v1/"
 # What a balance transaction's `source` may name, registered for its expansion.
 STRIPE_SOURCES = ("charges", "refunds", "disputes")
@@ -83,6 +88,7 @@ class FakeProviderApis:
         asaas_key: str = ASAAS_DEVELOPMENT_API_KEY,
     ) -> None:
         self.payments: dict[str, dict[str, Any]] = {}
+        self.orders: dict[str, dict[str, Any]] = {}
         self.asaas_payments: dict[str, dict[str, Any]] = {}
         self.asaas_transactions: dict[str, dict[str, Any]] = {}
         self.refunds: dict[str, list[dict[str, Any]]] = {}
@@ -103,7 +109,8 @@ class FakeProviderApis:
                 if url.path.startswith(ASAAS_PAYMENTS_PATH) or url.path == ASAAS_STATEMENT_PATH:
                     self._asaas(url.path, query, injected)
                     return
-                token = mercadopago_token if url.path.startswith("/v1/payments/") else stripe_key
+                of_mercadopago = url.path.startswith(("/v1/payments/", ORDERS_PATH))
+                token = mercadopago_token if of_mercadopago else stripe_key
                 if self.headers.get("Authorization") != f"Bearer {token}":
                     self._answer(401, {"message": "invalid access token"})
                 elif injected or fake.status_override:
@@ -116,6 +123,9 @@ class FakeProviderApis:
                     self._answer(200, fake.balance_page(query))
                 elif url.path == "/v1/payments/search":
                     self._answer(200, fake.payment_search(query))
+                elif url.path.startswith(ORDERS_PATH):
+                    order = fake.orders.get(url.path.removeprefix(ORDERS_PATH))
+                    self._answer(*((200, order) if order else (404, {"message": "not found"})))
                 elif (payment_id := url.path.rsplit("/", 1)[-1]) in fake.payments:
                     self._answer(200, fake.payments[payment_id])
                 else:
@@ -135,17 +145,21 @@ class FakeProviderApis:
                     else:
                         payment_id = path.removeprefix(FAKE_ASAAS_PAYMENTS_PATH)
                         self._answer(*fake.register_asaas_payment(payment_id, body))
-                elif path.startswith(FAKE_STRIPE_PATH) and not path.startswith(FAKE_PAYMENTS_PATH):
+                elif path.startswith(FAKE_STRIPE_PATH) and not path.startswith(
+                    (FAKE_PAYMENTS_PATH, FAKE_ORDERS_PATH)
+                ):
                     if self.headers.get("Authorization") != f"Bearer {stripe_key}":
                         self._answer(401, {"error": {"message": "Invalid API Key provided"}})
                     else:
                         self._answer(
                             *fake.register_stripe(path.removeprefix(FAKE_STRIPE_PATH), body)
                         )
-                elif not path.startswith(FAKE_PAYMENTS_PATH):
+                elif not path.startswith((FAKE_PAYMENTS_PATH, FAKE_ORDERS_PATH)):
                     self._answer(404, {"message": "not found"})
                 elif self.headers.get("Authorization") != f"Bearer {mercadopago_token}":
                     self._answer(401, {"message": "invalid access token"})
+                elif path.startswith(FAKE_ORDERS_PATH):
+                    self._answer(*fake.register_order(path.removeprefix(FAKE_ORDERS_PATH), body))
                 else:
                     self._answer(
                         *fake.register_payment(path.removeprefix(FAKE_PAYMENTS_PATH), body)
@@ -205,6 +219,20 @@ class FakeProviderApis:
             known = payment_id in self.payments
             self.payments[payment_id] = payment
         return (200 if known else 201), payment
+
+    def register_order(self, order_id: str, body: bytes) -> tuple[int, dict[str, Any]]:
+        """An order as `GET /v1/orders/{id}` will answer it: 201 new, 200 replaced, 400 not a
+        JSON object whose `id` is the path's."""
+        try:
+            order = json.loads(body)
+        except ValueError:
+            return 400, {"message": "the body is not JSON"}
+        if not isinstance(order, dict) or order.get("id") != order_id:
+            return 400, {"message": f"the body must be an order whose id is {order_id!r}"}
+        with self._lock:
+            known = order_id in self.orders
+            self.orders[order_id] = order
+        return (200 if known else 201), order
 
     def register_asaas_payment(self, payment_id: str, body: bytes) -> tuple[int, dict[str, Any]]:
         """An Asaas payment as `GET /v3/payments/{id}` will answer it: 201 new, 200 replaced,
@@ -358,6 +386,16 @@ def register_mercadopago_payment(
     url = f"{api_url.rstrip('/')}{FAKE_PAYMENTS_PATH}{payment['id']}"
     headers = {"Authorization": f"Bearer {token}"}
     return _put_fake(url, headers, payment, "Mercado Pago", timeout_seconds)
+
+
+def register_mercadopago_order(
+    api_url: str, token: str, order: dict[str, Any], timeout_seconds: float = 5.0
+) -> bool:
+    """Registers (or replaces) an order with the fake Mercado Pago Orders API; True if new."""
+    url = f"{api_url.rstrip('/')}{FAKE_ORDERS_PATH}{order['id']}"
+    return _put_fake(
+        url, {"Authorization": f"Bearer {token}"}, order, "Mercado Pago", timeout_seconds
+    )
 
 
 def register_asaas_payment(
