@@ -9,6 +9,11 @@ of its change is read (the same map, the same keys), and becomes lines: the paym
 (its entry; net the refund's amount, out). Pages are resumed from the last payment's
 `date_last_updated`: a payment updated meanwhile moves to the end of the list, and offsets
 would skip one.
+
+An order of the Orders API is on the search through the Payments API objects its transactions
+name (`reference.id`): the same keys, matched as any payment. A transaction that names none is
+not on the search, so an entry an `order` notification booked under the transaction's own id is
+not matched by it (`outside_payments_search`).
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from functions.shared.providers.mercadopago import (
     dispute_refs,
     nothing_booked,
 )
+from functions.shared.providers.mercadopago_orders import TOPIC as ORDERS_TOPIC
 from functions.statement.lines import Line
 from functions.statement.reading import ATTEMPTS, StatementNotConfiguredError, read_page
 
@@ -173,6 +179,13 @@ def lines_of(payment: Mapping[str, Any], disputes: DisputeBooks = nothing_booked
     return [line] + [
         Line.of_refund(payment_id, refund) for refund in refunds if isinstance(refund, Effect)
     ]
+
+
+def outside_payments_search(entry: Mapping[str, Any]) -> bool:
+    """An entry of an order whose transaction names no Payments API object: the payments
+    search cannot list it (see the module's doc)."""
+    of_an_order = str(entry.get("event_type", "")).startswith(f"{ORDERS_TOPIC}.")
+    return of_an_order and not str(entry.get("payment", "")).isdigit()
 
 
 def payment_lines(

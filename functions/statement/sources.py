@@ -82,7 +82,10 @@ class StatementSource:
             )
             searched = search.pages(_instant(first), _instant(now))
             found = [payment for page in searched for payment in page.payments]
-            return StatementRead(mercadopago.payment_lines(found, self.disputes))
+            return StatementRead(
+                mercadopago.payment_lines(found, self.disputes),
+                mercadopago.outside_payments_search,
+            )
         if self.provider == "asaas":
             api = AsaasApi(self.credential, self.base_url)
             days = asaas.AsaasStatement(api, self.sleep).pages(

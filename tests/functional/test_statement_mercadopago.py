@@ -15,7 +15,7 @@ from functions.process.mercadopago_disputes import LedgerDisputes
 from functions.process.service import EffectProcessor, Processed
 from functions.shared.domain import Outcome
 from functions.shared.providers import Interpreters
-from functions.statement.mercadopago import payment_lines
+from functions.statement.mercadopago import outside_payments_search, payment_lines
 from functions.statement.service import (
     AMOUNT_DIFFERS,
     ENTRY_UNKNOWN,
@@ -157,3 +157,58 @@ def test_a_payment_that_cannot_be_read_is_a_movement_missing_and_books_nothing(
     assert [m.kind for m in report.mismatches] == [MOVEMENT_MISSING]
     assert (report.movements, report.booked) == (1, 0)
     assert world.outbox() == []
+
+
+def order_booked(world: World, clock: FakeClock, order: dict[str, Any]) -> None:
+    """Its `order` notification delivered, the Orders API answering it as `order`."""
+    interpreters = Interpreters.build(
+        mercadopago_payments=lambda _: pytest.fail("an order is not a payment"),
+        mercadopago_orders=lambda _: order,
+    )
+    note = shape("mercadopago/order.notification.json")
+    note["data"]["id"] = order["id"]
+    EffectProcessor(world.dynamodb, world.tables, clock, interpreters).process(
+        "mercadopago", json.dumps(note)
+    )
+
+
+def test_an_order_is_matched_through_the_payments_api_objects_it_names(
+    world: World, clock: FakeClock, order: str
+) -> None:
+    # Given an order booked through `order`, its payment naming its Payments API object
+    ordered = shape("mercadopago/order.processed.json")
+    ordered["external_reference"] = order
+    order_booked(world, clock, ordered)
+    reference = ordered["transactions"]["payments"][0]["reference"]["id"]
+
+    # When the payments search lists that payment
+    listed = payment(order, id=int(reference), transaction_amount=200)
+    report = statement(world, clock, listed)
+
+    # Then it is the order's payment, matched: booked once, no mismatch
+    assert (report.booked, report.already_booked, report.mismatches) == (0, 1, [])
+    assert world.order(order)["paid_total"] == 20000
+
+
+def test_an_order_payment_the_search_cannot_list_is_left_to_its_own_api(
+    world: World, clock: FakeClock, order: str
+) -> None:
+    # Given an order booked whose payment names no Payments API object, and one that names an
+    # object the search does not list
+    unnamed = shape("mercadopago/order.retried.json")
+    unnamed["external_reference"] = order
+    order_booked(world, clock, unnamed)
+    named_elsewhere = shape("mercadopago/order.processed.json")
+    other = unique("ord")
+    named_elsewhere["external_reference"] = other
+    order_booked(world, clock, named_elsewhere)
+
+    # When the search lists neither (the scheduled pass asks what it cannot list)
+    disputes = LedgerDisputes(world.dynamodb, world.tables.ledger)
+    passing = StatementPass(world.dynamodb, world.tables, processor(world, clock, {}), clock)
+    report = passing.run(
+        "mercadopago", payment_lines([], disputes), *WINDOW, outside_payments_search
+    )
+
+    # Then only the payment the search should have listed is unknown to Mercado Pago
+    assert [(m.kind, m.order_id) for m in report.mismatches] == [(ENTRY_UNKNOWN, other)]
