@@ -20,6 +20,7 @@ from typing import Protocol
 
 from firedrill.story import Post, Story
 from functions.ingest.providers.mercadopago import manifest
+from functions.shared.providers.mercadopago import Notification
 
 PROVIDER_TIMEOUT_SECONDS = 3.0
 INCIDENT_TIMEOUT_SECONDS = 0.15
@@ -129,7 +130,12 @@ class Providers:
 
 
 def _event_id(post: Post) -> str:
-    return str(json.loads(post.body)["id"])
+    """The id ingest's envelope reads (a Mercado Pago order's notification has none of its own:
+    its order's version names it)."""
+    body = json.loads(post.body)
+    if post.provider == "mercadopago":
+        return Notification.model_validate(body).event_id
+    return str(body["id"])
 
 
 class Deliverer(Protocol):

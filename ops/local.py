@@ -17,6 +17,7 @@ from devstack.metrics_report import show as show_metrics
 from devstack.provider_apis import (
     FakeApiError,
     register_asaas_payment,
+    register_mercadopago_order,
     register_mercadopago_payment,
 )
 from devstack.resources import (
@@ -63,6 +64,7 @@ __all__ = [
     "client",
     "embedded_drain_seconds",
     "register_asaas_payment",
+    "register_mercadopago_order",
     "register_mercadopago_payment",
     "run_capacity",
     "run_cost",

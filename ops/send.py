@@ -3,8 +3,10 @@
 A Stripe event carries its own state. A Mercado Pago notification names a payment and
 nothing else: process reads the payment from the payments API. So `send --provider mercadopago`
 takes the payment itself, as `GET /v1/payments/{id}` answers it, checks it the way process reads
-it, registers it with the fake API, and sends the notification Mercado Pago sends for it. A
-notification file is sent as it is (the payment must be known to the fake already).
+it, registers it with the fake API, and sends the notification Mercado Pago sends for it. An
+order of the Orders API likewise (a file holding `GET /v1/orders/{id}`'s answer: an order with
+its `transactions`), notified on topic `order`. A notification file is sent as it is (its
+payment or order must be known to the fake already).
 
 An Asaas event carries its payment, but process books the payment as Asaas's API answers it
 (`GET /v3/payments/{id}`): `send --provider asaas` registers the event's payment with the fake
@@ -24,7 +26,7 @@ from pydantic import ValidationError
 
 from functions.process.waiting import Message
 from functions.shared.errors import UmavezError
-from functions.shared.providers import asaas, mercadopago
+from functions.shared.providers import asaas, mercadopago, mercadopago_orders
 
 # Where each provider's event names itself (the fields ingest's envelope reads).
 EVENT_FIELDS: Final = {
@@ -41,10 +43,11 @@ class EventFileError(ValueError):
 
 
 def read_event(provider: str, text: str) -> dict[str, Any]:
-    """The file's JSON object, which must name itself as the provider's events do."""
+    """The file's JSON object, which must name itself as the provider's events do (an order's
+    notification by its order's version)."""
     document = _json_object(text)
     id_field, type_field = EVENT_FIELDS[provider]
-    if not document.get(id_field) or not (
+    if not _event_id(provider, document) or not (
         document.get(type_field) or document.get("type")  # a Mercado Pago topic without action
     ):
         raise EventFileError(f"not a {provider} event: it needs {id_field!r} and {type_field!r}")
@@ -54,9 +57,19 @@ def read_event(provider: str, text: str) -> dict[str, Any]:
 def message(provider: str, body: str) -> Message:
     """The queue message ingest makes of a delivery: what `umavez send` then waits for."""
     document = json.loads(body)
-    id_field, type_field = EVENT_FIELDS[provider]
+    _, type_field = EVENT_FIELDS[provider]
     event_type = document.get(type_field) or document.get("type")
-    return Message(provider, body, str(document[id_field]), str(event_type))
+    return Message(provider, body, _event_id(provider, document), str(event_type))
+
+
+def _event_id(provider: str, document: dict[str, Any]) -> str:
+    """The id ingest's envelope reads; "" if the event names none."""
+    if provider == "mercadopago" and isinstance(document.get("data"), dict):
+        try:
+            return mercadopago.Notification.model_validate(document).event_id
+        except ValidationError:
+            return ""
+    return str(document.get(EVENT_FIELDS[provider][0]) or "")
 
 
 def new_notification_id() -> int:
@@ -66,14 +79,18 @@ def new_notification_id() -> int:
 
 @dataclass(frozen=True)
 class PaymentToSend:
-    """A payment and the one notification `send` makes of it: its id is fixed before the fake
-    says whether the payment is new (`payment.created`) or known (`payment.updated`)."""
+    """A payment (or an order of the Orders API) and the one notification `send` makes of it:
+    its id is fixed before the fake says whether the payment is new (`payment.created`) or
+    known (`payment.updated`); an order's names its status (`order.processed`)."""
 
     resource: dict[str, Any]
     notification_id: int = field(default_factory=new_notification_id)
     at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    is_order: bool = False
 
     def notification(self, action: str) -> str:
+        if self.is_order:
+            return order_notification(self.resource, self.at, self.notification_id)
         return mercadopago_notification(self.resource, action, self.at, self.notification_id)
 
 
@@ -84,7 +101,45 @@ def read_mercadopago(text: str) -> PaymentToSend | None:
     if isinstance(data, dict) and "id" in data and document.get("type"):
         read_event("mercadopago", text)
         return None
+    if "transactions" in document:
+        return PaymentToSend(_order(document), is_order=True)
     return PaymentToSend(_payment(document))
+
+
+def _order(document: dict[str, Any]) -> dict[str, Any]:
+    """The order as process will read it from the Orders API, checked the same way."""
+    order_id = str(document.get("id", ""))
+    if not order_id.isascii() or not order_id.isalnum():
+        raise EventFileError(f"order id {order_id!r} is not alphanumeric")
+    check = order_notification(document, datetime.now(UTC), 0)
+    try:
+        mercadopago.Interpreter(lambda _: {}, orders=lambda _: document)(check)
+    except UmavezError as exc:
+        raise EventFileError(f"process could not read this order: {exc}") from exc
+    return document
+
+
+def order_notification(order: Mapping[str, Any], at: datetime, version: int) -> str:
+    """The notification Mercado Pago sends when an order changes: no id of its own, the order's
+    id, status and `version` in `data` (the transactions it carries are not read: process reads
+    the order from the Orders API)."""
+    return json.dumps(
+        {
+            "action": f"{mercadopago_orders.TOPIC}.{order.get('status')}",
+            "api_version": "v1",
+            "data": {
+                "external_reference": order.get("external_reference"),
+                "id": str(order["id"]),
+                "status": order.get("status"),
+                "status_detail": order.get("status_detail"),
+                "version": version,
+            },
+            "date_created": at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "live_mode": bool(order.get("live_mode", False)),
+            "type": mercadopago_orders.TOPIC,
+            "user_id": str(order.get("user_id", "")),
+        }
+    )
 
 
 def _payment(document: dict[str, Any]) -> dict[str, Any]:

@@ -33,7 +33,8 @@ def send(args: argparse.Namespace) -> int:
     base = args.url.rsplit("/webhooks/", 1)[0] if args.url else f"http://127.0.0.1:{DEFAULT_PORT}"
     query = {}
     if args.provider == "mercadopago":
-        query = {"data.id": str(json.loads(body)["data"]["id"]), "type": "payment"}
+        notified = json.loads(body)
+        query = {"data.id": str(notified["data"]["id"]), "type": str(notified.get("type"))}
     try:
         resource = payment.resource if payment else asaas_payment
         outcomes = _Outcomes(args, resource) if args.wait else None
@@ -80,21 +81,29 @@ def _event_to_send(args: argparse.Namespace) -> tuple[str, PaymentToSend | None]
 
 
 def _register_mercadopago_payment(args: argparse.Namespace, payment: PaymentToSend) -> str:
-    """Registers the payment with the fake; the notification Mercado Pago then sends."""
+    """Registers the payment (or order) with the fake; the notification Mercado Pago then
+    sends."""
     from ops import send
-    from ops.local import MERCADOPAGO_DEVELOPMENT_TOKEN, FakeApiError, register_mercadopago_payment
+    from ops.local import (
+        MERCADOPAGO_DEVELOPMENT_TOKEN,
+        FakeApiError,
+        register_mercadopago_order,
+        register_mercadopago_payment,
+    )
 
     resource = payment.resource
+    register = register_mercadopago_order if payment.is_order else register_mercadopago_payment
     try:
-        new = register_mercadopago_payment(args.api_url, MERCADOPAGO_DEVELOPMENT_TOKEN, resource)
+        new = register(args.api_url, MERCADOPAGO_DEVELOPMENT_TOKEN, resource)
     except FakeApiError as exc:
         raise _NotSentError(str(exc)) from exc
-    action = send.PAYMENT_CREATED if new else send.PAYMENT_UPDATED
+    body = payment.notification(send.PAYMENT_CREATED if new else send.PAYMENT_UPDATED)
     print(
-        f"payment {resource['id']} ({resource['status']}) {'registered' if new else 'updated'} "
-        f"with the fake Mercado Pago API at {args.api_url}; its notification: {action}"
+        f"{'order' if payment.is_order else 'payment'} {resource['id']} ({resource['status']}) "
+        f"{'registered' if new else 'updated'} with the fake Mercado Pago API at "
+        f"{args.api_url}; its notification: {json.loads(body)['action']}"
     )
-    return payment.notification(action)
+    return body
 
 
 def _register_asaas_payment(args: argparse.Namespace, payment: dict[str, Any]) -> None:
@@ -129,12 +138,13 @@ class _Outcomes:
 
         self._args = args
         self._dynamodb = operations_client("dynamodb", args.endpoint_url)
-        payments = MercadoPagoApi(lambda: MERCADOPAGO_DEVELOPMENT_TOKEN, args.api_url).payment
         asaas_payments = AsaasApi(lambda: ASAAS_DEVELOPMENT_API_KEY, args.api_url).payment
         # The payment about to be registered, else the one the fake knows.
         about_to_register = (lambda _: payment) if payment is not None else None
+        mercadopago = MercadoPagoApi(lambda: MERCADOPAGO_DEVELOPMENT_TOKEN, args.api_url)
         interpreters = Interpreters.build(
-            mercadopago_payments=about_to_register or payments,
+            mercadopago_payments=about_to_register or mercadopago.payment,
+            mercadopago_orders=about_to_register or mercadopago.order,
             stripe_refunds=StripeApi(
                 lambda: STRIPE_DEVELOPMENT_API_KEY, args.api_url
             ).refunds_of_charge,

@@ -216,3 +216,72 @@ def test_a_bad_payment_file_is_refused_and_nothing_is_sent(
     assert "HTTP" not in printed.out
     assert served.fake_payment(payment_id) == 404
     assert served.sqs_sends() == sends_before
+
+
+def order_file(directory: Path, fixture: str, order_id: str, name: str = "order.json") -> Path:
+    """A real-shaped order of the Orders API (fixtures/events) for an order of this test's own;
+    its transactions keep their ids, so each test's order has its own."""
+    order = json.loads((EVENTS / "mercadopago" / fixture).read_text())
+    suffix = order_id.removeprefix("ord_mp_").upper()
+    order.update({"id": f"ORD01{suffix}", "external_reference": order_id})
+    for payment in order["transactions"]["payments"]:
+        payment.pop("reference", None)
+        payment["id"] = f"PAY01{suffix}"
+    for refund in order["transactions"].get("refunds", []):
+        refund.update(transaction_id=f"PAY01{suffix}", id=f"REF01{suffix}")
+        refund.pop("reference", None)
+    path = directory / name
+    path.write_text(json.dumps(order))
+    return path
+
+
+def test_send_a_mercadopago_order_then_its_refund_books_each_once(
+    served: Served, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given serve's stack, and a file holding an order of the Orders API, processed
+    _, order = unique_payment()
+    paid = order_file(tmp_path, "order.processed.json", order)
+    suffix = order.removeprefix("ord_mp_").upper()
+
+    # When it is sent as Mercado Pago's, and then the same order refunded in part
+    assert main(["send", "--provider", "mercadopago", str(paid), *served.options()]) == 0
+    first = capsys.readouterr().out
+    refunded = order_file(tmp_path, "order.partially_refunded.json", order, "refunded.json")
+    code = main(["send", "--provider", "mercadopago", str(refunded), *served.options()])
+
+    # Then the fake Orders API was told each, its notification on topic order went through the
+    # front, and the books hold the payment and the refund once each
+    assert code == 0
+    assert f"order ORD01{suffix} (processed) registered" in first
+    assert "notification: order.processed" in first
+    shown = show_order(served, order, capsys)
+    assert (shown["status"], shown["totals"]["paid"], shown["totals"]["refunded"]) == (
+        "partially_refunded",
+        20000,
+        5000,
+    )
+    assert sorted((e["transition"], e["external_ref"]) for e in shown["effects"]) == [
+        ("order.paid", f"PAY01{suffix}"),
+        ("order.refunded", f"refund:REF01{suffix}"),
+    ]
+
+
+def test_a_bad_order_file_is_refused_and_nothing_is_sent(
+    served: Served, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given an order whose refund names no payment of the order
+    _, order = unique_payment()
+    path = order_file(tmp_path, "order.partially_refunded.json", order)
+    broken = json.loads(path.read_text())
+    broken["transactions"]["refunds"][0]["transaction_id"] = "PAY_ELSEWHERE"
+    path.write_text(json.dumps(broken))
+    sends_before = served.sqs_sends()
+
+    # When it is sent
+    code = main(["send", "--provider", "mercadopago", str(path), *served.options()])
+    printed = capsys.readouterr()
+
+    # Then it is refused naming the field, and nothing was enqueued
+    assert code == 2
+    assert "order.transactions.refunds.0.transaction_id" in printed.err
+    assert served.sqs_sends() == sends_before
