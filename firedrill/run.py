@@ -304,6 +304,8 @@ def providers_for(stack: EmbeddedStack, drill: Sequence[Story], log: DeliveryLog
             stack.provider_apis.payments[str(story.mercadopago_payment["id"])] = (
                 story.mercadopago_payment
             )
+        if story.mercadopago_order:
+            stack.provider_apis.orders[story.mercadopago_order["id"]] = story.mercadopago_order
         stack.provider_apis.asaas_payments.update(story.asaas_answers)
     providers = Providers(stack.front.url, DEVELOPMENT_SECRETS, log)
     stack.front.slow_seconds = providers.ingest_delay

@@ -14,7 +14,8 @@ import itertools
 import json
 import uuid
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
 
 from firedrill.simulated import simulated_story
 from firedrill.statement import card_fee
@@ -749,6 +750,122 @@ def asaas_never_notified(order: str, at: int) -> Story:
     )
 
 
+def _order_of_orders_api(order: str, at: int, fixture: str) -> dict[str, Any]:
+    """An order of Mercado Pago's Orders API for `order`, created at `at` and changed ten
+    minutes later, its transactions with ids of their own."""
+    made = shape(f"mercadopago/{fixture}")
+    suffix = f"{next(_numbers):021d}"
+    made.update(
+        {
+            "id": f"ORD01{suffix}",
+            "external_reference": order,
+            "created_date": _utc_iso(at),
+            "last_updated_date": _utc_iso(at + 600),
+        }
+    )
+    for n, payment in enumerate(made["transactions"]["payments"]):
+        payment["id"] = f"PAY0{n}{suffix}"
+    return made
+
+
+def _order_notification(made: dict[str, Any], version: int) -> str:
+    note = shape("mercadopago/order.notification.json")
+    note["action"] = f"order.{made['status']}"
+    note["data"] = {"id": made["id"], "external_reference": made["external_reference"]}
+    note["data"] |= {"status": made["status"], "version": version}
+    return json.dumps(note)
+
+
+def mercadopago_order_retried_and_refunded(order: str, at: int) -> Story:
+    """Checkout API through the Orders API: a card refused, retried in the same order and
+    processed, then refunded in part. Notified on topic `order` (twice at once, then after the
+    refund); process reads the order from the Orders API, so each notification books the order
+    as it is then: the retry paid once, the refund once."""
+    made = _order_of_orders_api(order, at, "order.retried.json")
+    paid = made["transactions"]["payments"][1]
+    made["status_detail"] = "partially_refunded"
+    paid["refunded_amount"] = "50.00"
+    refund = f"REF01{made['id'].removeprefix('ORD01')}"
+    made["transactions"]["refunds"] = [
+        {"id": refund, "transaction_id": paid["id"], "amount": "50.00", "status": "processed"}
+    ]
+    query = {"data.id": made["id"], "type": "order"}
+    return Story(
+        "mercadopago order: a payment retried, then refunded in part",
+        order,
+        [
+            [Post("mercadopago", _order_notification(made, 2), query, copies=2)],
+            [Post("mercadopago", _order_notification(made, 3), query)],
+        ],
+        Expected(
+            "partially_refunded",
+            paid=20000,
+            refunded=5000,
+            effects={("order.paid", paid["id"]), ("order.refunded", f"refund:{refund}")},
+        ),
+        mercadopago_order=made,
+    )
+
+
+def mercadopago_order_and_its_payment(order: str, at: int) -> Story:
+    """An order whose payment and refund name their Payments API objects, announced on both
+    topics (a merchant subscribed to `order` and `payment`): the same money is one effect
+    whichever topic is read first, and Mercado Pago's payments search matches it."""
+    made = _order_of_orders_api(order, at, "order.partially_refunded.json")
+    payment_id = 9_000_000_000 + next(_numbers)
+    refund_id = 8_000_000_000 + next(_numbers)
+    [paid] = made["transactions"]["payments"]
+    paid["reference"] = {"id": str(payment_id)}
+    [refunded] = made["transactions"]["refunds"]
+    refunded.update({"transaction_id": paid["id"], "reference": {"id": str(refund_id)}})
+    payment = shape("mercadopago/payment.refunded.json")
+    payment.update(
+        {
+            "id": payment_id,
+            "status": "approved",
+            "status_detail": "partially_refunded",
+            "external_reference": order,
+            "metadata": {},
+            "transaction_amount": 200,
+            "transaction_amount_refunded": 50,
+            "date_created": _brazil_iso(at),
+            "date_approved": _brazil_iso(at + 2),
+            "date_last_updated": _brazil_iso(at + 600),
+        }
+    )
+    payment["refunds"] = [
+        {**payment["refunds"][0], "id": refund_id, "payment_id": payment_id, "amount": 50}
+    ]
+    payment["refunds"][0]["date_created"] = _brazil_iso(at + 590)
+    by_payment = shape("mercadopago/payment.updated.json")
+    by_payment.update({"id": 100_000_000_000 + next(_numbers), "data": {"id": str(payment_id)}})
+    order_query = {"data.id": made["id"], "type": "order"}
+    payment_query = {"data.id": str(payment_id), "type": "payment"}
+    return Story(
+        "mercadopago order announced on order and on payment",
+        order,
+        [
+            [
+                Post("mercadopago", _order_notification(made, 3), order_query),
+                Post("mercadopago", json.dumps(by_payment), payment_query),
+            ]
+        ],
+        Expected(
+            "partially_refunded",
+            paid=20000,
+            refunded=5000,
+            effects={("order.paid", str(payment_id)), ("order.refunded", f"refund:{refund_id}")},
+            stale=(0, 2),
+        ),
+        mercadopago_payment=payment,
+        mercadopago_order=made,
+    )
+
+
+def _utc_iso(epoch: int) -> str:
+    return datetime.fromtimestamp(epoch, tz=UTC).isoformat(timespec="milliseconds")
+
+
 def _brazil_iso(epoch: int) -> str:
     return datetime.fromtimestamp(epoch, tz=BRAZIL).isoformat(timespec="milliseconds")
 
@@ -788,6 +905,8 @@ KINDS: tuple[Callable[[str, int], Story], ...] = (
     stripe_webhooks_lost,
     mercadopago_never_notified,
     asaas_never_notified,
+    mercadopago_order_retried_and_refunded,
+    mercadopago_order_and_its_payment,
 )
 
 

@@ -58,6 +58,8 @@ class Story:
     phases: list[list[Post]]
     expected: Expected
     mercadopago_payment: dict[str, Any] | None = None
+    # An order of Mercado Pago's Orders API as `GET /v1/orders/{id}` answers it.
+    mercadopago_order: dict[str, Any] | None = None
     # Asaas's payments as its API answers them, by id (none given: as the story's last
     # webhook of each carries it).
     asaas_payments: dict[str, dict[str, Any]] = field(default_factory=dict)
