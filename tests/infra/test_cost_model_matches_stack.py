@@ -17,9 +17,11 @@ def test_the_cost_model_knows_each_functions_memory(prod: Synthesized) -> None:
 
 
 def test_the_cost_model_knows_each_schedule(prod: Synthesized) -> None:
+    # (the statement's daily rule, Asaas's, is priced by its own model: costmodel/statement.py)
     deployed = {
         function_id: RATES[expression]
-        for function_id, expression in scheduled_targets(prod).items()
+        for function_id, expression in scheduled_targets(prod)
+        if expression.startswith("rate(")
     }
     assert deployed == {
         logical_id(prod, "AWS::Lambda::Function", name.capitalize()): minutes
