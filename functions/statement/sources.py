@@ -25,7 +25,7 @@ PROVIDERS: Final = ("stripe", "mercadopago", "asaas")
 # How often the stack's schedule reads each provider's statement. Asaas's is listed by whole
 # Brazil days: an hourly pass would read the day so far and every payment it names again, and
 # spend the account's API quota (25,000 requests every 12 hours, shared with process's payment
-# reads) from about 0.1 payments a second; read once a day, after the day ended, each line and
+# reads) from a few payments a minute; read once a day, after the day ended, each line and
 # each payment it names is read once.
 CADENCES: Final[Mapping[str, Cadence]] = {
     "stripe": HOURLY,
