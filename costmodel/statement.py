@@ -189,6 +189,9 @@ class ProviderRead:
     # Calls process makes per payment against the same limit (Asaas's quota is the account's,
     # whatever the endpoint; Stripe's limit that applies is the balance endpoint's own).
     process_calls_per_payment: float = 0.0
+    # Objects read at once: the payments a read names (its readers), and those the match asks
+    # for (its workers).
+    gets_at_once: int = 1
 
     def calls_per_payment(self) -> float:
         pages = self.rows_per_payment / self.page_size
@@ -228,6 +231,7 @@ def provider_reads(assumptions: Mapping[str, float]) -> dict[str, ProviderRead]:
             days_read_of_each_day(),
             period_seconds("asaas"),
             1 + lagging + refunds,
+            min(asaas_statement.PAYMENT_READERS, WORKERS),
         ),
     }
 
@@ -420,7 +424,7 @@ class StatementModel:
         milliseconds = (
             max(waited / WORKERS, own)
             + read.pages_per_payment() * self.latency("provider-api", "page")
-            + read.gets_per_payment() * self.latency("provider-api", "GET")
+            + read.gets_per_payment() * self.latency("provider-api", "GET") / read.gets_at_once
         )
         return milliseconds / 1000
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cache
 from typing import Any, Final, Protocol
 
 from functions.process.asaas_api import BASE_URL as ASAAS_BASE_URL
@@ -111,9 +110,9 @@ class StatementSource:
                 _instant(max(min(last, now) - 1, first)).astimezone(BRAZIL).date(),
             )
             transactions = [t for page in days for t in page.transactions]
-            # Once a read: a payment named by several lines, or by a line and an entry, is one
-            # request of the account's quota.
-            payment = cache(api.payment)
+            # Once a read, side by side: a payment named by several lines, or by a line and an
+            # entry, is one request of the account's quota.
+            payment = asaas.payments_read(api.payment, self.sleep, transactions)
             return StatementRead(
                 asaas.statement_lines(transactions, payment), asaas.known_to_asaas(payment)
             )

@@ -255,3 +255,47 @@ def test_a_caught_up_daily_checkpoint_a_day_behind_the_clock_is_not_behind(
     assert clock.now - late_in_the_day.checked_until > 23 * 3600
     assert (first.behind_seconds, late_in_the_day.behind_seconds) == (0, 0)
     assert late_in_the_day.passes == []
+
+
+def test_a_payment_asaas_keeps_failing_to_answer_stops_the_read_and_moves_nothing(
+    world: World, clock: FakeClock, asaas: FakeProviderApis
+) -> None:
+    # Given a checkpoint at DAY's start, a payment lost on DAY, and Asaas answering 429 (its
+    # quota spent) to every try of that payment's read in the morning's run
+    clock.now = the_morning_after(DAY - timedelta(days=1))
+    daily_run(world, clock, asaas)
+    order, payment = lost_payment(asaas, DAY)
+    for attempt in range(1, 6):
+        asaas.fail(f"/v3/payments/{payment['id']}", attempt, 429)
+
+    # When the daily rule fires the morning after DAY, then the next morning
+    clock.now = the_morning_after(DAY)
+    stopped = daily_run(world, clock, asaas)
+    paid_meanwhile = world.order(order).get("paid_total", 0)
+    clock.now = the_morning_after(DAY + timedelta(days=1))
+    again = daily_run(world, clock, asaas)
+
+    # Then the first read stopped after its backoff, booking nothing and leaving the checkpoint
+    # a day behind; the next read DAY again and booked the payment once
+    assert (stopped.interrupted, stopped.passes, stopped.checked_until) == (True, [], start_of(DAY))
+    assert stopped.behind_seconds == 86_400
+    assert paid_meanwhile == 0
+    assert (again.booked, again.caught_up) == (1, True)
+    assert world.order(order)["paid_total"] == 5000
+
+
+def test_a_payment_read_refused_once_is_read_again_within_the_same_run(
+    world: World, clock: FakeClock, asaas: FakeProviderApis
+) -> None:
+    # Given a payment lost on DAY whose first read Asaas answers 503
+    order, payment = lost_payment(asaas, DAY)
+    asaas.fail(f"/v3/payments/{payment['id']}", 1, 503)
+
+    # When the daily rule fires the morning after DAY
+    clock.now = the_morning_after(DAY)
+    run = daily_run(world, clock, asaas)
+
+    # Then the read went on after the pause, and the payment is booked once
+    assert (run.interrupted, run.booked, run.caught_up) == (False, 1, True)
+    assert payment_reads(asaas, payment["id"]) == 2
+    assert world.order(order)["paid_total"] == 5000
