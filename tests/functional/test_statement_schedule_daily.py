@@ -18,6 +18,7 @@ from fixtures.shapes import shape, unique
 from functions.process.mercadopago_disputes import LedgerDisputes
 from functions.shared.domain import Outcome
 from functions.shared.providers.asaas import BRAZIL
+from functions.statement import handler
 from functions.statement.schedule import StatementSchedule
 from functions.statement.service import StatementPass
 from functions.statement.sources import SETTLE_SECONDS, StatementSource
@@ -299,3 +300,25 @@ def test_a_payment_read_refused_once_is_read_again_within_the_same_run(
     assert (run.interrupted, run.booked, run.caught_up) == (False, 1, True)
     assert payment_reads(asaas, payment["id"]) == 2
     assert world.order(order)["paid_total"] == 5000
+
+
+def test_the_function_publishes_a_caught_up_daily_checkpoint_s_lag_as_zero(
+    world: World, clock: FakeClock, asaas: FakeProviderApis, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given the daily run caught up the morning after DAY, and run again late the next day (an
+    # operator's invocation, a retried event): its checkpoint is a day behind the clock
+    clock.now = the_morning_after(DAY)
+    daily_run(world, clock, asaas)
+    clock.now = the_morning_after(DAY + timedelta(days=1)) - 16 * 60
+    run = daily_run(world, clock, asaas)
+    capsys.readouterr()
+
+    # When the function publishes the run's metrics
+    handler.publish(run)
+    handler.metrics.flush_metrics()
+
+    # Then the lag StatementBehind reads is 0, not the day the checkpoint is behind the clock
+    [emf] = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    assert emf["statement_lag_seconds"] == [0.0]
+    assert run.checked_until is not None
+    assert clock.now - run.checked_until > 23 * 3600
