@@ -309,8 +309,9 @@ def usage(
     webhook_queue: str,
     statement: statement_pass.StatementModel | None = None,
 ) -> Units:
-    """What AWS would meter over the sample, in billing units; with `statement`, what the hourly
-    statement passes spend on the sample's movements (in dollars: modeled, not metered)."""
+    """What AWS would meter over the sample, in billing units; with `statement`, what the
+    scheduled statement passes spend on the sample's movements (in dollars: modeled, not
+    metered; a line priced as Stripe's hourly pass reads it)."""
     a = prices.assumptions
     overhead = a["cloudwatch_log_event_overhead_bytes"]
     used: Units = Units()
@@ -437,7 +438,7 @@ def _statement_lambda_usd(seconds: float, prices: Prices) -> float:
 def statement_usd_per_movement(
     model: statement_pass.StatementModel, prices: Prices, provider: str
 ) -> float:
-    """A movement's line, as often as the hourly passes read it: DynamoDB and Lambda time."""
+    """A movement's line, as often as the provider's passes read it: DynamoDB and Lambda time."""
     return _dynamodb_usd(model.units_per_movement(provider), prices) + _statement_lambda_usd(
         model.seconds_per_movement(provider), prices
     )
@@ -461,18 +462,18 @@ def statement_usd_per_payment(
     return {"Lambda duration": _statement_lambda_usd(seconds, prices), "DynamoDB": lines + match}
 
 
-def statement_run_usd(prices: Prices) -> float:
+def statement_run_usd(prices: Prices, provider: str = STATEMENT_PRICED_AS) -> float:
     """One pass with nothing to book: its invocation and time (a cold start, its secret, its
     checkpoint, the `changed` index, its record, a page), its DynamoDB units, its secret's read
     (the 5-minute cache outlives no hour), a trace (X-Ray's reservoir of one a second samples
     every run of a function invoked three times an hour) and its log bytes."""
     a = prices.assumptions
-    seconds = statement_pass.run_fixed_ms(prices.latency, a) / 1000
+    seconds = statement_pass.run_fixed_ms(prices.latency, a, provider) / 1000
     log_bytes = a["statement_log_bytes_per_run"]
     return (
         prices.rate("lambda_request")
         + _statement_lambda_usd(seconds, prices)
-        + _dynamodb_usd(statement_pass.run_fixed_units(), prices)
+        + _dynamodb_usd(statement_pass.run_fixed_units(provider), prices)
         + prices.rate("secrets_manager_api_call")
         + _xray(prices)
         + log_bytes * prices.rate("cloudwatch_logs_ingested_gb") / 2**30
@@ -611,14 +612,22 @@ def fixed_monthly(
                 runs * one.http_total / 1e6,
             )
         )
-    runs = len(statement_pass.SCHEDULED_RUNS) * hours * 60 / statement_pass.EVERY_MINUTES
-    one_run = statement_run_usd(prices)
+    # A run per provider on its cadence: Stripe's and Mercado Pago's hourly, Asaas's daily.
+    statement_runs = {
+        p: hours * 3600 / statement_pass.period_seconds(p) for p in statement_pass.SCHEDULED_RUNS
+    }
+    runs = sum(statement_runs.values())
+    usd = sum(n * statement_run_usd(prices, p) for p, n in statement_runs.items())
+    every = ", ".join(
+        f"{p} every {statement_pass.period_seconds(p) / 3600:g} h"
+        for p in statement_pass.SCHEDULED_RUNS
+    )
     items.append(
         MonthlyItem(
-            f"statement (every {statement_pass.EVERY_MINUTES} min, a run per provider)",
-            f"{runs:,.0f} runs x ${one_run:.7f} a run with nothing to book (modeled: a cold "
+            f"statement (a run per provider: {every})",
+            f"{runs:,.0f} runs x ${usd / runs:.7f} a run with nothing to book (modeled: a cold "
             "start, its secret, its checkpoint, the `changed` index, its record, a page)",
-            runs * one_run,
+            usd,
         )
     )
     metrics = a["statement_custom_metrics"]
@@ -802,7 +811,8 @@ def render_statement_block(model: statement_pass.StatementModel, prices: Prices)
         "The statement pass per million payments of one provider (modeled, costmodel/statement.py:"
         f" {model.movements_per_payment:g} movements a payment, {booked_now:.0%}"
         " of them booked now, each order matched by the scheduled passes (Stripe's and Mercado"
-        " Pago's); the line above is priced as Stripe's):",
+        " Pago's hourly, Asaas's daily: each Brazil day once); the line above is priced as"
+        " Stripe's):",
         "",
         "| per million payments | API calls | lines read | Lambda duration | DynamoDB | total |",
         "|---|---:|---:|---:|---:|---:|",

@@ -8,7 +8,9 @@ embedded stack's scenarios do not keep): it is modeled from counts measured else
   tests/functional/test_statement_stripe.py (requests) and
   tests/functional/test_capacity_of_the_statement.py (request units);
 - **provider API calls**: the readers' own page sizes (`functions/statement/`), and how much of
-  the provider's books each hourly pass reads again (its edges; Asaas's whole day);
+  the provider's books each pass reads again (an hourly pass its edges; Asaas's daily pass
+  none: each day once), against the provider's limit over its own window (Asaas's 12 hours,
+  shared with process's reads of each Asaas event);
 - **durations**: each call at the latencies of `[latency_ms]` in costmodel/prices.toml, plus
   the own work of process on the same path (measured by `make cost`: reading a movement that
   is booked already is a duplicate's work, booking one a new payment's);
@@ -32,11 +34,14 @@ from functions.statement import mercadopago as mercadopago_statement
 from functions.statement import stripe as stripe_statement
 from functions.statement.schedule import BOOKING_WORKERS
 from functions.statement.service import EDGE_SECONDS
-from functions.statement.sources import PROVIDERS, SCHEDULED
+from functions.statement.sources import CADENCES, PROVIDERS, SCHEDULED
+from functions.statement.sources import EDGE_SECONDS as PROVIDER_EDGE_SECONDS
+from functions.statement.sources import SETTLE_SECONDS as PROVIDER_SETTLE_SECONDS
 from infra import settings
 
 QUOTAS_PATH = Path(__file__).with_name("quotas.toml")
 HOUR: Final = 3600.0
+DAY: Final = 86_400.0
 DAY_HOURS: Final = 24
 
 # The scheduled function (infra/settings.py `LAMBDA_PACKAGES["statement"]`; tests/infra holds
@@ -47,8 +52,8 @@ MEMORY_MB: Final = 1024
 WORKERS: Final = BOOKING_WORKERS
 TIMEOUT_SECONDS: Final = settings.STATEMENT_TIMEOUT_SECONDS
 EVERY_MINUTES: Final = settings.SCHEDULE_MINUTES[FUNCTION]
-# Each provider's pass as if scheduled hourly (Asaas's is read on demand: its figures say why);
-# one rule, one target per provider the stack schedules.
+# Each provider's pass on its cadence (functions/statement/sources.py `CADENCES`): Stripe's and
+# Mercado Pago's hourly (one rule, a target each), Asaas's daily (a rule of its own).
 PROVIDERS_A_RUN: Final = PROVIDERS
 SCHEDULED_RUNS: Final = SCHEDULED
 # The window a pass reads ends this long ago: a movement's line lags it by seconds.
@@ -77,10 +82,34 @@ ORDER_MATCH_UNITS: Final[dict[str, float]] = {"rru_strong": 1}
 # Once a pass: the checkpoint read and moved on, the run's record put.
 PASS_REQUESTS: Final[dict[str, int]] = {"GetItem": 1, "PutItem": 1, "UpdateItem": 1}
 PASS_UNITS: Final[dict[str, float]] = {"rru_strong": 1, "wru_standard": 2}
-# The `changed` index's partitions a pass reads: every shard of the two clock hours its window
-# touches (keys only, eventually consistent: the minimum 0.5 RRU each at these sizes).
-CHANGED_INDEX_QUERIES: Final = 2 * CHANGES_SHARDS
+# The `changed` index's partitions a pass reads: every shard of each clock hour from its
+# window's start to now (keys only, eventually consistent: the minimum 0.5 RRU each at these
+# sizes): two hours for an hourly pass, 25 for a day's read a quarter hour after it.
 CHANGED_INDEX_RRU: Final = 0.5
+
+
+def period_seconds(provider: str) -> float:
+    """How often the schedule reads the provider's books, and how long a window it reads then:
+    the hourly rule's interval, or a day."""
+    cadence = CADENCES[provider]
+    return float(cadence.window_seconds) if cadence.by_day else EVERY_MINUTES * 60.0
+
+
+def run_after_window_seconds(provider: str) -> float:
+    """How long after its window's end a pass runs: the settle lag (hourly, the rule fires at a
+    minute nobody chose: `statement_hour_fraction` counts it), or the daily rule's time after
+    the zone's midnight (its settle lag, to the next quarter hour)."""
+    cadence = CADENCES[provider]
+    if not cadence.by_day:
+        return float(PROVIDER_SETTLE_SECONDS[provider])
+    hour, minute = cadence.settled_at_utc(PROVIDER_SETTLE_SECONDS[provider])
+    midnight_hour, midnight_minute = cadence.settled_at_utc(0)
+    minutes = (hour - midnight_hour) * 60 + minute - midnight_minute
+    return float(minutes % (24 * 60) * 60)
+
+
+def changed_index_queries(provider: str) -> int:
+    return (math.floor(period_seconds(provider) / HOUR) + 1) * CHANGES_SHARDS
 
 
 # -- the providers' reads -----------------------------------------------------------------------
@@ -97,6 +126,7 @@ class ProviderLimit:
     source: str
     as_of: str
     note: str = ""
+    window_seconds: float = 1.0  # the window the provider counts its requests over
 
 
 def load_provider_limits(path: Path = QUOTAS_PATH) -> dict[str, ProviderLimit]:
@@ -112,6 +142,7 @@ def load_provider_limits(path: Path = QUOTAS_PATH) -> dict[str, ProviderLimit]:
             str(entry.get("source", "")),
             str(entry["as_of"]),
             str(entry.get("note", "")),
+            float(entry.get("per_seconds", 1)),
         )
     return found
 
@@ -123,9 +154,15 @@ def hours_read_of_each_hour() -> float:
     return (HOUR + EDGE_SECONDS + SETTLE_SECONDS) / HOUR
 
 
+def days_read_of_each_day(provider: str = "asaas") -> float:
+    """How many daily passes read each day of a provider's books listed by day (Asaas): the
+    day's own, once it ended, with no edges (a line carries its day only)."""
+    return (DAY + 2 * PROVIDER_EDGE_SECONDS[provider]) / DAY
+
+
 def hours_read_of_each_day_hour() -> float:
-    """The same for Asaas, whose statement lists days (Brazil's): each pass reads every line of
-    its window's first day up to now, so the pass at 23:30 reads the whole day again. The mean,
+    """Why Asaas's pass is daily: were it hourly, each pass would read every line of its
+    window's first day up to now, so the pass at 23:30 reads the whole day again. The mean,
     over the 24 passes of a day (each at the half hour), of the hours of lines one reads, per
     hour of lines: 12.5 and more (the first passes of a day read the day before too)."""
     read = 0.0
@@ -138,8 +175,9 @@ def hours_read_of_each_day_hour() -> float:
 
 @dataclass(frozen=True)
 class ProviderRead:
-    """What one provider's hourly pass reads per payment: its statement's rows, in pages, and
-    the objects it asks for one by one; and how often each is read again."""
+    """What one provider's pass reads per payment: its statement's rows, in pages, and the
+    objects it asks for one by one; how often each is read again; how often the pass runs; and
+    the calls process makes against the same limit."""
 
     provider: str
     rows_per_payment: float  # statement rows a payment brings (its own, its refunds', its fee's)
@@ -147,6 +185,13 @@ class ProviderRead:
     gets_per_row_read: float  # objects read one by one per payment each time its rows are read
     gets_per_payment_once: float  # objects read once per payment (the match's own lookups)
     reads_of_each_row: float  # passes reading each row (edges, whole days)
+    period_seconds: float = HOUR  # how often a pass runs, and the window it reads
+    # Calls process makes per payment against the same limit (Asaas's quota is the account's,
+    # whatever the endpoint; Stripe's limit that applies is the balance endpoint's own).
+    process_calls_per_payment: float = 0.0
+    # Objects read at once: the payments a read names (its readers), and those the match asks
+    # for (its workers).
+    gets_at_once: int = 1
 
     def calls_per_payment(self) -> float:
         pages = self.rows_per_payment / self.page_size
@@ -165,22 +210,28 @@ def provider_reads(assumptions: Mapping[str, float]) -> dict[str, ProviderRead]:
     """Each provider's reads, from the readers' page sizes and the stated assumptions: refunds
     per payment (`statement_refunds_per_payment`); Asaas's payments whose line comes after
     their window (card payments, credited about 30 days later: the match asks the API for each,
-    `statement_asaas_lagging_share`)."""
+    `statement_asaas_lagging_share`). Process reads an Asaas payment for each event it books:
+    its receipt, a card payment's confirmation before it, each refund."""
     refunds = assumptions["statement_refunds_per_payment"]
+    lagging = assumptions["statement_asaas_lagging_share"]
     edges = hours_read_of_each_hour()
     return {
         # A balance transaction per charge and per refund, its source expanded.
         "stripe": ProviderRead("stripe", 1 + refunds, stripe_statement.PAGE_SIZE, 0, 0, edges),
         # A payment per search result, its refunds inside it.
         "mercadopago": ProviderRead("mercadopago", 1, mercadopago_statement.PAGE_SIZE, 0, 0, edges),
-        # Its receipt and Asaas's fee, a row per refund; each payment named is read once a pass.
+        # Its receipt and Asaas's fee, a row per refund; each payment named is read once a pass,
+        # each day once.
         "asaas": ProviderRead(
             "asaas",
             2 + refunds,
             asaas_statement.PAGE_SIZE,
             1,
-            assumptions["statement_asaas_lagging_share"],
-            hours_read_of_each_day_hour(),
+            lagging,
+            days_read_of_each_day(),
+            period_seconds("asaas"),
+            1 + lagging + refunds,
+            min(asaas_statement.PAYMENT_READERS, WORKERS),
         ),
     }
 
@@ -216,7 +267,7 @@ def order_match_ms(latency: Latency) -> float:
     return _dynamodb_ms(ORDER_MATCH_REQUESTS, latency)
 
 
-def run_fixed_ms(latency: Latency, assumptions: Mapping[str, float]) -> float:
+def run_fixed_ms(latency: Latency, assumptions: Mapping[str, float], provider: str) -> float:
     """A pass with nothing to book: a cold start (an hourly function finds no warm container),
     its secret, its checkpoint, the `changed` index, its record, its checkpoint moved, and one
     page of the provider's books."""
@@ -224,7 +275,7 @@ def run_fixed_ms(latency: Latency, assumptions: Mapping[str, float]) -> float:
         assumptions["statement_cold_start_ms"]
         + latency("secretsmanager", "GetSecretValue")
         + _dynamodb_ms(PASS_REQUESTS, latency)
-        + CHANGED_INDEX_QUERIES * latency("dynamodb", "Query")
+        + changed_index_queries(provider) * latency("dynamodb", "Query")
         + latency("provider-api", "page")
     )
 
@@ -246,9 +297,9 @@ def requests_per_line(booked_now_share: float) -> float:
     )
 
 
-def run_fixed_units() -> dict[str, float]:
+def run_fixed_units(provider: str) -> dict[str, float]:
     units = dict(PASS_UNITS)
-    units["rru_eventual"] = units.get("rru_eventual", 0.0) + CHANGED_INDEX_QUERIES * (
+    units["rru_eventual"] = units.get("rru_eventual", 0.0) + changed_index_queries(provider) * (
         CHANGED_INDEX_RRU
     )
     return units
@@ -259,36 +310,52 @@ def run_fixed_units() -> dict[str, float]:
 
 @dataclass(frozen=True)
 class PassLoad:
-    """One provider's hourly pass at a rate of payments a second, all of them this provider's;
-    the match reads every order changed, whichever provider's, in each provider's pass."""
+    """One provider's pass (hourly, or daily) at a rate of payments a second, all of them this
+    provider's; the match reads every order changed, whichever provider's, in each provider's
+    pass."""
 
     provider: str
     payments_per_second: float
     lines_per_payment: float  # lines booked (or found booked) per payment, each time read
-    api_calls_per_second: float  # averaged over the hour
-    seconds_per_payment: float  # one invocation's time, per payment of the hour
+    # The pass's calls (and process's against the same limit) a second, averaged over the
+    # limit's window (the hour at least; a daily pass's calls all fall in one 12-hour window)
+    api_calls_per_second: float
+    seconds_per_payment: float  # one invocation's time, per payment of its window
     fixed_seconds: float  # one run's, whatever the lines
-    dynamodb_requests_per_second: float  # the scheduled passes', averaged over the hour
+    dynamodb_requests_per_second: float  # the scheduled passes', averaged over their periods
     rru_per_second: float
     wru_per_second: float
     limit: ProviderLimit
+    period_seconds: float = HOUR  # how often the pass runs, and the window it reads
 
     @property
-    def work_seconds_an_hour(self) -> float:
-        return self.fixed_seconds + self.payments_per_second * HOUR * self.seconds_per_payment
+    def work_seconds_a_run(self) -> float:
+        return (
+            self.fixed_seconds
+            + self.payments_per_second * self.period_seconds * self.seconds_per_payment
+        )
 
     @property
     def keeps_up(self) -> bool:
-        return self.work_seconds_an_hour <= TIMEOUT_SECONDS
+        return self.work_seconds_a_run <= TIMEOUT_SECONDS
 
     @property
     def payments_per_second_one_invocation_keeps_up_with(self) -> float:
-        return max(TIMEOUT_SECONDS - self.fixed_seconds, 0.0) / (HOUR * self.seconds_per_payment)
+        return max(TIMEOUT_SECONDS - self.fixed_seconds, 0.0) / (
+            self.period_seconds * self.seconds_per_payment
+        )
 
     @property
-    def invocations_an_hour_needed(self) -> int:
-        """Invocations of its 900 s the hour's work takes, were it split among them."""
-        return max(1, math.ceil(self.work_seconds_an_hour / TIMEOUT_SECONDS))
+    def invocations_a_run_needed(self) -> int:
+        """Invocations of its 900 s a run's work takes, were it split among them."""
+        return max(1, math.ceil(self.work_seconds_a_run / TIMEOUT_SECONDS))
+
+    @property
+    def payments_a_day_within_limit(self) -> float | None:
+        """The most payments a day the provider's limit carries (None: no published limit)."""
+        if self.limit.per_second is None or not self.payments_per_second:
+            return None
+        return self.limit.per_second / (self.api_calls_per_second / self.payments_per_second) * DAY
 
     @property
     def lines_per_second_booked(self) -> float:
@@ -318,13 +385,15 @@ class StatementModel:
     def booked_now_share(self) -> float:
         return self.assumptions["statement_booked_now_share"]
 
-    @property
-    def orders_read_per_order_changed(self) -> float:
-        """Passes of one provider reading an order changed: the pass of its hour and, as the
-        `changed` index knows the hour only, the next pass reads the part of that hour its
-        window does not cover again (`statement_hour_fraction`: the rule fires at a minute of
-        the hour nobody chose, like the reconciliation's)."""
-        return 1 + self.assumptions["statement_hour_fraction"]
+    def orders_read_per_order_changed(self, provider: str) -> float:
+        """Passes of one provider reading an order changed: the pass of its window and, as the
+        `changed` index knows the hour only, the next pass reads again the part of the hour
+        before its window: for an hourly pass, `statement_hour_fraction` of it (the rule fires
+        at a minute of the hour nobody chose, like the reconciliation's); for a daily one, the
+        orders changed between the day's end and its run, once more."""
+        if not CADENCES[provider].by_day:
+            return 1 + self.assumptions["statement_hour_fraction"]
+        return 1 + run_after_window_seconds(provider) / period_seconds(provider)
 
     def lines_per_payment(self, provider: str) -> float:
         """Lines booked per payment, each time its rows are read: its own, one per refund."""
@@ -345,7 +414,7 @@ class StatementModel:
         )
         waited = lines * line
         if with_match:
-            waited += self.orders_read_per_order_changed * order_match_ms(self.latency)
+            waited += self.orders_read_per_order_changed(provider) * order_match_ms(self.latency)
         # BOOKING_WORKERS lines (and orders matched) at once; their own work (CPU, as measured
         # on process) one after another, whatever the workers.
         own = lines * mean_line(
@@ -355,7 +424,7 @@ class StatementModel:
         milliseconds = (
             max(waited / WORKERS, own)
             + read.pages_per_payment() * self.latency("provider-api", "page")
-            + read.gets_per_payment() * self.latency("provider-api", "GET")
+            + read.gets_per_payment() * self.latency("provider-api", "GET") / read.gets_at_once
         )
         return milliseconds / 1000
 
@@ -370,9 +439,9 @@ class StatementModel:
 
     @property
     def matches_per_order_changed(self) -> float:
-        """Each provider's pass reads every order changed: a pass per scheduled provider, each
-        order read by `orders_read_per_order_changed` of each provider's."""
-        return len(SCHEDULED_RUNS) * self.orders_read_per_order_changed
+        """Each provider's pass reads every order changed: each order read by
+        `orders_read_per_order_changed` of each scheduled provider's passes."""
+        return sum(self.orders_read_per_order_changed(p) for p in SCHEDULED_RUNS)
 
     def seconds_per_order_changed(self) -> float:
         return self.matches_per_order_changed * order_match_ms(self.latency) / 1000
@@ -380,35 +449,52 @@ class StatementModel:
     def units_per_order_changed(self) -> dict[str, float]:
         return {k: self.matches_per_order_changed * v for k, v in ORDER_MATCH_UNITS.items()}
 
-    def fixed_seconds(self) -> float:
-        return run_fixed_ms(self.latency, self.assumptions) / 1000
+    def fixed_seconds(self, provider: str) -> float:
+        return run_fixed_ms(self.latency, self.assumptions, provider) / 1000
+
+    def api_calls_per_second(self, provider: str, payments_per_second: float) -> float:
+        """The pass's calls and process's against the same limit, a second, averaged over the
+        limit's window (the hour at least, a run's period at most): an hourly pass's over the
+        hour; a daily pass's, all in one 12-hour quota window of Asaas's, twice its day's
+        average."""
+        read = self.reads[provider]
+        window = self.limits[provider].window_seconds
+        averaged_over = min(read.period_seconds, max(HOUR, window))
+        pass_calls = read.calls_per_payment() * read.period_seconds / averaged_over
+        return payments_per_second * (pass_calls + read.process_calls_per_payment)
 
     def load(self, provider: str, payments_per_second: float) -> PassLoad:
         lines = self.lines_per_payment(provider)
         matched = self.matches_per_order_changed
         per_line = units_per_line(self.booked_now_share)
-        fixed = run_fixed_units()
-        runs = len(SCHEDULED_RUNS) / HOUR  # runs a second, averaged
+        # Every scheduled provider's runs, a second (averaged), and their fixed requests and units
+        runs = {p: 1 / period_seconds(p) for p in SCHEDULED_RUNS}
         requests = payments_per_second * (
             lines * requests_per_line(self.booked_now_share)
             + matched * sum(ORDER_MATCH_REQUESTS.values())
-        ) + runs * (sum(PASS_REQUESTS.values()) + CHANGED_INDEX_QUERIES)
+        ) + sum(
+            n * (sum(PASS_REQUESTS.values()) + changed_index_queries(p)) for p, n in runs.items()
+        )
 
         def units(prefix: str) -> float:
             return payments_per_second * (
                 lines * sum(v for k, v in per_line.items() if k.startswith(prefix))
                 + matched * sum(v for k, v in ORDER_MATCH_UNITS.items() if k.startswith(prefix))
-            ) + runs * sum(v for k, v in fixed.items() if k.startswith(prefix))
+            ) + sum(
+                n * sum(v for k, v in run_fixed_units(p).items() if k.startswith(prefix))
+                for p, n in runs.items()
+            )
 
         return PassLoad(
             provider,
             payments_per_second,
             lines,
-            payments_per_second * self.reads[provider].calls_per_payment(),
+            self.api_calls_per_second(provider, payments_per_second),
             self.seconds_per_payment(provider),
-            self.fixed_seconds(),
+            self.fixed_seconds(provider),
             requests,
             units("rru"),
             units("wru"),
             self.limits[provider],
+            self.reads[provider].period_seconds,
         )

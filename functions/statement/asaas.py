@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date, datetime, time
+from functools import cache
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -42,6 +44,9 @@ from functions.statement.lines import Line
 from functions.statement.reading import read_page
 
 PAGE_SIZE: Final = 100  # the most Asaas lists a page
+# Payments a read asks for at once: a day names thousands, each a quarter second away; Asaas
+# answers 50 GETs of an account at once (API Limits), which process's reads share.
+PAYMENT_READERS: Final = 8
 STATEMENT_EVENT: Final = "financialTransaction"  # the event type prefix of a statement line
 # A chargeback blocks the disputed value on its day, and gives it back if reversed for the
 # merchant: the payment's net moves by each line.
@@ -113,6 +118,28 @@ class AsaasStatement:
             offset += len(lines)
             if not found.get("hasMore") or not lines:
                 return
+
+
+def payments_read(
+    payment: Callable[[str], Mapping[str, Any] | None],
+    sleep: Callable[[float], None],
+    transactions: Sequence[FinancialTransaction],
+    readers: int = PAYMENT_READERS,
+) -> Callable[[str], Mapping[str, Any] | None]:
+    """Each payment the lines name, read `readers` at a time, each tried again as a page is
+    (raises StatementInterruptedError when the API kept failing: nothing is booked then); what
+    the lines and the match read a payment through afterwards, each payment read once a read
+    (https://docs.asaas.com/docs/api-limits-1: the account's requests are its quota)."""
+
+    @cache
+    def read(payment_id: str) -> Mapping[str, Any] | None:
+        return read_page(lambda: payment(payment_id), sleep, f"Asaas's payment {payment_id}", None)
+
+    named = list(dict.fromkeys(t.paymentId for t in transactions if t.paymentId))
+    with ThreadPoolExecutor(readers, thread_name_prefix="asaas-payment") as pool:
+        for _ in pool.map(read, named):
+            pass
+    return read
 
 
 def statement_lines(

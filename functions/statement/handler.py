@@ -1,12 +1,14 @@
-"""The hourly statement pass: EventBridge -> this function, once per provider
-(`{"provider": "stripe"}`). Thin: reads the event, runs the provider's windows from its
-checkpoint (functions/statement/schedule.py), logs and counts what they found. An event that
-names a window (`"since"`, `"until"`: epoch seconds) reads that one again, checkpoint untouched.
+"""The scheduled statement pass: EventBridge -> this function, once per provider
+(`{"provider": "stripe"}`), hourly for Stripe and Mercado Pago, daily for Asaas. Thin: reads
+the event, runs the provider's windows from its checkpoint (functions/statement/schedule.py),
+logs and counts what they found. An event that names a window (`"since"`, `"until"`: epoch
+seconds) reads that one again, checkpoint untouched.
 
 Metrics (published by every run of a configured provider, zeros included, so that "nothing
 found" is told from "did not run"): `statement_booked` (movements no delivery had brought),
 `statement_mismatches` and one per kind (the `StatementMismatches` alarm), `statement_lag_seconds`
-(how far the checkpoint is behind: the `StatementBehind` alarm), `statement_interrupted`.
+(how far the checkpoint is behind where its cadence lets a caught-up one be: the settle lag
+ago, or the last settled day's end; the `StatementBehind` alarm), `statement_interrupted`.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ from functions.shared.errors import MalformedEventError
 from functions.shared.observability import powertools, with_request_id
 from functions.statement.schedule import (
     BOOKING_WORKERS,
-    WINDOW_SECONDS,
     ScheduledRun,
     StatementSchedule,
 )
@@ -59,7 +60,7 @@ def statement_schedule_with(processor_class: type[EffectProcessor]) -> Statement
         passing,
         time.time,
         settings.statement_settle_seconds,
-        settings.statement_window_seconds or WINDOW_SECONDS,
+        settings.statement_window_seconds,
     )
 
 
@@ -94,7 +95,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         run = statement_schedule().run_window(source, *window)
     else:
         run = statement_schedule().run(source, context.get_remaining_time_in_millis)
-    publish(run, time.time())
+    publish(run)
     return {
         "provider": provider,
         "checked_until": run.checked_until,
@@ -128,7 +129,7 @@ def requested(event: dict[str, Any]) -> tuple[str, tuple[int, int] | None]:
     return provider, (since, until)
 
 
-def publish(run: ScheduledRun, now: float) -> None:
+def publish(run: ScheduledRun) -> None:
     if run.not_configured is not None:
         # A provider the deployment does not use: nothing to read, nothing to alarm on.
         logger.info(
@@ -157,11 +158,9 @@ def publish(run: ScheduledRun, now: float) -> None:
     metrics.add_metric(
         name="statement_interrupted", unit=MetricUnit.Count, value=int(run.interrupted)
     )
-    if run.checked_until is not None:
+    if run.behind_seconds is not None:
         metrics.add_metric(
-            name="statement_lag_seconds",
-            unit=MetricUnit.Seconds,
-            value=max(0, int(now) - run.checked_until),
+            name="statement_lag_seconds", unit=MetricUnit.Seconds, value=run.behind_seconds
         )
     if run.stopped is not None:
         logger.warning(

@@ -4,8 +4,8 @@ resume."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, Final
+from collections.abc import Callable
+from typing import Final, TypeVar
 
 from functions.process.provider_api import ProviderApiUnavailableError
 from functions.shared.errors import UmavezError
@@ -13,6 +13,8 @@ from functions.shared.errors import UmavezError
 RETRIED_STATUSES: Final = frozenset({429, 500, 502, 503, 504})
 ATTEMPTS: Final = 5  # a page read at most this many times: pauses of 1, 2, 4 and 8 s
 FIRST_PAUSE_SECONDS: Final = 1.0
+
+T = TypeVar("T")
 
 
 class StatementNotConfiguredError(UmavezError):
@@ -29,14 +31,14 @@ class StatementInterruptedError(UmavezError):
 
 
 def read_page(
-    get: Callable[[], Mapping[str, Any]],
+    get: Callable[[], T],
     sleep: Callable[[float], None],
     what: str,
     resume: str | None,
     attempts: int = ATTEMPTS,
-) -> Mapping[str, Any]:
+) -> T:
     """`get()` once, or again after 1, 2, 4, 8 s while it answers 429 or 5xx (or nothing), at
-    most `attempts` times in all."""
+    most `attempts` times in all (a page, or one object the statement names)."""
     pause, attempt = FIRST_PAUSE_SECONDS, 1
     while True:
         try:

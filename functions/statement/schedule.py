@@ -2,16 +2,22 @@
 checkpoint, so that no movement waits for someone to suspect a gap.
 
 A provider's checkpoint is the end of the last window read whole, booked and matched. A run
-reads the windows after it, an hour at most each and ending no later than the provider's
-settle lag ago, until it has caught up or its time is short; each window's checkpoint is moved
-only after its pass. A read that stops (the API kept failing) moves nothing: the next run reads
-the same window again, and what this one booked of it is a duplicate then. Two runs of one
-provider never both move a checkpoint: the move is conditional on the one the run started from.
+reads the windows after it, by the provider's cadence (functions/statement/cadence.py: an hour
+at most each, or a whole Brazil day) and ending no later than the provider's settle lag ago,
+until it has caught up or its time is short; each window's checkpoint is moved only after its
+pass. A read that stops (the API kept failing) moves nothing: the next run reads the same
+window again, and what this one booked of it is a duplicate then. Two runs of one provider
+never both move a checkpoint: the move is conditional on the one the run started from.
+
+How far a run leaves its provider behind (`behind_seconds`, the `statement_lag_seconds`
+metric) is counted from where its cadence lets a caught-up checkpoint be: the settle lag ago
+for an hourly provider, the end of the last settled day for a daily one, so that a daily
+checkpoint a day behind the clock between two runs is not behind at all.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
@@ -19,18 +25,20 @@ from botocore.exceptions import ClientError
 
 from functions.process.asaas_api import AsaasApiNotConfiguredError
 from functions.shared import tables
+from functions.statement import service
+from functions.statement.cadence import HOURLY, Cadence
 from functions.statement.reading import StatementInterruptedError, StatementNotConfiguredError
 from functions.statement.service import StatementPass, StatementReport
-from functions.statement.sources import SETTLE_SECONDS, StatementReader
+from functions.statement.sources import CADENCES, EDGE_SECONDS, SETTLE_SECONDS, StatementReader
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 CHECKPOINT_PK: Final = "STATEMENT_CHECKPOINT"  # sort key: the provider
-# The longest window one pass reads; a provider's first scheduled pass reads the window this
-# long before it (what came earlier is the operator's to read: `umavez statement PROVIDER
-# --since …`).
-WINDOW_SECONDS: Final = 3600
+# The longest window one hourly pass reads; a provider's first scheduled pass reads the window
+# this long before it, or yesterday for a daily one (what came earlier is the operator's to
+# read: `umavez statement PROVIDER --since …`).
+WINDOW_SECONDS: Final = HOURLY.window_seconds
 # Payments one pass books side by side, and orders it matches: a line's time is spent waiting on
 # DynamoDB, so eight at once take about an eighth of the time (within the function's CPU:
 # 1,024 MB is about half a vCPU).
@@ -49,6 +57,9 @@ class ScheduledRun:
     stopped: str | None = None  # why the run stopped before catching up
     interrupted: bool = False  # the provider's API kept failing
     not_configured: str | None = None
+    # How far the checkpoint is behind where its cadence lets a caught-up one be (None: never
+    # read): the `StatementBehind` alarm's metric.
+    behind_seconds: int | None = None
 
     @property
     def mismatches(self) -> int:
@@ -74,14 +85,18 @@ class StatementSchedule:
         passing: StatementPass,
         clock: Callable[[], float],
         settle_seconds: int | None = None,
-        window_seconds: int = WINDOW_SECONDS,
+        window_seconds: int | None = None,
+        cadences: Mapping[str, Cadence] = CADENCES,
     ) -> None:
+        """`settle_seconds` replaces every provider's settle lag, `window_seconds` the hourly
+        providers' longest window (a daily provider's window stays its day)."""
         self._db = dynamodb
         self._ledger = table_names.ledger
         self._passing = passing
         self._clock = clock
         self._settle_seconds = settle_seconds
         self._window_seconds = window_seconds
+        self._cadences = cadences
 
     def checkpoint(self, provider: str) -> int | None:
         response = self._db.get_item(
@@ -92,17 +107,31 @@ class StatementSchedule:
         item = response.get("Item")
         return int(item["checked_until"]["N"]) if item else None
 
+    def cadence(self, provider: str) -> Cadence:
+        return self._cadences.get(provider, HOURLY).with_window(self._window_seconds)
+
     def next_window(self, provider: str, checkpoint: int | None) -> tuple[int, int] | None:
-        """The window after `checkpoint` whose end has settled, an hour at most; None when
-        none has yet."""
+        """The window after `checkpoint` whose end has settled, by the provider's cadence (an
+        hour at most, or a whole day); None when none has yet."""
+        return self.cadence(provider).next_window(checkpoint, self._settled(provider))
+
+    def behind(self, provider: str, checkpoint: int | None) -> int | None:
+        """How far `checkpoint` is behind a caught-up one, now (None: never read)."""
+        if checkpoint is None:
+            return None
+        return max(0, self.cadence(provider).due(self._settled(provider)) - checkpoint)
+
+    def _settled(self, provider: str) -> int:
         lag = SETTLE_SECONDS[provider] if self._settle_seconds is None else self._settle_seconds
-        settled = int(self._clock()) - lag
-        since = settled - self._window_seconds if checkpoint is None else checkpoint
-        until = min(since + self._window_seconds, settled)
-        return (since, until) if until > since else None
+        return int(self._clock()) - lag
 
     def run(self, source: StatementReader, time_left_ms: Callable[[], int]) -> ScheduledRun:
         """The windows after the provider's checkpoint, each moving it once read whole."""
+        run = self._run(source, time_left_ms)
+        run.behind_seconds = self.behind(run.provider, run.checked_until)
+        return run
+
+    def _run(self, source: StatementReader, time_left_ms: Callable[[], int]) -> ScheduledRun:
         provider = source.provider
         run = ScheduledRun(provider)
         checkpoint = run.checked_until = self.checkpoint(provider)
@@ -134,11 +163,13 @@ class StatementSchedule:
         """One window an operator names, read again whole; the checkpoint is not moved."""
         run = ScheduledRun(source.provider, checked_until=self.checkpoint(source.provider))
         run.caught_up = self._pass(source, since, until, run)
+        run.behind_seconds = self.behind(run.provider, run.checked_until)
         return run
 
     def _pass(self, source: StatementReader, since: int, until: int, run: ScheduledRun) -> bool:
         """The window read, booked and matched into `run`; False when it could not be read."""
-        first, last = self._passing.read_window(since, until)
+        edge = EDGE_SECONDS.get(source.provider, service.EDGE_SECONDS)
+        first, last = self._passing.read_window(since, until, edge)
         # A window may end after now (an operator's): its lines are read up to its end.
         now = max(int(self._clock()), last)
         try:

@@ -145,9 +145,9 @@ class StatementPass:
         self._workers = workers
 
     @staticmethod
-    def read_window(since: int, until: int) -> tuple[int, int]:
+    def read_window(since: int, until: int, edge_seconds: int = EDGE_SECONDS) -> tuple[int, int]:
         """What to read for a window [since, until): its lines and those at its edges."""
-        return since - EDGE_SECONDS, until + EDGE_SECONDS
+        return since - edge_seconds, until + edge_seconds
 
     def run(
         self,

@@ -16,15 +16,24 @@ from functions.process.mercadopago_api import BASE_URL as MERCADOPAGO_BASE_URL
 from functions.process.stripe_api import BASE_URL as STRIPE_BASE_URL
 from functions.shared.providers.asaas import BRAZIL
 from functions.shared.providers.mercadopago import DisputeBooks
-from functions.statement import asaas, mercadopago, stripe
+from functions.statement import asaas, mercadopago, service, stripe
+from functions.statement.cadence import HOURLY, Cadence, daily
 from functions.statement.lines import Line
 
 PROVIDERS: Final = ("stripe", "mercadopago", "asaas")
-# The providers the stack's hourly schedule reads. Asaas's statement is by day, so an hourly pass
-# reads the day so far and every payment it names again: its API quota (25,000 requests every
-# 12 hours per account, shared with process's payment reads) would be spent from about 0.1
-# payments a second. Asaas's is read on demand (`umavez statement asaas`).
-SCHEDULED: Final = ("stripe", "mercadopago")
+# How often the stack's schedule reads each provider's statement. Asaas's is listed by whole
+# Brazil days: an hourly pass would read the day so far and every payment it names again, and
+# spend the account's API quota (25,000 requests every 12 hours, shared with process's payment
+# reads) from a few payments a minute; read once a day, after the day ended, each line and
+# each payment it names is read once.
+CADENCES: Final[Mapping[str, Cadence]] = {
+    "stripe": HOURLY,
+    "mercadopago": HOURLY,
+    "asaas": daily(BRAZIL),
+}
+SCHEDULED: Final = tuple(CADENCES)
+HOURLY_SCHEDULED: Final = tuple(p for p, c in CADENCES.items() if not c.by_day)
+DAILY_SCHEDULED: Final = tuple(p for p, c in CADENCES.items() if c.by_day)
 DEFAULT_API_URLS: Final = {
     "stripe": STRIPE_BASE_URL,
     "mercadopago": MERCADOPAGO_BASE_URL,
@@ -36,6 +45,15 @@ SETTLE_SECONDS: Final = {
     "stripe": stripe.SETTLE_SECONDS,
     "mercadopago": mercadopago.SETTLE_SECONDS,
     "asaas": asaas.SETTLE_SECONDS,
+}
+# How far beyond a window's edges its lines are read, so that an entry whose delivery came
+# seconds after its movement finds its line. Asaas's lines carry their day only: a window of
+# whole days reads those days, and an entry whose line is on another day is asked of Asaas's
+# payments API (`known`), as one whose card payment is credited a month later is.
+EDGE_SECONDS: Final = {
+    "stripe": service.EDGE_SECONDS,
+    "mercadopago": service.EDGE_SECONDS,
+    "asaas": 0,
 }
 
 
@@ -70,8 +88,10 @@ class StatementSource:
     ) -> StatementRead:
         """Every line of [first, last): Stripe's by their creation; Mercado Pago's payments
         updated since `first` up to now (a payment booked in the window and changed after it
-        is listed by its last update only); Asaas's days, Brazil's, from `first`'s to today.
-        Raises StatementInterruptedError when the API kept failing (nothing is booked then)."""
+        is listed by its last update only); Asaas's days, Brazil's, from `first`'s to the last
+        one [first, min(last, now)) touches, each payment they name read once (whichever line
+        or entry asks for it). Raises StatementInterruptedError when the API kept failing
+        (nothing is booked then)."""
         if self.provider == "stripe":
             balance = stripe.StripeBalance(self.credential, self.sleep, self.base_url)
             listed = balance.pages(first, min(last, now), starting_after)
@@ -89,11 +109,15 @@ class StatementSource:
         if self.provider == "asaas":
             api = AsaasApi(self.credential, self.base_url)
             days = asaas.AsaasStatement(api, self.sleep).pages(
-                _instant(first).astimezone(BRAZIL).date(), _instant(now).astimezone(BRAZIL).date()
+                _instant(first).astimezone(BRAZIL).date(),
+                _instant(max(min(last, now) - 1, first)).astimezone(BRAZIL).date(),
             )
             transactions = [t for page in days for t in page.transactions]
+            # Once a read, side by side: a payment named by several lines, or by a line and an
+            # entry, is one request of the account's quota.
+            payment = asaas.payments_read(api.payment, self.sleep, transactions)
             return StatementRead(
-                asaas.statement_lines(transactions, api.payment), asaas.known_to_asaas(api.payment)
+                asaas.statement_lines(transactions, payment), asaas.known_to_asaas(payment)
             )
         raise ValueError(f"no statement is read for provider {self.provider!r}")
 

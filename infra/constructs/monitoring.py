@@ -343,16 +343,18 @@ class Monitoring(Construct):
                 period=FIVE_MINUTES,
             ),
         )
-        # Each provider's pass publishes its mismatches, zeros included, every hour: a
-        # movement booked wrong, missing, or money the provider never moved.
+        # Each provider's pass publishes its mismatches, zeros included, every run (hourly;
+        # Asaas's daily): a movement booked wrong, missing, or money the provider never moved.
         self._alarm(
             "StatementMismatches",
             "The provider's own books disagree with the ledger: see runbook 'StatementMismatches'",
             self._app_metric("statement", "statement_mismatches", HOUR),
             missing=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
-        # A provider whose checkpoint is hours behind (its API failing, or the pass cut short
-        # run after run): the movements its webhooks missed wait unbooked.
+        # A provider whose checkpoint is hours behind where its cadence lets it be (its API
+        # failing, or the pass cut short run after run): the movements its webhooks missed wait
+        # unbooked. The lag is counted past the cadence (functions/statement/schedule.py), so
+        # Asaas's daily checkpoint, a day behind the clock when caught up, publishes 0.
         self._alarm(
             "StatementBehind",
             "A provider's statement has not been read whole for 3 hours",

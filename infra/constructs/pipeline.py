@@ -27,7 +27,7 @@ from functions.shared.environment import (
     WaitingSettings,
 )
 from functions.shared.observability import stage_metrics_namespace
-from functions.statement.sources import SCHEDULED as SCHEDULED_STATEMENTS
+from functions.statement.sources import CADENCES, DAILY_SCHEDULED, HOURLY_SCHEDULED, SETTLE_SECONDS
 from infra import settings
 from infra.config import PROVIDERS, ApiType, StackConfig, sender_identities
 from infra.constructs.lambdas import FunctionSpec, UmavezFunction, powertools_layer
@@ -393,17 +393,33 @@ class Pipeline(Construct):
                 targets=[targets.LambdaFunction(target, retry_attempts=2)],
             )
         # One rule, a target per provider read hourly: each provider's pass is a run of its own.
+        self.statement_rule(
+            "StatementSchedule", events.Schedule.rate(STATEMENT_EVERY), HOURLY_SCHEDULED
+        )
+        # A provider whose statement lists whole days is read once a day, once the day ended
+        # and settled: its rule fires at the first quarter hour after that, in UTC.
+        for provider in DAILY_SCHEDULED:
+            hour, minute = CADENCES[provider].settled_at_utc(SETTLE_SECONDS[provider])
+            self.statement_rule(
+                f"StatementDailySchedule{provider.capitalize()}",
+                events.Schedule.cron(hour=str(hour), minute=str(minute)),
+                (provider,),
+            )
+
+    def statement_rule(
+        self, construct_id: str, schedule: events.Schedule, providers: tuple[str, ...]
+    ) -> None:
         events.Rule(
             self,
-            "StatementSchedule",
-            schedule=events.Schedule.rate(STATEMENT_EVERY),
+            construct_id,
+            schedule=schedule,
             targets=[
                 targets.LambdaFunction(
                     self.statement,
                     event=events.RuleTargetInput.from_object({"provider": provider}),
                     retry_attempts=2,
                 )
-                for provider in SCHEDULED_STATEMENTS
+                for provider in providers
             ],
         )
 

@@ -105,11 +105,12 @@ def each_api_type(
     return api_type, prod if api_type is ApiType.HTTP else dev_with_waf
 
 
-def scheduled_targets(synth: Synthesized) -> dict[str, str]:
-    """Each schedule's function by its logical id, with the rule's expression. A rule that
-    starts the reconciliation's state machine runs the function its tasks invoke."""
+def scheduled_targets(synth: Synthesized) -> list[tuple[str, str]]:
+    """Each schedule's function by its logical id, with the rule's expression (a function on
+    several rules, the statement's hourly and daily, once per rule). A rule that starts the
+    reconciliation's state machine runs the function its tasks invoke."""
     machines = synth.resources("AWS::StepFunctions::StateMachine")
-    targets: dict[str, str] = {}
+    targets: list[tuple[str, str]] = []
     for rule in synth.resources("AWS::Events::Rule").values():
         arn = rule["Properties"]["Targets"][0]["Arn"]
         if "Ref" in arn:
@@ -117,5 +118,5 @@ def scheduled_targets(synth: Synthesized) -> dict[str, str]:
             [function_id] = {part["Fn::GetAtt"][0] for part in definition if "Fn::GetAtt" in part}
         else:
             function_id = arn["Fn::GetAtt"][0]
-        targets[function_id] = rule["Properties"]["ScheduleExpression"]
+        targets.append((function_id, rule["Properties"]["ScheduleExpression"]))
     return targets

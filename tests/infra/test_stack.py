@@ -342,14 +342,41 @@ def test_each_provider_has_a_secret_and_ingest_knows_its_name(prod: Synthesized)
 
 def test_sweeper_and_reconciliation_run_on_schedules(prod: Synthesized) -> None:
     # (the reconciliation's schedule starts its state machine, which runs the function)
-    schedules = {(every, function_id) for function_id, every in scheduled_targets(prod).items()}
+    schedules = {(every, function_id) for function_id, every in scheduled_targets(prod)}
 
     assert schedules == {
         ("rate(5 minutes)", logical_id(prod, "AWS::Lambda::Function", "Sweeper")),
         ("rate(1 hour)", logical_id(prod, "AWS::Lambda::Function", "Reconciliation")),
         ("rate(5 minutes)", logical_id(prod, "AWS::Lambda::Function", "Waiting")),
         ("rate(1 hour)", logical_id(prod, "AWS::Lambda::Function", "Statement")),
+        ("cron(15 3 * * ? *)", logical_id(prod, "AWS::Lambda::Function", "Statement")),
     }
+
+
+def statement_rules(synth: Synthesized) -> dict[str, list[dict[str, Any]]]:
+    """The statement function's rules by schedule expression: each target's input, parsed."""
+    statement = logical_id(synth, "AWS::Lambda::Function", "Statement")
+    return {
+        rule["Properties"]["ScheduleExpression"]: [
+            json.loads(target["Input"]) for target in rule["Properties"]["Targets"]
+        ]
+        for rule in synth.resources("AWS::Events::Rule").values()
+        if rule["Properties"]["Targets"][0]["Arn"] == {"Fn::GetAtt": [statement, "Arn"]}
+    }
+
+
+def test_stripe_and_mercado_pago_are_read_hourly_and_asaas_once_a_day_after_brazil_s_day(
+    prod: Synthesized,
+) -> None:
+    rules = statement_rules(prod)
+
+    # Then one hourly rule reads Stripe and Mercado Pago, a run each
+    assert rules["rate(1 hour)"] == [{"provider": "stripe"}, {"provider": "mercadopago"}]
+    # And Asaas is read by a daily rule of its own, at 03:15 UTC: Brazil's midnight (UTC-3)
+    # plus Asaas's 5 minutes of settle lag, at the next quarter hour, so the run reads the day
+    # that just ended whole
+    assert rules["cron(15 3 * * ? *)"] == [{"provider": "asaas"}]
+    assert set(rules) == {"rate(1 hour)", "cron(15 3 * * ? *)"}
 
 
 def test_alarms_cover_what_the_runbook_lists_and_notify_sns(prod: Synthesized) -> None:

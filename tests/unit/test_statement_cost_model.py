@@ -26,8 +26,10 @@ from costmodel.statement import (
     PROVIDERS_A_RUN,
     TIMEOUT_SECONDS,
     StatementModel,
+    days_read_of_each_day,
     hours_read_of_each_day_hour,
     hours_read_of_each_hour,
+    period_seconds,
 )
 from devstack.capacity import Units
 from tests.functional.test_statement_stripe import STATEMENT_REQUESTS
@@ -103,11 +105,40 @@ def _twice(sample: Sample) -> Sample:
     return doubled
 
 
-def test_each_hour_of_a_providers_books_is_read_again_by_the_edges_or_the_whole_day() -> None:
-    # Stripe and Mercado Pago: the hour, ten minutes before it, five after (the settle lag)
+def test_each_hour_of_a_providers_books_is_read_again_by_the_edges_or_each_day_once() -> None:
+    # Stripe and Mercado Pago, hourly: the hour, ten minutes before it, five after (the settle
+    # lag)
+    assert (period_seconds("stripe"), period_seconds("mercadopago")) == (3600, 3600)
     assert hours_read_of_each_hour() == pytest.approx(1.25)
-    # Asaas: each pass reads the day so far (and the first of a day, the day before too)
+    # Asaas, daily: each day once, without edges; hourly, each pass would read the day so far
+    # (and the first of a day, the day before too)
+    assert period_seconds("asaas") == 86_400
+    assert days_read_of_each_day() == 1
     assert 12.5 < hours_read_of_each_day_hour() < 14
+
+
+def test_asaas_s_daily_pass_asks_for_each_payment_once_and_spends_its_quota_in_one_window(
+    statement: StatementModel,
+) -> None:
+    # Given Asaas's read: 2.1 lines a payment, 100 a page, each payment named read once, half
+    # of them (card payments, credited a month later) asked for once more by the match
+    read = statement.reads["asaas"]
+    assert read.reads_of_each_row == 1
+    assert read.calls_per_payment() == pytest.approx(2.1 / 100 + 1 + 0.5)
+    # And process's reads of each payment (its receipt, a card's confirmation, each refund)
+    assert read.process_calls_per_payment == pytest.approx(1.6)
+
+    # Then the quota's 12 hours hold a whole day's pass: twice the day's average, with
+    # process's own reads
+    load = statement.load("asaas", 0.1)
+    assert load.api_calls_per_second == pytest.approx(0.1 * (2 * read.calls_per_payment() + 1.6))
+    # and the quota carries the payments a day that make exactly 25,000 calls in 12 hours
+    most = load.payments_a_day_within_limit
+    assert most is not None
+    at_limit = most / 86_400
+    assert statement.load("asaas", 0.99 * at_limit).within_rate_limit
+    assert not statement.load("asaas", 1.01 * at_limit).within_rate_limit
+    assert 43_200 * (at_limit * (2 * read.calls_per_payment() + 1.6)) == pytest.approx(25_000)
 
 
 def test_the_api_verdict_turns_at_the_providers_rate_limit(statement: StatementModel) -> None:
@@ -120,21 +151,22 @@ def test_the_api_verdict_turns_at_the_providers_rate_limit(statement: StatementM
     # Then just under that rate the pass is within it, just over it is not
     assert statement.load("stripe", 0.99 * at_limit).within_rate_limit
     assert not statement.load("stripe", 1.01 * at_limit).within_rate_limit
-    # and Asaas's 12-hour quota is exceeded from a few payments a minute
-    assert not statement.load("asaas", 0.1).within_rate_limit
+    # and Asaas's 12-hour quota, read daily, is exceeded from a few payments a minute
+    assert statement.load("asaas", 0.1).within_rate_limit
+    assert not statement.load("asaas", 0.2).within_rate_limit
     assert statement.load("mercadopago", 1000).within_rate_limit  # no published limit
 
 
-def test_one_invocation_keeps_up_until_the_hours_work_exceeds_its_budget(
+def test_one_invocation_keeps_up_until_a_runs_work_exceeds_its_budget(
     statement: StatementModel,
 ) -> None:
     for provider in PROVIDERS_A_RUN:
         most = statement.load(provider, 1).payments_per_second_one_invocation_keeps_up_with
         under, over = statement.load(provider, 0.99 * most), statement.load(provider, 1.01 * most)
         assert under.keeps_up
-        assert under.work_seconds_an_hour <= TIMEOUT_SECONDS
+        assert under.work_seconds_a_run <= TIMEOUT_SECONDS
         assert not over.keeps_up
-        assert over.invocations_an_hour_needed == 2
+        assert over.invocations_a_run_needed == 2
     # Slower DynamoDB calls: fewer payments a second one invocation keeps up with
     slow = replace(
         statement, latency=lambda service, operation: 2 * statement.latency(service, operation)
