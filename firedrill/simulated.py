@@ -48,10 +48,12 @@ def simulated_story(order: str, at: int, seed: int) -> Story:
     rng.shuffle(posts)
     cut = rng.randint(1, len(posts))
     phases = [phase for phase in (posts[:cut], posts[cut:]) if phase]
-    kind = f"simulated {simulator.provider}: {', '.join(moves)}"
+    through = " orders" if getattr(simulator, "orders_api", False) else ""
+    kind = f"simulated {simulator.provider}{through}: {', '.join(moves)}"
     story = Story(kind, order, phases, _expected(simulator.books, sum(p.copies for p in posts)))
     if isinstance(simulator, MercadoPagoSimulator):
         [story.mercadopago_payment] = simulator.payments_listed().values()
+        story.mercadopago_order = next(iter(simulator.orders_listed().values()), None)
     if isinstance(simulator, AsaasSimulator):
         story.asaas_payments = simulator.payments_listed()
     if (
@@ -87,6 +89,8 @@ def _simulator(rng: random.Random, order: str, at: int) -> Simulator:
         # Checkout (card, boleto or Pix later, expired) on basil: its refunds name themselves.
         lambda: StripeCheckout(order, amount, ApiVersion.BASIL, at),
         lambda: MercadoPagoSimulator(order, amount, at),
+        # A merchant on the Orders API, its first card refused and retried in the same order
+        lambda: MercadoPagoSimulator(order, amount, at, orders_api=True, retried=True),
         lambda: AsaasSimulator(order, amount, at),
     ]
     return rng.choice(makers)()
@@ -94,7 +98,9 @@ def _simulator(rng: random.Random, order: str, at: int) -> Simulator:
 
 def _post(simulator: Simulator, webhook: Webhook, rng: random.Random) -> Post:
     query = {}
-    if isinstance(simulator, MercadoPagoSimulator):
+    if isinstance(simulator, MercadoPagoSimulator) and simulator.orders_api:
+        query = {"data.id": simulator.order_ref, "type": "order"}
+    elif isinstance(simulator, MercadoPagoSimulator):
         query = {"data.id": str(simulator.payment_id), "type": "payment"}
     return Post(webhook.provider, webhook.body, query, copies=rng.choice([1, 1, 2]))
 

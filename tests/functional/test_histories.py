@@ -9,6 +9,7 @@ reproduces it, as steps of this machine, ready to paste into a regression test.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import time
@@ -112,6 +113,7 @@ class ProviderHistories(RuleBasedStateMachine):
         installments=st.sampled_from([1, 2, 3]),
         mismap=st.sampled_from(["none", "none", "none", "halved", "elsewhere"]),
         unheard=st.sampled_from([False] * 7 + [True]),
+        orders_api=st.sampled_from([False, False, "retried", "first try"]),
     )
     def open_account(
         self,
@@ -124,6 +126,7 @@ class ProviderHistories(RuleBasedStateMachine):
         installments: int,
         mismap: str,
         unheard: bool,
+        orders_api: bool | str,
     ) -> None:
         order = unique("ord")
         simulator: Simulator
@@ -160,8 +163,14 @@ class ProviderHistories(RuleBasedStateMachine):
         elif provider == "mercadopago" and several:
             simulator = two_cards(order, amount, T0)
         elif provider == "mercadopago":
+            # Through the payments API, or the Orders API (its first card refused, or not)
             simulator = MercadoPagoSimulator(
-                order, amount, T0, buyer_wins_mediations=_DRAWS_MEDIATION_LOST_BY_REFUND
+                order,
+                amount,
+                T0,
+                buyer_wins_mediations=_DRAWS_MEDIATION_LOST_BY_REFUND,
+                orders_api=bool(orders_api),
+                retried=orders_api == "retried",
             )
         else:
             # One payment, or an installment plan: each installment a payment of the order
@@ -629,4 +638,36 @@ def test_a_stripe_order_carries_its_fees_and_net_from_the_balance() -> None:
     assert (order["fee_total"], order["net_total"]) == (
         239 + 1500,
         5000 - 239 - 2000 - 5000 - 1500 + 2000,
+    )
+
+
+@pytest.mark.parametrize("unheard", [False, True])
+def test_an_order_of_the_orders_api_retried_refunded_and_charged_back_holds_the_true_books(
+    unheard: bool,
+) -> None:
+    # Given a merchant on Mercado Pago's Orders API: a card refused then retried in the same
+    # order, a refund of part, then a chargeback; its notifications on topic `order` delivered,
+    # or none ever arriving (the payments search alone can book it then)
+    simulator = MercadoPagoSimulator(unique("ord"), 5000, T0, orders_api=True, retried=True)
+    history = _history(simulator)
+    history.unheard = unheard
+    for move in ("approve", "refund", "chargeback"):
+        names = [n for n, _ in simulator.moves(history.rng)]
+        history.move(names.index(next(n for n in names if n.startswith(move))))
+
+    # When the history settles
+    history.settle()
+
+    # Then the ledger holds the merchant's true books: paid once, the refund, and what the
+    # chargeback withdrew (what the refund left); every webhook named the order, not a payment
+    assert history.violations() == []
+    books = simulator.books
+    assert (books.paid, books.disputed) == (5000, 5000 - books.refunded)
+    assert 0 < books.refunded < 5000 or books.disputed == 0
+    assert {json.loads(w.body)["type"] for w in history.sent} == {"order"}
+    state = history.pipeline.world.order(simulator.order_id)
+    assert (state["paid_total"], state["refunded_total"], state.get("disputed_total", 0)) == (
+        books.paid,
+        books.refunded,
+        books.disputed,
     )

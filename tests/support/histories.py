@@ -45,6 +45,7 @@ from functions.shared.domain import (
     financial_status,
 )
 from functions.shared.outbox import OutboxItem, OutboxStatus
+from functions.shared.providers.mercadopago import Notification
 from functions.shared.providers.stripe import ListedBalanceTransaction
 from functions.statement import asaas as asaas_statement
 from functions.statement.lines import Line
@@ -164,6 +165,7 @@ class History:
         for payment in self._payments():
             if isinstance(payment, MercadoPagoSimulator):
                 self.pipeline.apis.payments.update(payment.payments_listed())
+                self.pipeline.apis.orders.update(payment.orders_listed())
             if isinstance(payment, AsaasSimulator):
                 self.pipeline.apis.asaas_payments.update(payment.payments_listed())
 
@@ -663,7 +665,12 @@ def _entries_against(counted: Counter[str], movements: list[str]) -> list[str]:
 
 
 def _event_identity(webhook: Webhook) -> str:
-    return str(json.loads(webhook.body).get("id", ""))
+    """The id ingest's envelope gives the message (a Mercado Pago order's notification has none
+    of its own: its order's version names it)."""
+    body = json.loads(webhook.body)
+    if webhook.provider == "mercadopago":
+        return Notification.model_validate(body).event_id
+    return str(body.get("id", ""))
 
 
 def emptied(pipeline: Pipeline) -> None:
