@@ -27,6 +27,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from functions.process.asaas_api import BASE_URL as ASAAS_BASE_URL
 from functions.process.asaas_api import AsaasApi, AsaasApiNotConfiguredError
 from functions.process.asaas_cash import LedgerCash
+from functions.process.eventbridge import stripe_event_of
 from functions.process.mercadopago_api import BASE_URL as MERCADOPAGO_BASE_URL
 from functions.process.mercadopago_api import MercadoPagoApi
 from functions.process.mercadopago_disputes import LedgerDisputes
@@ -49,6 +50,7 @@ from functions.shared.money import InvalidFieldError
 from functions.shared.observability import powertools, with_request_id
 from functions.shared.providers import Interpreters
 from functions.shared.providers.mercadopago import DisputeBooks, nothing_booked
+from functions.shared.settings import PaymentMode
 
 logger, tracer, metrics = powertools("process")
 SECRET_CACHE_SECONDS = 300
@@ -153,7 +155,15 @@ def handle_message(
 ) -> list[Processed]:
     with _record_keys(record):
         try:
-            results = processor.process(_provider_of(record), record.body)
+            message = _message_of(record)
+            if _of_the_other_mode(record, message):
+                _count(Outcome.IGNORED)
+                logger.info(
+                    "event of the other payment mode: ignored",
+                    extra={"outcome": Outcome.IGNORED.value, "event_id": message.event_id},
+                )
+                return []
+            results = processor.process(message.provider, message.body)
             if waiting is not None:
                 # Inside: a watch that could not be written is retried (and logged) like the
                 # rest of the record, whose entries are duplicates the second time.
@@ -260,7 +270,12 @@ def park_after_receives() -> int:
 
 
 def _message_of(record: SQSRecord) -> Message:
+    """The ingest -> process message; a Stripe event EventBridge delivered carries no
+    attributes (functions/process/eventbridge.py) and is read as ingest would have sent it."""
     attributes = record.message_attributes
+    if attributes["provider"] is None:
+        carried = stripe_event_of(record.body)
+        return Message("stripe", carried.body, carried.event_id, carried.event_type)
 
     def text(name: str) -> str:
         value = attributes[name]
@@ -269,6 +284,15 @@ def _message_of(record: SQSRecord) -> Message:
     return Message(
         _provider_of(record), record.body, text("event_id") or record.message_id, text("event_type")
     )
+
+
+def _of_the_other_mode(record: SQSRecord, message: Message) -> bool:
+    """A Stripe event EventBridge delivered whose `livemode` is not the stack's (ingest
+    checks a webhook's)."""
+    if record.message_attributes["provider"] is not None:
+        return False
+    live = ProcessSettings.from_env().payment_mode is PaymentMode.LIVE
+    return stripe_event_of(record.body).livemode is not live
 
 
 def _provider_of(record: SQSRecord) -> str:
