@@ -18,6 +18,24 @@ PROVIDERS: Final = ("stripe", "mercadopago", "asaas")
 PRODUCTION: Final = "prod"
 
 
+class StripeIngress(StrEnum):
+    WEBHOOK = "webhook"
+    EVENTBRIDGE = "eventbridge"
+    BOTH = "both"
+
+    @property
+    def by_webhook(self) -> bool:
+        return self is not StripeIngress.EVENTBRIDGE
+
+    @property
+    def by_eventbridge(self) -> bool:
+        return self is not StripeIngress.WEBHOOK
+
+
+# The name of the partner event source Stripe's event destination creates.
+STRIPE_EVENT_SOURCE: Final = re.compile(r"aws\.partner/stripe\.com/[A-Za-z0-9_.-]{1,200}")
+
+
 class ConfigError(ValueError):
     """A deployment asked for something that cannot work; the message says how to fix it."""
 
@@ -88,8 +106,21 @@ class StackConfig:
     # One deploy of a stack from before the `changed` index keeps the old `changes`
     # (docs/deploy.md).
     keep_changes_index: bool = False
+    # How Stripe's events reach the stack: its webhook endpoint, an EventBridge event
+    # destination (the partner event source `stripe_event_source`), or both at once.
+    stripe_ingress: StripeIngress = StripeIngress.WEBHOOK
+    stripe_event_source: str | None = None
 
     def __post_init__(self) -> None:
+        if self.stripe_ingress is not StripeIngress.WEBHOOK and not (
+            self.stripe_event_source and STRIPE_EVENT_SOURCE.fullmatch(self.stripe_event_source)
+        ):
+            raise ConfigError(
+                f"stripeIngress={self.stripe_ingress.value} needs -c stripeEventSource="
+                "aws.partner/stripe.com/<the event destination's id>, the partner event source"
+                " Stripe created in this account (EventBridge > Partner event sources), not "
+                f"{self.stripe_event_source!r}"
+            )
         if self.stage == PRODUCTION and not (self.alarm_email or self.allow_no_alarm_subscription):
             raise ConfigError(
                 "stage prod needs someone to receive its alarms: pass"
@@ -181,6 +212,9 @@ class StackConfig:
             outbox_give_up_hours=number("outboxGiveUpHours", settings.DEFAULT_OUTBOX_GIVE_UP_HOURS),
             xray_sampling=_share("xraySampling", get("xraySampling"), DEFAULT_XRAY_SAMPLING),
             keep_changes_index=flag("keepChangesIndex"),
+            stripe_ingress=_choice("stripeIngress", get("stripeIngress"), StripeIngress)
+            or StripeIngress.WEBHOOK,
+            stripe_event_source=get("stripeEventSource"),
         )
 
 
@@ -237,7 +271,7 @@ def _share(name: str, value: object, default: float) -> float:
         raise ConfigError(f"{name} must be a number between 0 and 1, not {value!r}") from exc
 
 
-E = TypeVar("E", ApiType, PaymentMode)
+E = TypeVar("E", ApiType, PaymentMode, StripeIngress)
 
 
 def _choice(name: str, value: str | None, choices: type[E]) -> E | None:

@@ -28,7 +28,8 @@ class UmavezStack(cdk.Stack):
             self,
             "Webhooks",
             ingest=self.pipeline.ingest,
-            providers=PROVIDERS,
+            # Stripe by EventBridge alone has no public endpoint.
+            providers=[p for p in PROVIDERS if p != "stripe" or config.stripe_ingress.by_webhook],
             api_type=config.api_type,
             waf=config.waf,
             provider_ip_allow_list=config.provider_ip_allow_list,
@@ -95,6 +96,9 @@ class UmavezStack(cdk.Stack):
         outputs["Stage"] = config.stage
         outputs["ApiType"] = config.api_type.value  # a REST stage needs the region's log role
         outputs["ProcessMaxConcurrency"] = str(config.process_max_concurrency)
+        if self.pipeline.stripe_bus is not None and config.stripe_event_source:
+            # What preflight checks exists and is associated (the bus is named after it).
+            outputs["StripeEventSource"] = config.stripe_event_source
         if config.email_sender:
             outputs["EmailSender"] = config.email_sender
         if config.email_configuration_set:

@@ -63,6 +63,7 @@ class Pipeline(Construct):
             notify_signing=bool(config.notify_url),
         )
         self.bus = events.EventBus(self, "Bus", description="umavez domain events")
+        self.stripe_bus = self._stripe_by_eventbridge(config)
         layer = powertools_layer(self)
         # Each function's environment is written from its settings model (the names are
         # spelled there once, and the function reads the same model).
@@ -422,6 +423,33 @@ class Pipeline(Construct):
                 for provider in providers
             ],
         )
+
+    def _stripe_by_eventbridge(self, config: StackConfig) -> events.EventBus | None:
+        """With `-c stripeIngress=eventbridge|both`: the partner event bus of Stripe's event
+        destination (its name is the partner event source's, which it associates), and a
+        rule that takes every event of that source to the webhook queue, EventBridge's envelope
+        as the body (functions/process/eventbridge.py). What EventBridge cannot deliver within a
+        day goes to the webhook DLQ, alarmed and redriven like any dead letter."""
+        source = config.stripe_event_source
+        if not config.stripe_ingress.by_eventbridge or source is None:
+            return None
+        bus = events.EventBus(self, "StripeBus", event_source_name=source)
+        events.Rule(
+            self,
+            "StripeEvents",
+            description="Stripe's events from its EventBridge destination to the webhook queue",
+            event_bus=bus,
+            event_pattern=events.EventPattern(source=[source]),
+            targets=[
+                targets.SqsQueue(
+                    self.queues.queue,
+                    dead_letter_queue=self.queues.dead_letters,
+                    max_event_age=cdk.Duration.hours(24),
+                    retry_attempts=185,
+                )
+            ],
+        )
+        return bus
 
 
 def grant(function: lambda_.Function, actions: list[str], resources: list[str]) -> None:
