@@ -34,6 +34,11 @@ STRIPE_DEVELOPMENT_API_KEY = "rk_test_local_development_only"
 ASAAS_DEVELOPMENT_API_KEY = "aact_local_development_only_not_a_key"
 ASAAS_API_KEY_SECRET = "umavez/local/asaas/api-key"
 EMAIL_SENDER = "loja@example.com"
+# Stripe's EventBridge event destination, played locally: events from this partner source on
+# a bus that stands for its partner event bus (moto routes no rule of a bus whose name has the
+# source's slashes, so the stand-in has a plain name), ruled to the webhook queue as deployed.
+LOCAL_STRIPE_EVENT_SOURCE = "aws.partner/stripe.com/ed_test_local_umavez"
+LOCAL_STRIPE_BUS = "umavez-local-stripe-partner"
 # Short on purpose: locally, a failed record is retried after seconds, not minutes.
 LOCAL_VISIBILITY_TIMEOUT_SECONDS = 3
 
@@ -195,6 +200,17 @@ def provision(endpoint_url: str, names: TableNames | None = None) -> LocalResour
     events.put_targets(
         Rule="sink", EventBusName=bus_name, Targets=[{"Id": "q", "Arn": _arn(sqs, sink_queue_url)}]
     )
+    events.create_event_bus(Name=LOCAL_STRIPE_BUS)
+    events.put_rule(
+        Name="stripe-events",
+        EventBusName=LOCAL_STRIPE_BUS,
+        EventPattern=json.dumps({"source": [LOCAL_STRIPE_EVENT_SOURCE]}),
+    )
+    events.put_targets(
+        Rule="stripe-events",
+        EventBusName=LOCAL_STRIPE_BUS,
+        Targets=[{"Id": "webhooks", "Arn": _arn(sqs, queue_url)}],
+    )
     client("sesv2", endpoint_url).create_email_identity(EmailIdentity=EMAIL_SENDER)
     secrets = client("secretsmanager", endpoint_url)
     secret_names = {}
@@ -226,3 +242,27 @@ def provision(endpoint_url: str, names: TableNames | None = None) -> LocalResour
 def _arn(sqs: Any, queue_url: str) -> str:
     attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])
     return str(attributes["Attributes"]["QueueArn"])
+
+
+def put_stripe_event(endpoint_url: str, event: str) -> str:
+    """Puts a Stripe event on the local partner bus as Stripe's EventBridge destination does
+    (source the partner event source, detail-type the event's type, detail the event); the
+    entry's id. Raises ValueError if the body is no Stripe event, RuntimeError if the bus
+    refused it."""
+    detail = json.loads(event)
+    if not isinstance(detail, dict) or detail.get("object") != "event" or not detail.get("type"):
+        raise ValueError('not a Stripe event: it needs "object": "event" and a type')
+    answer = client("events", endpoint_url).put_events(
+        Entries=[
+            {
+                "Source": LOCAL_STRIPE_EVENT_SOURCE,
+                "DetailType": str(detail["type"]),
+                "Detail": event,
+                "EventBusName": LOCAL_STRIPE_BUS,
+            }
+        ]
+    )
+    [entry] = answer["Entries"]
+    if answer.get("FailedEntryCount") or "EventId" not in entry:
+        raise RuntimeError(f"the local Stripe bus refused the event: {entry}")
+    return str(entry["EventId"])

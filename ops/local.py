@@ -28,6 +28,7 @@ from devstack.resources import (
     STRIPE_DEVELOPMENT_API_KEY,
     WEBHOOK_QUEUE_NAME,
     client,
+    put_stripe_event,
 )
 from devstack.sink import SINK_TABLE, sink_counts
 from devstack.stack import RECONCILE_EVERY_SECONDS as LOCAL_RECONCILE_EVERY_SECONDS
@@ -63,6 +64,7 @@ __all__ = [
     "Providers",
     "client",
     "embedded_drain_seconds",
+    "put_stripe_event",
     "register_asaas_payment",
     "register_mercadopago_order",
     "register_mercadopago_payment",

@@ -162,7 +162,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "waits until process has handled it and prints its order as `show order` does. "
         "Mercado Pago: EVENT_FILE is a payment as GET /v1/payments/{id} answers it; it is "
         "registered with the fake Mercado Pago API and its notification is sent "
-        "(payment.created, or payment.updated if the fake knew the payment). "
+        "(payment.created, or payment.updated if the fake knew the payment); an order of the "
+        "Orders API likewise, notified on topic order. Stripe with --via eventbridge: put on "
+        "the local stack's Stripe partner bus, as Stripe's EventBridge destination does. "
         "Exit status: 0 processed, 1 refused or not processed in time, 2 a bad file.",
     )
     send.add_argument("event_file", type=Path)
@@ -171,6 +173,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--url", default=None, help=f"default: http://127.0.0.1:{DEFAULT_PORT}/webhooks/PROVIDER"
     )
     send.add_argument("--secret", default=None, help="default: the local development secret")
+    send.add_argument(
+        "--via",
+        default="webhook",
+        choices=["webhook", "eventbridge"],
+        help="Stripe: its webhook (default), or its EventBridge destination (the local bus "
+        "at --endpoint-url)",
+    )
     send.add_argument(
         "--api-url",
         default=LOCAL_PROVIDER_APIS,

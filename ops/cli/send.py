@@ -23,6 +23,9 @@ def send(args: argparse.Namespace) -> int:
     from ops.local import DEVELOPMENT_SECRETS, DeliveryLog, Post, Providers
     from ops.send import EventFileError
 
+    if args.via == "eventbridge" and args.provider != "stripe":
+        print("--via eventbridge is Stripe's: nothing sent", file=sys.stderr)
+        return 2
     try:
         body, payment = _event_to_send(args)
         asaas_payment = send_module.read_asaas(body) if args.provider == "asaas" else None
@@ -46,6 +49,8 @@ def send(args: argparse.Namespace) -> int:
     except _NotSentError as exc:
         print(f"{exc}; nothing sent", file=sys.stderr)
         return 1
+    if args.via == "eventbridge":
+        return _put_on_the_bus(args, body, outcomes, tracked)
     log = DeliveryLog()
     providers = Providers(base, {args.provider: secret}, log)
     statuses = providers.deliver(Post(args.provider, body, query))
@@ -56,6 +61,26 @@ def send(args: argparse.Namespace) -> int:
     if log.ignored_event_ids:
         print("acknowledged and not enqueued: the event's mode is not the stack's (ignored)")
         return 0
+    if outcomes is None or tracked is None:
+        return 0
+    return outcomes.report(tracked)
+
+
+def _put_on_the_bus(
+    args: argparse.Namespace, body: str, outcomes: _Outcomes | None, tracked: list[Tracked] | None
+) -> int:
+    """The event put on the local Stripe partner bus, whose rule takes it to the webhook
+    queue as Stripe's EventBridge destination would; then its order, as for a webhook."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from ops.local import put_stripe_event
+
+    try:
+        entry = put_stripe_event(args.endpoint_url, body)
+    except (BotoCoreError, ClientError, RuntimeError) as exc:
+        print(f"{exc}; nothing sent", file=sys.stderr)
+        return 1
+    print(f"stripe {args.event_file.name}: put on the local Stripe partner bus (entry {entry})")
     if outcomes is None or tracked is None:
         return 0
     return outcomes.report(tracked)

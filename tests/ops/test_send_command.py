@@ -285,3 +285,38 @@ def test_a_bad_order_file_is_refused_and_nothing_is_sent(
     assert code == 2
     assert "order.transactions.refunds.0.transaction_id" in printed.err
     assert served.sqs_sends() == sends_before
+
+
+def test_send_via_eventbridge_puts_stripes_event_on_the_bus_and_the_webhook_is_a_duplicate(
+    served: Served, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given serve's stack and a Stripe payment for a new order
+    order = f"ord_eb_{uuid.uuid4().hex[:10]}"
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps(stripe_payment(order, uuid.uuid4().hex[:12])))
+
+    # When it is put on the local Stripe partner bus, then sent to the webhook too
+    by_bus = main(["send", "--via", "eventbridge", str(path), *served.options()])
+    printed = capsys.readouterr().out
+    by_webhook = main(["send", str(path), *served.options()])
+
+    # Then the bus's rule took it to process, which paid the order once; the webhook's copy
+    # is a duplicate
+    assert (by_bus, by_webhook) == (0, 0)
+    assert "put on the local Stripe partner bus" in printed
+    assert "processed: applied" in printed
+    shown = show_order(served, order, capsys)
+    assert (shown["status"], shown["totals"]["paid"]) == ("paid", 5000)
+    assert [e["outcome"] for e in shown["effects"]] == ["applied"]
+
+
+def test_send_via_eventbridge_is_stripes_only(
+    served: Served, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "payment.json"
+    path.write_text("{}")
+
+    code = main(["send", "--provider", "asaas", "--via", "eventbridge", str(path)])
+
+    assert code == 2
+    assert "Stripe's" in capsys.readouterr().err
