@@ -18,6 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from firedrill.story import Post, Story
 from functions.ingest.providers.mercadopago import manifest
 from functions.shared.providers.mercadopago import Notification
@@ -37,6 +39,8 @@ class DeliveryLog:
     retries: int = 0
     forged: list[tuple[str, list[int]]] = field(default_factory=list)
     accepted_event_ids: set[str] = field(default_factory=set)
+    # Put on the Stripe partner bus: EventBridge, not ingest, took them to the queue.
+    bus_event_ids: set[str] = field(default_factory=set)
     # Answered 200 with `ignored` (the other payment mode): acknowledged, never enqueued.
     ignored_event_ids: set[str] = field(default_factory=set)
     other_mode_event_ids: set[str] = field(default_factory=set)
@@ -46,8 +50,16 @@ class DeliveryLog:
 class Providers:
     """Signs and posts like Stripe, Mercado Pago and Asaas; retries like them on a timeout/5xx."""
 
-    def __init__(self, base_url: str, secrets: dict[str, str], log: DeliveryLog) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        secrets: dict[str, str],
+        log: DeliveryLog,
+        stripe_bus: Callable[[str], object] | None = None,
+    ) -> None:
         self._base_url = base_url.rstrip("/")
+        # Puts a Stripe event on the stack's Stripe partner bus (the embedded stack's).
+        self._stripe_bus = stripe_bus
         self._secrets = secrets
         self.log = log
         self.slow_bodies: set[bytes] = set()
@@ -62,6 +74,8 @@ class Providers:
         return 0.0
 
     def deliver(self, post: Post) -> list[int]:
+        if post.via_eventbridge:
+            return self._on_the_bus(post)
         if post.slow:
             with self._slow_lock:
                 self.slow_bodies.add(post.body.encode())
@@ -85,6 +99,24 @@ class Providers:
             elif statuses[-1] == 200 and event_id not in self.log.ignored_event_ids:
                 self.log.accepted_event_ids.add(event_id)
         return statuses
+
+    def _on_the_bus(self, post: Post) -> list[int]:
+        """EventBridge takes the event, or the put fails (it is the provider's to retry):
+        200 or 0, as a webhook's answer would say."""
+        if self._stripe_bus is None:
+            raise ValueError("this target has no Stripe partner bus to put events on")
+        try:
+            self._stripe_bus(post.body)
+            status = 200
+        except (OSError, RuntimeError, ValueError, BotoCoreError, ClientError):
+            status = 0  # the put failed: nothing was delivered
+        with self.log.lock:
+            self.log.attempts += 1
+            self.log.by_status[status] += 1
+            if status == 200:
+                self.log.accepted_event_ids.add(_event_id(post))
+                self.log.bus_event_ids.add(_event_id(post))
+        return [status]
 
     def _attempt(self, post: Post, timeout: float) -> int:
         headers, query = self._sign(post)

@@ -102,7 +102,8 @@ def trace_check(
     events = _spread(sorted(log.accepted_event_ids), TRACED_EVENTS)
     for event_id in events:
         journey = trace(event_id, dynamodb, names, logs)
-        problems += _event_problems(journey, counted_by.get(event_id, []), status_of)
+        by_bus = event_id in log.bus_event_ids
+        problems += _event_problems(journey, counted_by.get(event_id, []), status_of, by_bus)
     orders = _spread(sorted({s.order_id for s in stories} & set(state.orders)), TRACED_ORDERS)
     for order_id in orders:
         journey = trace(order_id, dynamodb, names, logs)
@@ -134,12 +135,15 @@ def trace_check(
 
 
 def _event_problems(
-    journey: Journey, counted: list[dict[str, Any]], status_of: dict[str, str]
+    journey: Journey,
+    counted: list[dict[str, Any]],
+    status_of: dict[str, str],
+    by_bus: bool = False,
 ) -> list[str]:
     asked = journey.asked
     stages = {(s.stage, s.outcome) for s in journey.timeline}
     problems = []
-    if ("ingest", "enqueued") not in stages:
+    if ("ingest", "enqueued") not in stages and not by_bus:  # EventBridge enqueued it
         problems.append(f"{asked}: ingest not traced")
     if not any(stage == "process" for stage, _ in stages):
         problems.append(f"{asked}: process not traced")

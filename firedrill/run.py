@@ -18,7 +18,12 @@ from typing import Any, TextIO
 import boto3
 
 from devstack.calls import AwsCall
-from devstack.resources import DEVELOPMENT_SECRETS, STRIPE_DEVELOPMENT_API_KEY, client
+from devstack.resources import (
+    DEVELOPMENT_SECRETS,
+    STRIPE_DEVELOPMENT_API_KEY,
+    client,
+    put_stripe_event,
+)
 from devstack.stack import Drained, EmbeddedStack, Faults
 from firedrill.checks import (
     Check,
@@ -307,7 +312,11 @@ def providers_for(stack: EmbeddedStack, drill: Sequence[Story], log: DeliveryLog
         if story.mercadopago_order:
             stack.provider_apis.orders[story.mercadopago_order["id"]] = story.mercadopago_order
         stack.provider_apis.asaas_payments.update(story.asaas_answers)
-    providers = Providers(stack.front.url, DEVELOPMENT_SECRETS, log)
+
+    def stripe_bus(event: str) -> str:
+        return put_stripe_event(stack.aws.endpoint_url, event)
+
+    providers = Providers(stack.front.url, DEVELOPMENT_SECRETS, log, stripe_bus)
     stack.front.slow_seconds = providers.ingest_delay
     return providers
 

@@ -750,6 +750,33 @@ def asaas_never_notified(order: str, at: int) -> Story:
     )
 
 
+def stripe_through_eventbridge(order: str, at: int) -> Story:
+    """A merchant on Stripe's EventBridge destination and its webhook at once
+    (`stripeIngress=both`): the payment and its refund put on the partner bus (twice, as
+    EventBridge delivers at least once), the payment also posted to the webhook: each booked
+    once."""
+    intent, charge, refund = unique("pi"), unique("ch"), unique("re")
+    paid = stripe.payment_intent_succeeded(order, intent, 5000, at, charge)
+    refunded = stripe.refund_created(intent, refund, 2000, at + 60, charge)
+    return Story(
+        "stripe through EventBridge and its webhook",
+        order,
+        [
+            [Post("stripe", paid, via_eventbridge=True), Post("stripe", paid)],
+            [
+                Post("stripe", refunded, via_eventbridge=True),
+                Post("stripe", refunded, via_eventbridge=True),
+            ],
+        ],
+        Expected(
+            "partially_refunded",
+            paid=5000,
+            refunded=2000,
+            effects={("order.paid", intent), ("order.refunded", refund)},
+        ),
+    )
+
+
 def _order_of_orders_api(order: str, at: int, fixture: str) -> dict[str, Any]:
     """An order of Mercado Pago's Orders API for `order`, created at `at` and changed ten
     minutes later, its transactions with ids of their own."""
@@ -907,6 +934,7 @@ KINDS: tuple[Callable[[str, int], Story], ...] = (
     asaas_never_notified,
     mercadopago_order_retried_and_refunded,
     mercadopago_order_and_its_payment,
+    stripe_through_eventbridge,
 )
 
 

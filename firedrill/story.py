@@ -24,6 +24,9 @@ class Post:
     # Authentic but of the other payment mode (a live event on this test stack): answered 200,
     # never enqueued, never applied.
     other_mode: bool = False
+    # Stripe's event through its EventBridge destination (put on the partner bus) instead of
+    # its webhook: no HTTP, no signature.
+    via_eventbridge: bool = False
 
 
 @dataclass
