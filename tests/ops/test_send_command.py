@@ -291,9 +291,11 @@ def test_send_via_eventbridge_puts_stripes_event_on_the_bus_and_the_webhook_is_a
     served: Served, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Given serve's stack and a Stripe payment for a new order
-    order = f"ord_eb_{uuid.uuid4().hex[:10]}"
+    order, suffix = f"ord_eb_{uuid.uuid4().hex[:10]}", uuid.uuid4().hex[:12]
+    event = stripe_payment(order, suffix)
+    event["data"]["object"]["latest_charge"] = f"ch_{suffix}"  # a charge of its own
     path = tmp_path / "event.json"
-    path.write_text(json.dumps(stripe_payment(order, uuid.uuid4().hex[:12])))
+    path.write_text(json.dumps(event))
 
     # When it is put on the local Stripe partner bus, then sent to the webhook too
     by_bus = main(["send", "--via", "eventbridge", str(path), *served.options()])
