@@ -178,3 +178,28 @@ def test_versions_later_on_the_newest_known_day_or_before_it_are_known() -> None
     # When read without a field the map defaults, then neither is refused
     for version in (NEWEST_KNOWN_API_VERSION[:10], "2025-07-30.basil", "2024-06-20"):
         interpret(on_version("refund.created", version, without("status")))
+
+
+DAHLIA_SHAPES = (
+    "payment_intent.succeeded",
+    "charge.succeeded",
+    "charge.refunded",
+    "refund.created",
+    "refund.updated.canceled",
+    "charge.dispute.created",
+    "charge.dispute.closed.lost",
+    "checkout.session.completed.card",
+    "invoice.paid",
+    "invoice_payment.paid",
+)
+
+
+@pytest.mark.parametrize("fixture", DAHLIA_SHAPES)
+def test_a_payload_as_dahlia_shapes_it_books_what_its_clover_shape_books(fixture: str) -> None:
+    # Given the same movement as dahlia sends it (its Checkout `ui_mode` renamed, fields added)
+    # and as clover does
+    dahlia = json.loads(fixture_text(f"{fixture}.dahlia"))
+    assert dahlia["api_version"] == "2026-03-25.dahlia"
+
+    # When both are read, then they book the same (no field umavez reads changed)
+    assert interpret(fixture_text(f"{fixture}.dahlia")) == interpret(fixture_text(fixture))
