@@ -429,14 +429,14 @@ def test_a_checkout_session_books_what_was_paid_through_it(
         (("renewal opened", "renewal paid out of band"), 5000),
     ],
 )
-@pytest.mark.parametrize("version", [ApiVersion.BASIL, ApiVersion.LEGACY])
+@pytest.mark.parametrize("version", [ApiVersion.DAHLIA, ApiVersion.BASIL, ApiVersion.LEGACY])
 @pytest.mark.parametrize("via_checkout", [False, True])
 def test_a_subscription_books_each_invoice_paid_through_stripe(
     renewal: tuple[str, ...], paid: int, version: ApiVersion, via_checkout: bool
 ) -> None:
     # Given an order billed by a Stripe subscription (the order on the subscription, copied to
     # each invoice; or on the Checkout Session that started it only), its first invoice paid;
-    # invoices in basil's shapes or older ones
+    # invoices in basil's shapes (basil to dahlia) or older ones
     simulator = StripeSubscription(
         unique("ord"), 5000, T0, api_version=version, via_checkout=via_checkout
     )

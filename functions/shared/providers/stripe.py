@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, ClassVar, Final, TypeVar, get_args
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
@@ -29,6 +29,7 @@ from functions.shared.domain import (
     movement,
 )
 from functions.shared.errors import MalformedEventError, UmavezError
+from functions.shared.money import InvalidFieldError
 from functions.shared.providers.fields import (
     Currency,
     EpochSeconds,
@@ -43,6 +44,36 @@ ORDER_METADATA_KEY: Final = "order_id"
 # refund arrived only as charge.refunded (refunds embedded until 2022-11-15, then not at all).
 REFUND_EVENTS_FOR_CARDS_SINCE: Final = "2024-10-28"
 REFUNDS_EMBEDDED_UNTIL: Final = "2022-11-15"
+# The API versions this map was checked against, field by field (docs/ledger.md, "Versions
+# read"; https://docs.stripe.com/changelog/clover, https://docs.stripe.com/changelog/dahlia):
+# clover and dahlia changed no field it reads. Dated versions before acacia are read as the
+# notes above say. A delivery on a version newer than the newest is read only where every
+# field it needs is there with the type known (`ApiVersionFieldError` otherwise).
+KNOWN_API_VERSIONS: Final = (
+    "2024-09-30.acacia",
+    "2024-10-28.acacia",
+    "2024-11-20.acacia",
+    "2024-12-18.acacia",
+    "2025-01-27.acacia",
+    "2025-02-24.acacia",
+    "2025-03-31.basil",
+    "2025-04-30.basil",
+    "2025-05-28.basil",
+    "2025-06-30.basil",
+    "2025-07-30.basil",
+    "2025-08-27.basil",
+    "2025-09-30.clover",
+    "2025-10-29.clover",
+    "2025-11-17.clover",
+    "2025-12-15.clover",
+    "2026-01-28.clover",
+    "2026-02-25.clover",
+    "2026-03-25.dahlia",
+    "2026-04-22.dahlia",
+    "2026-05-27.dahlia",
+    "2026-06-24.dahlia",
+)
+NEWEST_KNOWN_API_VERSION: Final = KNOWN_API_VERSIONS[-1]
 REFUND_COUNTS: Final = "succeeded"
 REFUND_REVERSED: Final = frozenset({"failed", "canceled"})
 INQUIRY_STATUSES: Final = frozenset({"warning_needs_response", "warning_under_review"})
@@ -57,6 +88,20 @@ class StripeApiNotConfiguredError(UmavezError):
     the record goes to the DLQ (alarmed) rather than losing the refunds."""
 
 
+class ApiVersionFieldError(InvalidFieldError):
+    """A delivery on an API version newer than any this map was checked against, a field it
+    needs absent or not of the type known: read anyway it could be misread (a renamed amount
+    read as none), so it is refused and dead-lettered, naming the version and the field."""
+
+    def __init__(self, field: str, problem: str, api_version: str) -> None:
+        super().__init__(
+            field,
+            f"{problem} (API {api_version}, newer than the newest umavez reads, "
+            f"{NEWEST_KNOWN_API_VERSION})",
+        )
+        self.api_version = api_version
+
+
 def _empty_if_null(value: object) -> object:
     return {} if value is None else value
 
@@ -66,6 +111,14 @@ Metadata = Annotated[dict[str, str], BeforeValidator(_empty_if_null)]
 
 class _StripeModel(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
+
+    # Fields Stripe leaves out of an object of a known version (the rest it sends, null or
+    # not): on a newer, unknown version every other field must be there to be read.
+    MAY_BE_ABSENT: ClassVar[frozenset[str]] = frozenset()
+
+    @classmethod
+    def needed(cls, payload: Mapping[str, Any]) -> tuple[str, ...]:
+        return tuple(name for name in cls.model_fields if name not in cls.MAY_BE_ABSENT)
 
 
 class StripeEventData(_StripeModel):
@@ -86,6 +139,14 @@ class StripeEvent(_StripeModel):
         """API versions are dates (`2023-10-16`, `2024-10-28.acacia`): compare the date."""
         return self.api_version is None or self.api_version[:10] < version
 
+    @property
+    def api_version_unknown(self) -> bool:
+        """Newer than every version the map was checked against (a statement line, read in
+        the key's version, names none)."""
+        return (
+            self.api_version is not None and self.api_version[:10] > NEWEST_KNOWN_API_VERSION[:10]
+        )
+
 
 class PaymentIntent(_StripeModel):
     id: str = Field(pattern=r"^pi_\w+$")
@@ -98,6 +159,8 @@ class PaymentIntent(_StripeModel):
     receipt_email: str | None = None
     latest_charge: str | None = None
     status: str | None = None
+
+    MAY_BE_ABSENT: ClassVar[frozenset[str]] = frozenset({"receipt_email"})  # moves no money
 
 
 class BillingDetails(_StripeModel):
@@ -131,6 +194,11 @@ class Charge(_StripeModel):
     receipt_email: str | None = None
     billing_details: BillingDetails | None = None
     refunds: RefundList | None = None
+
+    # Refunds are embedded only before 2022-11-15 (or when expanded); an e-mail moves no money.
+    MAY_BE_ABSENT: ClassVar[frozenset[str]] = frozenset(
+        {"refunds", "receipt_email", "billing_details"}
+    )
 
     @property
     def captured_amount(self) -> tuple[int, str]:
@@ -256,6 +324,8 @@ class CheckoutSession(_StripeModel):
     currency: Currency | None = None
     customer_details: CustomerDetails | None = None
 
+    MAY_BE_ABSENT: ClassVar[frozenset[str]] = frozenset({"customer_details"})  # moves no money
+
     @property
     def order_id(self) -> str | None:
         # metadata.order_id is the convention every other object follows here (and what a
@@ -270,6 +340,13 @@ class InvoicePaymentTarget(_StripeModel):
     payment_intent: str | None = None
     charge: str | None = None
 
+    @classmethod
+    def needed(cls, payload: Mapping[str, Any]) -> tuple[str, ...]:
+        # Stripe sends only the field its `type` names; a type of no known meaning needs a
+        # PaymentIntent all the same, so it is refused rather than read as no payment.
+        kind = payload.get("type")
+        return ("type", kind if kind in ("payment_intent", "charge") else "payment_intent")
+
 
 class InvoicePayment(_StripeModel):
     """Basil's link between an invoice and the payment that paid it."""
@@ -283,6 +360,50 @@ class InvoicePayment(_StripeModel):
 
 
 Readings = tuple[Interpretation, ...]
+
+
+def _model_in(annotation: Any) -> type[_StripeModel] | None:
+    """The Stripe model a field holds (itself, in a list or optional), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, _StripeModel):
+        return annotation
+    for argument in get_args(annotation):
+        found = _model_in(argument)
+        if found is not None:
+            return found
+    return None
+
+
+def _first_absent(model: type[_StripeModel], value: object, path: str) -> str | None:
+    """The path of the first field `model` needs that `value` lacks, nested objects too."""
+    if isinstance(value, list):
+        for n, item in enumerate(value):
+            if (absent := _first_absent(model, item, f"{path}.{n}")) is not None:
+                return absent
+        return None
+    if not isinstance(value, Mapping):
+        return None  # null, or an id: its type is pydantic's to judge
+    for name in model.needed(value):
+        at = f"{path}.{name}"
+        if name not in value:
+            return at
+        field = model.model_fields.get(name)
+        nested = _model_in(field.annotation) if field is not None else None
+        if nested is not None and (absent := _first_absent(nested, value[name], at)) is not None:
+            return absent
+    return None
+
+
+_Model = TypeVar("_Model", bound=_StripeModel)
+
+
+def _read(model: type[_Model], event: StripeEvent) -> _Model:
+    """The event's object as `model`; on an API version newer than the known ones, only if
+    every field the model needs is there (absent, it is refused, never read as a default)."""
+    if event.api_version_unknown and event.api_version is not None:
+        absent = _first_absent(model, event.data.object, OBJECT)
+        if absent is not None:
+            raise ApiVersionFieldError(absent, "absent", event.api_version)
+    return model.model_validate(event.data.object)
 
 
 @dataclass(frozen=True)
@@ -307,7 +428,7 @@ def _payment_refs(*object_ids: str | None) -> tuple[str, ...]:
 
 
 def _from_payment_intent(event: StripeEvent, delivery: Delivery) -> Readings:
-    intent = PaymentIntent.model_validate(event.data.object)
+    intent = _read(PaymentIntent, event)
     return (
         Effect(
             delivery=delivery,
@@ -327,7 +448,7 @@ def _from_payment_intent(event: StripeEvent, delivery: Delivery) -> Readings:
 
 
 def _from_charge(event: StripeEvent, delivery: Delivery) -> Readings:
-    charge = Charge.model_validate(event.data.object)
+    charge = _read(Charge, event)
     if not charge.captured:
         return (NoEffect(delivery, "charge authorized but not captured: no money moved yet"),)
     email = charge.receipt_email or (
@@ -370,8 +491,8 @@ def _from_capture_so_far(event: StripeEvent, delivery: Delivery) -> Readings:
 
 def _from_invoice(event: StripeEvent, delivery: Delivery) -> Readings:
     if "payment_intent" not in event.data.object:
-        return (_basil_invoice_binding(BasilInvoice.model_validate(event.data.object), delivery),)
-    invoice = LegacyInvoice.model_validate(event.data.object)
+        return (_basil_invoice_binding(_read(BasilInvoice, event), delivery),)
+    invoice = _read(LegacyInvoice, event)
     if invoice.payment_intent is None:
         return (NoEffect(delivery, "invoice paid without a PaymentIntent (out of band or zero)"),)
     if invoice.amount_paid == 0:
@@ -428,7 +549,7 @@ def _basil_invoice_binding(invoice: BasilInvoice, delivery: Delivery) -> Interpr
 
 
 def _from_invoice_payment(event: StripeEvent, delivery: Delivery) -> Readings:
-    link = InvoicePayment.model_validate(event.data.object)
+    link = _read(InvoicePayment, event)
     payment = link.payment.payment_intent or link.payment.charge
     if link.status != "paid" or payment is None or link.amount_paid is None:
         return (NoEffect(delivery, f"invoice payment {link.status!r} names no settled payment"),)
@@ -458,7 +579,7 @@ def _from_checkout_session(event: StripeEvent, delivery: Delivery) -> Readings:
     the PaymentIntent's own events; unpaid (boleto, Pix) it only binds, and the payment comes
     with async_payment_succeeded (or the PaymentIntent's events, which now find the order).
     """
-    session = CheckoutSession.model_validate(event.data.object)
+    session = _read(CheckoutSession, event)
     if event.type == "checkout.session.expired":
         return (NoEffect(delivery, f"checkout session {session.id} expired unpaid"),)
     order_id = session.order_id
@@ -533,7 +654,7 @@ def _refund_entry(
 
 
 def _from_refund(event: StripeEvent, delivery: Delivery) -> Readings:
-    return (_refund_entry(Refund.model_validate(event.data.object), delivery),)
+    return (_refund_entry(_read(Refund, event), delivery),)
 
 
 def _refund_entries(
@@ -601,15 +722,26 @@ class Interpreter:
         rule = self._rules.get(event.type)
         if rule is None:
             return (NoEffect(delivery, NAMED_NO_EFFECT.get(event.type, "no mapped effect")),)
+        if (
+            event.type in READS_PREVIOUS_ATTRIBUTES
+            and event.api_version_unknown
+            and event.api_version is not None
+            and "previous_attributes" not in event.data.model_fields_set
+        ):
+            # What changed is read from it: absent, an update would read as no change.
+            raise ApiVersionFieldError("data.previous_attributes", "absent", event.api_version)
         try:
             return rule.read(event, delivery)
         except ValidationError as exc:
-            raise refused(exc, OBJECT) from exc
+            field = refused(exc, OBJECT)
+            if event.api_version_unknown and event.api_version is not None:
+                raise ApiVersionFieldError(field.field, field.problem, event.api_version) from exc
+            raise field from exc
 
     def _from_charge_refunded(self, event: StripeEvent, delivery: Delivery) -> Readings:
         """One entry per refund of the charge, keyed by its `re_…` id, whichever way it came:
         embedded (API < 2022-11-15), read from the refunds API, or its own refund.* event."""
-        charge = Charge.model_validate(event.data.object)
+        charge = _read(Charge, event)
         embedded = charge.refunds
         if embedded is not None and not embedded.has_more:
             # Each refund with the path its fields are named by in a dead letter's reason
@@ -699,7 +831,7 @@ def _prevented(dispute: Dispute, delivery: Delivery) -> Readings:
 
 def _from_dispute_opened(event: StripeEvent, delivery: Delivery) -> Readings:
     """created / funds_withdrawn: funds withdrawn, or an inquiry (no funds moved)."""
-    dispute = Dispute.model_validate(event.data.object)
+    dispute = _read(Dispute, event)
     if dispute.status == "prevented":
         return _prevented(dispute, delivery)
     if dispute.status in CLOSED_STATUSES:
@@ -709,7 +841,7 @@ def _from_dispute_opened(event: StripeEvent, delivery: Delivery) -> Readings:
 
 def _from_dispute_updated(event: StripeEvent, delivery: Delivery) -> Readings:
     """Only an inquiry escalating into a dispute moves money: the inquiry closes, funds go."""
-    dispute = Dispute.model_validate(event.data.object)
+    dispute = _read(Dispute, event)
     before = (event.data.previous_attributes or {}).get("status")
     escalated = not _is_inquiry(dispute) and dispute.status not in CLOSED_STATUSES | {"prevented"}
     if isinstance(before, str) and before in INQUIRY_STATUSES and escalated:
@@ -728,7 +860,7 @@ def _from_dispute_closed(event: StripeEvent, delivery: Delivery) -> Readings:
     `funds_reinstated` for a dispute it decided against the merchant on a partially refunded
     charge (status `lost`), giving back the refunded part. What was withdrawn and given back
     is what the dispute's balance transactions say."""
-    dispute = Dispute.model_validate(event.data.object)
+    dispute = _read(Dispute, event)
     if dispute.status == "prevented":
         return _prevented(dispute, delivery)
     if dispute.status == "warning_closed":
@@ -794,6 +926,9 @@ STRIPE_EVENTS: Final[Mapping[str, EventRule]] = {
     "charge.dispute.funds_reinstated": EventRule(_from_dispute_closed),
     "charge.dispute.closed": EventRule(_from_dispute_closed),
 }
+
+# The updates whose meaning is what `data.previous_attributes` says changed.
+READS_PREVIOUS_ATTRIBUTES: Final = frozenset({"charge.updated", "charge.dispute.updated"})
 
 NAMED_NO_EFFECT: Final[Mapping[str, str]] = {
     "payment_intent.created": "a PaymentIntent was created; no money moved",
