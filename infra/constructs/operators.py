@@ -174,6 +174,7 @@ class OperatorPolicies(Construct):
                     [
                         secrets.stripe_api_key.secret_arn,
                         secrets.mercadopago_access_token.secret_arn,
+                        secrets.asaas_api_key.secret_arn,
                     ],
                 ),
                 allow(["dynamodb:Query"], [due_index]),
