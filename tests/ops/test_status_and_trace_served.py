@@ -179,6 +179,7 @@ def test_status_says_healthy_then_names_a_dead_letter_and_exits_1(
         "notifications",
         "reconciliation",
         "statement",
+        "asaas webhooks",
         "alarms",
     ]
 
