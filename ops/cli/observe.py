@@ -12,10 +12,10 @@ from typing import Any
 
 from functions.shared.tables import DEFAULT_LEDGER_TABLE, DEFAULT_OUTBOX_TABLE, TableNames
 from ops.cli.common import (
-    LOCAL_PROVIDER_APIS,
     add_endpoint_url,
     add_provider_api_options,
     operations_client,
+    provider_apis_beside,
 )
 
 HEALTHY, NEEDS_PERSON = 0, 1
@@ -113,7 +113,8 @@ def run_status(args: argparse.Namespace) -> int:
         queue_url, dlq_url = args.queue_url, args.dlq_url
     stage = args.stage or ("local" if local else "prod")
     asaas_key = stack_key(client("secretsmanager"), f"umavez/{stage}/{SECRET}")
-    asaas_api = args.api_url or (LOCAL_PROVIDER_APIS if local else ASAAS_BASE_URL)
+    beside = provider_apis_beside(args.endpoint_url) if local else ASAAS_BASE_URL
+    asaas_api = args.api_url or beside
     pipeline = Pipeline(
         args.ledger_table,
         args.outbox_table,
