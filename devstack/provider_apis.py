@@ -12,9 +12,12 @@ each with its own bearer token:
   (the balance's lines of a window, paged as above; `source` expanded when asked, from the
   line itself or from the charge, refund or dispute registered under its id);
 - Asaas `GET /v3/payments/{id}` (the payment a webhook names, with its `refunds` and
-  `chargeback`), authenticated as Asaas does: the API key in the `access_token` header, and
-  `GET /v3/financialTransactions?startDate=…&finishDate=…&offset=…&limit=…` (the statement's
-  lines of those days, oldest first, `hasMore` while more remain);
+  `chargeback`), authenticated as Asaas does: the API key in the `access_token` header;
+  `GET /v3/payments?dateCreated[ge]=…&paymentDate[le]=…&offset=…&limit=…` (the payments whose
+  day fields are within the bounds given, deleted ones left out, in the order registered: Asaas
+  documents none), `GET /v3/financialTransactions?startDate=…&finishDate=…&offset=…&limit=…`
+  (the statement's lines of those days, oldest first) and `GET /v3/webhooks` (the account's
+  webhooks, each with its `enabled` and `interrupted`), each paged with `hasMore`;
 
 Tests and the fire drill register what the providers know (`payments`, `refunds`, `events`).
 From outside (`umavez send --provider mercadopago PAYMENT.json`), a Mercado Pago payment is
@@ -25,7 +28,9 @@ An order of the Orders API likewise with `PUT /__fake__/v1/orders/{id}` (the bod
 `GET /v1/orders/{id}` answers it).
 An Asaas payment likewise with `PUT /__fake__/v3/payments/{id}` (the Asaas key in
 `access_token`; the body is Asaas's payment object as `GET /v3/payments/{id}` answers it), and a
-line of its statement with `PUT /__fake__/v3/financialTransactions/{id}`.
+line of its statement with `PUT /__fake__/v3/financialTransactions/{id}`, and a webhook with
+`PUT /__fake__/v3/webhooks/{id}` (Asaas's webhook object as `GET /v3/webhooks/{id}` answers
+it: a queue paused is `"interrupted": true`).
 What Stripe's books hold, likewise (the Stripe key as bearer): `PUT
 /__fake__/v1/balance_transactions/{id}` with a balance transaction (its `source` expanded or
 an id), and `PUT /__fake__/v1/charges/{id}`, `/v1/refunds/{id}`, `/v1/disputes/{id}` with the
@@ -36,6 +41,7 @@ from __future__ import annotations
 
 import json
 import operator
+import re
 import threading
 import urllib.error
 import urllib.parse
@@ -59,8 +65,14 @@ FAKE_STRIPE_PATH = "/__fake__/v1/"
 STRIPE_SOURCES = ("charges", "refunds", "disputes")
 FAKE_ASAAS_PAYMENTS_PATH = "/__fake__/v3/payments/"
 FAKE_ASAAS_STATEMENT_PATH = "/__fake__/v3/financialTransactions/"
+FAKE_ASAAS_WEBHOOKS_PATH = "/__fake__/v3/webhooks/"
 ASAAS_PAYMENTS_PATH = "/v3/payments/"
+ASAAS_PAYMENTS_LIST = "/v3/payments"
 ASAAS_STATEMENT_PATH = "/v3/financialTransactions"
+ASAAS_WEBHOOKS_PATH = "/v3/webhooks"
+# The bounds of a list filter on a day field, as Asaas names them (`paymentDate[ge]`).
+_DAY_BOUNDS: dict[str, Callable[[str, str], bool]] = {"ge": operator.ge, "le": operator.le}
+_DAY_FILTER = re.compile(r"^(\w+)\[(ge|le)\]$")
 
 Query = dict[str, list[str]]
 _CREATED_BOUNDS: dict[str, Callable[[int, int], bool]] = {
@@ -73,7 +85,8 @@ _CREATED_BOUNDS: dict[str, Callable[[int, int], bool]] = {
 
 class FakeProviderApis:
     """Serves `payments` (Mercado Pago, by id and searched), `refunds` (Stripe, by charge id),
-    `events` (Stripe, by window and type) and `asaas_payments` (Asaas, by id).
+    `events` (Stripe, by window and type), `asaas_payments` (Asaas, by id and listed) and
+    `asaas_webhooks` (Asaas's webhooks, by id and listed).
 
     `status_override` makes every answer that status (an outage, a 404); `fail` makes one
     request of a path fail (an outage on page 3); `requests` records every request's path and
@@ -91,6 +104,7 @@ class FakeProviderApis:
         self.orders: dict[str, dict[str, Any]] = {}
         self.asaas_payments: dict[str, dict[str, Any]] = {}
         self.asaas_transactions: dict[str, dict[str, Any]] = {}
+        self.asaas_webhooks: dict[str, dict[str, Any]] = {}
         self.refunds: dict[str, list[dict[str, Any]]] = {}
         self.events: list[dict[str, Any]] = []
         self.balance_transactions: dict[str, dict[str, Any]] = {}
@@ -106,7 +120,7 @@ class FakeProviderApis:
                 url = urllib.parse.urlsplit(self.path)
                 query = urllib.parse.parse_qs(url.query)
                 injected = fake._record(self.path, url.path)
-                if url.path.startswith(ASAAS_PAYMENTS_PATH) or url.path == ASAAS_STATEMENT_PATH:
+                if url.path.startswith("/v3/"):
                     self._asaas(url.path, query, injected)
                     return
                 of_mercadopago = url.path.startswith(("/v1/payments/", ORDERS_PATH))
@@ -136,12 +150,17 @@ class FakeProviderApis:
                 fake._record(self.path, path)
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length)
-                if path.startswith((FAKE_ASAAS_PAYMENTS_PATH, FAKE_ASAAS_STATEMENT_PATH)):
+                if path.startswith(
+                    (FAKE_ASAAS_PAYMENTS_PATH, FAKE_ASAAS_STATEMENT_PATH, FAKE_ASAAS_WEBHOOKS_PATH)
+                ):
                     if self.headers.get("access_token") != asaas_key:
                         self._answer(401, {"errors": [{"code": "invalid_access_token"}]})
                     elif path.startswith(FAKE_ASAAS_STATEMENT_PATH):
                         line_id = path.removeprefix(FAKE_ASAAS_STATEMENT_PATH)
                         self._answer(*fake.register_asaas_transaction(line_id, body))
+                    elif path.startswith(FAKE_ASAAS_WEBHOOKS_PATH):
+                        webhook_id = path.removeprefix(FAKE_ASAAS_WEBHOOKS_PATH)
+                        self._answer(*fake.register_asaas_webhook(webhook_id, body))
                     else:
                         payment_id = path.removeprefix(FAKE_ASAAS_PAYMENTS_PATH)
                         self._answer(*fake.register_asaas_payment(payment_id, body))
@@ -174,7 +193,15 @@ class FakeProviderApis:
                     self._answer(injected or fake.status_override or 500, {"errors": []})
                 elif path == ASAAS_STATEMENT_PATH:
                     self._answer(200, fake.asaas_statement(query))
-                elif payment_id in fake.asaas_payments:
+                elif path == ASAAS_PAYMENTS_LIST:
+                    self._answer(200, fake.asaas_payment_list(query))
+                elif path == ASAAS_WEBHOOKS_PATH:
+                    self._answer(200, _asaas_page(list(fake.asaas_webhooks.values()), query))
+                elif path.startswith(f"{ASAAS_WEBHOOKS_PATH}/") and (
+                    webhook := fake.asaas_webhooks.get(path.rsplit("/", 1)[-1])
+                ):
+                    self._answer(200, webhook)
+                elif path.startswith(ASAAS_PAYMENTS_PATH) and payment_id in fake.asaas_payments:
                     self._answer(200, fake.asaas_payments[payment_id])
                 else:
                     self._answer(404, {"errors": [{"code": "not_found"}]})
@@ -308,6 +335,40 @@ class FakeProviderApis:
             self.asaas_transactions[line_id] = line
         return (200 if known else 201), line
 
+    def register_asaas_webhook(self, webhook_id: str, body: bytes) -> tuple[int, dict[str, Any]]:
+        """One of the account's webhooks as `GET /v3/webhooks/{id}` will answer it: 201 new,
+        200 replaced, 400 not one whose `id` is the path's."""
+        try:
+            webhook = json.loads(body)
+        except ValueError:
+            return 400, {"errors": [{"description": "the body is not JSON"}]}
+        if not isinstance(webhook, dict) or webhook.get("id") != webhook_id:
+            return 400, {"errors": [{"description": f"the body must be webhook {webhook_id!r}"}]}
+        with self._lock:
+            known = webhook_id in self.asaas_webhooks
+            self.asaas_webhooks[webhook_id] = webhook
+        return (200 if known else 201), webhook
+
+    def asaas_payment_list(self, query: Query) -> dict[str, Any]:
+        """The payments not deleted whose day fields (`dateCreated`, `paymentDate`, ...: the
+        day, `YYYY-MM-DD`) are within every `field[ge]`/`field[le]` bound asked; a payment
+        without that field is outside them."""
+        bounds = [
+            (matched.group(1), _DAY_BOUNDS[matched.group(2)], values[0])
+            for name, values in query.items()
+            if (matched := _DAY_FILTER.match(name))
+        ]
+        within = [
+            payment
+            for payment in self.asaas_payments.values()
+            if not payment.get("deleted")
+            and all(
+                payment.get(field) is not None and holds(str(payment[field])[:10], bound)
+                for field, holds, bound in bounds
+            )
+        ]
+        return _asaas_page(within, query)
+
     def asaas_statement(self, query: Query) -> dict[str, Any]:
         """The lines dated startDate .. finishDate (days, inclusive), oldest first."""
         first, last = _first(query, "startDate") or "", _first(query, "finishDate") or "9999"
@@ -315,15 +376,7 @@ class FakeProviderApis:
             (t for t in self.asaas_transactions.values() if first <= str(t["date"]) <= last),
             key=lambda t: (str(t["date"]), str(t["id"])),
         )
-        offset, limit = int(_first(query, "offset") or 0), int(_first(query, "limit") or 10)
-        return {
-            "object": "list",
-            "hasMore": offset + limit < len(within),
-            "totalCount": len(within),
-            "limit": limit,
-            "offset": offset,
-            "data": within[offset : offset + limit],
-        }
+        return _asaas_page(within, query)
 
     def refund_page(self, query: Query) -> dict[str, Any]:
         refunds = self.refunds.get(_first(query, "charge") or "", [])
@@ -406,6 +459,13 @@ def register_asaas_payment(
     return _put_fake(url, {"access_token": api_key}, payment, "Asaas", timeout_seconds)
 
 
+def register_asaas_webhook(api_url: str, api_key: str, webhook: dict[str, Any]) -> bool:
+    """Registers (or replaces) one of the account's webhooks with the fake Asaas API (a queue
+    paused: `"interrupted": true`); True if it was new."""
+    url = f"{api_url.rstrip('/')}{FAKE_ASAAS_WEBHOOKS_PATH}{webhook['id']}"
+    return _put_fake(url, {"access_token": api_key}, webhook, "Asaas", 5.0)
+
+
 def register_asaas_transaction(api_url: str, api_key: str, line: dict[str, Any]) -> bool:
     """Registers (or replaces) a line of Asaas's statement with the fake; True if it was new."""
     url = f"{api_url.rstrip('/')}{FAKE_ASAAS_STATEMENT_PATH}{line['id']}"
@@ -453,6 +513,19 @@ def _first(query: Query, name: str) -> str | None:
 
 def _instant(stamp: str) -> datetime:
     return datetime.fromisoformat(stamp)
+
+
+def _asaas_page(items: Sequence[dict[str, Any]], query: Query) -> dict[str, Any]:
+    """A list as Asaas pages one: `offset`, `limit` (10 unless asked), `hasMore`."""
+    offset, limit = int(_first(query, "offset") or 0), int(_first(query, "limit") or 10)
+    return {
+        "object": "list",
+        "hasMore": offset + limit < len(items),
+        "totalCount": len(items),
+        "limit": limit,
+        "offset": offset,
+        "data": list(items[offset : offset + limit]),
+    }
 
 
 def _stripe_page(items: Sequence[dict[str, Any]], query: Query, url: str) -> dict[str, Any]:

@@ -4,10 +4,12 @@
 Before the deploy (the stack does not exist yet): CDK's bootstrap, AWS's Powertools layer
 parameter in the region, the account's Lambda concurrency against what the stack may use, and
 SES (production access, the sender's identity verified, its configuration set). After it: the
-same, plus the secrets the stack created never set since (their placeholder), a confirmed
-subscription on the alarm topic, and (`--test-alarm`) one alarm set to ALARM to see whether
-its notification was published. What the account does not answer (an API not allowed, an
-endpoint that does not implement it) is said as such, never guessed.
+same, plus the secrets the stack created never set since (their placeholder), Asaas's
+webhooks (read with the stack's Asaas key, when one is set: umavez's must exist, be enabled
+and its queue running), a confirmed subscription on the alarm topic, and (`--test-alarm`) one
+alarm set to ALARM to see whether its notification was published. What the account does not
+answer (an API not allowed, an endpoint that does not implement it) is said as such, never
+guessed.
 
 Long on purpose: one check per thing a first deploy needs from the account, each with the
 advice it prints; docs/deploy.md lists them in the same order.
@@ -27,6 +29,9 @@ from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
 
+from functions.process.asaas_api import BASE_URL as ASAAS_BASE_URL
+from functions.process.provider_api import ProviderApiRefusedError
+from functions.shared.errors import UmavezError
 from infra.config import (
     PROCESS_MAX_CONCURRENCY_RANGE,
     PROVIDERS,
@@ -41,6 +46,7 @@ from infra.settings import (
     pinned_powertools_version,
     powertools_layer_parameter,
 )
+from ops.asaas_webhooks import advice, no_webhook_to_umavez, read_webhooks
 
 # The oldest bootstrap the synthesized template accepts (its CheckBootstrapVersion rule refuses
 # 1 to 5); the parameter is CDK's default bootstrap qualifier's (infra/settings.py).
@@ -54,6 +60,7 @@ TEST_ALARM_REASON: Final = (
 
 
 API_LOGGING_ROLE: Final = "api gateway logging role"
+ASAAS_WEBHOOKS: Final = "asaas webhooks"
 
 
 class Verdict(StrEnum):
@@ -89,6 +96,7 @@ class Options:
     test_alarm: bool = False
     alarm_wait_seconds: float = 90.0
     poll_seconds: float = 5.0
+    asaas_api_url: str = ASAAS_BASE_URL
 
 
 @dataclass(frozen=True)
@@ -138,6 +146,8 @@ class Preflight:
             )
             return findings
         findings += self._secrets(stack)
+        if "asaas" in self._options.providers:
+            findings.append(self._guarded(ASAAS_WEBHOOKS, lambda: self._asaas_webhooks(stack)))
         findings.append(self._guarded("alarm subscription", lambda: self._subscribed(stack)))
         if self._options.test_alarm:
             findings.append(self._guarded("alarm reaches the topic", lambda: self._alarm(stack)))
@@ -359,13 +369,41 @@ class Preflight:
     def _secret(self, name: str, why: str, unset: Verdict) -> Finding:
         """Set or not, told from the secret's versions, never its value: the stack creates it
         with one (its placeholder), and an operator's put-secret-value adds the next. The live
-        keys are never read."""
+        keys are never read for it (the Asaas webhooks check reads Asaas's, to ask Asaas)."""
         described = self._call(
             "secretsmanager", "describe_secret", "secretsmanager:DescribeSecret", SecretId=name
         )
         if len(described.get("VersionIdsToStages", {})) <= 1:
             return Finding(f"secret {name}", unset, f"not set: {why} (docs/deploy.md)")
         return Finding(f"secret {name}", Verdict.OK, "set")
+
+    def _asaas_webhooks(self, stack: Stack) -> Finding:
+        """Asaas's webhooks API, with the stack's key (read: the one secret preflight reads,
+        for Asaas answers only to it): umavez's webhook exists, is enabled, and its queue is
+        not interrupted (ops/asaas_webhooks.py)."""
+        name = stack.outputs.get("SecretAsaasApiKey")
+        if not name:
+            return Finding(ASAAS_WEBHOOKS, Verdict.PROBLEM, "the stack has no SecretAsaasApiKey")
+        key = self._call(
+            "secretsmanager", "get_secret_value", "secretsmanager:GetSecretValue", SecretId=name
+        )["SecretString"]
+        try:
+            state = read_webhooks(lambda: str(key), self._options.asaas_api_url)
+        except ProviderApiRefusedError as exc:
+            return Finding(ASAAS_WEBHOOKS, Verdict.PROBLEM, f"{exc}: the key in {name} is wrong")
+        except UmavezError as exc:
+            return Finding(ASAAS_WEBHOOKS, Verdict.UNKNOWN, f"not answered: {exc}")
+        if not state.configured:
+            return Finding(ASAAS_WEBHOOKS, Verdict.NOTE, f"not read: {name} is not set yet")
+        if not state.umavez:
+            return Finding(ASAAS_WEBHOOKS, Verdict.PROBLEM, no_webhook_to_umavez(state))
+        if state.stopped:
+            now = self._clock()
+            return Finding(
+                ASAAS_WEBHOOKS, Verdict.PROBLEM, "; ".join(advice(w, now) for w in state.stopped)
+            )
+        shown = ", ".join(f"{w.shown()} to {w.url}" for w in state.umavez)
+        return Finding(ASAAS_WEBHOOKS, Verdict.OK, f"{shown}: enabled, queue running")
 
     def _subscribed(self, stack: Stack) -> Finding:
         topic = stack.outputs.get("AlarmTopicArn")
@@ -536,6 +574,11 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         action="store_true",
         help="after the deploy: set the DeadLetters alarm to ALARM and see it published",
     )
+    parser.add_argument(
+        "--asaas-api-url",
+        default=ASAAS_BASE_URL,
+        help="after the deploy: Asaas's API, whose webhooks are read (default: %(default)s)",
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     return parser
 
@@ -555,6 +598,7 @@ def command(args: argparse.Namespace, clients: Clients | None = None) -> int:
         email_configuration_set=args.email_configuration_set,
         process_max_concurrency=args.process_max_concurrency,
         test_alarm=args.test_alarm,
+        asaas_api_url=args.asaas_api_url,
     )
     try:
         findings = Preflight(clients or session_clients(args.profile, args.region), options).run()

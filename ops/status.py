@@ -5,7 +5,9 @@ Read, never written: the webhook queue (its depth from SQS, its oldest message's
 CloudWatch's `AWS/SQS` metric, as the `WebhookQueueAge` alarm reads it), the dead-letter queue,
 the deliveries waiting for their order and the money nobody could route (the ledger), the
 notifications given up on or overdue (the outbox's `due` index), the last reconciliation's
-summary (beside its checkpoint), and the stack's alarms now in ALARM.
+summary (beside its checkpoint), each provider's last statement pass, Asaas's webhooks (its
+webhooks API, when an Asaas API key is configured: a paused queue delivers nothing) and the
+stack's alarms now in ALARM.
 """
 
 from __future__ import annotations
@@ -17,13 +19,16 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
+from functions.process.provider_api import ProviderApiRefusedError
 from functions.process.waiting import RECHECK_STUCK_SECONDS
 from functions.reconcile.service import CHECKPOINT_PK, LAST_RUN_SK
 from functions.shared import tables
 from functions.shared.dynamo import from_attributes, to_attributes
+from functions.shared.errors import UmavezError
 from functions.shared.failures import FailureRecords
 from functions.statement.service import LAST_RUN_PK as STATEMENT_RUNS_PK
 from infra.settings import MAX_RECEIVE_COUNT
+from ops.asaas_webhooks import AsaasWebhooks, advice, no_webhook_to_umavez
 from ops.dlq import DeadLetters, LastFailures
 
 # A delivery waiting longer than this needs a person (the `WaitingOverAnHour` alarm).
@@ -39,6 +44,8 @@ DLQ_REASONS_SHOWN: Final = 10
 DLQ_LOOK_SECONDS: Final = 30
 
 Clients = Callable[[str], Any]
+# The account's Asaas webhooks, read when asked (ops/asaas_webhooks.py: read_webhooks).
+AsaasWebhooksReader = Callable[[], AsaasWebhooks]
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,8 @@ class Pipeline:
     state_machine_arn: str | None = None
     # When the stack was created (deployed): no run two periods after it needs a person.
     created_at: float | None = None
+    # Asaas's webhooks API with the stack's key; None: not read.
+    asaas_webhooks: AsaasWebhooksReader | None = None
 
 
 @dataclass(frozen=True)
@@ -116,6 +125,7 @@ def read_status(pipeline: Pipeline, client: Clients, now: float) -> Status:
             pipeline.created_at,
         ),
         statement(dynamodb, pipeline.ledger_table, now),
+        asaas_webhooks(pipeline.asaas_webhooks, now),
         alarms(client, pipeline.stack_name),
     ]
     return Status(readings)
@@ -326,6 +336,35 @@ def statement(dynamodb: Any, ledger_table: str, now: float) -> Reading:
         }
     text = "; ".join(told) + (" (" + ", ".join(problems) + ")" if problems else "")
     return Reading("statement", text, bool(problems), facts)
+
+
+def asaas_webhooks(read: AsaasWebhooksReader | None, now: float) -> Reading:
+    """Umavez's Asaas webhook: a person is needed while it is interrupted (Asaas's queue paused:
+    nothing is delivered, and what waits over 14 days is deleted) or disabled, or while Asaas
+    refuses the key (process reads every Asaas payment with it). No key configured, or Asaas
+    not answering, is said, not judged; so is an account with no webhook to umavez (preflight
+    makes that a problem)."""
+    name = "asaas webhooks"
+    if read is None:
+        return Reading(name, "not read", False, {"configured": None})
+    try:
+        state = read()
+    except ProviderApiRefusedError as exc:
+        return Reading(name, f"not read: {exc} (the key in asaas/api-key)", True, {})
+    except UmavezError as exc:
+        return Reading(name, f"not read: {exc}", False, {})
+    if not state.configured:
+        return Reading(name, "not configured (no Asaas API key in asaas/api-key)", False, {})
+    facts: dict[str, Any] = {
+        "configured": True,
+        "webhooks": [w.model_dump() | {"umavez": w.umavez} for w in state.webhooks],
+    }
+    if not state.umavez:
+        return Reading(name, no_webhook_to_umavez(state), False, facts)
+    if state.stopped:
+        return Reading(name, "; ".join(advice(w, now) for w in state.stopped), True, facts)
+    shown = ", ".join(w.shown() for w in state.umavez)
+    return Reading(name, f"{shown}: enabled, queue running", False, facts)
 
 
 def failed_runs(stepfunctions: Any, state_machine_arn: str, since: float) -> list[str]:

@@ -4,7 +4,8 @@ in another region):
 
 - `<stack>-operator-read-<region>`: `umavez status`, `trace`, `show order|waiting|unmatched`,
   `dlq list` and `preflight`, which only read (a DLQ listing hides each letter for a moment
-  and shows it again: ChangeMessageVisibility);
+  and shows it again: ChangeMessageVisibility; status and preflight read the Asaas API key, to
+  ask Asaas's webhooks API whether its queue is paused);
 - `<stack>-operator-repair-<region>`: `umavez dlq redrive`, `outbox revive`, `attach`,
   `replay` and `preflight --test-alarm`, which move letters back to the webhook queue, make
   dead notifications pending again, bind a payment to its order, enqueue the provider's
@@ -65,8 +66,9 @@ class OperatorPolicies(Construct):
             return iam.PolicyStatement(actions=actions, resources=resources)
 
         # preflight: the account's readiness (bootstrap, the Powertools layer's public
-        # parameter, the API Gateway logging role, SES), then the stack's secrets (described,
-        # never read), its alarm topic's subscriptions and the test alarm's history.
+        # parameter, the API Gateway logging role, SES), then the stack's secrets (described;
+        # only the Asaas key is read, below), its alarm topic's subscriptions and the test
+        # alarm's history.
         secrets = pipeline.secrets
         bootstrap = stack.format_arn(
             service="ssm",
@@ -130,6 +132,8 @@ class OperatorPolicies(Construct):
                 allow(["sqs:ReceiveMessage", "sqs:ChangeMessageVisibility"], [dead_letters]),
                 allow(["states:ListExecutions"], [state_machine.state_machine_arn]),
                 allow(["logs:StartQuery"], function_logs),
+                # status and preflight: Asaas's webhooks API answers to the account's key only.
+                allow(["secretsmanager:GetSecretValue"], [secrets.asaas_api_key.secret_arn]),
                 # Resource-less in IAM: a query's results by its id; alarms and metrics read
                 # by this stack's names (`<stack>-...`) and namespace; the account's Lambda
                 # concurrency and SES sending (preflight).
@@ -174,6 +178,7 @@ class OperatorPolicies(Construct):
                     [
                         secrets.stripe_api_key.secret_arn,
                         secrets.mercadopago_access_token.secret_arn,
+                        secrets.asaas_api_key.secret_arn,
                     ],
                 ),
                 allow(["dynamodb:Query"], [due_index]),

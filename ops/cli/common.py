@@ -12,6 +12,17 @@ DEFAULT_PORT = 8750
 LOCAL_PROVIDER_APIS = f"http://127.0.0.1:{DEFAULT_PORT + 2}"  # `serve`'s fake provider APIs
 
 
+def provider_apis_beside(endpoint_url: str) -> str:
+    """The fake provider APIs of the local stack whose AWS is at `endpoint_url`: `serve --port
+    P` serves AWS on P+1 and them on P+2."""
+    import urllib.parse
+
+    url = urllib.parse.urlsplit(endpoint_url)
+    if url.port is None:
+        return LOCAL_PROVIDER_APIS
+    return f"{url.scheme}://{url.hostname}:{url.port + 1}"
+
+
 def add_api_type(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--api-type",

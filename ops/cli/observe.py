@@ -11,7 +11,12 @@ import time
 from typing import Any
 
 from functions.shared.tables import DEFAULT_LEDGER_TABLE, DEFAULT_OUTBOX_TABLE, TableNames
-from ops.cli.common import add_endpoint_url, operations_client
+from ops.cli.common import (
+    add_endpoint_url,
+    add_provider_api_options,
+    operations_client,
+    provider_apis_beside,
+)
 
 HEALTHY, NEEDS_PERSON = 0, 1
 
@@ -21,7 +26,8 @@ def add_parsers(commands: Any) -> None:
         "status",
         help="the pipeline's health on one screen; exit 1 when a person is needed",
         description="Queue depth and oldest message, dead letters, waiting and unmatched "
-        "deliveries, dead and overdue notifications, the last reconciliation, the stack's "
+        "deliveries, dead and overdue notifications, the last reconciliation, the last "
+        "statement passes, Asaas's webhooks (with the stage's Asaas key), the stack's "
         "alarms in ALARM. Exit status: 0 healthy, 1 a person is needed, 2 a mistake.",
     )
     status.add_argument("--json", action="store_true", help="machine-readable output")
@@ -34,6 +40,7 @@ def add_parsers(commands: Any) -> None:
         default=None,
         help="deployed: the reconciliation's state machine (its failed runs are read)",
     )
+    add_provider_api_options(status)  # Asaas's webhooks API, with the stage's Asaas key
     status.set_defaults(run=run_status, stack_created_at=None)
 
     trace = commands.add_parser(
@@ -68,6 +75,10 @@ def _where(parser: argparse.ArgumentParser) -> None:
 
 
 def run_status(args: argparse.Namespace) -> int:
+    import functools
+
+    from functions.process.asaas_api import BASE_URL as ASAAS_BASE_URL
+    from ops.asaas_webhooks import SECRET, read_webhooks, stack_key
     from ops.status import Pipeline, read_status
 
     local = args.endpoint_url != "aws"
@@ -100,6 +111,10 @@ def run_status(args: argparse.Namespace) -> int:
 
         every = SCHEDULE_MINUTES["reconciliation"] * 60
         queue_url, dlq_url = args.queue_url, args.dlq_url
+    stage = args.stage or ("local" if local else "prod")
+    asaas_key = stack_key(client("secretsmanager"), f"umavez/{stage}/{SECRET}")
+    beside = provider_apis_beside(args.endpoint_url) if local else ASAAS_BASE_URL
+    asaas_api = args.api_url or beside
     pipeline = Pipeline(
         args.ledger_table,
         args.outbox_table,
@@ -109,6 +124,7 @@ def run_status(args: argparse.Namespace) -> int:
         getattr(args, "stack_name", None),
         args.state_machine_arn,
         args.stack_created_at,
+        functools.partial(read_webhooks, asaas_key, asaas_api),
     )
     status = read_status(pipeline, client, time.time())
     print(json.dumps(status.to_json(), indent=2) if args.json else status.render())

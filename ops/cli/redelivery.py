@@ -28,6 +28,11 @@ def add_replay_parser(commands: Any) -> None:
     for source, description in (
         ("stripe", "the events of Stripe's Events API (the last 30 days)"),
         ("mercadopago", "a notification per payment updated in the window (payments search)"),
+        (
+            "asaas",
+            "the webhooks of each payment created or received on the window's days "
+            "(payments list; Brazil's days)",
+        ),
     ):
         parser = sources.add_parser(source, help=description)
         parser.add_argument("--since", required=True, help="ISO 8601, inclusive (UTC if no zone)")
@@ -57,6 +62,8 @@ def add_replay_parser(commands: Any) -> None:
 
 def run_replay(args: argparse.Namespace) -> int:
     from functions.ingest.adapters import SqsQueue
+    from functions.process.asaas_api import BASE_URL as ASAAS_BASE_URL
+    from functions.process.asaas_cash import LedgerCash
     from functions.process.mercadopago_api import BASE_URL as MERCADOPAGO_BASE_URL
     from functions.process.stripe_api import BASE_URL as STRIPE_BASE_URL
     from functions.process.stripe_api import StripeApi
@@ -75,6 +82,7 @@ def run_replay(args: argparse.Namespace) -> int:
         return 2
     secret = secret_reader(args.endpoint_url, args.stage or ("local" if local else "prod"))
     api_url = args.api_url or (LOCAL_PROVIDER_APIS if local else None)
+    dynamodb = operations_client("dynamodb", args.endpoint_url)
     try:
         window = replay.Window.parse(args.since, args.until, time.time())
         if args.source == "stripe":
@@ -85,6 +93,15 @@ def run_replay(args: argparse.Namespace) -> int:
             refunds = StripeApi(key, base_url).refunds_of_charge
             interpreters = Interpreters.build(stripe_refunds=refunds)
             source = replay.STRIPE_EVENTS_API
+        elif args.source == "asaas":
+            listed = replay.AsaasPayments(
+                secret("asaas/api-key"), api_url or ASAAS_BASE_URL, page_size=args.page_size
+            )
+            pages = listed.pages(window)
+            interpreters = Interpreters.build(
+                asaas_payments=listed.payment, asaas_cash=LedgerCash(dynamodb, args.ledger_table)
+            )
+            source = replay.ASAAS_PAYMENTS_LIST
         else:
             payments = replay.MercadoPagoPayments(
                 secret("mercadopago/access-token"),
@@ -99,7 +116,6 @@ def run_replay(args: argparse.Namespace) -> int:
         return 2
     sqs = operations_client("sqs", args.endpoint_url)
     queue_url = args.queue_url or sqs.get_queue_url(QueueName=WEBHOOK_QUEUE_NAME)["QueueUrl"]
-    dynamodb = operations_client("dynamodb", args.endpoint_url)
     ledger = LedgerOutcomes(dynamodb, args.ledger_table, interpreters)
     interrupted: replay.ReplayInterruptedError | None = None
     try:

@@ -1,5 +1,5 @@
 """The fake Mercado Pago and Asaas APIs take a payment from outside, as `umavez send`
-registers it."""
+registers it; the fake Asaas API lists its payments by day and its webhooks, as Asaas does."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from devstack.provider_apis import (
     FakeApiError,
     FakeProviderApis,
     register_asaas_payment,
+    register_asaas_webhook,
     register_mercadopago_payment,
 )
 from devstack.resources import ASAAS_DEVELOPMENT_API_KEY, MERCADOPAGO_DEVELOPMENT_TOKEN
@@ -103,3 +104,68 @@ def test_an_asaas_payment_registered_from_outside_is_what_process_reads(
     with pytest.raises(FakeApiError, match="401"):
         register_asaas_payment(fake.url, "aact_someone_else", {**payment, "id": "pay_other"})
     assert set(fake.asaas_payments) == {"pay_fake0001"}
+
+
+def test_asaas_payments_are_listed_by_their_day_fields_and_paged(fake: FakeProviderApis) -> None:
+    # Given three Asaas payments created on the 29th, one received that day and one the next,
+    # one received on the 29th but deleted since, and one created on the 28th
+    def payment(n: int, created: str, paid: str | None, **more: object) -> dict[str, object]:
+        return {"id": f"pay_list{n}", "dateCreated": created, "paymentDate": paid, **more}
+
+    for registered in (
+        payment(1, "2026-11-29", "2026-11-29"),
+        payment(2, "2026-11-29", "2026-11-30"),
+        payment(3, "2026-11-29", "2026-11-29", deleted=True),
+        payment(4, "2026-11-28", None),
+    ):
+        register_asaas_payment(fake.url, ASAAS_DEVELOPMENT_API_KEY, registered)
+    api = AsaasApi(lambda: ASAAS_DEVELOPMENT_API_KEY, fake.url, timeout_seconds=5)
+
+    def listed(query: str) -> tuple[list[object], object]:
+        answer = api.get(f"/v3/payments?{query}", "listing") or {}
+        return [p["id"] for p in answer["data"]], answer["hasMore"]
+
+    # When they are listed by creation day, by payment day, and one a page
+    # Then each listing holds the payments whose day is within its bounds, none deleted
+    assert listed("dateCreated%5Bge%5D=2026-11-29&dateCreated%5Ble%5D=2026-11-29") == (
+        ["pay_list1", "pay_list2"],
+        False,
+    )
+    assert listed("paymentDate%5Bge%5D=2026-11-29&paymentDate%5Ble%5D=2026-11-29") == (
+        ["pay_list1"],
+        False,
+    )
+    assert listed("dateCreated%5Ble%5D=2026-11-29&offset=1&limit=1") == (["pay_list2"], True)
+
+
+def test_asaas_webhooks_registered_from_outside_are_what_the_webhooks_api_answers(
+    fake: FakeProviderApis,
+) -> None:
+    # Given a webhook registered with its queue running, then again with its queue paused
+    webhook = {
+        "id": "wh_fake0001",
+        "name": "umavez",
+        "url": "https://hooks.example.com/webhooks/asaas",
+        "enabled": True,
+        "interrupted": False,
+        "apiVersion": 3,
+        "sendType": "SEQUENTIALLY",
+        "events": ["PAYMENT_RECEIVED"],
+    }
+    first = register_asaas_webhook(fake.url, ASAAS_DEVELOPMENT_API_KEY, webhook)
+    second = register_asaas_webhook(
+        fake.url, ASAAS_DEVELOPMENT_API_KEY, {**webhook, "interrupted": True}
+    )
+
+    # Then the webhooks API lists it, and answers it by id, as last registered
+    api = AsaasApi(lambda: ASAAS_DEVELOPMENT_API_KEY, fake.url, timeout_seconds=5)
+    paused = {**webhook, "interrupted": True}
+    assert (first, second) == (True, False)
+    listed = api.get("/v3/webhooks?offset=0&limit=100", "listing webhooks") or {}
+    assert (listed["data"], listed["hasMore"]) == ([paused], False)
+    assert api.get("/v3/webhooks/wh_fake0001", "reading a webhook") == paused
+    assert api.get("/v3/webhooks/wh_nobody", "reading a webhook") is None
+    # And a wrong key registers nothing
+    with pytest.raises(FakeApiError, match="401"):
+        register_asaas_webhook(fake.url, "aact_someone_else", {**webhook, "id": "wh_other"})
+    assert set(fake.asaas_webhooks) == {"wh_fake0001"}

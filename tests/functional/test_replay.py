@@ -1,6 +1,7 @@
-"""Replaying provider events through the webhook queue: Stripe's Events API and Mercado Pago's
-payments search on loopback fakes, the queue and the ledger on moto, the real process Lambda.
-Every assertion is on the ledger (or on what reached the queue), never on a response."""
+"""Replaying provider events through the webhook queue: Stripe's Events API, Mercado Pago's
+payments search and Asaas's payments list on loopback fakes, the queue and the ledger on moto,
+the real process Lambda. Every assertion is on the ledger (or on what reached the queue), never
+on a response."""
 
 from __future__ import annotations
 
@@ -14,17 +15,20 @@ from typing import Any
 import pytest
 
 from fixtures import stripe
-from fixtures.shapes import EVENTS_DIR
+from fixtures.shapes import EVENTS_DIR, shape, unique
 from functions.ingest.adapters import SqsQueue
 from functions.ingest.errors import UnavailableError
-from functions.process.stripe_api import StripeApi
+from functions.process.asaas_cash import LedgerCash
+from functions.process.stripe_api import PLACEHOLDER, StripeApi
 from functions.shared.providers import Interpreters
 from ops.outcomes import PENDING, LedgerOutcomes, Result, Tracked
 from ops.replay import (
+    ASAAS_PAYMENTS_LIST,
     MERCADOPAGO_PAYMENTS_SEARCH,
     REPLAY_ATTRIBUTE,
     STRIPE_EVENTS_API,
     STRIPE_TYPES,
+    AsaasPayments,
     MercadoPagoPayments,
     Replayer,
     ReplayInterruptedError,
@@ -34,7 +38,13 @@ from ops.replay import (
     Window,
 )
 from tests.support.clock import FakeClock
-from tests.support.pipeline import MERCADOPAGO_TOKEN, STRIPE_KEY, Pipeline, pipeline_on_moto
+from tests.support.pipeline import (
+    ASAAS_KEY,
+    MERCADOPAGO_TOKEN,
+    STRIPE_KEY,
+    Pipeline,
+    pipeline_on_moto,
+)
 
 HOUR = 3600
 PAYMENT_IDS = itertools.count(7_000_000_001)
@@ -510,3 +520,296 @@ def test_mercadopago_replay_sends_their_notification_for_each_payment_updated_in
     assert after_first != ledger_before
     assert pipeline.world.snapshot() == after_first
     assert [r.outcome for r in ledger.results(second)] == ["duplicate", "duplicate", "ignored"]
+
+
+# -- Asaas ------------------------------------------------------------------------------------
+
+# The window Asaas's queue was paused: 29 November 2026 from midnight in Brazil (03:00 UTC) to
+# noon (UTC) the next day, two of Brazil's days.
+ASAAS_WINDOW = Window(datetime(2026, 11, 29, 3, tzinfo=UTC), datetime(2026, 11, 30, 12, tzinfo=UTC))
+BRAZIL_29 = "2026-11-29T00:00:00-03:00"
+BRAZIL_30 = "2026-11-30T00:00:00-03:00"
+
+
+def asaas_payment(fixture: str, created: str, **fields: Any) -> tuple[str, dict[str, Any]]:
+    """An order, and Asaas's payment for it as the fixture's webhook carries it, created on
+    `created` (its other fields as given)."""
+    order = stripe.unique("ord")
+    payment: dict[str, Any] = shape(f"asaas/{fixture}.json")["payment"]
+    payment.update({"id": unique("pay"), "externalReference": order, "dateCreated": created})
+    payment.update(fields)
+    return order, payment
+
+
+def asaas_ledger(pipeline: Pipeline, payments: AsaasPayments) -> LedgerOutcomes:
+    return LedgerOutcomes(
+        pipeline.world.dynamodb,
+        pipeline.world.tables.ledger,
+        Interpreters.build(
+            asaas_payments=payments.payment,
+            asaas_cash=LedgerCash(pipeline.world.dynamodb, pipeline.world.tables.ledger),
+        ),
+    )
+
+
+def replay_asaas(pipeline: Pipeline, window: Window = ASAAS_WINDOW) -> list[Tracked]:
+    payments = AsaasPayments(lambda: ASAAS_KEY, pipeline.apis.url, page_size=2)
+    replayer = Replayer(
+        SqsQueue(pipeline.sqs, pipeline.queue_url),
+        asaas_ledger(pipeline, payments),
+        ASAAS_PAYMENTS_LIST,
+    )
+    return replayer.replay(payments.pages(window))
+
+
+def asaas_results(pipeline: Pipeline, tracked: list[Tracked]) -> list[Result]:
+    payments = AsaasPayments(lambda: ASAAS_KEY, pipeline.apis.url)
+    return asaas_ledger(pipeline, payments).results(tracked)
+
+
+def asaas_webhook(event: str, payment: dict[str, Any], created: str) -> str:
+    """The webhook Asaas sends (its envelope, a fresh id) announcing `event` of the payment."""
+    return json.dumps(
+        {"id": unique("evt"), "event": event, "dateCreated": created, "payment": payment}
+    )
+
+
+def listings(pipeline: Pipeline) -> list[dict[str, list[str]]]:
+    return [
+        urllib.parse.parse_qs(urllib.parse.urlsplit(r).query)
+        for r in pipeline.apis.requests
+        if urllib.parse.urlsplit(r).path == "/v3/payments"
+    ]
+
+
+def money(state: dict[str, Any]) -> tuple[int, int, int]:
+    return (
+        int(state.get("paid_total", 0)),
+        int(state.get("refunded_total", 0)),
+        int(state.get("disputed_total", 0)),
+    )
+
+
+def test_asaas_replay_books_what_the_paused_queue_held_once_and_again_changes_nothing(
+    pipeline: Pipeline,
+) -> None:
+    # Given Asaas knows, from the days its queue was paused: a Pix payment received, a card
+    # confirmed (credited next month), a Pix payment refunded in two parts, a card charged
+    # back, a boleto received in cash on the 30th (created before), a charge still pending;
+    # and one received the day before the window
+    pix = asaas_payment("PAYMENT_RECEIVED", "2026-11-29")
+    card = asaas_payment(
+        "PAYMENT_RECEIVED",
+        "2026-11-29",
+        billingType="CREDIT_CARD",
+        status="CONFIRMED",
+        confirmedDate="2026-11-29",
+        paymentDate=None,
+        creditDate=None,
+        estimatedCreditDate="2026-12-29",
+    )
+    refunded = asaas_payment("PAYMENT_PARTIALLY_REFUNDED", "2026-11-29")
+    charged_back = asaas_payment("PAYMENT_CHARGEBACK_REQUESTED", "2026-11-29")
+    cash = asaas_payment("PAYMENT_RECEIVED.in_cash", "2026-11-20", paymentDate="2026-11-30")
+    pending = asaas_payment(
+        "PAYMENT_RECEIVED_IN_CASH_UNDONE", "2026-11-29", status="PENDING", paymentDate=None
+    )
+    before = asaas_payment(
+        "PAYMENT_RECEIVED", "2026-11-28", paymentDate="2026-11-28", clientPaymentDate=None
+    )
+    everyone = (pix, card, refunded, charged_back, cash, pending, before)
+    for _, payment in everyone:
+        pipeline.apis.asaas_payments[payment["id"]] = payment
+    ledger_before = pipeline.world.snapshot()
+
+    # When the window is replayed (two payments a page) and processed, then replayed again
+    first = replay_asaas(pipeline)
+    pipeline.process()
+    first_results = asaas_results(pipeline, first)
+    after_first = pipeline.world.snapshot()
+    second = replay_asaas(pipeline)
+    pipeline.process()
+
+    # Then each of the window's days was listed by creation day, then by payment day, paged
+    asked = [
+        (q.get("dateCreated[ge]") or q["paymentDate[ge]"], "dateCreated[ge]" in q, q["offset"])
+        for q in listings(pipeline)[: len(listings(pipeline)) // 2]
+    ]
+    assert asked == [
+        (["2026-11-29"], True, ["0"]),
+        (["2026-11-29"], True, ["2"]),
+        (["2026-11-29"], True, ["4"]),
+        (["2026-11-29"], False, ["0"]),
+        (["2026-11-30"], True, ["0"]),
+        (["2026-11-30"], False, ["0"]),
+    ]
+    assert all(q.get("limit") == ["2"] for q in listings(pipeline))
+
+    # And each payment became the webhooks Asaas sends for its state, marked as a replay
+    sent = {
+        (json.loads(m["Body"])["payment"]["id"], json.loads(m["Body"])["event"])
+        for m in pipeline.processed
+    }
+    assert sent == {
+        (pix[1]["id"], "PAYMENT_RECEIVED"),
+        (card[1]["id"], "PAYMENT_CONFIRMED"),
+        (refunded[1]["id"], "PAYMENT_RECEIVED"),
+        (refunded[1]["id"], "PAYMENT_PARTIALLY_REFUNDED"),
+        (charged_back[1]["id"], "PAYMENT_RECEIVED"),
+        (charged_back[1]["id"], "PAYMENT_CHARGEBACK_REQUESTED"),
+        (cash[1]["id"], "PAYMENT_RECEIVED"),
+    }
+    assert {pipeline.attributes(m)[REPLAY_ATTRIBUTE] for m in pipeline.processed} == {
+        ASAAS_PAYMENTS_LIST
+    }
+
+    # And the money moved once each, as Asaas shows it; nothing for the pending charge nor
+    # for the payment outside the window
+    assert [r.outcome for r in first_results] == ["applied"] * 7
+    assert money(pipeline.world.order(pix[0])) == (5000, 0, 0)
+    assert money(pipeline.world.order(card[0])) == (5000, 0, 0)
+    assert money(pipeline.world.order(refunded[0])) == (10000, 5000, 0)
+    assert money(pipeline.world.order(charged_back[0])) == (5000, 0, 5000)
+    assert money(pipeline.world.order(cash[0])) == (5000, 0, 0)
+    assert pipeline.world.order(pending[0]) == {}
+    assert pipeline.world.order(before[0]) == {}
+    for order, _ in everyone[:5]:
+        assert pipeline.world.mismatches(order) == []
+
+    # And the second replay was the same deliveries, and changed nothing at all
+    assert after_first != ledger_before
+    assert pipeline.world.snapshot() == after_first
+    assert [t.message.event_id for t in second] == [t.message.event_id for t in first]
+    assert {r.outcome for r in asaas_results(pipeline, second)} == {"duplicate"}
+
+
+def test_money_a_webhook_brought_and_a_replay_brings_again_is_one_effect_either_way(
+    pipeline: Pipeline,
+) -> None:
+    # Given a payment refunded in part whose webhooks came before the queue paused, and a card
+    # charged back whose webhooks Asaas still holds (delivered once the queue resumes)
+    delivered = asaas_payment("PAYMENT_PARTIALLY_REFUNDED", "2026-11-29")
+    held = asaas_payment("PAYMENT_CHARGEBACK_REQUESTED", "2026-11-29")
+    for _, payment in (delivered, held):
+        pipeline.apis.asaas_payments[payment["id"]] = payment
+    for event, at in (
+        ("PAYMENT_RECEIVED", "2026-11-29 18:00:05"),
+        ("PAYMENT_PARTIALLY_REFUNDED", "2026-11-30 11:05:02"),
+    ):
+        pipeline.world.deliver_all(asaas_webhook(event, delivered[1], at), provider="asaas")
+    booked = money(pipeline.world.order(delivered[0]))
+
+    # When the window is replayed and processed, then the webhooks Asaas held arrive
+    replayed = replay_asaas(pipeline)
+    pipeline.process()
+    results = {
+        (r.tracked.message.event_type, json.loads(r.tracked.message.body)["payment"]["id"]): (
+            r.outcome
+        )
+        for r in asaas_results(pipeline, replayed)
+    }
+    after_replay = pipeline.world.snapshot()
+    for event, at in (
+        ("PAYMENT_CONFIRMED", "2026-11-29 14:00:00"),
+        ("PAYMENT_CHARGEBACK_REQUESTED", "2026-12-10 08:30:11"),
+    ):
+        pipeline.world.deliver_all(asaas_webhook(event, held[1], at), provider="asaas")
+
+    # Then what the webhooks booked came back a duplicate, what they had not was applied, and
+    # the webhooks after the replay changed nothing: each movement is one entry
+    assert booked == (10000, 5000, 0)
+    assert results == {
+        ("PAYMENT_RECEIVED", delivered[1]["id"]): "duplicate",
+        ("PAYMENT_PARTIALLY_REFUNDED", delivered[1]["id"]): "duplicate",
+        ("PAYMENT_RECEIVED", held[1]["id"]): "applied",
+        ("PAYMENT_CHARGEBACK_REQUESTED", held[1]["id"]): "applied",
+    }
+    assert pipeline.world.snapshot() == after_replay
+    assert money(pipeline.world.order(delivered[0])) == booked
+    assert money(pipeline.world.order(held[0])) == (5000, 0, 5000)
+    assert len(pipeline.world.effects(delivered[0])) == 3
+    assert len(pipeline.world.effects(held[0])) == 2
+
+
+def test_an_asaas_api_error_stops_the_replay_resumable_from_the_day_it_was_reading(
+    pipeline: Pipeline,
+) -> None:
+    # Given five Pix payments received on the 29th and two on the 30th, and Asaas failing on
+    # the seventh listing (the 30th's first: three pages of the 29th's by creation, three by
+    # payment, two payments a page)
+    lost = [asaas_payment("PAYMENT_RECEIVED", "2026-11-29") for _ in range(5)]
+    lost += [
+        asaas_payment("PAYMENT_RECEIVED", "2026-11-30", paymentDate="2026-11-30") for _ in range(2)
+    ]
+    for _, payment in lost:
+        pipeline.apis.asaas_payments[payment["id"]] = payment
+    pipeline.apis.fail("/v3/payments", request=7)
+
+    # When the window is replayed and processed
+    with pytest.raises(ReplayInterruptedError) as interrupted:
+        replay_asaas(pipeline)
+    pipeline.process()
+
+    # Then it stopped saying where to go on: the 30th, the day it was reading; the 29th's
+    # five were enqueued and applied, the 30th's not yet
+    assert "answered 500" in str(interrupted.value)
+    assert interrupted.value.resume == Resume("--since", BRAZIL_30)
+    assert len(interrupted.value.enqueued) == 5
+    assert [bool(pipeline.world.order(o)) for o, _ in lost] == [True] * 5 + [False] * 2
+
+    # When it is resumed from there
+    resumed = replay_asaas(
+        pipeline, Window(datetime.fromisoformat(interrupted.value.resume.value), ASAAS_WINDOW.until)
+    )
+    pipeline.process()
+
+    # Then the 30th's two were applied, and every payment is paid once
+    assert {r.outcome for r in asaas_results(pipeline, resumed)} == {"applied"}
+    assert len(resumed) == 2
+    for order, _ in lost:
+        assert money(pipeline.world.order(order)) == (5000, 0, 0)
+        assert len(pipeline.world.effects(order)) == 1
+
+
+def test_an_asaas_error_on_a_later_page_of_a_day_resumes_that_day_whole(
+    pipeline: Pipeline,
+) -> None:
+    # Given five payments created on the 29th, and Asaas failing on the 29th's second page
+    lost = [asaas_payment("PAYMENT_RECEIVED", "2026-11-29") for _ in range(5)]
+    for _, payment in lost:
+        pipeline.apis.asaas_payments[payment["id"]] = payment
+    pipeline.apis.fail("/v3/payments", request=2)
+
+    # When the window is replayed, processed, and resumed with the option it printed
+    with pytest.raises(ReplayInterruptedError) as interrupted:
+        replay_asaas(pipeline)
+    pipeline.process()
+    assert interrupted.value.resume == Resume("--since", BRAZIL_29)
+    assert interrupted.value.resume is not None
+    resumed = replay_asaas(
+        pipeline, Window(datetime.fromisoformat(interrupted.value.resume.value), ASAAS_WINDOW.until)
+    )
+    pipeline.process()
+
+    # Then the day was read again whole: the first page's two are duplicates, the rest applied
+    assert sorted(r.outcome for r in asaas_results(pipeline, resumed)) == [
+        "applied",
+        "applied",
+        "applied",
+        "duplicate",
+        "duplicate",
+    ]
+    for order, _ in lost:
+        assert len(pipeline.world.effects(order)) == 1
+
+
+def test_an_asaas_replay_without_the_api_key_is_refused_before_any_request(
+    pipeline: Pipeline,
+) -> None:
+    # Given the stack's Asaas key still its placeholder
+    payments = AsaasPayments(lambda: PLACEHOLDER, pipeline.apis.url)
+
+    # When a window is asked for, Then it is refused saying which secret, and nothing is read
+    with pytest.raises(ReplayRefusedError, match="asaas/api-key"):
+        payments.pages(ASAAS_WINDOW)
+    assert pipeline.apis.requests == []

@@ -12,10 +12,15 @@ import boto3
 import pytest
 
 from devstack.provider_apis import FakeProviderApis
-from devstack.resources import MERCADOPAGO_DEVELOPMENT_TOKEN, STRIPE_DEVELOPMENT_API_KEY
+from devstack.resources import (
+    ASAAS_DEVELOPMENT_API_KEY,
+    MERCADOPAGO_DEVELOPMENT_TOKEN,
+    STRIPE_DEVELOPMENT_API_KEY,
+)
 from fixtures import stripe
-from fixtures.shapes import EVENTS_DIR
+from fixtures.shapes import EVENTS_DIR, shape
 from functions.shared import tables
+from functions.shared.providers.asaas import BRAZIL
 from ops.cli import main
 from ops.cli.mistakes import MISTAKE
 from tests.ops.conftest import NAMES, STACK
@@ -91,8 +96,8 @@ def test_attach_binds_in_the_ledger_and_redrives_to_the_queue_the_stack_names(
 def test_replay_reads_the_key_and_enqueues_into_the_queue_the_stack_names(
     deployed: dict[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Given the stack's Stripe API key and Mercado Pago token, and a payment each provider
-    # knows, never delivered
+    # Given the stack's Stripe API key, Mercado Pago token and Asaas key, and a payment each
+    # provider knows, never delivered
     secrets = boto3.client("secretsmanager")
     secrets.create_secret(
         Name="umavez/prod/stripe/api-key", SecretString=STRIPE_DEVELOPMENT_API_KEY
@@ -100,6 +105,7 @@ def test_replay_reads_the_key_and_enqueues_into_the_queue_the_stack_names(
     secrets.create_secret(
         Name="umavez/prod/mercadopago/access-token", SecretString=MERCADOPAGO_DEVELOPMENT_TOKEN
     )
+    secrets.create_secret(Name="umavez/prod/asaas/api-key", SecretString=ASAAS_DEVELOPMENT_API_KEY)
     now = int(time.time())
     apis = FakeProviderApis().start()
     try:
@@ -113,22 +119,30 @@ def test_replay_reads_the_key_and_enqueues_into_the_queue_the_stack_names(
         payment = json.loads((EVENTS_DIR / "mercadopago" / "payment.json").read_text())
         payment["date_last_updated"] = datetime.fromtimestamp(now, tz=UTC).isoformat()
         apis.payments[str(payment["id"])] = payment
+        received: dict[str, object] = shape("asaas/PAYMENT_RECEIVED.json")["payment"]
+        today = datetime.fromtimestamp(now, tz=BRAZIL).date().isoformat()
+        received.update({"dateCreated": today, "paymentDate": today})
+        apis.asaas_payments[str(received["id"])] = received
 
         # When the operator replays the last hour of each provider by the stack's name
         since = datetime.fromtimestamp(now - 3600, tz=UTC).isoformat()
         window = ["--since", since, "--wait", "0", "--api-url", apis.url]
         by_name = ["--stack-name", STACK, "--region", "us-east-1"]
         codes = [
-            main(["replay", source, *window, *by_name]) for source in ("stripe", "mercadopago")
+            main(["replay", source, *window, *by_name])
+            for source in ("stripe", "mercadopago", "asaas")
         ]
     finally:
         apis.stop()
 
-    # Then both were enqueued into the stack's webhook queue
-    assert codes == [0, 0]
+    # Then each was enqueued into the stack's webhook queue
+    assert codes == [0, 0, 0]
     sqs = boto3.client("sqs")
-    received = sqs.receive_message(QueueUrl=deployed["WebhookQueueUrl"], MaxNumberOfMessages=10)
-    assert len(received["Messages"]) == 2
+    enqueued = sqs.receive_message(
+        QueueUrl=deployed["WebhookQueueUrl"], MaxNumberOfMessages=10, MessageAttributeNames=["All"]
+    )
+    providers = [m["MessageAttributes"]["provider"]["StringValue"] for m in enqueued["Messages"]]
+    assert sorted(providers) == ["asaas", "mercadopago", "stripe"]
 
 
 def test_dlq_list_reads_the_dead_letter_queue_the_stack_names(

@@ -13,6 +13,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from devstack.provider_apis import FakeProviderApis
+from devstack.resources import ASAAS_DEVELOPMENT_API_KEY
 from infra.settings import (
     API_CREDENTIAL_PLACEHOLDER,
     BOOTSTRAP_VERSION_PARAMETER,
@@ -363,6 +365,73 @@ def test_asaas_needs_its_api_key_as_well_as_its_webhook_token(account: Account) 
     assert "every Asaas webhook fails" in secrets["secret umavez/prod/asaas/api-key"].detail
 
 
+def umavez_webhook(**state: bool) -> dict[str, Any]:
+    """Umavez's webhook in Asaas, as Asaas's webhooks API answers it."""
+    return {
+        "id": "wh_umavez01",
+        "name": "umavez",
+        "url": "https://abc123.execute-api.us-east-1.amazonaws.com/live/webhooks/asaas",
+        "email": "oncall@example.com",
+        "enabled": True,
+        "interrupted": False,
+        "apiVersion": 3,
+        "hasAuthToken": True,
+        "sendType": "SEQUENTIALLY",
+        "penalizedRequestsCount": 0,
+        "events": ["PAYMENT_CONFIRMED", "PAYMENT_RECEIVED", "PAYMENT_REFUNDED"],
+        **state,
+    }
+
+
+def test_asaas_webhooks_are_read_with_the_stacks_key_and_a_paused_queue_is_a_problem(
+    account: Account,
+) -> None:
+    # Given the stack deployed with its Asaas key set, and Asaas's account sending to umavez
+    deploy(account)
+    account.client("secretsmanager").put_secret_value(
+        SecretId="umavez/prod/asaas/api-key", SecretString=ASAAS_DEVELOPMENT_API_KEY
+    )
+    apis = FakeProviderApis().start()
+    try:
+        # When preflight runs with the queue running, paused, with the webhook disabled, and
+        # with no webhook to umavez at all
+        found = []
+        for webhook in (
+            umavez_webhook(),
+            umavez_webhook(interrupted=True),
+            umavez_webhook(enabled=False),
+            None,
+        ):
+            apis.asaas_webhooks = {"wh_umavez01": webhook} if webhook else {}
+            found.append(
+                findings_of(account, providers=("asaas",), asaas_api_url=apis.url)["asaas webhooks"]
+            )
+    finally:
+        apis.stop()
+
+    # Then a running queue passes; a paused one, a disabled webhook and none at all are
+    # problems, each saying what to do
+    running, paused, disabled, missing = found
+    assert [f.verdict for f in found] == [Verdict.OK] + [Verdict.PROBLEM] * 3
+    assert "umavez (wh_umavez01)" in running.detail
+    assert 'PUT /v3/webhooks/wh_umavez01 {"interrupted": false}' in paused.detail
+    assert "`umavez replay asaas --since" in paused.detail
+    assert '{"enabled": true}' in disabled.detail
+    assert "Asaas delivers nothing to umavez" in missing.detail
+
+
+def test_asaas_webhooks_are_not_read_while_the_key_is_unset(account: Account) -> None:
+    # Given the stack deployed, its Asaas key still its placeholder
+    deploy(account)
+
+    # When preflight runs for a merchant using Asaas (an API that would refuse anything)
+    found = findings_of(account, providers=("asaas",), asaas_api_url="http://127.0.0.1:9")
+
+    # Then the webhooks are not read, and that is said, not a failure
+    assert found["asaas webhooks"].verdict is Verdict.NOTE
+    assert "is not set yet" in found["asaas webhooks"].detail
+
+
 def test_a_notification_signing_secret_left_unset_is_a_problem(account: Account) -> None:
     # Given a stack notifying an HTTP sink, its signing secret holding its placeholder
     signing = "umavez/prod/notify/signing"
@@ -549,6 +618,7 @@ def test_no_credentials_is_one_line_and_exit_2(
             email_configuration_set=None,
             process_max_concurrency=5,
             test_alarm=False,
+            asaas_api_url="https://api.asaas.com",
             json=False,
         ),
         clients,

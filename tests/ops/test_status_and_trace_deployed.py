@@ -17,6 +17,8 @@ import boto3
 import pytest
 from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
 
+from devstack.provider_apis import FakeProviderApis
+from devstack.resources import ASAAS_DEVELOPMENT_API_KEY
 from functions.reconcile.service import CHECKPOINT_PK, LAST_RUN_SK
 from functions.shared import tables
 from functions.shared.dynamo import to_attributes
@@ -32,9 +34,9 @@ BY_NAME = ("--stack-name", STACK, "--region", "us-east-1")
 HOUR = 3600
 
 
-def status(capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
+def status(capsys: pytest.CaptureFixture[str], *more: str) -> tuple[int, dict[str, Any]]:
     capsys.readouterr()
-    code = main(["status", "--json", *BY_NAME])
+    code = main(["status", "--json", *BY_NAME, *more])
     return code, json.loads(capsys.readouterr().out)
 
 
@@ -237,6 +239,12 @@ def test_a_healthy_stack_needs_nobody(
     assert readings["notifications"] == {"dead": 0, "overdue": 0}
     assert readings["reconciliation"]["mismatches"] == {}
     assert readings["alarms"] == {"in_alarm": [], "alarms": len(ALARMS)}
+    # And Asaas's webhooks are not read without the stack's Asaas key, and that is said
+    [asaas] = [r for r in report["readings"] if r["name"] == "asaas webhooks"]
+    assert (asaas["summary"], asaas["needs_person"]) == (
+        "not configured (no Asaas API key in asaas/api-key)",
+        False,
+    )
 
 
 @pytest.mark.parametrize("harm", list(HARMS))
@@ -430,3 +438,82 @@ def test_a_logs_query_that_never_completes_is_one_line_to_try_again() -> None:
     line = explained(raised.value)
     assert line is not None
     assert "try again" in line
+
+
+def asaas_webhook(webhook_id: str, url: str, **state: bool) -> dict[str, Any]:
+    """One of the account's webhooks as Asaas's webhooks API answers it."""
+    return {
+        "id": webhook_id,
+        "name": "umavez" if url.endswith("/webhooks/asaas") else "erp",
+        "url": url,
+        "email": "oncall@example.com",
+        "enabled": True,
+        "interrupted": False,
+        "apiVersion": 3,
+        "hasAuthToken": True,
+        "sendType": "SEQUENTIALLY",
+        "penalizedRequestsCount": 0,
+        "events": ["PAYMENT_CONFIRMED", "PAYMENT_RECEIVED", "PAYMENT_REFUNDED"],
+        **state,
+    }
+
+
+def test_an_interrupted_asaas_webhook_needs_a_person_told_how_to_resume_it_and_what_to_replay(
+    healthy: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given the stack's Asaas key, and Asaas's account sending to umavez with its queue running
+    # and to another system whose queue is paused
+    boto3.client("secretsmanager").create_secret(
+        Name="umavez/prod/asaas/api-key", SecretString=ASAAS_DEVELOPMENT_API_KEY
+    )
+    ours = asaas_webhook("wh_umavez01", "https://hooks.example.com/live/webhooks/asaas")
+    apis = FakeProviderApis().start()
+    try:
+        apis.asaas_webhooks["wh_umavez01"] = ours
+        apis.asaas_webhooks["wh_erp00001"] = asaas_webhook(
+            "wh_erp00001", "https://erp.example.com/asaas", interrupted=True
+        )
+
+        # When the operator asks for the status, then again once umavez's queue is paused
+        running_code, running = status(capsys, "--api-url", apis.url)
+        apis.asaas_webhooks["wh_umavez01"] = {**ours, "interrupted": True}
+        paused_code, paused = status(capsys, "--api-url", apis.url)
+    finally:
+        apis.stop()
+
+    # Then a running queue is healthy (the other system's pause is not umavez's)
+    [before] = [r for r in running["readings"] if r["name"] == "asaas webhooks"]
+    assert (running_code, before["needs_person"]) == (0, False)
+    assert before["summary"] == "umavez (wh_umavez01): enabled, queue running"
+    # And a paused one needs a person, that reading only, told how to resume it and what to
+    # replay
+    assert (paused_code, paused["needs_person"]) == (1, True)
+    assert [r["name"] for r in paused["readings"] if r["needs_person"]] == ["asaas webhooks"]
+    [after] = [r for r in paused["readings"] if r["name"] == "asaas webhooks"]
+    assert "umavez (wh_umavez01) is interrupted" in after["summary"]
+    assert 'PUT /v3/webhooks/wh_umavez01 {"interrupted": false}' in after["summary"]
+    assert "`umavez replay asaas --since" in after["summary"]
+    assert [(w["id"], w["interrupted"], w["umavez"]) for w in after["facts"]["webhooks"]] == [
+        ("wh_umavez01", True, True),
+        ("wh_erp00001", True, False),
+    ]
+
+
+def test_asaas_refusing_the_stacks_key_needs_a_person(
+    healthy: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a key in the stack's secret that Asaas does not know
+    boto3.client("secretsmanager").create_secret(
+        Name="umavez/prod/asaas/api-key", SecretString="$aact_not_this_account"
+    )
+    apis = FakeProviderApis().start()
+    try:
+        # When the operator asks for the status
+        code, report = status(capsys, "--api-url", apis.url)
+    finally:
+        apis.stop()
+
+    # Then a person is needed: every Asaas payment is read with that key
+    [asaas] = [r for r in report["readings"] if r["name"] == "asaas webhooks"]
+    assert (code, asaas["needs_person"]) == (1, True)
+    assert "refused us: 401" in asaas["summary"]

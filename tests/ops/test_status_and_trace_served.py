@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from devstack.resources import DEAD_LETTER_QUEUE_NAME, client
+from devstack.provider_apis import register_asaas_webhook
+from devstack.resources import ASAAS_DEVELOPMENT_API_KEY, DEAD_LETTER_QUEUE_NAME, client
 from devstack.stack import stack_log_path
 from fixtures import stripe
 from ops.cli import main
@@ -179,6 +180,7 @@ def test_status_says_healthy_then_names_a_dead_letter_and_exits_1(
         "notifications",
         "reconciliation",
         "statement",
+        "asaas webhooks",
         "alarms",
     ]
 
@@ -195,6 +197,43 @@ def test_status_says_healthy_then_names_a_dead_letter_and_exits_1(
     assert (code, status["needs_person"]) == (1, True)
     assert [r["name"] for r in status["readings"] if r["needs_person"]] == ["dead letters"]
     assert _reading(status, "dead letters")["facts"] == {"count": 1}
+
+
+def test_status_names_asaas_paused_queue_told_from_outside_and_is_quiet_once_resumed(
+    served: Served, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given the served stack's fake Asaas API told, from outside as Asaas's own webhook object,
+    # that umavez's webhook has its queue paused
+    webhook = {
+        "id": "wh_served01",
+        "name": "umavez",
+        "url": f"http://127.0.0.1:{served.port}/webhooks/asaas",
+        "email": "oncall@example.com",
+        "enabled": True,
+        "interrupted": True,
+        "apiVersion": 3,
+        "hasAuthToken": True,
+        "sendType": "SEQUENTIALLY",
+        "penalizedRequestsCount": 15,
+        "events": ["PAYMENT_CONFIRMED", "PAYMENT_RECEIVED", "PAYMENT_REFUNDED"],
+    }
+    register_asaas_webhook(served.mercadopago_api, ASAAS_DEVELOPMENT_API_KEY, webhook)
+    try:
+        # When the operator asks for the status, then again once the queue is resumed
+        paused_code, paused = run(capsys, "status", "--endpoint-url", served.aws)
+    finally:
+        resumed = {**webhook, "interrupted": False, "penalizedRequestsCount": 0}
+        register_asaas_webhook(served.mercadopago_api, ASAAS_DEVELOPMENT_API_KEY, resumed)
+    resumed_code, running = run(capsys, "status", "--endpoint-url", served.aws)
+
+    # Then the paused queue needs a person, that reading only; resumed, nobody is needed
+    assert (paused_code, paused["needs_person"]) == (1, True)
+    assert [r["name"] for r in paused["readings"] if r["needs_person"]] == ["asaas webhooks"]
+    assert "umavez (wh_served01) is interrupted" in _reading(paused, "asaas webhooks")["summary"]
+    assert (resumed_code, running["needs_person"]) == (0, False)
+    assert _reading(running, "asaas webhooks")["summary"] == (
+        "umavez (wh_served01): enabled, queue running"
+    )
 
 
 def _reading(status: dict[str, Any], name: str) -> dict[str, Any]:
