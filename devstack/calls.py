@@ -8,7 +8,8 @@ recorded as one
 action, and the resource the request addresses, named locally:
 
     table/<name>, table/<name>/index/<index>, table/<name>/stream, queue/<name>,
-    event-bus/<name>, secret/<name>, identity/<address or domain>, configuration-set/<name>, *
+    event-bus/<name>, event-source/<name>, secret/<name>, identity/<address or domain>,
+    configuration-set/<name>, *
 
 `devstack/resources.py` says which resource of the deployed stack each local one plays.
 An operation authorizes as the IAM action of its own name unless `permissions_needed` says
@@ -92,6 +93,8 @@ def permissions_needed(
     if service == "sqs":
         url = str(request.get("QueueUrl") or request.get("QueueName", ""))
         return [(action(operation), "queue/" + url.rstrip("/").rsplit("/", 1)[-1])]
+    if service == "events" and operation == "DescribeEventSource":
+        return [(action(operation), f"event-source/{request.get('Name', '')}")]
     if service == "events":
         buses = {str(e.get("EventBusName") or "default") for e in request.get("Entries", [])}
         return [(action(operation), f"event-bus/{_last(bus)}") for bus in sorted(buses)]

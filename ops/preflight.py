@@ -61,6 +61,7 @@ TEST_ALARM_REASON: Final = (
 
 API_LOGGING_ROLE: Final = "api gateway logging role"
 ASAAS_WEBHOOKS: Final = "asaas webhooks"
+STRIPE_EVENT_SOURCE: Final = "stripe event source"
 
 
 class Verdict(StrEnum):
@@ -148,6 +149,10 @@ class Preflight:
         findings += self._secrets(stack)
         if "asaas" in self._options.providers:
             findings.append(self._guarded(ASAAS_WEBHOOKS, lambda: self._asaas_webhooks(stack)))
+        if stack.outputs.get("StripeEventSource"):
+            findings.append(
+                self._guarded(STRIPE_EVENT_SOURCE, lambda: self._stripe_event_source(stack))
+            )
         findings.append(self._guarded("alarm subscription", lambda: self._subscribed(stack)))
         if self._options.test_alarm:
             findings.append(self._guarded("alarm reaches the topic", lambda: self._alarm(stack)))
@@ -404,6 +409,35 @@ class Preflight:
             )
         shown = ", ".join(f"{w.shown()} to {w.url}" for w in state.umavez)
         return Finding(ASAAS_WEBHOOKS, Verdict.OK, f"{shown}: enabled, queue running")
+
+    def _stripe_event_source(self, stack: Stack) -> Finding:
+        """With `stripeIngress=eventbridge|both`: the partner event source Stripe's destination
+        created exists and the stack's bus associates it (ACTIVE); a pending one delivers
+        nothing, and AWS deletes it 7 days after its creation."""
+        source = stack.outputs["StripeEventSource"]
+        try:
+            found = self._call(
+                "events", "describe_event_source", "events:DescribeEventSource", Name=source
+            )
+        except _Missing:
+            return Finding(
+                STRIPE_EVENT_SOURCE,
+                Verdict.PROBLEM,
+                f"{source} does not exist in this account and region: create the Stripe event "
+                "destination for it (Workbench > Event destinations > Amazon EventBridge), or "
+                "deploy with the source it created (-c stripeEventSource=...)",
+            )
+        state = str(found.get("State", ""))
+        if state == "ACTIVE":
+            return Finding(STRIPE_EVENT_SOURCE, Verdict.OK, f"{source}: associated (ACTIVE)")
+        return Finding(
+            STRIPE_EVENT_SOURCE,
+            Verdict.PROBLEM,
+            f"{source} is {state or 'in no state'}: no Stripe event reaches the stack. PENDING: "
+            "deploy the stack (its bus associates the source) within 7 days of the "
+            "destination's creation; DELETED: create a new destination and deploy with its "
+            "source",
+        )
 
     def _subscribed(self, stack: Stack) -> Finding:
         topic = stack.outputs.get("AlarmTopicArn")

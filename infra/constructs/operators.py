@@ -106,6 +106,15 @@ class OperatorPolicies(Construct):
                 for identity in sender_identities(email_sender)
             ]
             preflight.append(allow(["ses:GetEmailIdentity"], identities))
+        if pipeline.stripe_event_source:
+            # preflight: the partner event source of Stripe's EventBridge destination.
+            event_source = stack.format_arn(
+                service="events",
+                account="",
+                resource="event-source",
+                resource_name=pipeline.stripe_event_source,
+            )
+            preflight.append(allow(["events:DescribeEventSource"], [event_source]))
 
         read_anywhere = allow(
             [

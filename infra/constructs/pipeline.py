@@ -64,6 +64,7 @@ class Pipeline(Construct):
         )
         self.bus = events.EventBus(self, "Bus", description="umavez domain events")
         self.stripe_bus = self._stripe_by_eventbridge(config)
+        self.stripe_event_source = config.stripe_event_source if self.stripe_bus else None
         layer = powertools_layer(self)
         # Each function's environment is written from its settings model (the names are
         # spelled there once, and the function reads the same model).

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from infra.config import StackConfig
+from infra.config import StackConfig, StripeIngress
 from infra.settings import (
     BOOTSTRAP_VERSION_PARAMETER,
     TEST_ALARM,
@@ -33,7 +33,7 @@ from infra.settings import (
 )
 from tests.infra.conftest import LEAN_PROD, Synthesized
 from tests.infra.test_permissions import deployed_arns, listed
-from tests.ops.conftest import LOG_GROUPS, NAMES, STACK
+from tests.ops.conftest import LOG_GROUPS, NAMES, STACK, STRIPE_SOURCE
 from tests.support import ops_calls
 from tests.support.aws_policies import (
     ACCOUNT,
@@ -112,6 +112,10 @@ OF_THE_ACCOUNT = {
     ),
     f"parameter{LAYER_PARAMETER}": f"arn:{PARTITION}:ssm:{REGION}::parameter{LAYER_PARAMETER}",
     "apigateway/account": f"arn:{PARTITION}:apigateway:{REGION}::/account",
+    # The partner event source of Stripe's EventBridge destination (preflight's tests')
+    f"event-source/{STRIPE_SOURCE}": (
+        f"arn:{PARTITION}:events:{REGION}::event-source/{STRIPE_SOURCE}"
+    ),
     # The prod stack's emailSender, as a verified identity (address and domain)
     **{
         f"identity/{i}": f"arn:{PARTITION}:ses:{REGION}:{ACCOUNT}:identity/{i}"
@@ -136,7 +140,14 @@ STATE_MACHINE_ARN = f"arn:{PARTITION}:states:{REGION}:{ACCOUNT}:stateMachine:Rec
 @pytest.fixture(scope="module")
 def prod(synth_for: Callable[[StackConfig], Synthesized]) -> Synthesized:
     """The lean prod deployment notifying an HTTP sink too: every secret preflight describes."""
-    return synth_for(replace(LEAN_PROD, notify_url="https://hooks.example.com/umavez"))
+    return synth_for(
+        replace(
+            LEAN_PROD,
+            notify_url="https://hooks.example.com/umavez",
+            stripe_ingress=StripeIngress.BOTH,
+            stripe_event_source=STRIPE_SOURCE,
+        )
+    )
 
 
 @pytest.fixture(scope="module")

@@ -108,3 +108,28 @@ def test_eventbridge_without_the_partner_source_is_refused_at_synth(source: str 
 def test_an_unknown_ingress_is_refused_naming_the_choices() -> None:
     with pytest.raises(ConfigError, match="webhook\\|eventbridge\\|both"):
         StackConfig.from_context({"stripeIngress": "sns", "stage": "dev"}.get)
+
+
+def test_the_read_policy_may_describe_the_stripe_event_source_it_checks(
+    synth_for: Callable[[StackConfig], Synthesized],
+) -> None:
+    template = synth_for(with_ingress(StripeIngress.BOTH)).template
+
+    template.has_resource_properties(
+        "AWS::IAM::ManagedPolicy",
+        {
+            "Description": Match.string_like_regexp("preflight"),
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Action": "events:DescribeEventSource",
+                                "Resource": Match.any_value(),
+                            }
+                        )
+                    ]
+                )
+            },
+        },
+    )

@@ -89,3 +89,7 @@ def deployed(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
             )
         yield outputs
     monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
+
+
+# The partner event source of a Stripe EventBridge destination the preflight tests' stack names.
+STRIPE_SOURCE = "aws.partner/stripe.com/ed_61RM0xAHcFZJ2wBNN16RLfH3kxSJ2rGQCAgh"

@@ -11,6 +11,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from devstack.provider_apis import FakeProviderApis
@@ -30,6 +31,7 @@ from ops.preflight import (
     Verdict,
     command,
 )
+from tests.ops.conftest import STRIPE_SOURCE
 from tests.support.clients import answering
 from tests.support.clock import FakeClock
 
@@ -653,3 +655,50 @@ def test_an_alarm_already_in_alarm_is_moved_so_its_action_runs(account: Account)
     # Then it went through OK back to ALARM, and the published action is read
     assert states == ["OK", "ALARM"]
     assert found["alarm reaches the topic"].verdict is Verdict.OK
+
+
+def test_stripe_by_eventbridge_needs_its_partner_source_associated(account: Account) -> None:
+    # Given a stack deployed with Stripe through EventBridge, its partner source associated
+    deploy(account, extra={"StripeEventSource": STRIPE_SOURCE})
+    events = account.client("events")
+    events.create_partner_event_source(Name=STRIPE_SOURCE, Account="123456789012")
+    events.create_event_bus(Name=STRIPE_SOURCE, EventSourceName=STRIPE_SOURCE)
+
+    # When preflight runs
+    associated = findings_of(account)["stripe event source"]
+
+    # Then it passes, naming the source
+    assert (associated.verdict, STRIPE_SOURCE in associated.detail) == (Verdict.OK, True)
+
+
+@pytest.mark.parametrize(("state", "told"), [("PENDING", "within 7 days"), (None, "create")])
+def test_a_partner_source_pending_or_missing_is_a_problem_that_says_what_to_do(
+    account: Account, state: str | None, told: str
+) -> None:
+    # Given a stack deployed with Stripe through EventBridge, its source pending or absent
+    deploy(account, extra={"StripeEventSource": STRIPE_SOURCE})
+    events = account.client("events")
+    if state is not None:
+        answering(events, "DescribeEventSource", lambda _: {"Name": STRIPE_SOURCE, "State": state})
+    else:
+
+        def absent(**_: Any) -> None:
+            raise ClientError(
+                {"Error": {"Code": "ResourceNotFoundException", "Message": "not found"}},
+                "DescribeEventSource",
+            )
+
+        events.meta.events.register("before-call.events.DescribeEventSource", absent)
+
+    # When preflight runs
+    found = findings_of(account)["stripe event source"]
+
+    # Then it is a problem, saying what to do
+    assert found.verdict is Verdict.PROBLEM
+    assert told in found.detail
+
+
+def test_a_webhook_only_stack_has_no_stripe_event_source_to_check(account: Account) -> None:
+    deploy(account)
+
+    assert "stripe event source" not in findings_of(account)

@@ -98,7 +98,7 @@ def needed(service: str, operation: str, params: Mapping[str, Any]) -> list[tupl
         return [(action, f"alarm/{params['AlarmName']}")]
     if service == "apigateway" and operation == "GetAccount":
         return [("apigateway:GET", "apigateway/account")]
-    if service in ("dynamodb", "sqs", "secretsmanager", "sesv2"):
+    if service in ("dynamodb", "sqs", "secretsmanager", "sesv2", "events"):
         return permissions_needed(service, operation, params, {})
     return [(action, f"unknown/{service}")]
 
