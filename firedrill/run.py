@@ -19,6 +19,7 @@ import boto3
 
 from devstack.calls import AwsCall
 from devstack.resources import (
+    ASAAS_DEVELOPMENT_API_KEY,
     DEVELOPMENT_SECRETS,
     STRIPE_DEVELOPMENT_API_KEY,
     client,
@@ -46,6 +47,7 @@ from firedrill.statement import (
 from firedrill.stories import stories, stories_for_deliveries
 from firedrill.story import Post, Story
 from functions.ingest.adapters import SqsQueue
+from functions.process.asaas_cash import LedgerCash
 from functions.process.service import EffectProcessor
 from functions.process.stripe_api import StripeApi
 from functions.process.waiting import Waiting
@@ -181,6 +183,7 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
             with ThreadPoolExecutor(1, thread_name_prefix="resend") as resending:
                 resends = resending.submit(_resend, drill, providers, options.seed)
                 replayed = _replay_stripe(stack, drill, log)
+                replayed_asaas = _replay_asaas(stack, drill)
                 resent = resends.result()
         drain()
         after_resend = _read_tables(dynamodb, names).business_state()
@@ -195,6 +198,9 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
         with watch.step("checking"), EmbeddedReads(stack) as reads:
             after = _read_tables(dynamodb, names)
             replay_outcomes = Counter(r.outcome for r in replayed.ledger.results(replayed.enqueued))
+            asaas_outcomes = Counter(
+                r.outcome for r in replayed_asaas.ledger.results(replayed_asaas.enqueued)
+            )
             state = LedgerState.of(after.ledger, after.outbox)
             checks = check_state(drill, state, log)
             checks += embedded_checks(stack, state, log, drains, reads)
@@ -209,10 +215,13 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
             checks.append(hourly.check)
             checks.append(
                 Check(
-                    "resends and a replay from the events API change nothing",
-                    before_resend == after_resend and Outcome.APPLIED.value not in replay_outcomes,
+                    "resends and replays (Stripe's events, Asaas's payments) change nothing",
+                    before_resend == after_resend
+                    and Outcome.APPLIED.value not in replay_outcomes | asaas_outcomes,
                     f"{resent} old events resent; {len(replayed.enqueued)} replayed: "
                     + ", ".join(f"{n} {outcome}" for outcome, n in sorted(replay_outcomes.items()))
+                    + f"; asaas {len(replayed_asaas.enqueued)} replayed: "
+                    + ", ".join(f"{n} {outcome}" for outcome, n in sorted(asaas_outcomes.items()))
                     if before_resend == after_resend
                     else "state changed: " + _changed(before_resend, after_resend),
                 )
@@ -445,6 +454,38 @@ def _replay_stripe(stack: EmbeddedStack, drill: Sequence[Story], log: DeliveryLo
     queue = SqsQueue(client("sqs", stack.aws.endpoint_url), stack.resources.queue_url)
     enqueued = replay.Replayer(queue, ledger, replay.STRIPE_EVENTS_API).replay(pages)
     return Replayed(ledger, enqueued)
+
+
+def _replay_asaas(stack: EmbeddedStack, drill: Sequence[Story]) -> Replayed:
+    """`umavez replay asaas` over the drill's days (Asaas's paused queue resumed): each payment
+    the stories made, listed by the local fake Asaas API, becomes the webhooks Asaas sends for
+    its state; all were processed, so none applies again."""
+    days = [
+        asaas_day
+        for story in drill
+        if not story.statement_only
+        for payment in story.asaas_answers.values()
+        if isinstance(asaas_day := payment.get("dateCreated"), str)
+    ]
+    key = ASAAS_DEVELOPMENT_API_KEY
+    listed = replay.AsaasPayments(lambda: key, stack.provider_apis.url)
+    dynamodb = client("dynamodb", stack.aws.endpoint_url)
+    ledger = LedgerOutcomes(
+        dynamodb,
+        stack.resources.tables.ledger,
+        Interpreters.build(
+            asaas_payments=listed.payment,
+            asaas_cash=LedgerCash(dynamodb, stack.resources.tables.ledger),
+        ),
+    )
+    if not days:
+        return Replayed(ledger, [])
+    window = replay.Window.parse(
+        f"{min(days)[:10]}T00:00:00-03:00", f"{max(days)[:10]}T23:59:59-03:00", time.time()
+    )
+    queue = SqsQueue(client("sqs", stack.aws.endpoint_url), stack.resources.queue_url)
+    replayer = replay.Replayer(queue, ledger, replay.ASAAS_PAYMENTS_LIST)
+    return Replayed(ledger, replayer.replay(listed.pages(window)))
 
 
 def _resend(drill: Sequence[Story], providers: Providers, seed: int) -> int:
