@@ -555,9 +555,15 @@ class Tables:
         a watched charge's charge.refunded (a resend too) re-arms its watch, which only reads
         the charge again; what a re-read counts is in the books, which must not change. Nor
         are the failed receives' records: an injected fault during the resends writes one, and
-        it says why a receive failed, not what the books hold."""
+        it says why a receive failed, not what the books hold. Nor the audit of a replayed
+        delivery that moved nothing (an Asaas replay names its own deliveries,
+        `replay-<payment>-<event>-<moment>`): it records the replay, not the books."""
         schedules = {CHECKPOINT_PK, RECHECK_PK}
-        items = [
-            i for i in self.ledger if i.get("pk") not in schedules and i.get("sk") != FAILURE_SORT
-        ] + self.outbox
+
+        def of_the_books(item: dict[str, Any]) -> bool:
+            pk = str(item.get("pk", ""))
+            replay_audit = pk.startswith("DELIVERY#") and "#replay-" in pk
+            return pk not in schedules and item.get("sk") != FAILURE_SORT and not replay_audit
+
+        items = [i for i in self.ledger if of_the_books(i)] + self.outbox
         return sorted(items, key=repr)
