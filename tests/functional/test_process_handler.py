@@ -13,23 +13,12 @@ import pytest
 from fixtures import stripe
 from fixtures.lambda_events import FakeLambdaContext, sqs_event, sqs_record
 from functions.process import handler
-from tests.support.world import TABLES, World
+from tests.support.world import World
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb import DynamoDBClient
+    pass
 
 T0 = 1_764_460_800
-
-
-@pytest.fixture
-def deployed_tables(dynamodb: DynamoDBClient, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("LEDGER_TABLE", TABLES.ledger)
-    monkeypatch.setenv("OUTBOX_TABLE", TABLES.outbox)
-    handler.effect_processor.cache_clear()
-    handler.failure_records.cache_clear()
-    yield
-    handler.effect_processor.cache_clear()
-    handler.failure_records.cache_clear()
 
 
 def json_lines(text: str) -> list[dict[str, Any]]:

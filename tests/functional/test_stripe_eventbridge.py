@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
@@ -14,24 +13,13 @@ import pytest
 from fixtures import stripe
 from fixtures.lambda_events import FakeLambdaContext, sqs_event, sqs_record
 from functions.process import handler
-from tests.support.world import TABLES, World
+from tests.support.world import World
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb import DynamoDBClient
+    pass
 
 T0 = 1_764_460_800
 SOURCE = "aws.partner/stripe.com/ed_test_61RM0xAHcFZJ2wBNN16RLfH3kxSJ2rGQCAgh"
-
-
-@pytest.fixture
-def deployed_tables(dynamodb: DynamoDBClient, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("LEDGER_TABLE", TABLES.ledger)
-    monkeypatch.setenv("OUTBOX_TABLE", TABLES.outbox)
-    handler.effect_processor.cache_clear()
-    handler.failure_records.cache_clear()
-    yield
-    handler.effect_processor.cache_clear()
-    handler.failure_records.cache_clear()
 
 
 def through_eventbridge(event: str, source: str = SOURCE) -> str:

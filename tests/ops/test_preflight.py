@@ -32,6 +32,7 @@ from ops.preflight import (
     command,
 )
 from tests.ops.conftest import STRIPE_SOURCE
+from tests.support.asaas import asaas_webhook
 from tests.support.clients import answering
 from tests.support.clock import FakeClock
 
@@ -369,20 +370,8 @@ def test_asaas_needs_its_api_key_as_well_as_its_webhook_token(account: Account) 
 
 def umavez_webhook(**state: bool) -> dict[str, Any]:
     """Umavez's webhook in Asaas, as Asaas's webhooks API answers it."""
-    return {
-        "id": "wh_umavez01",
-        "name": "umavez",
-        "url": "https://abc123.execute-api.us-east-1.amazonaws.com/live/webhooks/asaas",
-        "email": "oncall@example.com",
-        "enabled": True,
-        "interrupted": False,
-        "apiVersion": 3,
-        "hasAuthToken": True,
-        "sendType": "SEQUENTIALLY",
-        "penalizedRequestsCount": 0,
-        "events": ["PAYMENT_CONFIRMED", "PAYMENT_RECEIVED", "PAYMENT_REFUNDED"],
-        **state,
-    }
+    url = "https://abc123.execute-api.us-east-1.amazonaws.com/live/webhooks/asaas"
+    return asaas_webhook("wh_umavez01", url, **state)
 
 
 def test_asaas_webhooks_are_read_with_the_stacks_key_and_a_paused_queue_is_a_problem(

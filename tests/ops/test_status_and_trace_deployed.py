@@ -28,6 +28,7 @@ from ops.cli import main
 from ops.cli.mistakes import MISTAKE, explained
 from ops.trace import InsightsLogs, LogsQueryError
 from tests.ops.conftest import ACCESS_LOGS, ALARMS, LOG_GROUPS, NAMES, STACK
+from tests.support.asaas import asaas_webhook
 from tests.support.clock import FakeClock
 
 BY_NAME = ("--stack-name", STACK, "--region", "us-east-1")
@@ -438,24 +439,6 @@ def test_a_logs_query_that_never_completes_is_one_line_to_try_again() -> None:
     line = explained(raised.value)
     assert line is not None
     assert "try again" in line
-
-
-def asaas_webhook(webhook_id: str, url: str, **state: bool) -> dict[str, Any]:
-    """One of the account's webhooks as Asaas's webhooks API answers it."""
-    return {
-        "id": webhook_id,
-        "name": "umavez" if url.endswith("/webhooks/asaas") else "erp",
-        "url": url,
-        "email": "oncall@example.com",
-        "enabled": True,
-        "interrupted": False,
-        "apiVersion": 3,
-        "hasAuthToken": True,
-        "sendType": "SEQUENTIALLY",
-        "penalizedRequestsCount": 0,
-        "events": ["PAYMENT_CONFIRMED", "PAYMENT_RECEIVED", "PAYMENT_REFUNDED"],
-        **state,
-    }
 
 
 def test_an_interrupted_asaas_webhook_needs_a_person_told_how_to_resume_it_and_what_to_replay(

@@ -52,3 +52,22 @@ def processor_factory(
         return EffectProcessor(dynamodb, names, clock, interpreters)
 
     return make
+
+
+def asaas_webhook(webhook_id: str, url: str, **state: bool) -> dict[str, Any]:
+    """One of the account's webhooks as Asaas's webhooks API answers it (`GET /v3/webhooks`):
+    umavez's when its URL ends in /webhooks/asaas."""
+    return {
+        "id": webhook_id,
+        "name": "umavez" if url.endswith("/webhooks/asaas") else "erp",
+        "url": url,
+        "email": "oncall@example.com",
+        "enabled": True,
+        "interrupted": False,
+        "apiVersion": 3,
+        "hasAuthToken": True,
+        "sendType": "SEQUENTIALLY",
+        "penalizedRequestsCount": 0,
+        "events": ["PAYMENT_CONFIRMED", "PAYMENT_RECEIVED", "PAYMENT_REFUNDED"],
+        **state,
+    }
