@@ -34,7 +34,10 @@ it: a queue paused is `"interrupted": true`).
 What Stripe's books hold, likewise (the Stripe key as bearer): `PUT
 /__fake__/v1/balance_transactions/{id}` with a balance transaction (its `source` expanded or
 an id), and `PUT /__fake__/v1/charges/{id}`, `/v1/refunds/{id}`, `/v1/disputes/{id}` with the
-object a line's `source` names -- a movement Stripe recorded and never announced.
+object a line's `source` names -- a movement Stripe recorded and never announced. The objects a
+thin event names are read back by id as Stripe's API serves them (`GET /v1/payment_intents/{id}`,
+`/v1/charges/{id}`, `/v1/refunds/{id}`, `/v1/disputes/{id}`, `/v1/checkout/sessions/{id}`,
+`/v1/invoices/{id}`, `/v1/invoice_payments/{id}`), registered likewise under the same paths.
 """
 
 from __future__ import annotations
@@ -63,6 +66,14 @@ ORDERS_PATH = "/v1/orders/"
 FAKE_STRIPE_PATH = "/__fake__/v1/"
 # What a balance transaction's `source` may name, registered for its expansion.
 STRIPE_SOURCES = ("charges", "refunds", "disputes")
+# What a thin event may name, read by id (`GET /v1/{collection}/{id}`).
+STRIPE_OBJECTS = (
+    *STRIPE_SOURCES,
+    "payment_intents",
+    "checkout/sessions",
+    "invoices",
+    "invoice_payments",
+)
 FAKE_ASAAS_PAYMENTS_PATH = "/__fake__/v3/payments/"
 FAKE_ASAAS_STATEMENT_PATH = "/__fake__/v3/financialTransactions/"
 FAKE_ASAAS_WEBHOOKS_PATH = "/__fake__/v3/webhooks/"
@@ -109,6 +120,8 @@ class FakeProviderApis:
         self.events: list[dict[str, Any]] = []
         self.balance_transactions: dict[str, dict[str, Any]] = {}
         self.stripe_objects: dict[str, dict[str, Any]] = {}
+        # The `Stripe-Version` each read of an object by id asked for (None: the account's).
+        self.stripe_versions: list[str | None] = []
         self.status_override: int | None = None
         self.requests: list[str] = []
         self._failures: dict[tuple[str, int], int] = {}
@@ -140,6 +153,9 @@ class FakeProviderApis:
                 elif url.path.startswith(ORDERS_PATH):
                     order = fake.orders.get(url.path.removeprefix(ORDERS_PATH))
                     self._answer(*((200, order) if order else (404, {"message": "not found"})))
+                elif (answer := fake.stripe_object_at(url.path)) is not None:
+                    fake.stripe_versions.append(self.headers.get("Stripe-Version"))
+                    self._answer(*answer)
                 elif (payment_id := url.path.rsplit("/", 1)[-1]) in fake.payments:
                     self._answer(200, fake.payments[payment_id])
                 else:
@@ -275,11 +291,25 @@ class FakeProviderApis:
             self.asaas_payments[payment_id] = payment
         return (200 if known else 201), payment
 
+    def stripe_object_at(self, path: str) -> tuple[int, dict[str, Any]] | None:
+        """`GET /v1/{collection}/{id}` of an object registered; None for another path."""
+        collection, _, object_id = path.removeprefix("/v1/").rpartition("/")
+        if not path.startswith("/v1/") or collection not in STRIPE_OBJECTS:
+            return None
+        with self._lock:
+            held = self.stripe_objects.get(object_id)
+        if held is None:
+            return 404, {
+                "error": {"code": "resource_missing", "message": f"No such object: {object_id!r}"}
+            }
+        return 200, held
+
     def register_stripe(self, path: str, body: bytes) -> tuple[int, dict[str, Any]]:
-        """`balance_transactions/{id}`, or a source (`charges|refunds|disputes/{id}`): 201 new,
-        200 replaced, 400 not a JSON object whose `id` is the path's, 404 another path."""
-        collection, _, object_id = path.partition("/")
-        if collection not in ("balance_transactions", *STRIPE_SOURCES) or not object_id:
+        """`balance_transactions/{id}`, or an object by id (`charges|refunds|disputes|
+        payment_intents|checkout/sessions|invoices|invoice_payments/{id}`): 201 new, 200
+        replaced, 400 not a JSON object whose `id` is the path's, 404 another path."""
+        collection, _, object_id = path.rpartition("/")
+        if collection not in ("balance_transactions", *STRIPE_OBJECTS) or not object_id:
             return 404, {"error": {"message": f"Unrecognized request URL ({path})"}}
         try:
             stripe_object = json.loads(body)
@@ -476,8 +506,8 @@ def register_stripe_object(
     api_url: str, api_key: str, collection: str, stripe_object: dict[str, Any]
 ) -> bool:
     """Registers (or replaces) what Stripe's books hold with the fake Stripe API: a balance
-    transaction (`balance_transactions`) or a source it names (`charges`, `refunds`,
-    `disputes`). True if it was new."""
+    transaction (`balance_transactions`) or an object by id (`STRIPE_OBJECTS`: the sources a
+    line names, the objects a thin event names). True if it was new."""
     url = f"{api_url.rstrip('/')}{FAKE_STRIPE_PATH}{collection}/{stripe_object['id']}"
     return _put_fake(url, {"Authorization": f"Bearer {api_key}"}, stripe_object, "Stripe", 5.0)
 

@@ -2,10 +2,11 @@
 
 Stripe's event destination puts each event on a partner event bus in the merchant's account
 (source `aws.partner/stripe.com/<destination>`, detail-type the event's type, detail the
-snapshot event itself: https://docs.stripe.com/event-destinations/eventbridge), and the stack's
-rule on that bus sends it to the webhook queue as EventBridge's envelope, with no message
-attributes. There is no signature on this path: the bus accepts only its partner source, and
-only that rule may send to the queue besides ingest (its policy), so the envelope is Stripe's.
+event itself, snapshot or thin: https://docs.stripe.com/event-destinations/eventbridge), and
+the stack's rule on that bus sends it to the webhook queue as EventBridge's envelope, with no
+message attributes. There is no signature on this path: the bus accepts only its partner
+source, and only that rule may send to the queue besides ingest (its policy), so the envelope
+is Stripe's.
 What the webhook path checks still holds: the event's `livemode` is the stack's, else it is
 ignored (acknowledged, never applied), as ingest does for a webhook.
 """
@@ -19,6 +20,8 @@ from typing import Any, Final
 from functions.shared.errors import MalformedEventError
 
 STRIPE_PARTNER_SOURCE: Final = "aws.partner/stripe.com/"
+# A snapshot event, or a thin one (its object read from Stripe's API, as for a webhook).
+STRIPE_EVENT_OBJECTS: Final = frozenset({"event", "v2.core.event"})
 
 
 @dataclass(frozen=True)
@@ -45,7 +48,7 @@ def stripe_event_of(body: str) -> StripeEnvelope:
             "message has no 'provider' attribute and is not a Stripe event from EventBridge "
             f"(source {str(source)[:60]!r})"
         )
-    if not isinstance(detail, dict) or detail.get("object") != "event":
+    if not isinstance(detail, dict) or detail.get("object") not in STRIPE_EVENT_OBJECTS:
         raise MalformedEventError(f"EventBridge event from {source} carries no Stripe event")
     event_id, event_type = detail.get("id"), detail.get("type")
     if not (isinstance(event_id, str) and isinstance(event_type, str)):

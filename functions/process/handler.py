@@ -101,13 +101,13 @@ def interpreters_from_env() -> Interpreters:
             timeout_seconds=PROVIDER_API_TIMEOUT_SECONDS,
         )
         disputes = LedgerDisputes(boto3.client("dynamodb"), settings.ledger_table)
-    refunds = None
+    stripe = None
     if stripe_secret:
-        refunds = StripeApi(
+        stripe = StripeApi(
             secret(stripe_secret),
             base_url=settings.stripe_api_url or STRIPE_BASE_URL,
             timeout_seconds=PROVIDER_API_TIMEOUT_SECONDS,
-        ).refunds_of_charge
+        )
     asaas_payments = _asaas_not_configured
     if asaas_secret:
         asaas_payments = AsaasApi(
@@ -118,7 +118,8 @@ def interpreters_from_env() -> Interpreters:
     return Interpreters.build(
         mercadopago_payments=mercadopago.payment if mercadopago else None,
         mercadopago_orders=mercadopago.order if mercadopago else None,
-        stripe_refunds=refunds,
+        stripe_refunds=stripe.refunds_of_charge if stripe else None,
+        stripe_related=stripe.related_object if stripe else None,
         mercadopago_disputes=disputes,
         asaas_payments=asaas_payments,
         asaas_cash=LedgerCash(boto3.client("dynamodb"), settings.ledger_table),

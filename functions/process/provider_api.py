@@ -28,9 +28,20 @@ class ProviderApiRefusedError(UmavezError):
     """Their API refused our credentials: a configuration problem, sent to the DLQ."""
 
 
-def get_json(url: str, token: str, timeout_seconds: float, what: str) -> Mapping[str, Any]:
+def get_json(
+    url: str,
+    token: str,
+    timeout_seconds: float,
+    what: str,
+    headers: Mapping[str, str] | None = None,
+) -> Mapping[str, Any]:
     request = urllib.request.Request(  # noqa: S310 - https base URL from configuration
-        url, headers={"Authorization": f"Bearer {token}", "Accept": "application/json"}
+        url,
+        headers={
+            "Authorization": f"Bearer {token}",
+            "Accept": "application/json",
+            **(headers or {}),
+        },
     )
     try:
         with urllib.request.urlopen(request, timeout=timeout_seconds) as response:  # noqa: S310

@@ -136,6 +136,28 @@ def test_signed_stripe_event_is_enqueued_once_exactly_as_received(
     assert (status, body["event_id"]) == (200, "evt_3QpLqRJz8fEoYh0N1sG5hJ8k")
 
 
+def test_a_signed_thin_event_is_enqueued_and_a_thin_event_signed_otherwise_is_refused(
+    deployment: Deployment, build: EventBuilder
+) -> None:
+    # Given Stripe's thin event shape, signed with the endpoint's secret and with another
+    thin = fixture_text("v1.payment_intent.succeeded.thin")
+
+    # When ingest receives both
+    refused, _ = post(signed_stripe(build, thin, generated_secret()))
+    accepted, _ = post(signed_stripe(build, thin, deployment.secrets["stripe"]))
+
+    # Then only the signed one is enqueued, as received, named by its own id and type
+    assert (refused, accepted) == (401, 200)
+    [message] = deployment.messages()
+    assert message["Body"] == thin
+    attributes = {k: v["StringValue"] for k, v in message["MessageAttributes"].items()}
+    assert attributes == {
+        "provider": "stripe",
+        "event_id": "evt_65RCjj4EqW1sabcjs2Z16RCMoNQdSQkOWvfL6L5uU2K40u",
+        "event_type": "v1.payment_intent.succeeded",
+    }
+
+
 def test_base64_encoded_body_is_verified_and_enqueued_as_the_original_text(
     deployment: Deployment,
     build: EventBuilder,

@@ -10,6 +10,7 @@ together; split, a reader would follow one event through several files.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Annotated, Any, ClassVar, Final, TypeVar, get_args
@@ -30,6 +31,7 @@ from functions.shared.domain import (
 )
 from functions.shared.errors import MalformedEventError, UmavezError
 from functions.shared.money import InvalidFieldError
+from functions.shared.providers import stripe_thin
 from functions.shared.providers.fields import (
     Currency,
     EpochSeconds,
@@ -704,10 +706,16 @@ def _with_recheck(
 
 
 class Interpreter:
-    """Stripe's map; `refunds` reads a charge's refunds when an event names none of them."""
+    """Stripe's map; `refunds` reads a charge's refunds when an event names none of them,
+    `related` the object a thin event names (functions/shared/providers/stripe_thin.py)."""
 
-    def __init__(self, refunds: RefundSource | None = None) -> None:
+    def __init__(
+        self,
+        refunds: RefundSource | None = None,
+        related: stripe_thin.RelatedObjectSource | None = None,
+    ) -> None:
         self._refunds = refunds
+        self._related = related
         self._rules: Mapping[str, EventRule] = {
             **STRIPE_EVENTS,
             "charge.refunded": EventRule(self._from_charge_refunded),
@@ -715,10 +723,42 @@ class Interpreter:
 
     def __call__(self, raw_body: str) -> Readings:
         try:
-            event = StripeEvent.model_validate_json(raw_body)
+            payload = json.loads(raw_body)
+        except ValueError as exc:
+            raise MalformedEventError("not a Stripe event: the body is not JSON") from exc
+        if isinstance(payload, dict) and stripe_thin.is_thin(payload):
+            return self._thin(stripe_thin.notification_of(payload))
+        try:
+            event = StripeEvent.model_validate(payload)
         except ValidationError as exc:
             raise refused(exc, what="not a Stripe event") from exc
-        delivery = Delivery(PROVIDER, event.id, event.type, event.created)
+        return self._read(event, Delivery(PROVIDER, event.id, event.type, event.created))
+
+    def _thin(self, notification: stripe_thin.EventNotification) -> Readings:
+        """A thin event: its related object read now, through the rule of its snapshot type;
+        nothing is read for a type that books nothing."""
+        delivery = Delivery(
+            PROVIDER, notification.id, notification.type, notification.created_seconds
+        )
+        snapshot_type = notification.snapshot_type
+        if snapshot_type is None or snapshot_type not in self._rules:
+            reason = NAMED_NO_EFFECT.get(snapshot_type or "", "no mapped effect")
+            return (NoEffect(delivery, reason),)
+        if self._related is None:
+            raise StripeApiNotConfiguredError(
+                f"thin event {notification.id} ({notification.type}) names its object only; "
+                "reading it needs a Stripe API key: set the stripe/api-key secret"
+            )
+        snapshot = stripe_thin.snapshot_of(
+            notification, snapshot_type, self._related, NEWEST_KNOWN_API_VERSION
+        )
+        try:
+            event = StripeEvent.model_validate(snapshot)
+        except ValidationError as exc:
+            raise refused(exc, what="not a Stripe object") from exc
+        return self._read(event, delivery)
+
+    def _read(self, event: StripeEvent, delivery: Delivery) -> Readings:
         rule = self._rules.get(event.type)
         if rule is None:
             return (NoEffect(delivery, NAMED_NO_EFFECT.get(event.type, "no mapped effect")),)
