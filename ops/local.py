@@ -19,6 +19,7 @@ from devstack.provider_apis import (
     register_asaas_payment,
     register_mercadopago_order,
     register_mercadopago_payment,
+    register_stripe_object,
 )
 from devstack.resources import (
     ASAAS_DEVELOPMENT_API_KEY,
@@ -68,6 +69,7 @@ __all__ = [
     "register_asaas_payment",
     "register_mercadopago_order",
     "register_mercadopago_payment",
+    "register_stripe_object",
     "run_capacity",
     "run_cost",
     "run_deployed",

@@ -8,6 +8,10 @@ order of the Orders API likewise (a file holding `GET /v1/orders/{id}`'s answer:
 its `transactions`), notified on topic `order`. A notification file is sent as it is (its
 payment or order must be known to the fake already).
 
+A Stripe thin event names its object and nothing else: `send --thin` takes a snapshot event,
+registers its object with the fake Stripe API, and sends the thin event Stripe's destination
+sends for that change (an id of its own), which process books from the object.
+
 An Asaas event carries its payment, but process books the payment as Asaas's API answers it
 (`GET /v3/payments/{id}`): `send --provider asaas` registers the event's payment with the fake
 Asaas API, then sends the event as it is.
@@ -52,6 +56,23 @@ def read_event(provider: str, text: str) -> dict[str, Any]:
     ):
         raise EventFileError(f"not a {provider} event: it needs {id_field!r} and {type_field!r}")
     return document
+
+
+def read_stripe_thin(text: str) -> tuple[str, tuple[str, dict[str, Any]]]:
+    """The thin event of the snapshot event in `text`, and the object (with its collection)
+    Stripe's API must answer for it."""
+    from fixtures.stripe import OBJECT_COLLECTIONS, object_of, thin_of
+
+    document = read_event("stripe", text)
+    carried = (document.get("data") or {}).get("object")
+    if document.get("object") != "event" or not isinstance(carried, dict):
+        raise EventFileError("--thin takes a snapshot event (its object in data.object)")
+    if carried.get("object") not in OBJECT_COLLECTIONS or not carried.get("id"):
+        raise EventFileError(
+            f"no thin event is read for a {carried.get('object')!r}: umavez books "
+            f"{', '.join(sorted(OBJECT_COLLECTIONS))}"
+        )
+    return thin_of(text, event_id=f"evt_{secrets.token_hex(12)}"), object_of(text)
 
 
 def message(provider: str, body: str) -> Message:

@@ -164,7 +164,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "registered with the fake Mercado Pago API and its notification is sent "
         "(payment.created, or payment.updated if the fake knew the payment); an order of the "
         "Orders API likewise, notified on topic order. Stripe with --via eventbridge: put on "
-        "the local stack's Stripe partner bus, as Stripe's EventBridge destination does. "
+        "the local stack's Stripe partner bus, as Stripe's EventBridge destination does; "
+        "with --thin: EVENT_FILE is a snapshot event, its object is registered with the fake "
+        "Stripe API and the thin event of the same change is sent instead. "
         "Exit status: 0 processed, 1 refused or not processed in time, 2 a bad file.",
     )
     send.add_argument("event_file", type=Path)
@@ -179,6 +181,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=["webhook", "eventbridge"],
         help="Stripe: its webhook (default), or its EventBridge destination (the local bus "
         "at --endpoint-url)",
+    )
+    send.add_argument(
+        "--thin",
+        action="store_true",
+        help="Stripe: send the thin event of EVENT_FILE (a snapshot event), its object "
+        "registered with the fake Stripe API",
     )
     send.add_argument(
         "--api-url",

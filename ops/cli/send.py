@@ -26,8 +26,14 @@ def send(args: argparse.Namespace) -> int:
     if args.via == "eventbridge" and args.provider != "stripe":
         print("--via eventbridge is Stripe's: nothing sent", file=sys.stderr)
         return 2
+    if args.thin and args.provider != "stripe":
+        print("--thin is Stripe's: nothing sent", file=sys.stderr)
+        return 2
     try:
         body, payment = _event_to_send(args)
+        thin_object = None
+        if args.thin:
+            body, thin_object = send_module.read_stripe_thin(body)
         asaas_payment = send_module.read_asaas(body) if args.provider == "asaas" else None
     except EventFileError as exc:
         print(f"{args.event_file}: {exc}; nothing sent", file=sys.stderr)
@@ -39,6 +45,9 @@ def send(args: argparse.Namespace) -> int:
         notified = json.loads(body)
         query = {"data.id": str(notified["data"]["id"]), "type": str(notified.get("type"))}
     try:
+        if thin_object is not None:
+            # Before its outcome is tracked: reading the thin event reads its object.
+            _register_stripe_object(args, *thin_object)
         resource = payment.resource if payment else asaas_payment
         outcomes = _Outcomes(args, resource) if args.wait else None
         tracked = outcomes.track(body) if outcomes else None
@@ -145,6 +154,20 @@ def _register_asaas_payment(args: argparse.Namespace, payment: dict[str, Any]) -
     )
 
 
+def _register_stripe_object(args: argparse.Namespace, collection: str, obj: dict[str, Any]) -> None:
+    """Stripe's API answers the thin event's object as the snapshot event carries it."""
+    from ops.local import STRIPE_DEVELOPMENT_API_KEY, FakeApiError, register_stripe_object
+
+    try:
+        new = register_stripe_object(args.api_url, STRIPE_DEVELOPMENT_API_KEY, collection, obj)
+    except FakeApiError as exc:
+        raise _NotSentError(str(exc)) from exc
+    print(
+        f"{obj.get('object')} {obj['id']} {'registered' if new else 'updated'} with the fake "
+        f"Stripe API at {args.api_url}; its thin event sent"
+    )
+
+
 class _Outcomes:
     """What a sent event became, read from the ledger as `replay` reads it; then its order."""
 
@@ -167,12 +190,12 @@ class _Outcomes:
         # The payment about to be registered, else the one the fake knows.
         about_to_register = (lambda _: payment) if payment is not None else None
         mercadopago = MercadoPagoApi(lambda: MERCADOPAGO_DEVELOPMENT_TOKEN, args.api_url)
+        stripe = StripeApi(lambda: STRIPE_DEVELOPMENT_API_KEY, args.api_url)
         interpreters = Interpreters.build(
             mercadopago_payments=about_to_register or mercadopago.payment,
             mercadopago_orders=about_to_register or mercadopago.order,
-            stripe_refunds=StripeApi(
-                lambda: STRIPE_DEVELOPMENT_API_KEY, args.api_url
-            ).refunds_of_charge,
+            stripe_refunds=stripe.refunds_of_charge,
+            stripe_related=stripe.related_object,
             asaas_payments=about_to_register or asaas_payments,
             asaas_cash=LedgerCash(self._dynamodb, args.ledger_table),
         )

@@ -322,3 +322,53 @@ def test_send_via_eventbridge_is_stripes_only(
 
     assert code == 2
     assert "Stripe's" in capsys.readouterr().err
+
+
+def test_send_thin_books_the_thin_event_of_a_payment_once_with_its_snapshot(
+    served: Served, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given serve's stack and a Stripe payment for a new order
+    order, suffix = f"ord_thin_{uuid.uuid4().hex[:10]}", uuid.uuid4().hex[:12]
+    event = stripe_payment(order, suffix)
+    event["data"]["object"]["latest_charge"] = f"ch_{suffix}"
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps(event))
+
+    # When its thin event is sent, then the snapshot event itself
+    thin = main(["send", "--thin", str(path), *served.options()])
+    printed = capsys.readouterr().out
+    snapshot = main(["send", str(path), *served.options()])
+
+    # Then the PaymentIntent was registered with the fake Stripe API, the thin event read it
+    # and paid the order; the snapshot event of the same change is a duplicate
+    assert (thin, snapshot) == (0, 0)
+    assert f"payment_intent pi_{suffix} registered with the fake Stripe API" in printed
+    assert "processed: applied" in printed
+    shown = show_order(served, order, capsys)
+    assert (shown["status"], shown["totals"]["paid"]) == ("paid", 5000)
+    assert [e["outcome"] for e in shown["effects"]] == ["applied"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "why"),
+    [
+        (["--provider", "asaas", "--thin"], "Stripe's"),
+        (["--thin"], "--thin takes a snapshot event"),
+    ],
+)
+def test_send_thin_refuses_what_has_no_thin_event_and_sends_nothing(
+    served: Served,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    arguments: list[str],
+    why: str,
+) -> None:
+    # Given a file that is not a snapshot event (a thin event already)
+    path = tmp_path / "thin.json"
+    path.write_text((EVENTS / "stripe" / "v1.payment_intent.succeeded.thin.json").read_text())
+    sends_before = served.sqs_sends()
+
+    # When it is sent with --thin, Then it is refused, saying why, and nothing is sent
+    assert main(["send", *arguments, str(path), *served.options()]) == 2
+    assert why in capsys.readouterr().err
+    assert served.sqs_sends() == sends_before
