@@ -30,6 +30,7 @@ from fixtures.simulators.books import TrueBooks
 from fixtures.simulators.mercadopago import MercadoPagoSimulator
 from fixtures.simulators.several import SeveralPayments
 from fixtures.simulators.stripe import StripeCheckout, StripeSimulator, StripeSubscription
+from fixtures.simulators.stripe_thin import Destination, delivered, objects
 from fixtures.simulators.webhooks import Webhook
 from functions.outbox.channels import SesEmailChannel
 from functions.outbox.sender import OutboxSender, SendPolicy
@@ -143,6 +144,9 @@ class History:
     unheard: bool = False
     # Every webhook the provider sent, delivered or not: what its objects are now is its books.
     sent: list[Webhook] = field(default_factory=list)
+    # How Stripe's destination delivers: snapshot events, thin events (their objects read from
+    # the fake Stripe API as the lifecycle leaves them), or both on one stack.
+    destination: Destination = Destination.SNAPSHOT
 
     # -- the provider ----------------------------------------------------------------------
 
@@ -154,7 +158,11 @@ class History:
         made = make()
         self.sent += made
         self.steps.append(name)
-        for webhook in made:
+        if self.destination is not Destination.SNAPSHOT:
+            self.pipeline.apis.stripe_objects.update(objects(made))
+        for webhook in (
+            posted for made_one in made for posted in delivered(self.destination, made_one)
+        ):
             if self.unheard and self._healable(webhook):
                 self.lost.append(webhook)
             else:
@@ -694,12 +702,15 @@ def emptied(pipeline: Pipeline) -> None:
     pipeline.apis.payments.clear()
     pipeline.apis.asaas_payments.clear()
     pipeline.apis.refunds.clear()
+    pipeline.apis.stripe_objects.clear()
+    pipeline.apis.stripe_versions.clear()
     pipeline.apis.requests.clear()
 
 
 def _of_an_inquiry(webhook: Webhook) -> bool:
-    """A Stripe dispute event of an inquiry (`warning_*`), or of one escalating."""
-    data = json.loads(webhook.body).get("data", {})
+    """A Stripe dispute event of an inquiry (`warning_*`), or of one escalating (a thin
+    event's, by the change it announces)."""
+    data = json.loads(webhook.announces or webhook.body).get("data", {})
     stripe_object = data.get("object", {})
     if stripe_object.get("object") != "dispute":
         return False
