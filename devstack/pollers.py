@@ -39,6 +39,8 @@ from botocore.exceptions import ClientError
 from devstack.lambdas import LambdaContext
 from devstack.metering import on_behalf_of
 from devstack.resources import client
+from functions.process.eventbridge import stripe_event_of
+from functions.shared.errors import MalformedEventError
 from infra.mappings import QueueMapping, StreamMapping
 
 Handler = Callable[[dict[str, Any], Any], Any]
@@ -155,10 +157,8 @@ class SqsToLambda(Poller):
         self.busy = True
         try:
             records = [self._record(m) for m in messages]
-            for record in records:
-                self.event_ids[
-                    record["messageAttributes"].get("event_id", {}).get("stringValue", "?")
-                ] += 1
+            for message in messages:
+                self.event_ids[event_id_of(message)] += 1
             with self._held(messages) as extended:
                 response = self._handler({"Records": records}, LambdaContext("umavez-process"))
             failed = (
@@ -238,6 +238,18 @@ class SqsToLambda(Poller):
             "eventSourceARN": self._queue_arn,
             "awsRegion": "us-east-1",
         }
+
+
+def event_id_of(message: dict[str, Any]) -> str:
+    """The event a webhook-queue message carries: ingest's `event_id` attribute, or the id of
+    the Stripe event in an EventBridge envelope (that rule sets no attributes); "?" if none."""
+    attribute = message.get("MessageAttributes", {}).get("event_id", {}).get("StringValue")
+    if attribute:
+        return str(attribute)
+    try:
+        return stripe_event_of(message.get("Body", "")).event_id
+    except MalformedEventError:
+        return "?"
 
 
 SHARD_OF: Final = "umavezShardId"

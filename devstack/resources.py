@@ -9,6 +9,7 @@ from typing import Any
 import boto3
 
 from functions.ingest.environment import IngestSettings
+from functions.process.eventbridge import STRIPE_EVENT_OBJECTS
 from functions.shared.environment import (
     ProcessSettings,
     StatementSettings,
@@ -245,13 +246,21 @@ def _arn(sqs: Any, queue_url: str) -> str:
 
 
 def put_stripe_event(endpoint_url: str, event: str) -> str:
-    """Puts a Stripe event on the local partner bus as Stripe's EventBridge destination does
-    (source the partner event source, detail-type the event's type, detail the event); the
+    """Puts a Stripe event (snapshot or thin) on the local partner bus as Stripe's EventBridge
+    destination does (source the partner event source, detail-type the event's type, detail
+    the event); the
     entry's id. Raises ValueError if the body is no Stripe event, RuntimeError if the bus
     refused it."""
     detail = json.loads(event)
-    if not isinstance(detail, dict) or detail.get("object") != "event" or not detail.get("type"):
-        raise ValueError('not a Stripe event: it needs "object": "event" and a type')
+    if (
+        not isinstance(detail, dict)
+        or detail.get("object") not in STRIPE_EVENT_OBJECTS
+        or not detail.get("type")
+    ):
+        raise ValueError(
+            'not a Stripe event: it needs "object": "event" (or "v2.core.event", a thin one) '
+            "and a type"
+        )
     answer = client("events", endpoint_url).put_events(
         Entries=[
             {

@@ -27,7 +27,7 @@ from devstack.lambdas import LambdaContext
 from devstack.metering import Metering, acting_as, tag_calls
 from devstack.metrics import MetricFiles
 from devstack.metrics_report import METRICS_DIR
-from devstack.pollers import Every, Poller, SqsToLambda, StreamToLambda
+from devstack.pollers import Every, Poller, SqsToLambda, StreamToLambda, event_id_of
 from devstack.provider_apis import FakeProviderApis
 from devstack.reconciliation import LocalReconciliation
 from devstack.resources import (
@@ -557,10 +557,7 @@ class EmbeddedStack:
             VisibilityTimeout=600,
             MessageAttributeNames=["event_id"],
         ).get("Messages", []):
-            event_ids |= {
-                m.get("MessageAttributes", {}).get("event_id", {}).get("StringValue", "?")
-                for m in messages
-            }
+            event_ids |= {event_id_of(m) for m in messages}
         return event_ids
 
     def in_flight(self) -> InFlight:

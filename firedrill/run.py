@@ -312,6 +312,7 @@ def providers_for(stack: EmbeddedStack, drill: Sequence[Story], log: DeliveryLog
     stack's fakes, and the front answers late where a story plays the incident."""
     for story in drill:
         stack.provider_apis.refunds.update(story.stripe_refunds)
+        stack.provider_apis.stripe_objects.update(story.stripe_objects)
         if story.statement_only:
             continue  # staged from outside once the webhooks are done (firedrill/statement.py)
         if story.mercadopago_payment:
@@ -359,6 +360,7 @@ def run_deployed(
         if {p.provider for p in s.posts} <= providers_given
         # Stories that need the embedded fakes of the providers' APIs, or its waiting seconds.
         and not s.stripe_refunds
+        and not s.stripe_objects
         and not s.unmatched_object
     ]
     log = DeliveryLog()
@@ -435,7 +437,13 @@ def _replay_stripe(stack: EmbeddedStack, drill: Sequence[Story], log: DeliveryLo
     window is the drill's first `REPLAYED_EVENTS` events (all of them at `make run`'s size):
     an operator replays an incident's hours, not the whole history."""
     posted = [json.loads(p.body) for s in drill for p in s.posts if p.provider == "stripe"]
-    events = [event for event in posted if event["id"] in log.accepted_event_ids]
+    # Stripe's events API lists snapshot events; a thin one is another event of the same
+    # change, listed there as its snapshot would be (the drill's duplicates cover it).
+    events = [
+        event
+        for event in posted
+        if event["id"] in log.accepted_event_ids and event.get("object") == "event"
+    ]
     stack.provider_apis.events.extend(events)
     created = sorted(int(event["created"]) for event in events)
     window = replay.Window.parse(

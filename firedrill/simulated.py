@@ -18,6 +18,7 @@ from fixtures.simulators.asaas import AsaasSimulator
 from fixtures.simulators.books import TrueBooks
 from fixtures.simulators.mercadopago import MercadoPagoSimulator
 from fixtures.simulators.stripe import ApiVersion, Capture, StripeCheckout, StripeSimulator
+from fixtures.simulators.stripe_thin import THIN_READ_VERSIONS, Destination, delivered, objects
 from fixtures.simulators.webhooks import Webhook
 from functions.shared.domain import TRANSITION_RULES
 
@@ -44,13 +45,25 @@ def simulated_story(order: str, at: int, seed: int) -> Story:
         name, make = rng.choice(possible)
         moves.append(name.split(" ")[0])
         webhooks += make()
-    posts = [_post(simulator, webhook, rng) for webhook in webhooks]
+    # A Stripe destination on a current version delivers thin events too, or instead
+    destination = Destination.SNAPSHOT
+    if getattr(simulator, "api_version", None) in THIN_READ_VERSIONS:
+        destination = rng.choice(list(Destination))
+    posts = [
+        _post(simulator, posted, rng)
+        for webhook in webhooks
+        for posted in delivered(destination, webhook)
+    ]
     rng.shuffle(posts)
     cut = rng.randint(1, len(posts))
     phases = [phase for phase in (posts[:cut], posts[cut:]) if phase]
     through = " orders" if getattr(simulator, "orders_api", False) else ""
     kind = f"simulated {simulator.provider}{through}: {', '.join(moves)}"
+    if destination is not Destination.SNAPSHOT:
+        kind += f" ({destination} events)"
     story = Story(kind, order, phases, _expected(simulator.books, sum(p.copies for p in posts)))
+    if destination is not Destination.SNAPSHOT:
+        story.stripe_objects = objects(webhooks)
     if isinstance(simulator, MercadoPagoSimulator):
         [story.mercadopago_payment] = simulator.payments_listed().values()
         story.mercadopago_order = next(iter(simulator.orders_listed().values()), None)
@@ -105,7 +118,8 @@ def _post(simulator: Simulator, webhook: Webhook, rng: random.Random) -> Post:
         query = {"data.id": simulator.order_ref, "type": "order"}
     elif isinstance(simulator, MercadoPagoSimulator):
         query = {"data.id": str(simulator.payment_id), "type": "payment"}
-    return Post(webhook.provider, webhook.body, query, copies=rng.choice([1, 1, 2]))
+    copies = rng.choice([1, 1, 2])
+    return Post(webhook.provider, webhook.body, query, copies=copies, announces=webhook.announces)
 
 
 def _expected(books: TrueBooks, deliveries: int) -> Expected:

@@ -55,7 +55,7 @@ def stripe_books(story: Story) -> list[dict[str, Any]]:
     moved = [p for p in story.posts if _moved(p)]
     if not moved and not story.stripe_balance:
         return []
-    at = min((int(json.loads(p.body)["created"]) for p in moved), default=0)
+    at = min((int(json.loads(p.announced)["created"]) for p in moved), default=0)
     objects = _last_states(moved)
     lines = [
         _line(charge, "charge", _captured(charge), at, card_fee(_captured(charge)))
@@ -87,7 +87,7 @@ def _last_states(posts: Iterable[Post]) -> dict[str, list[dict[str, Any]]]:
     """Each object the events carried, by its `object` type, at its latest event."""
     latest: dict[str, tuple[int, dict[str, Any]]] = {}
     for post in posts:
-        event = json.loads(post.body)
+        event = json.loads(post.announced)
         carried = event.get("data", {}).get("object", {})
         if "id" not in carried:
             continue

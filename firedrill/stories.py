@@ -777,6 +777,39 @@ def stripe_through_eventbridge(order: str, at: int) -> Story:
     )
 
 
+def stripe_thin_events(order: str, at: int) -> Story:
+    """A merchant on thin destinations (a webhook and EventBridge) beside its snapshot
+    webhook: the payment and its refund announced thin (the refund's event on both
+    destinations) and the payment by snapshot too; umavez reads each object from Stripe's API,
+    as it is now: each booked once."""
+    intent, charge, refund = unique("pi"), unique("ch"), unique("re")
+    paid = stripe.payment_intent_succeeded(order, intent, 5000, at, charge)
+    refunded = stripe.refund_created(intent, refund, 2000, at + 60, charge)
+
+    # One thin event per change, sent to every destination: the webhook and EventBridge.
+    paid_thin, refunded_thin = stripe.thin_of(paid), stripe.thin_of(refunded)
+    return Story(
+        "stripe thin events beside snapshot ones",
+        order,
+        [
+            [Post("stripe", paid_thin, copies=2, announces=paid), Post("stripe", paid)],
+            [
+                Post("stripe", refunded_thin, announces=refunded),
+                Post("stripe", refunded_thin, announces=refunded, via_eventbridge=True),
+            ],
+        ],
+        Expected(
+            "partially_refunded",
+            paid=5000,
+            refunded=2000,
+            effects={("order.paid", intent), ("order.refunded", refund)},
+        ),
+        stripe_objects={
+            stripe.object_of(body)[1]["id"]: stripe.object_of(body)[1] for body in (paid, refunded)
+        },
+    )
+
+
 def _order_of_orders_api(order: str, at: int, fixture: str) -> dict[str, Any]:
     """An order of Mercado Pago's Orders API for `order`, created at `at` and changed ten
     minutes later, its transactions with ids of their own."""
@@ -935,6 +968,7 @@ KINDS: tuple[Callable[[str, int], Story], ...] = (
     mercadopago_order_retried_and_refunded,
     mercadopago_order_and_its_payment,
     stripe_through_eventbridge,
+    stripe_thin_events,
 )
 
 

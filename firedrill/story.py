@@ -27,6 +27,14 @@ class Post:
     # Stripe's event through its EventBridge destination (put on the partner bus) instead of
     # its webhook: no HTTP, no signature.
     via_eventbridge: bool = False
+    # A Stripe thin event's: the snapshot event of the same change (what the drill's truth
+    # reads; umavez reads the object from the fake Stripe API).
+    announces: str | None = None
+
+    @property
+    def announced(self) -> str:
+        """The change the post announces, shown: the body itself, or a thin event's snapshot."""
+        return self.announces or self.body
 
 
 @dataclass
@@ -81,6 +89,8 @@ class Story:
     # Its movements reach umavez through the provider's statement only (no webhook of them
     # arrives): the drill stages them from outside, over the fakes' HTTP.
     statement_only: bool = False
+    # What Stripe's API answers for the objects the story's thin events name, by id.
+    stripe_objects: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def asaas_answers(self) -> dict[str, dict[str, Any]]:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from devstack.pollers import SqsToLambda, by_partition_key
+from devstack.pollers import SqsToLambda, by_partition_key, event_id_of
 from devstack.resources import client
 from devstack.server import LocalAws
 from devstack.sink import SinkRecorder, create_sink_table, sink_counts
@@ -250,3 +250,19 @@ def test_a_batch_fills_for_up_to_its_mappings_window_before_the_function_runs(
     assert len(batches) == 1
     assert sorted(batches[0]) == sorted(["first", "second", "third", "fourth", "fifth"])
     assert sum(pauses) == pytest.approx(PROCESS_MAPPING.max_batching_window_seconds)
+
+
+def test_a_message_names_its_event_by_ingests_attribute_or_by_the_stripe_event_it_carries() -> None:
+    # Given a message ingest sent, one Stripe's EventBridge rule sent (no attributes), and one
+    # that is neither
+    from_ingest = {"Body": "{}", "MessageAttributes": {"event_id": {"StringValue": "evt_in"}}}
+    envelope = {
+        "source": "aws.partner/stripe.com/ed_test_1",
+        "detail-type": "v1.refund.created",
+        "detail": {"id": "evt_bus", "object": "v2.core.event", "type": "v1.refund.created"},
+    }
+    from_the_bus = {"Body": json.dumps(envelope)}
+    # When each is named, Then the poller counts the event it carries, "?" for the stray one
+    assert event_id_of(from_ingest) == "evt_in"
+    assert event_id_of(from_the_bus) == "evt_bus"
+    assert event_id_of({"Body": "not json"}) == "?"
