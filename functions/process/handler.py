@@ -1,11 +1,11 @@
 """SQS -> process Lambda. Thin: reads the message (functions/process/messages.py), lets the
 effect processor apply it, decides what becomes of a record that raised
-(functions/process/disposition.py), logs and counts (functions/process/reporting.py). Its
-parts are built in functions/process/wiring.py."""
+(functions/process/disposition.py), logs and counts (functions/process/reporting.py), starts
+a record only within the batch's time budget (functions/process/budget.py). Its parts are
+built in functions/process/wiring.py."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -18,21 +18,17 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.process import messages, reporting, wiring
+from functions.process.budget import within_budget
 from functions.process.disposition import Disposition, disposition
 from functions.process.reporting import logger as logger
 from functions.process.reporting import metrics as metrics
 from functions.process.reporting import tracer
 from functions.process.service import EffectProcessor, Processed
 from functions.process.waiting import Waiting
-from functions.process.wiring import RECORD_RESERVE_MS
 from functions.shared.domain import Outcome
 from functions.shared.environment import ProcessSettings
-from functions.shared.errors import OrderNotYetKnownError, RetryableError
+from functions.shared.errors import OrderNotYetKnownError
 from functions.shared.observability import with_request_id
-
-
-class BatchCutShortError(RetryableError):
-    """Not started: too little Lambda time left. SQS redelivers it after the visibility timeout."""
 
 
 def handle_message(
@@ -98,26 +94,6 @@ def _keep_rechecking(record: SQSRecord, results: list[Processed], waiting: Waiti
 @tracer.capture_method
 def record_handler(record: SQSRecord) -> list[Processed]:
     return handle_message(record, wiring.effect_processor(), wiring.waiting_room())
-
-
-def within_budget(
-    handle: Callable[[SQSRecord], list[Processed]], remaining_ms: Callable[[], int]
-) -> Callable[[SQSRecord], list[Processed]]:
-    """Records start only while a whole record's worst case still fits in the time left; the
-    rest fail unstarted (partial batch response) and come back from SQS."""
-
-    def handle_within_budget(record: SQSRecord) -> list[Processed]:
-        left = remaining_ms()
-        if left < RECORD_RESERVE_MS:
-            metrics.add_metric(name="batch_cut_short", unit=MetricUnit.Count, value=1)
-            logger.warning(
-                "too little time left; handed back unstarted",
-                extra={"message_id": record.message_id, "remaining_ms": left},
-            )
-            raise BatchCutShortError(f"{left} ms left, {RECORD_RESERVE_MS} needed")
-        return handle(record)
-
-    return handle_within_budget
 
 
 @with_request_id(logger)
