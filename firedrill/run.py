@@ -60,7 +60,7 @@ from functions.shared.failures import FAILURE_SORT
 from functions.shared.providers import Interpreters
 from functions.shared.tables import RECHECK_PK, TableNames
 from infra.config import DEFAULT_API_TYPE, ApiType
-from ops import replay
+from ops import replay, replay_asaas, replay_mercadopago
 from ops.outcomes import LedgerOutcomes, Tracked
 from ops.state import LedgerState, order_view
 
@@ -464,7 +464,7 @@ def _replay_asaas(stack: EmbeddedStack, drill: Sequence[Story]) -> Replayed:
         if isinstance(asaas_day := payment.get("dateCreated"), str)
     ]
     key = ASAAS_DEVELOPMENT_API_KEY
-    listed = replay.AsaasPayments(lambda: key, stack.provider_apis.url)
+    listed = replay_asaas.AsaasPayments(lambda: key, stack.provider_apis.url)
     dynamodb = client("dynamodb", stack.aws.endpoint_url)
     ledger = LedgerOutcomes(
         dynamodb,
@@ -480,7 +480,7 @@ def _replay_asaas(stack: EmbeddedStack, drill: Sequence[Story]) -> Replayed:
         f"{min(days)[:10]}T00:00:00-03:00", f"{max(days)[:10]}T23:59:59-03:00", time.time()
     )
     queue = SqsQueue(client("sqs", stack.aws.endpoint_url), stack.resources.queue_url)
-    replayer = replay.Replayer(queue, ledger, replay.ASAAS_PAYMENTS_LIST)
+    replayer = replay.Replayer(queue, ledger, replay_asaas.ASAAS_PAYMENTS_LIST)
     return Replayed(ledger, replayer.replay(listed.pages(window)))
 
 
@@ -499,8 +499,8 @@ def _replay_mercadopago(stack: EmbeddedStack, drill: Sequence[Story]) -> Replaye
         if isinstance(changed, str)
     ]
     token = MERCADOPAGO_DEVELOPMENT_TOKEN
-    payments = replay.MercadoPagoPayments(lambda: token, stack.provider_apis.url)
-    orders = replay.MercadoPagoOrders(lambda: token, stack.provider_apis.url)
+    payments = replay_mercadopago.MercadoPagoPayments(lambda: token, stack.provider_apis.url)
+    orders = replay_mercadopago.MercadoPagoOrders(lambda: token, stack.provider_apis.url)
     ledger = LedgerOutcomes(
         client("dynamodb", stack.aws.endpoint_url),
         stack.resources.tables.ledger,
@@ -512,8 +512,8 @@ def _replay_mercadopago(stack: EmbeddedStack, drill: Sequence[Story]) -> Replaye
     window = replay.Window(moments[0], moments[-1])
     queue = SqsQueue(client("sqs", stack.aws.endpoint_url), stack.resources.queue_url)
     sources = [
-        (replay.MERCADOPAGO_PAYMENTS_SEARCH, payments.pages(window)),
-        (replay.MERCADOPAGO_ORDERS_SEARCH, orders.pages(window)),
+        (replay_mercadopago.MERCADOPAGO_PAYMENTS_SEARCH, payments.pages(window)),
+        (replay_mercadopago.MERCADOPAGO_ORDERS_SEARCH, orders.pages(window)),
     ]
     return Replayed(ledger, replay.replay_in_turn(queue, ledger, sources))
 

@@ -79,7 +79,7 @@ def run_replay(args: argparse.Namespace) -> int:
     from functions.process.stripe_api import BASE_URL as STRIPE_BASE_URL
     from functions.process.stripe_api import StripeApi
     from functions.shared.providers import Interpreters
-    from ops import replay
+    from ops import replay, replay_asaas, replay_mercadopago
     from ops.local import WEBHOOK_QUEUE_NAME
     from ops.outcomes import LedgerOutcomes
 
@@ -105,25 +105,27 @@ def run_replay(args: argparse.Namespace) -> int:
             interpreters = Interpreters.build(stripe_refunds=refunds)
             sources = [(replay.STRIPE_EVENTS_API, pages)]
         elif args.source == "asaas":
-            listed = replay.AsaasPayments(
+            listed = replay_asaas.AsaasPayments(
                 secret("asaas/api-key"), api_url or ASAAS_BASE_URL, page_size=args.page_size
             )
             interpreters = Interpreters.build(
                 asaas_payments=listed.payment, asaas_cash=LedgerCash(dynamodb, args.ledger_table)
             )
-            sources = [(replay.ASAAS_PAYMENTS_LIST, listed.pages(window))]
+            sources = [(replay_asaas.ASAAS_PAYMENTS_LIST, listed.pages(window))]
         else:
             token, base_url = secret("mercadopago/access-token"), api_url or MERCADOPAGO_BASE_URL
-            payments = replay.MercadoPagoPayments(token, base_url, page_size=args.page_size)
-            orders = replay.MercadoPagoOrders(token, base_url, page_size=args.page_size)
+            payments = replay_mercadopago.MercadoPagoPayments(
+                token, base_url, page_size=args.page_size
+            )
+            orders = replay_mercadopago.MercadoPagoOrders(token, base_url, page_size=args.page_size)
             created_since = (
                 None
                 if args.orders_created_since is None
                 else replay.instant(args.orders_created_since, "--orders-created-since")
             )
             sources = [
-                (replay.MERCADOPAGO_PAYMENTS_SEARCH, payments.pages(window)),
-                (replay.MERCADOPAGO_ORDERS_SEARCH, orders.pages(window, created_since)),
+                (replay_mercadopago.MERCADOPAGO_PAYMENTS_SEARCH, payments.pages(window)),
+                (replay_mercadopago.MERCADOPAGO_ORDERS_SEARCH, orders.pages(window, created_since)),
             ]
             interpreters = Interpreters.build(
                 mercadopago_payments=payments.payment, mercadopago_orders=orders.order

@@ -25,16 +25,9 @@ from functions.process.stripe_api import PLACEHOLDER, StripeApi
 from functions.shared.providers import Interpreters
 from ops.outcomes import PENDING, LedgerOutcomes, Result, Tracked
 from ops.replay import (
-    ASAAS_PAYMENTS_LIST,
-    MERCADOPAGO_ORDERS_SEARCH,
-    MERCADOPAGO_PAYMENTS_SEARCH,
-    ORDERS_SEARCH_SPAN,
     REPLAY_ATTRIBUTE,
     STRIPE_EVENTS_API,
     STRIPE_TYPES,
-    AsaasPayments,
-    MercadoPagoOrders,
-    MercadoPagoPayments,
     Replayer,
     ReplayInterruptedError,
     ReplayRefusedError,
@@ -42,6 +35,14 @@ from ops.replay import (
     StripeEvents,
     Window,
     replay_in_turn,
+)
+from ops.replay_asaas import ASAAS_PAYMENTS_LIST, AsaasPayments
+from ops.replay_mercadopago import (
+    MERCADOPAGO_ORDERS_SEARCH,
+    MERCADOPAGO_PAYMENTS_SEARCH,
+    ORDERS_SEARCH_SPAN,
+    MercadoPagoOrders,
+    MercadoPagoPayments,
 )
 from tests.support.clock import FakeClock
 from tests.support.pipeline import (
