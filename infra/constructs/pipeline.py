@@ -45,7 +45,8 @@ RECONCILE_EVERY = cdk.Duration.minutes(settings.SCHEDULE_MINUTES["reconciliation
 WAITING_EVERY = cdk.Duration.minutes(settings.SCHEDULE_MINUTES["waiting"])
 STATEMENT_EVERY = cdk.Duration.minutes(settings.SCHEDULE_MINUTES["statement"])
 
-# Keyword arguments of a settings model's `variables` (functions/shared/environment.py).
+# Keyword arguments of a settings model's `variables` (functions/shared/environment.py): each
+# function's environment is written from the model it reads, so a name is spelled once.
 SettingValues = dict[str, object]
 
 
