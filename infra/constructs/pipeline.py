@@ -57,9 +57,7 @@ class Pipeline(Construct):
         super().__init__(scope, construct_id)
         retain = config.retain_data
         self.metrics_namespace = stage_metrics_namespace(config.stage)
-        self.storage = Storage(
-            self, "Storage", retain=retain, keep_changes_index=config.keep_changes_index
-        )
+        self.storage = Storage(self, "Storage", retain=retain)
         self.queues = WebhookQueues(self, "Queues", consumer_timeout=PROCESS_TIMEOUT, retain=retain)
         self.secrets = self._secrets(config)
         self.bus = events.EventBus(self, "Bus", description="umavez domain events")
