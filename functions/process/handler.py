@@ -29,6 +29,7 @@ from functions.shared.domain import Outcome
 from functions.shared.environment import ProcessSettings
 from functions.shared.errors import OrderNotYetKnownError
 from functions.shared.observability import with_request_id
+from functions.shared.settings import PaymentMode
 
 
 def handle_message(
@@ -37,7 +38,7 @@ def handle_message(
     with reporting.record_keys(record):
         try:
             message = messages.message_of(record)
-            if messages.of_the_other_mode(record, ProcessSettings.from_env().payment_mode):
+            if messages.of_the_other_mode(record, _payment_mode):
                 reporting.count(Outcome.IGNORED)
                 logger.info(
                     "event of the other payment mode: ignored",
@@ -50,34 +51,40 @@ def handle_message(
                 # rest of the record, whose entries are duplicates the second time.
                 _keep_rechecking(record, results, waiting)
         except Exception as exc:
-            park_after = wiring.park_after_receives() if waiting is not None else None
-            decided = disposition(exc, messages.receives(record), park_after)
-            reporting.count(decided.outcome)
-            reporting.refusal(decided, exc)
-            if decided is Disposition.PARK and isinstance(exc, OrderNotYetKnownError) and waiting:
-                # Waiting is not failing: kept until its binding exists, never dead-lettered.
-                waiting.park(messages.message_of(record), exc)
+            if _parked(record, exc, waiting):
                 return []
-            if decided.is_failure:
-                _remember_failure(record, exc)
             raise
         for entry in results:
             reporting.processed(entry)
         return results
 
 
-def _remember_failure(record: SQSRecord, error: BaseException) -> None:
-    """The reason a dead letter shows (functions/shared/failures.py). Best effort: the
-    record's own failure is what SQS must see, whatever happens here."""
-    try:
-        wiring.failure_records().remember(
-            record.message_id,
-            messages.text(record, "event_id") or None,
-            error,
-            messages.receives(record),
-        )
-    except Exception:  # noqa: BLE001 - best effort, logged with its traceback
-        logger.warning("could not record why the record failed", exc_info=True)
+def _parked(record: SQSRecord, exc: Exception, waiting: Waiting | None) -> bool:
+    """Parks an unbound entry SQS redelivered enough (True); anything else is counted, logged
+    and, when a failure, its reason recorded, for the caller to raise again (False)."""
+    unbound = isinstance(exc, OrderNotYetKnownError)
+    park_after = wiring.park_after_receives() if waiting is not None and unbound else None
+    decided = disposition(exc, messages.receives(record), park_after)
+    if (
+        decided is Disposition.PARK
+        and waiting is not None
+        and isinstance(exc, OrderNotYetKnownError)
+    ):
+        try:
+            # Waiting is not failing: kept until its binding exists, never dead-lettered.
+            waiting.park(messages.message_of(record), exc)
+        except Exception as not_parked:
+            _parked(record, not_parked, None)  # not parked: its own error decides, and is raised
+            raise
+    reporting.count(decided.outcome)
+    reporting.refusal(decided, exc)
+    if decided.is_failure:
+        reporting.remember_failure(record, exc)
+    return decided is Disposition.PARK
+
+
+def _payment_mode() -> PaymentMode:
+    return ProcessSettings.from_env().payment_mode
 
 
 def _keep_rechecking(record: SQSRecord, results: list[Processed], waiting: Waiting) -> None:

@@ -8,6 +8,8 @@ Stripe event that Stripe's EventBridge destination delivered carries no attribut
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from functions.process.eventbridge import stripe_event_of
@@ -29,12 +31,12 @@ def message_of(record: SQSRecord) -> Message:
     )
 
 
-def of_the_other_mode(record: SQSRecord, mode: PaymentMode) -> bool:
-    """A Stripe event EventBridge delivered whose `livemode` is not the stack's `mode`
-    (ingest checks a webhook's)."""
+def of_the_other_mode(record: SQSRecord, mode: Callable[[], PaymentMode]) -> bool:
+    """A Stripe event EventBridge delivered whose `livemode` is not the stack's `mode()`
+    (ingest checks a webhook's; `mode` is read only for such an event)."""
     if record.message_attributes["provider"] is not None:
         return False
-    return stripe_event_of(record.body).livemode is not (mode is PaymentMode.LIVE)
+    return stripe_event_of(record.body).livemode is not (mode() is PaymentMode.LIVE)
 
 
 def provider_of(record: SQSRecord) -> str:
@@ -48,6 +50,17 @@ def rechecked(record: SQSRecord) -> tuple[str, str] | None:
     """The watched object and the watch's generation a re-check re-drive names, if it is one."""
     watched, generation = text(record, RECHECK_OBJECT), text(record, RECHECK_GENERATION)
     return (watched, generation) if watched and generation else None
+
+
+def event_id_of(record: SQSRecord) -> str:
+    """The event the record carries, for its log lines and its failure record: ingest's
+    attribute, or the id of the Stripe event an EventBridge envelope holds; "" if neither."""
+    if record.message_attributes["provider"] is not None:
+        return text(record, "event_id")
+    try:
+        return stripe_event_of(record.body).event_id
+    except MalformedEventError:
+        return ""
 
 
 def receives(record: SQSRecord) -> int:

@@ -6,6 +6,7 @@ dropped); one that refuses our credentials is a configuration problem (DLQ, alar
 
 from __future__ import annotations
 
+import http.client
 import json
 import urllib.error
 import urllib.request
@@ -51,6 +52,9 @@ def get_json(
             raise ProviderApiRefusedError(f"{what} refused us: {exc.code}") from exc
         # 404 included: a notification can precede the object's visibility. Never drop it.
         raise ProviderApiUnavailableError(f"{what} answered {exc.code}", exc.code) from exc
-    except (urllib.error.URLError, TimeoutError, ValueError) as exc:
+    except (OSError, http.client.HTTPException, ValueError) as exc:
+        # URLError, a timeout, a connection reset or closed mid-answer: no answer now.
         raise ProviderApiUnavailableError(f"{what} unreachable: {exc}") from exc
+    if not isinstance(body, Mapping):
+        raise ProviderApiUnavailableError(f"{what} answered JSON that is no object")
     return body

@@ -10,7 +10,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from functions.process import messages
+from functions.process import messages, wiring
 from functions.process.disposition import Disposition
 from functions.process.service import Processed
 from functions.shared.domain import Outcome
@@ -26,7 +26,7 @@ def record_keys(record: SQSRecord) -> Iterator[None]:
     invocations in one process; in Lambda there is one thread and this is the same."""
     keys = {
         "message_id": record.message_id,
-        "event_id": messages.text(record, "event_id") or None,
+        "event_id": messages.event_id_of(record) or None,
         "receive_count": record.attributes.approximate_receive_count,
     }
     logger.thread_safe_append_keys(**keys)
@@ -80,3 +80,17 @@ def processed(entry: Processed) -> None:
             "outcome": entry.outcome.value,
         },
     )
+
+
+def remember_failure(record: SQSRecord, error: BaseException) -> None:
+    """The reason a dead letter shows (functions/shared/failures.py). Best effort: the
+    record's own failure is what SQS must see, whatever happens here."""
+    try:
+        wiring.failure_records().remember(
+            record.message_id,
+            messages.event_id_of(record) or None,
+            error,
+            messages.receives(record),
+        )
+    except Exception:
+        logger.warning("could not record why the record failed", exc_info=True)

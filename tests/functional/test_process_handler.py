@@ -140,3 +140,38 @@ def test_batch_stops_taking_records_when_lambda_time_runs_short(
     assert failed == [record["messageId"] for record in records[2:]]
     # And the cut is counted, so the BatchesCutShort alarm sees it
     assert emitted_metrics(capsys.readouterr().out) == {"applied": 2, "batch_cut_short": 2}
+
+
+class RefusingToPark:
+    """A waiting room whose park fails (throttled, denied): nothing is parked."""
+
+    def park(self, message: object, waiting: object) -> None:
+        raise RuntimeError("the waiting room refused the park")
+
+
+@pytest.mark.usefixtures("deployed_tables")
+def test_an_unbound_refund_whose_park_fails_is_a_failure_with_its_reason_never_waiting(
+    world: World,
+    capsys: pytest.CaptureFixture[str],
+    logs: io.StringIO,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a refund whose payment is not recorded, received often enough to be parked, and a
+    # waiting room that refuses to park it
+    refund = stripe.refund_created(stripe.unique("pi"), stripe.unique("re"), 5000, T0)
+    record = sqs_record(refund, {"provider": "stripe"}, receive_count=50)
+    monkeypatch.setattr(wiring, "waiting_room", RefusingToPark)
+    capsys.readouterr()
+
+    # When the process Lambda receives it
+    response = handler.lambda_handler(sqs_event(record), FakeLambdaContext())
+
+    # Then it goes back to the queue counted and logged as the park's failure, with its reason,
+    # never as waiting: the dead letter it may become says why
+    assert [f["itemIdentifier"] for f in response["batchItemFailures"]] == [record["messageId"]]
+    assert emitted_metrics(capsys.readouterr().out) == {"failed": 1}
+    lines = json_lines(logs.getvalue())
+    assert [line["reason"] for line in lines if line["level"] == "ERROR"] == [
+        "the waiting room refused the park"
+    ]
+    assert not any(line.get("outcome") == "waiting" for line in lines)
