@@ -4,8 +4,9 @@ each with its own bearer token:
 - Mercado Pago `GET /v1/payments/{id}` (the payment a notification names),
   `GET /v1/orders/{id}` (an order of its Orders API, with its transactions),
   `GET /v1/orders?begin_date=…&end_date=…&sort_by=…&sort_order=…&page=…&page_size=…` (the
-  orders created in a window of at most 720 hours, answered `{"data": [...], "paging":
-  {"total", "total_pages", "offset", "limit"}}`, numbers as strings) and
+  orders created in a window of at most 720 hours, 400 for what Mercado Pago refuses,
+  answered `{"data": [...], "paging": {"total", "total_pages", "offset", "limit"}}`, numbers
+  as strings) and
   `GET /v1/payments/search?range=…&begin_date=…&end_date=…&sort=…&criteria=…&offset=…&limit=…`
   (answered `{"paging": {"total", "limit", "offset"}, "results": [...]}`; dates in ISO 8601);
 - Stripe `GET /v1/refunds?charge=…` (a charge's refunds) and
@@ -53,7 +54,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -282,6 +283,11 @@ class FakeProviderApis:
             return 400, {"message": "the body is not JSON"}
         if not isinstance(order, dict) or order.get("id") != order_id:
             return 400, {"message": f"the body must be an order whose id is {order_id!r}"}
+        try:  # what the orders search sorts and filters by
+            for field in ("created_date", "last_updated_date"):
+                _zoned(order[field])
+        except (KeyError, TypeError, ValueError):
+            return 400, {"message": "an order needs zoned created_date and last_updated_date"}
         with self._lock:
             known = order_id in self.orders
             self.orders[order_id] = order
@@ -456,29 +462,37 @@ class FakeProviderApis:
         }
 
     def order_search(self, query: Query) -> tuple[int, dict[str, Any]]:
-        """Orders created within [begin_date, end_date] (both required, at most 720 hours
-        apart), sorted by `sort_by` (`created_date` or `last_updated_date`; `sort_order`
-        `desc` unless asked), paged by `page` (from 1) and `page_size` (20 unless asked, at
-        most 100); 400 with Mercado Pago's codes otherwise. Paging's numbers are strings, as
-        its answers have them."""
+        """Orders created within [begin_date, end_date] (both required, zoned, at most 720
+        hours apart, the start not in the future), sorted by `sort_by` (`created_date` or
+        `last_updated_date`; `sort_order` `asc` or `desc`, `desc` unless asked), paged by
+        `page` (from 1) and `page_size` (20 unless asked, at most 100); 400 with Mercado Pago's
+        codes otherwise. Paging's numbers are strings, as its answers have them."""
         begin, end = _first(query, "begin_date"), _first(query, "end_date")
         if begin is None or end is None:
             return 400, {"code": "missing_required_params", "message": "begin_date, end_date"}
         sort = _first(query, "sort_by") or "created_date"
+        order = _first(query, "sort_order") or "desc"
         try:
-            since, until = _instant(begin), _instant(end)
+            since, until = _zoned(begin), _zoned(end)
             number, size = int(_first(query, "page") or 1), int(_first(query, "page_size") or 20)
-        except ValueError:
+        except (ValueError, OverflowError):
             return 400, {"code": "invalid_parameter", "message": "dates or paging"}
         if not (
             since <= until <= since + ORDERS_SEARCH_SPAN
+            and since <= datetime.now(UTC)
             and number >= 1
             and 1 <= size <= 100
             and sort in ("created_date", "last_updated_date")
+            and order in ("asc", "desc")
         ):
-            return 400, {"code": "invalid_parameter", "message": "dates, paging or sort_by"}
-        found = [o for o in self.orders.values() if since <= _instant(o["created_date"]) <= until]
-        found.sort(key=lambda o: _instant(o[sort]), reverse=_first(query, "sort_order") != "asc")
+            return 400, {"code": "invalid_parameter", "message": "dates, paging or sorting"}
+        with self._lock:
+            known = list(self.orders.values())
+        found = sorted(
+            (o for o in known if since <= _zoned(o["created_date"]) <= until),
+            key=lambda o: _zoned(o[sort]),
+            reverse=order == "desc",
+        )
         pages = -(-len(found) // size)
         return 200, {
             "data": found[(number - 1) * size : number * size],
@@ -588,6 +602,14 @@ def _first(query: Query, name: str) -> str | None:
 
 def _instant(stamp: str) -> datetime:
     return datetime.fromisoformat(stamp)
+
+
+def _zoned(stamp: str) -> datetime:
+    """An ISO 8601 time with its zone; ValueError without one."""
+    moment = datetime.fromisoformat(stamp)
+    if moment.tzinfo is None:
+        raise ValueError(f"{stamp!r} names no time zone")
+    return moment
 
 
 def _asaas_page(items: Sequence[dict[str, Any]], query: Query) -> dict[str, Any]:

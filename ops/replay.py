@@ -3,12 +3,13 @@
 Webhooks get lost for longer than a provider retries (an endpoint misconfigured for a day, a
 secret rotated on one side only, Asaas's queue paused). The providers keep what happened:
 Stripe's Events API lists the last 30 days of events, Mercado Pago's payments search the
-payments updated in a window and its Orders API search the orders created in one (those changed
-in the window are replayed), Asaas's payments list the payments created or received on given
-days. A replay enqueues each on the webhook queue in the message contract -- the body is the
-event (Stripe: the event object its API returned; Mercado Pago: the notification its webhooks
-send for that payment or order; Asaas: the webhooks it sends for the payment's state as listed),
-attributes `provider`, `event_id`, `event_type` -- plus `replay` naming the source. It is not
+payments updated in a window and its Orders API search the orders created in one (those
+changed since the window's start are replayed), Asaas's payments list the payments created or
+received on given days. A replay enqueues each on the webhook queue in the message contract
+-- the body is the event (Stripe: the event object its API returned; Mercado Pago: the
+notification its webhooks send for that payment or order; Asaas: the webhooks it sends for the
+payment's state as listed), attributes `provider`, `event_id`, `event_type` -- plus `replay`
+naming the source. It is not
 signed: the API answered over TLS to our key, and process checks no signature (an Asaas
 webhook's payment is read again from the API in any case). Process applies it like any
 delivery: an event applied already is a duplicate, so replaying a window twice changes nothing.

@@ -1,6 +1,6 @@
-"""Replaying Mercado Pago: the payments updated in a window (its payments search), then the
-orders changed in it (its Orders API search), each as the notification Mercado Pago sends for
-it (ops/replay.py says how a replay runs)."""
+"""Replaying Mercado Pago: the orders changed since a window's start (its Orders API search),
+then the payments updated in the window (its payments search), each as the notification Mercado
+Pago sends for it (ops/replay.py says how a replay runs)."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ MERCADOPAGO_ORDERS_SEARCH: Final = "mercadopago-orders-search"
 # in a window was created in it or before it: refunds and chargebacks come weeks later.
 ORDERS_SEARCH_SPAN: Final = timedelta(hours=720)
 ORDERS_LOOKBACK: Final = timedelta(days=30)
+ONE_MILLISECOND: Final = timedelta(milliseconds=1)  # the search's dates' precision
 
 
 class MercadoPagoPayments:
@@ -93,28 +94,34 @@ def notification(payment: Mapping[str, Any]) -> Message:
 def order_notification(order: _ListedOrder) -> Message:
     """The notification Mercado Pago sends when an order changes (topic `order`, its action
     the order's status, its data a summary of the order: process reads the order itself)."""
-    action = f"order.{order.status}"
-    data = {"id": order.id, "external_reference": order.external_reference, "status": order.status}
-    return _notification("order", action, data, order.last_updated_date, {}, order.user_id or "")
+    action = f"order.{order.status or 'updated'}"
+    summary = {"external_reference": order.external_reference, "status": order.status}
+    data = {"id": order.id, **{k: v for k, v in summary.items() if v is not None}}
+    updated = order.moment("last_updated_date")
+    changed = _rfc3339_text(updated) if updated else None
+    user_id = "" if order.user_id is None else str(order.user_id)
+    return _notification("order", action, data, changed, {}, user_id)
 
 
 def _notification(
     topic: str,
     action: str,
     data: Mapping[str, Any],
-    updated: str,
+    changed: str | None,
     mode: Mapping[str, Any],
     user_id: str,
 ) -> Message:
-    """A notification of `topic`. Its id names the resource and the update
-    (`replay-{id}-{update in ms}`): never a real notification's id, and the same update
-    replayed twice is the same delivery."""
-    event_id = f"replay-{data['id']}-{int(datetime.fromisoformat(updated).timestamp() * 1000)}"
+    """A notification of `topic`. Its id names the resource and the change
+    (`replay-{id}-{change in ms}`; `replay-{id}` when the listing says no date): never a real
+    notification's id, and the same change replayed twice is the same delivery."""
+    event_id = f"replay-{data['id']}"
+    if changed is not None:
+        event_id += f"-{int(_rfc3339(changed, 'date').timestamp() * 1000)}"
     body = {
         "action": action,
         "api_version": "v1",
         "data": dict(data),
-        "date_created": updated,
+        **({"date_created": changed} if changed is not None else {}),
         "id": event_id,
         **mode,
         "type": topic,
@@ -124,21 +131,21 @@ def _notification(
 
 
 class _ListedOrder(BaseModel):
-    """What of an order the search lists says when it was created and last changed."""
+    """What of a listed order names it and says when it changed; process reads the rest from
+    the API, so an order listed without its dates is still replayed (at worst a duplicate)."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
     id: str = Field(pattern=r"^[A-Za-z0-9]{1,64}$")
-    status: str = Field(pattern=r"^[a-z_]{1,40}$")
+    status: str | None = Field(default=None, pattern=r"^[a-z_]{1,40}$")
     external_reference: str | None = None
-    user_id: str | None = None
-    created_date: str
-    last_updated_date: str
+    user_id: str | int | None = None
+    created_date: str | None = None
+    last_updated_date: str | None = None
 
-    def created(self) -> datetime:
-        return _rfc3339(self.created_date, "created_date")
-
-    def updated(self) -> datetime:
-        return _rfc3339(self.last_updated_date, "last_updated_date")
+    def moment(self, field: str) -> datetime | None:
+        """The date `field` holds, zoned (UTC when it names none); None when absent."""
+        text = getattr(self, field)
+        return None if text is None else _rfc3339(text, f"order {self.id}'s {field}")
 
 
 class MercadoPagoOrders:
@@ -196,14 +203,14 @@ class MercadoPagoOrders:
             yield from self._span(token, start, end, window.since)
             if end >= window.until:
                 return
-            start = end
+            start = end + ONE_MILLISECOND  # both bounds are inclusive: no order read twice
 
     def _span(
         self, token: str, begin: datetime, end: datetime, changed_since: datetime
     ) -> Iterator[Page]:
         """The orders created in [begin, end], a page at a time (read once: an error stops
         the replay with the option that resumes it)."""
-        number = 1
+        number, seen, resume = 1, 0, Resume("--orders-created-since", _rfc3339_text(begin))
         while True:
             query = {
                 "begin_date": _rfc3339_text(begin),
@@ -216,27 +223,40 @@ class MercadoPagoOrders:
             url = f"{self._base_url}/v1/orders?{urllib.parse.urlencode(query)}"
             found = get_json(url, token, self._timeout, "Mercado Pago's orders search")
             orders, total = _orders_page(found)
-            changed = [order for order in orders if order.updated() >= changed_since]
+            if not orders:
+                return
+            changed = [order for order in orders if _changed_since(order, changed_since)]
             for order in changed:
                 self._listed[order.id] = _listed_as_is(found, order.id)
-            if orders:
-                resume = Resume("--orders-created-since", orders[-1].created_date)
-                yield Page(tuple(map(order_notification, changed)), resume)
-            if len(orders) < self._page_size or number * self._page_size >= total:
+            created = orders[-1].moment("created_date")
+            if created is not None:
+                resume = Resume("--orders-created-since", _rfc3339_text(created))
+            yield Page(tuple(map(order_notification, changed)), resume)
+            seen += len(orders)
+            if seen >= total:
                 return
             number += 1
 
 
-def _orders_page(found: Mapping[str, Any]) -> tuple[list[_ListedOrder], int]:
+def _changed_since(order: _ListedOrder, since: datetime) -> bool:
+    """Changed at or after `since`; an order listed without its last change is replayed."""
+    updated = order.moment("last_updated_date")
+    return updated is None or updated >= since
+
+
+def _orders_page(found: object) -> tuple[list[_ListedOrder], int]:
     """The orders of a search page and the search's total; MalformedEventError if the page is
     no such answer, InvalidFieldError naming the field an order lacks."""
-    orders, paging = found.get("data"), found.get("paging")
+    orders = found.get("data") if isinstance(found, Mapping) else None
+    paging = found.get("paging") if isinstance(found, Mapping) else None
     if not isinstance(orders, list) or not isinstance(paging, Mapping):
         raise MalformedEventError("Mercado Pago's orders search answered no data or paging")
     try:
-        total = int(paging.get("total") or 0)  # a string in its answers, a number in some
-    except (TypeError, ValueError) as exc:
-        raise MalformedEventError(f"orders search paging.total {paging.get('total')!r}") from exc
+        total = int(paging["total"])  # a string in its answers, a number in some
+    except (KeyError, TypeError, ValueError) as exc:
+        raise MalformedEventError(
+            f"Mercado Pago's orders search answered paging.total {paging.get('total')!r}"
+        ) from exc
     try:
         return [_ListedOrder.model_validate(order) for order in orders], total
     except ValidationError as exc:
@@ -247,13 +267,28 @@ def _listed_as_is(found: Mapping[str, Any], order_id: str) -> Mapping[str, Any]:
     return next(order for order in found["data"] if order.get("id") == order_id)
 
 
-def _rfc3339(text: str, field: str) -> datetime:
+def _rfc3339(text: str, what: str) -> datetime:
     try:
         parsed = datetime.fromisoformat(text)
     except ValueError as exc:
-        raise MalformedEventError(f"an order's {field} {text!r} is not RFC 3339") from exc
+        raise MalformedEventError(f"{what} {text!r} is not an ISO 8601 date") from exc
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def _rfc3339_text(instant: datetime) -> str:
     return instant.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def replay_sources(
+    payments: MercadoPagoPayments,
+    orders: MercadoPagoOrders,
+    window: Window,
+    orders_created_since: datetime | None,
+) -> list[tuple[str, Iterator[Page]]]:
+    """What `replay mercadopago` reads, in turn: the orders first, then the payments. The
+    payments' resume (`--since`) narrows the window the orders are looked for in too, so the
+    orders are read first: once they are done, a resume of the payments loses none of them."""
+    return [
+        (MERCADOPAGO_ORDERS_SEARCH, orders.pages(window, orders_created_since)),
+        (MERCADOPAGO_PAYMENTS_SEARCH, payments.pages(window)),
+    ]

@@ -29,8 +29,8 @@ def add_replay_parser(commands: Any) -> None:
         ("stripe", "the events of Stripe's Events API (the last 30 days)"),
         (
             "mercadopago",
-            "a notification per payment updated in the window (payments search), then per "
-            "order changed in it (Orders API search)",
+            "a notification per order changed since the window's start (Orders API search), "
+            "then per payment updated in the window (payments search)",
         ),
         (
             "asaas",
@@ -123,10 +123,7 @@ def run_replay(args: argparse.Namespace) -> int:
                 if args.orders_created_since is None
                 else replay.instant(args.orders_created_since, "--orders-created-since")
             )
-            sources = [
-                (replay_mercadopago.MERCADOPAGO_PAYMENTS_SEARCH, payments.pages(window)),
-                (replay_mercadopago.MERCADOPAGO_ORDERS_SEARCH, orders.pages(window, created_since)),
-            ]
+            sources = replay_mercadopago.replay_sources(payments, orders, window, created_since)
             interpreters = Interpreters.build(
                 mercadopago_payments=payments.payment, mercadopago_orders=orders.order
             )

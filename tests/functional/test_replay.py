@@ -43,6 +43,7 @@ from ops.replay_mercadopago import (
     ORDERS_SEARCH_SPAN,
     MercadoPagoOrders,
     MercadoPagoPayments,
+    replay_sources,
 )
 from tests.support.clock import FakeClock
 from tests.support.pipeline import (
@@ -655,49 +656,37 @@ def test_mercadopago_replay_sends_their_notification_for_each_order_changed_in_t
     assert pipeline.world.order(new[0])["paid_total"] == 20000
 
 
-def test_a_mercadopago_replay_interrupted_in_its_orders_keeps_the_payments_and_resumes_there(
+def test_an_orders_search_interrupted_resumes_from_the_last_orders_creation(
     pipeline: Pipeline, clock: FakeClock
 ) -> None:
-    # Given a payment updated and two orders created in the window, and the orders search
-    # failing on the window's second page (the first span, 30 to 0 days before, is empty)
+    # Given two orders created in the window, and the orders search failing on the window's
+    # second page (the first span, 30 to 0 days before, is empty)
     start = at(clock.now - 24 * HOUR)
-    paid, payment = mercadopago_payment("approved", start + timedelta(hours=1))
-    pipeline.apis.payments[str(payment["id"])] = payment
     first, second = (
         orders_api_order("order.processed", start + timedelta(hours=h), start + timedelta(hours=h))
         for h in (2, 3)
     )
     for _, found in (first, second):
         pipeline.apis.orders[found["id"]] = found
-    pipeline.apis.fail("/v1/orders", request=3)  # the window's span's second page
+    pipeline.apis.fail("/v1/orders", request=3)
     window = Window(start, at(clock.now))
-    payments = MercadoPagoPayments(lambda: MERCADOPAGO_TOKEN, pipeline.apis.url)
     orders = MercadoPagoOrders(lambda: MERCADOPAGO_TOKEN, pipeline.apis.url, page_size=1)
-    ledger = LedgerOutcomes(
-        pipeline.world.dynamodb,
-        pipeline.world.tables.ledger,
-        Interpreters.build(mercadopago_payments=payments.payment, mercadopago_orders=orders.order),
-    )
+    ledger = orders_ledger(pipeline, orders)
     queue = SqsQueue(pipeline.sqs, pipeline.queue_url)
 
-    # When the payments, then the orders, are replayed and the queue processed
+    # When the orders are replayed and the queue processed
     with pytest.raises(ReplayInterruptedError) as interrupted:
-        replay_in_turn(
-            queue,
-            ledger,
-            [
-                (MERCADOPAGO_PAYMENTS_SEARCH, payments.pages(window)),
-                (MERCADOPAGO_ORDERS_SEARCH, orders.pages(window)),
-            ],
-        )
+        Replayer(queue, ledger, MERCADOPAGO_ORDERS_SEARCH).replay(orders.pages(window))
     pipeline.process()
 
-    # Then the payment and the first order are enqueued and booked, the second not yet, and
-    # the resume names the orders search's place: the first order's creation
+    # Then the first order is enqueued and booked, the second not yet, and the resume names
+    # the search's place: the first order's creation
     assert "answered 500" in str(interrupted.value)
-    assert len(interrupted.value.enqueued) == 2
-    assert interrupted.value.resume == Resume("--orders-created-since", first[1]["created_date"])
-    assert pipeline.world.order(paid)["paid_total"] == 5000
+    assert len(interrupted.value.enqueued) == 1
+    created = datetime.fromisoformat(first[1]["created_date"])
+    assert interrupted.value.resume == Resume(
+        "--orders-created-since", created.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    )
     assert pipeline.world.order(first[0])["paid_total"] == 20000
     assert pipeline.world.order(second[0]) == {}
 
@@ -711,6 +700,53 @@ def test_a_mercadopago_replay_interrupted_in_its_orders_keeps_the_payments_and_r
     # Then the second order is booked, the first is a duplicate
     assert [r.outcome for r in ledger.results(resumed)] == ["duplicate", "applied"]
     assert pipeline.world.order(second[0])["paid_total"] == 20000
+
+
+def test_a_mercadopago_replay_whose_payments_stop_resumes_by_since_and_loses_no_order(
+    pipeline: Pipeline, clock: FakeClock
+) -> None:
+    # Given an order changed half an hour into the window (on no payments search), two
+    # payments updated after it, and the payments search failing on its second page
+    start = at(clock.now - 24 * HOUR)
+    changed = start + timedelta(minutes=30)
+    lone = orders_api_order("order.processed", changed, changed, named=False)
+    pipeline.apis.orders[lone[1]["id"]] = lone[1]
+    paid = [mercadopago_payment("approved", start + timedelta(hours=h)) for h in (1, 2)]
+    for _, payment in paid:
+        pipeline.apis.payments[str(payment["id"])] = payment
+    pipeline.apis.fail("/v1/payments/search", request=2)
+    window = Window(start, at(clock.now))
+    queue = SqsQueue(pipeline.sqs, pipeline.queue_url)
+
+    def replayed(window: Window) -> tuple[LedgerOutcomes, list[Tracked]]:
+        """As `umavez replay mercadopago` runs its two searches."""
+        payments = MercadoPagoPayments(lambda: MERCADOPAGO_TOKEN, pipeline.apis.url, page_size=1)
+        orders = MercadoPagoOrders(lambda: MERCADOPAGO_TOKEN, pipeline.apis.url)
+        ledger = LedgerOutcomes(
+            pipeline.world.dynamodb,
+            pipeline.world.tables.ledger,
+            Interpreters.build(
+                mercadopago_payments=payments.payment, mercadopago_orders=orders.order
+            ),
+        )
+        sources = replay_sources(payments, orders, window, None)
+        return ledger, replay_in_turn(queue, ledger, sources)
+
+    # When the window is replayed, then resumed with the option the interruption names
+    with pytest.raises(ReplayInterruptedError) as interrupted:
+        replayed(window)
+    pipeline.process()
+    resume = interrupted.value.resume
+    assert resume is not None
+    assert resume.option == "--since"
+    _, resumed = replayed(Window(datetime.fromisoformat(resume.value), window.until))
+    pipeline.process()
+
+    # Then the order, which changed before the resumed window, was booked by the first run
+    # (the orders are searched first), and both payments are booked once
+    assert pipeline.world.order(lone[0])["paid_total"] == 20000
+    assert [pipeline.world.order(order)["paid_total"] for order, _ in paid] == [5000, 5000]
+    assert len(resumed) == 2  # the first payment again (a duplicate) and the second
 
 
 def test_a_mercadopago_orders_replay_is_refused_without_a_token_or_with_bounds_reversed(
