@@ -107,10 +107,16 @@ class Window:
 
 
 def instant(text: str, option: str) -> datetime:
+    """The time an option gives; ReplayRefusedError naming the option when it is none."""
+    return zoned(text, option, ReplayRefusedError)
+
+
+def zoned(text: str, what: str, error: type[UmavezError]) -> datetime:
+    """An ISO 8601 time, UTC when it names no zone; `error` naming `what` when it is none."""
     try:
         parsed = datetime.fromisoformat(text)
     except ValueError as exc:
-        raise ReplayRefusedError(f"{option} {text!r} is not an ISO 8601 date") from exc
+        raise error(f"{what} {text!r} is not an ISO 8601 date") from exc
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 

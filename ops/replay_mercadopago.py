@@ -21,7 +21,15 @@ from functions.process.waiting import Message
 from functions.shared.errors import MalformedEventError
 from functions.shared.providers.fields import refused
 from functions.statement.mercadopago import MercadoPagoPaymentsSearch
-from ops.replay import PAGE_SIZE, Page, ReplayRefusedError, Resume, Window, checked_page_size
+from ops.replay import (
+    PAGE_SIZE,
+    Page,
+    ReplayRefusedError,
+    Resume,
+    Window,
+    checked_page_size,
+    zoned,
+)
 
 MERCADOPAGO_PAYMENTS_SEARCH: Final = "mercadopago-payments-search"
 MERCADOPAGO_ORDERS_SEARCH: Final = "mercadopago-orders-search"
@@ -32,11 +40,11 @@ ORDERS_LOOKBACK: Final = timedelta(days=30)
 ONE_MILLISECOND: Final = timedelta(milliseconds=1)  # the search's dates' precision
 
 
-class MercadoPagoPayments:
-    """Mercado Pago's payments search: `GET /v1/payments/search` with
-    `range=date_last_updated`, `begin_date`, `end_date`, sorted by that date ascending, paged
-    with `offset`/`limit` up to `paging.total`. Each payment becomes the notification Mercado
-    Pago sends when a payment changes; process reads the payment itself from the API."""
+class _Search:
+    """A search of Mercado Pago's with the access token; what it lists is kept, so that
+    process's read of a listed object is the state its notification is about."""
+
+    searched = "objects"
 
     def __init__(
         self,
@@ -52,19 +60,32 @@ class MercadoPagoPayments:
         self._api = MercadoPagoApi(access_token, base_url, timeout_seconds)
         self._listed: dict[str, Mapping[str, Any]] = {}
 
+    def _token(self) -> str:
+        """The access token, read now: a search without one is refused before any read."""
+        token = self._access_token()
+        if not token or token == PLACEHOLDER:
+            raise ReplayRefusedError(
+                f"searching Mercado Pago {self.searched} needs the access token "
+                "in the mercadopago/access-token secret"
+            )
+        return token
+
+
+class MercadoPagoPayments(_Search):
+    """Mercado Pago's payments search: `GET /v1/payments/search` with
+    `range=date_last_updated`, `begin_date`, `end_date`, sorted by that date ascending, paged
+    with `offset`/`limit` up to `paging.total`. Each payment becomes the notification Mercado
+    Pago sends when a payment changes; process reads the payment itself from the API."""
+
+    searched = "payments"
+
     def payment(self, payment_id: str) -> Mapping[str, Any]:
         """As listed by the search (the state the notification is about), else from the API."""
         return self._listed.get(payment_id) or self._api.payment(payment_id)
 
     def pages(self, window: Window) -> Iterator[Page]:
         """Checks the token now (a refusal reads nothing); the pages come as they are read."""
-        token = self._access_token()
-        if not token or token == PLACEHOLDER:
-            raise ReplayRefusedError(
-                "searching Mercado Pago payments needs the access token "
-                "in the mercadopago/access-token secret"
-            )
-        return self._pages(token, window)
+        return self._pages(self._token(), window)
 
     def _pages(self, token: str, window: Window) -> Iterator[Page]:
         # Read once a page: an error stops the replay with the option that resumes it.
@@ -148,7 +169,7 @@ class _ListedOrder(BaseModel):
         return None if text is None else _rfc3339(text, f"order {self.id}'s {field}")
 
 
-class MercadoPagoOrders:
+class MercadoPagoOrders(_Search):
     """Mercado Pago's Orders API search
     (https://www.mercadopago.com.br/developers/pt/reference/orders/online-payments/search/get):
     `GET /v1/orders` with `begin_date` and `end_date` (RFC 3339, at most 720 hours apart),
@@ -161,19 +182,7 @@ class MercadoPagoOrders:
     Resumed by creation date (`--orders-created-since`): an order created meanwhile is listed
     last, and page numbers would not skip one."""
 
-    def __init__(
-        self,
-        access_token: Callable[[], str],
-        base_url: str = MERCADOPAGO_BASE_URL,
-        timeout_seconds: float = 10.0,
-        page_size: int = PAGE_SIZE,
-    ) -> None:
-        self._access_token = access_token
-        self._base_url = base_url.rstrip("/")
-        self._timeout = timeout_seconds
-        self._page_size = checked_page_size(page_size)
-        self._api = MercadoPagoApi(access_token, base_url, timeout_seconds)
-        self._listed: dict[str, Mapping[str, Any]] = {}
+    searched = "orders"
 
     def order(self, order_id: str) -> Mapping[str, Any]:
         """As listed by the search (the state the notification is about), else from the API."""
@@ -188,13 +197,7 @@ class MercadoPagoOrders:
                 f"--orders-created-since {begin.isoformat()} is after --until "
                 f"{window.until.isoformat()}"
             )
-        token = self._access_token()
-        if not token or token == PLACEHOLDER:
-            raise ReplayRefusedError(
-                "searching Mercado Pago orders needs the access token "
-                "in the mercadopago/access-token secret"
-            )
-        return self._pages(token, begin, window)
+        return self._pages(self._token(), begin, window)
 
     def _pages(self, token: str, begin: datetime, window: Window) -> Iterator[Page]:
         start = begin
@@ -268,11 +271,7 @@ def _listed_as_is(found: Mapping[str, Any], order_id: str) -> Mapping[str, Any]:
 
 
 def _rfc3339(text: str, what: str) -> datetime:
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError as exc:
-        raise MalformedEventError(f"{what} {text!r} is not an ISO 8601 date") from exc
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return zoned(text, what, MalformedEventError)
 
 
 def _rfc3339_text(instant: datetime) -> str:

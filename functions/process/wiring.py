@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from functools import cache
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import boto3
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
@@ -27,6 +27,7 @@ from functions.shared.failures import FailureRecords
 from functions.shared.providers import Interpreters
 from functions.shared.providers.mercadopago import DisputeBooks, nothing_booked
 
+T = TypeVar("T")
 SECRET_CACHE_SECONDS: Final = 300
 # One record's worst case: a provider API call that times out, a second page or retry of it,
 # and the DynamoDB writes. A batch takes no new record once less than this is left, so a slow
@@ -75,32 +76,29 @@ def interpreters_from_env() -> Interpreters:
         return Interpreters.build(asaas_payments=_asaas_not_configured)
     secrets = SecretsProvider(boto3_client=boto3.client("secretsmanager"))
 
-    def secret(name: str) -> Callable[[], str]:
-        return lambda: str(secrets.get(name, max_age=SECRET_CACHE_SECONDS))
+    def api(make: Callable[..., T], secret_name: str, url: str | None, default: str) -> T:
+        """The provider's API client, its credential read from `secret_name` when needed."""
+
+        def credential() -> str:
+            return str(secrets.get(secret_name, max_age=SECRET_CACHE_SECONDS))
+
+        return make(
+            credential, base_url=url or default, timeout_seconds=PROVIDER_API_TIMEOUT_SECONDS
+        )
 
     mercadopago = None
     disputes: DisputeBooks = nothing_booked
     if mercadopago_secret:
-        mercadopago = MercadoPagoApi(
-            secret(mercadopago_secret),
-            base_url=settings.mercadopago_api_url or MERCADOPAGO_BASE_URL,
-            timeout_seconds=PROVIDER_API_TIMEOUT_SECONDS,
+        mercadopago = api(
+            MercadoPagoApi, mercadopago_secret, settings.mercadopago_api_url, MERCADOPAGO_BASE_URL
         )
         disputes = LedgerDisputes(boto3.client("dynamodb"), settings.ledger_table)
     stripe = None
     if stripe_secret:
-        stripe = StripeApi(
-            secret(stripe_secret),
-            base_url=settings.stripe_api_url or STRIPE_BASE_URL,
-            timeout_seconds=PROVIDER_API_TIMEOUT_SECONDS,
-        )
+        stripe = api(StripeApi, stripe_secret, settings.stripe_api_url, STRIPE_BASE_URL)
     asaas_payments = _asaas_not_configured
     if asaas_secret:
-        asaas_payments = AsaasApi(
-            secret(asaas_secret),
-            base_url=settings.asaas_api_url or ASAAS_BASE_URL,
-            timeout_seconds=PROVIDER_API_TIMEOUT_SECONDS,
-        ).payment
+        asaas_payments = api(AsaasApi, asaas_secret, settings.asaas_api_url, ASAAS_BASE_URL).payment
     return Interpreters.build(
         mercadopago_payments=mercadopago.payment if mercadopago else None,
         mercadopago_orders=mercadopago.order if mercadopago else None,

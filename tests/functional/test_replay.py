@@ -10,7 +10,7 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -28,6 +28,7 @@ from ops.replay import (
     REPLAY_ATTRIBUTE,
     STRIPE_EVENTS_API,
     STRIPE_TYPES,
+    Page,
     Replayer,
     ReplayInterruptedError,
     ReplayRefusedError,
@@ -110,16 +111,38 @@ def six_lost_payments(
     return window, payments, list(reversed(payments))
 
 
+def replayed_twice(
+    pipeline: Pipeline,
+    ledger: LedgerOutcomes,
+    source: str,
+    pages: Callable[[], Iterator[Page]],
+) -> tuple[list[Tracked], list[Result], Any, list[Tracked]]:
+    """The window replayed and processed, then again: what the first run enqueued, what it
+    became, the world after it, and what the second enqueued."""
+    replayer = Replayer(SqsQueue(pipeline.sqs, pipeline.queue_url), ledger, source)
+    first = replayer.replay(pages())
+    pipeline.process()
+    results, after_first = ledger.results(first), pipeline.world.snapshot()
+    second = replayer.replay(pages())
+    pipeline.process()
+    return first, results, after_first, second
+
+
 def outcomes(results: list[Result]) -> dict[str, str]:
     return {r.tracked.message.event_id: r.outcome for r in results}
 
 
-def events_requests(pipeline: Pipeline) -> list[dict[str, list[str]]]:
+def requests_to(pipeline: Pipeline, path: str) -> list[dict[str, list[str]]]:
+    """The queries of the fake APIs' requests to `path`, in order."""
     return [
         urllib.parse.parse_qs(urllib.parse.urlsplit(r).query)
         for r in pipeline.apis.requests
-        if r.startswith("/v1/events?")
+        if r.startswith(f"{path}?")
     ]
+
+
+def events_requests(pipeline: Pipeline) -> list[dict[str, list[str]]]:
+    return requests_to(pipeline, "/v1/events")
 
 
 # -- Stripe -----------------------------------------------------------------------------------
@@ -481,13 +504,9 @@ def test_mercadopago_replay_sends_their_notification_for_each_payment_updated_in
         pipeline.world.tables.ledger,
         Interpreters.build(mercadopago_payments=payments.payment),
     )
-    queue = SqsQueue(pipeline.sqs, pipeline.queue_url)
-    first = Replayer(queue, ledger, MERCADOPAGO_PAYMENTS_SEARCH).replay(payments.pages(window))
-    pipeline.process()
-    first_results = ledger.results(first)
-    after_first = pipeline.world.snapshot()
-    second = Replayer(queue, ledger, MERCADOPAGO_PAYMENTS_SEARCH).replay(payments.pages(window))
-    pipeline.process()
+    first, first_results, after_first, second = replayed_twice(
+        pipeline, ledger, MERCADOPAGO_PAYMENTS_SEARCH, lambda: payments.pages(window)
+    )
 
     # Then the search asked for the payments updated in the window, oldest update first, paged
     searches = [
@@ -564,11 +583,7 @@ def orders_ledger(pipeline: Pipeline, orders: MercadoPagoOrders) -> LedgerOutcom
 
 
 def orders_searched(pipeline: Pipeline) -> list[dict[str, list[str]]]:
-    return [
-        urllib.parse.parse_qs(urllib.parse.urlsplit(r).query)
-        for r in pipeline.apis.requests
-        if r.startswith("/v1/orders?")
-    ]
+    return requests_to(pipeline, "/v1/orders")
 
 
 def test_mercadopago_replay_sends_their_notification_for_each_order_changed_in_the_window(
@@ -597,13 +612,10 @@ def test_mercadopago_replay_sends_their_notification_for_each_order_changed_in_t
     # When the window is replayed (one order a page) and processed, then replayed again
     orders = MercadoPagoOrders(lambda: MERCADOPAGO_TOKEN, pipeline.apis.url, page_size=1)
     ledger = orders_ledger(pipeline, orders)
+    first, first_results, after_first, second = replayed_twice(
+        pipeline, ledger, MERCADOPAGO_ORDERS_SEARCH, lambda: orders.pages(window)
+    )
     queue = SqsQueue(pipeline.sqs, pipeline.queue_url)
-    first = Replayer(queue, ledger, MERCADOPAGO_ORDERS_SEARCH).replay(orders.pages(window))
-    pipeline.process()
-    first_results = ledger.results(first)
-    after_first = pipeline.world.snapshot()
-    second = Replayer(queue, ledger, MERCADOPAGO_ORDERS_SEARCH).replay(orders.pages(window))
-    pipeline.process()
 
     # Then the search read the orders created from 30 days before the window to its end, in
     # spans of at most 720 hours, oldest first, a page at a time
