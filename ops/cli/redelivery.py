@@ -124,6 +124,12 @@ def run_replay(args: argparse.Namespace) -> int:
                 else replay.instant(args.orders_created_since, "--orders-created-since")
             )
             sources = replay_mercadopago.replay_sources(payments, orders, window, created_since)
+            looked_from = created_since or window.since - replay_mercadopago.ORDERS_LOOKBACK
+            print(
+                "orders: their changes since --since are looked for among the orders created "
+                f"since {looked_from.isoformat()} (--orders-created-since looks further back)",
+                file=sys.stderr,
+            )
             interpreters = Interpreters.build(
                 mercadopago_payments=payments.payment, mercadopago_orders=orders.order
             )
