@@ -14,21 +14,22 @@ and bindings are never removed or rebound; `last_event_second` never goes back),
 decides wrongly, and so it may be eventually consistent (half the read units): a read that
 lags sees less, never something false, and what it did not see the transaction decides.
 
-Long on purpose: every path an entry can take (applied, duplicate, stale, voided, conflict,
-bound, waiting) shares one read, one routing and the same item builders, and the broken-design
-harness replaces those builders one at a time; the slots and the decision live apart, in
-transaction.py.
+Every path an entry can take (applied, duplicate, stale, voided, conflict, bound, waiting)
+shares one read, one routing and the same items: ledger_items.py renders them, with the
+condition each is written under; the slots and the decision live in transaction.py. The
+broken-design harness replaces the items one at a time through this processor's `_reserve_key`,
+`_order_update`, `_outbox_put`, `_reversed_check`, `_capture_mark` and `_binding`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
+from functions.process.ledger_items import LedgerItems
 from functions.process.transaction import (
     Placed,
     Refusal,
@@ -41,9 +42,6 @@ from functions.shared import tables
 from functions.shared.bindings import bound_orders
 from functions.shared.domain import (
     COUNTED_OUTCOMES,
-    TRANSITION_RULES,
-    VIA_DELIVERY,
-    VIA_STATEMENT,
     Binding,
     Delivery,
     Effect,
@@ -70,14 +68,13 @@ from functions.shared.errors import (
     UnexpectedWriteError,
     WriteContendedError,
 )
-from functions.shared.outbox import OutboxStatus, outbox_id_for, reopen_for_email
+from functions.shared.outbox import outbox_id_for, reopen_for_email
 from functions.shared.providers import Interpreters
 from functions.shared.settings import DEFAULT_RETENTION_DAYS
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import (
-        AttributeValueTypeDef,
         TransactWriteItemTypeDef,
         UpdateTypeDef,
     )
@@ -133,6 +130,7 @@ class EffectProcessor:
         self._clock = clock
         self._interpret = interpreters or Interpreters.build()
         self._retention_seconds = retention_seconds
+        self._items = LedgerItems(table_names, clock, retention_seconds)
 
     def process(self, provider: str, raw_body: str) -> list[Processed]:
         """Each effect the delivery announces, in order, each in its own transaction."""
@@ -355,30 +353,6 @@ class EffectProcessor:
             counted,
         )
 
-    def _capture_mark(self, routed: RoutedEffect) -> list[Placed]:
-        """A top-up moves its payment's capture mark from what it read to the new total."""
-        effect = routed.effect
-        if routed.captured_before is None or effect.payment is None:
-            return []
-        item = {
-            tables.PARTITION_KEY: tables.order_pk(routed.order_id),
-            tables.SORT_KEY: tables.capture_sk(effect.delivery.provider, effect.payment),
-            "payment": effect.payment,
-            "captured": routed.captured_before + effect.amount.minor,
-            "currency": effect.amount.currency,
-            "effect_key": routed.key,
-        }
-        put: TransactWriteItemTypeDef = {
-            "Put": {
-                "TableName": self._tables.ledger,
-                "Item": to_attributes(item),
-                "ConditionExpression": "attribute_not_exists(#pk) OR #captured = :seen",
-                "ExpressionAttributeNames": {"#pk": tables.PARTITION_KEY, "#captured": "captured"},
-                "ExpressionAttributeValues": to_attributes({":seen": routed.captured_before}),
-            }
-        }
-        return [Placed(Slot.CAPTURED, put)]
-
     def _as_settled(self, routed: RoutedEffect, settled: dict[str, object] | None) -> RoutedEffect:
         """A settling entry posts what the entry it settles counted, not what its own event
         says: a Stripe verdict computed from balance transactions could differ from an opening
@@ -464,14 +438,7 @@ class EffectProcessor:
         if not routed.effect.recipient:
             return
         try:
-            self._db.update_item(
-                TableName=self._tables.ledger,
-                Key=self._order_key(routed.order_id),
-                UpdateExpression="SET #recipient = if_not_exists(#recipient, :recipient)",
-                ConditionExpression="attribute_exists(#pk) AND attribute_not_exists(#recipient)",
-                ExpressionAttributeNames={"#pk": tables.PARTITION_KEY, "#recipient": "recipient"},
-                ExpressionAttributeValues=to_attributes({":recipient": routed.effect.recipient}),
-            )
+            self._db.update_item(**self._items.recipient_learned(routed, routed.effect.recipient))
         except ClientError as exc:
             if not is_condition_failure(exc):
                 raise_unclassified(exc, "UpdateItem")
@@ -493,176 +460,30 @@ class EffectProcessor:
             self._bindings(routed.effect.delivery.provider, routed.order_id, to_bind),
         )
 
+    # -- the items, rendered by ledger_items.py (each a point the broken-design harness
+    # replaces) -------------------------------------------------------------------------
+
     def _reserve_key(
         self, routed: RoutedEffect, outcome: Outcome, *, key: str | None = None
     ) -> TransactWriteItemTypeDef:
-        effect = routed.effect
-        transition = effect.transition
-        if key is not None and key != routed.key:
-            reverses = TRANSITION_RULES[effect.transition].reverses
-            transition = reverses if reverses is not None else transition
-        item = {
-            tables.PARTITION_KEY: tables.order_pk(routed.order_id),
-            tables.SORT_KEY: tables.effect_sk(key or routed.key),
-            "effect_key": key or routed.key,
-            "order_id": routed.order_id,
-            "outcome": outcome.value,
-            "transition": transition.value,
-            "external_ref": effect.external_ref,
-            "payment": effect.payment,
-            "amount": effect.amount.minor,
-            "currency": effect.amount.currency,
-            "ordering_token": ordering_token(effect),
-            # Whether the counted event named the customer: a duplicate that does teaches the
-            # order its address (no second request otherwise).
-            "named_recipient": bool(effect.recipient),
-            # What the adapter decided about the entry (a stamp taken from another field)
-            "note": effect.note,
-            **self._audit(effect.delivery),
-        }
-        return {
-            "Put": {
-                "TableName": self._tables.ledger,
-                "Item": to_attributes(item),
-                "ConditionExpression": "attribute_not_exists(#pk)",
-                "ExpressionAttributeNames": {"#pk": tables.PARTITION_KEY},
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
-        }
+        return self._items.key_reservation(routed, outcome, key=key)
 
     def _order_update(self, routed: RoutedEffect) -> UpdateTypeDef:
-        """Move the lifecycle only if this event is not older; post the entry to the totals.
-
-        Within one second, events of *different* payments are not ordered against each other:
-        a second payment stamped with the same second as the refund of the first is applied.
-        """
-        effect = routed.effect
-        rule = TRANSITION_RULES[effect.transition]
-        sets = {
-            "lifecycle_status": ":status",
-            "last_event_at": ":token",
-            "last_event_second": ":second",
-            "last_event_id": ":event_id",
-            "last_transition": ":transition",
-            "currency": "if_not_exists(#currency, :currency)",
-            "order_id": ":order_id",
-            "updated_at": ":now",
-        }
-        values: dict[str, object] = {
-            ":status": rule.lifecycle_status,
-            ":token": ordering_token(effect),
-            ":second": effect.delivery.created,
-            ":event_id": effect.delivery.event_id,
-            ":transition": effect.transition.value,
-            ":currency": effect.amount.currency,
-            ":order_id": routed.order_id,
-        }
-        guard = "attribute_not_exists(#last_event_at) OR #last_event_at <= :token"
-        if effect.payment:
-            sets["last_payment"] = ":payment"
-            values[":payment"] = effect.payment
-            guard += " OR (#last_event_second = :second AND #last_payment <> :payment)"
-        update = self._order_postings(routed, sets, values)
-        update["ConditionExpression"] = (
-            f"({guard}) AND (attribute_not_exists(#currency) OR #currency = :currency)"
-        )
-        update["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
-        return update
-
-    def _order_postings(
-        self, routed: RoutedEffect, sets: dict[str, str], values: dict[str, object]
-    ) -> UpdateTypeDef:
-        """The Update shared by applied and stale entries: totals, count, recipient, time."""
-        effect = routed.effect
-        now = self._now()
-        # `changed_bucket` puts the order in the keys-only `changed` index the incremental
-        # reconciliation reads: orders by the hour they last changed.
-        sets = {**sets, "updated_at": ":now", tables.CHANGES_BUCKET: ":changed"}
-        values = {
-            **values,
-            ":now": now,
-            ":changed": tables.changes_bucket(routed.order_id, now),
-            ":one": 1,
-        }
-        if effect.recipient:
-            # Learned at payment time, kept for the refund and dispute notifications.
-            sets["recipient"] = "if_not_exists(#recipient, :recipient)"
-            values[":recipient"] = effect.recipient
-        adds = {"effect_count": ":one"}
-        for n, (total, sign) in enumerate(TRANSITION_RULES[effect.transition].postings):
-            adds[total.value] = f":amount{n}"
-            values[f":amount{n}"] = sign * effect.amount.minor
-        expression = "SET " + ", ".join(f"#{k} = {v}" for k, v in sets.items())
-        expression += " ADD " + ", ".join(f"#{k} {v}" for k, v in adds.items())
-        names = [*sets, *adds, "last_event_at", "last_event_second", "last_payment", "pk"]
-        used = {name for name in names if f"#{name}" in expression}
-        return {
-            "TableName": self._tables.ledger,
-            "Key": self._order_key(routed.order_id),
-            "UpdateExpression": expression,
-            "ExpressionAttributeNames": {f"#{name}": name for name in used},
-            "ExpressionAttributeValues": to_attributes(values),
-        }
+        return self._items.order_update(routed)
 
     def _outbox_put(
         self, routed: RoutedEffect, *, late: bool, superseded: bool = False
     ) -> TransactWriteItemTypeDef:
-        effect = routed.effect
-        item = {
-            tables.OUTBOX_KEY: outbox_id_for(routed.key),
-            "effect_key": routed.key,
-            "order_id": routed.order_id,
-            "transition": effect.transition.value,
-            "amount": effect.amount.minor,
-            "currency": effect.amount.currency,
-            "recipient": effect.recipient,
-            "provider": effect.delivery.provider,
-            "external_ref": effect.external_ref,
-            "payment": effect.payment,
-            "event_id": effect.delivery.event_id,
-            "provider_time": effect.delivery.created,
-            "late": late,
-            "superseded": superseded,
-            # Booked from the provider's statement: no delivery ever brought it.
-            "found_by_statement": effect.delivery.via == VIA_STATEMENT,
-            "status": OutboxStatus.PENDING.value,
-            "attempts": 0,
-            # In no index: the stream's first try sends it; only an item it could not send
-            # enters the due index (an index write saved for every item sent at once).
-            "created_at": self._now(),
-        }
-        return {
-            "Put": {
-                "TableName": self._tables.outbox,
-                "Item": to_attributes(item),
-                "ConditionExpression": "attribute_not_exists(#id)",
-                "ExpressionAttributeNames": {"#id": tables.OUTBOX_KEY},
-            }
-        }
+        return self._items.outbox_put(routed, late=late, superseded=superseded)
 
     def _reversed_check(self, routed: RoutedEffect) -> list[Placed]:
-        """A reversal counts only if the entry it reverses counted (a refund that never
-        succeeded never counts, so neither does its failure)."""
-        reversed_key = routed.reversed_key
-        if reversed_key is None:
-            return []
-        check: TransactWriteItemTypeDef = {
-            "ConditionCheck": {
-                "TableName": self._tables.ledger,
-                "Key": to_attributes(
-                    {
-                        tables.PARTITION_KEY: tables.order_pk(routed.order_id),
-                        tables.SORT_KEY: tables.effect_sk(reversed_key),
-                    }
-                ),
-                "ConditionExpression": "attribute_exists(#pk) AND #outcome IN (:a, :s)",
-                "ExpressionAttributeNames": {"#pk": tables.PARTITION_KEY, "#outcome": "outcome"},
-                "ExpressionAttributeValues": to_attributes(
-                    {":a": Outcome.APPLIED.value, ":s": Outcome.STALE.value}
-                ),
-            }
-        }
-        return [Placed(Slot.REVERSED, check)]
+        return self._items.reversed_check(routed)
+
+    def _capture_mark(self, routed: RoutedEffect) -> list[Placed]:
+        return self._items.capture_mark(routed)
+
+    def _binding(self, provider: str, order_id: str, ref: str) -> TransactWriteItemTypeDef:
+        return self._items.binding(provider, order_id, ref)
 
     # -- bindings: which order a provider object belongs to, first writer wins -------------
 
@@ -683,25 +504,6 @@ class EffectProcessor:
             Placed(Slot.BINDING, self._binding(provider, order_id, ref), ref) for ref in objects
         ]
 
-    def _binding(self, provider: str, order_id: str, ref: str) -> TransactWriteItemTypeDef:
-        return {
-            "Put": {
-                "TableName": self._tables.ledger,
-                "Item": to_attributes(
-                    {
-                        tables.PARTITION_KEY: tables.ref_pk(provider, ref),
-                        tables.SORT_KEY: tables.REF_SORT,
-                        "ref": ref,
-                        "order_id": order_id,
-                    }
-                ),
-                "ConditionExpression": "attribute_not_exists(#pk) OR #order = :order",
-                "ExpressionAttributeNames": {"#pk": tables.PARTITION_KEY, "#order": "order_id"},
-                "ExpressionAttributeValues": to_attributes({":order": order_id}),
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
-        }
-
     def _record_conflict(
         self,
         delivery: Delivery,
@@ -715,18 +517,13 @@ class EffectProcessor:
             f"{delivery.provider} {ref} is bound to order {bound_order}; "
             f"this event names order {named_order}: not applied"
         )
-        put = self._delivery_put(
+        put = self._items.delivery_put(
             delivery, Outcome.CONFLICT, reason, order_id=named_order, effect_key=effect_key
         )["Put"]
         item = {**put["Item"], **to_attributes({"bound_order_id": bound_order, "object": ref})}
         try:
             # The same delivery again (a resend) finds its record: nothing changes.
-            self._db.put_item(
-                TableName=put["TableName"],
-                Item=item,
-                ConditionExpression="attribute_not_exists(#pk)",
-                ExpressionAttributeNames={"#pk": tables.PARTITION_KEY},
-            )
+            self._db.put_item(**self._items.first_record({**put, "Item": item}))
         except ClientError as exc:
             if not is_condition_failure(exc):
                 raise_unclassified(exc, "PutItem")
@@ -745,11 +542,14 @@ class EffectProcessor:
 
     def _write_binding(self, binding: Binding, order_id: str, *, first_time: bool) -> Processed:
         delivery = binding.delivery
-        audit = self._delivery_put(delivery, Outcome.BOUND, binding.reason, order_id)
+        audit = self._items.delivery_put(delivery, Outcome.BOUND, binding.reason, order_id)
         if first_time:
-            audit["Put"]["ConditionExpression"] = "attribute_not_exists(#pk)"
-            audit["Put"]["ExpressionAttributeNames"] = {"#pk": tables.PARTITION_KEY}
-            audit["Put"]["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+            audit = {
+                "Put": {
+                    **self._items.first_record(audit["Put"]),
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                }
+            }
         transaction = Transaction.of(
             self._bindings(delivery.provider, order_id, binding.objects), Placed(Slot.AUDIT, audit)
         )
@@ -781,14 +581,7 @@ class EffectProcessor:
         and the books balance; downstream books (EventBridge consumers) must balance too, so
         the movement is announced once, marked late with its provider time.
         """
-        effect = routed.effect
-        update = self._order_postings(routed, {}, {":currency": effect.amount.currency})
-        update["ConditionExpression"] = "attribute_exists(#pk) AND #currency = :currency"
-        update["ExpressionAttributeNames"] = {
-            **update["ExpressionAttributeNames"],
-            "#pk": tables.PARTITION_KEY,
-            "#currency": "currency",
-        }
+        update = self._items.stale_update(routed)
         reason = "older than the order's last event: status kept, counted"
         transaction = Transaction.of(
             Placed(Slot.KEY, self._reserve_key(routed, Outcome.STALE)),
@@ -800,7 +593,7 @@ class EffectProcessor:
             self._reversed_check(routed),
             self._capture_mark(routed),
             self._bindings(routed.effect.delivery.provider, routed.order_id, to_bind),
-            Placed(Slot.AUDIT, self._entry_audit(routed, Outcome.STALE, reason)),
+            Placed(Slot.AUDIT, self._items.entry_audit(routed, Outcome.STALE, reason)),
         )
         try:
             self._db.transact_write_items(TransactItems=transaction.items)
@@ -871,7 +664,7 @@ class EffectProcessor:
             self._bindings(effect.delivery.provider, routed.order_id, (effect.external_ref,)),
             # An entry that only accompanies its delivery's movement (the inquiry a dispute
             # may have been) leaves the delivery's audit to that movement.
-            [Placed(Slot.AUDIT, self._entry_audit(routed, Outcome.VOIDED, reason))]
+            [Placed(Slot.AUDIT, self._items.entry_audit(routed, Outcome.VOIDED, reason))]
             if effect.audited
             else [],
         )
@@ -905,68 +698,15 @@ class EffectProcessor:
     # -- deliveries that change nothing ----------------------------------------------------
 
     def _record_no_change(self, delivery: Delivery, outcome: Outcome, reason: str) -> Processed:
-        put = self._delivery_put(delivery, outcome, reason)["Put"]
+        put = self._items.delivery_put(delivery, outcome, reason)["Put"]
         try:
-            self._db.put_item(
-                TableName=put["TableName"],
-                Item=put["Item"],
-                ConditionExpression="attribute_not_exists(#pk)",
-                ExpressionAttributeNames={"#pk": tables.PARTITION_KEY},
-            )
+            self._db.put_item(**self._items.first_record(put))
         except ClientError as exc:
             if not is_condition_failure(exc):
                 raise_unclassified(exc, "PutItem")
         return Processed(delivery, outcome, detail=reason)
 
-    def _entry_audit(
-        self, routed: RoutedEffect, outcome: Outcome, reason: str
-    ) -> TransactWriteItemTypeDef:
-        """The delivery's audit record, naming the entry it concerns."""
-        return self._delivery_put(
-            routed.effect.delivery, outcome, reason, order_id=routed.order_id, effect_key=routed.key
-        )
-
-    def _delivery_put(
-        self,
-        delivery: Delivery,
-        outcome: Outcome,
-        reason: str,
-        order_id: str | None = None,
-        effect_key: str | None = None,
-    ) -> TransactWriteItemTypeDef:
-        item = {
-            tables.PARTITION_KEY: tables.delivery_pk(delivery.provider, delivery.event_id),
-            tables.SORT_KEY: tables.DELIVERY_SORT,
-            "outcome": outcome.value,
-            "reason": reason,
-            "order_id": order_id,
-            "effect_key": effect_key,
-            **self._audit(delivery),
-            # An audit of a delivery that changed nothing is kept for the retention, then
-            # expires (TTL); effect keys and orders never do: they make a resend a duplicate.
-            tables.EXPIRES_AT: int(self._clock()) + self._retention_seconds,
-        }
-        return {"Put": {"TableName": self._tables.ledger, "Item": to_attributes(item)}}
-
     # -- small helpers ---------------------------------------------------------------------
-
-    def _order_key(self, order_id: str) -> dict[str, AttributeValueTypeDef]:
-        return to_attributes(
-            {tables.PARTITION_KEY: tables.order_pk(order_id), tables.SORT_KEY: tables.ORDER_SORT}
-        )
-
-    def _audit(self, delivery: Delivery) -> dict[str, object]:
-        return {
-            "provider": delivery.provider,
-            "event_id": delivery.event_id,
-            "event_type": delivery.event_type,
-            "event_created": delivery.created,
-            "recorded_at": self._now(),
-            **({"via": delivery.via} if delivery.via != VIA_DELIVERY else {}),
-        }
-
-    def _now(self) -> str:
-        return datetime.fromtimestamp(self._clock(), tz=UTC).isoformat(timespec="milliseconds")
 
     @staticmethod
     def _processed(
