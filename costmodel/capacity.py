@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from costmodel import statement as statement_pass
+from costmodel.markdown import duration, headroom, number, replace_between
 from costmodel.model import (
     MIX,
     Measurement,
@@ -856,37 +857,6 @@ def burst(
 # -- rendering ----------------------------------------------------------------------------------
 
 
-def _number(value: float | None) -> str:
-    if value is None or math.isinf(value):
-        return "unlimited"
-    if value == 0:
-        return "0"
-    if abs(value) >= 100:
-        return f"{value:,.0f}"
-    if abs(value) >= 1:
-        return f"{value:.3g}"
-    return f"{value:.2g}"
-
-
-def _headroom(value: float) -> str:
-    if math.isinf(value):
-        return "-"
-    text = f"{value:,.0f}x" if value >= 100 else f"{value:.2g}x"
-    return f"**{text}**" if value < 1 else text
-
-
-def _duration(seconds: float) -> str:
-    if math.isinf(seconds):
-        return "never"
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 2 * HOUR:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 2 * DAY:
-        return f"{seconds / HOUR:.1f} h"
-    return f"{seconds / DAY:.1f} days"
-
-
 def describe(per_event: PerEvent) -> str:
     e = per_event
     per_payment = e.deliveries_per_payment
@@ -918,19 +888,19 @@ def render_text(capacity: Capacity, per_event: PerEvent, burst_result: Burst | N
     ]
     for row in capacity.rows:
         lines.append(
-            f"  {row.component:<72} {_number(row.load):>10} {_number(row.limit):>10} "
-            f"{_headroom(row.headroom).strip('*'):>9}  {row.unit}"
+            f"  {row.component:<72} {number(row.load):>10} {number(row.limit):>10} "
+            f"{headroom(row.headroom).strip('*'):>9}  {row.unit}"
         )
     first = capacity.first_to_saturate()
     lines += [
         "",
-        f"  first to saturate: {first.component} ({_headroom(first.headroom).strip('*')})",
+        f"  first to saturate: {first.component} ({headroom(first.headroom).strip('*')})",
     ]
     lines.append(f"    lifted by: {first.lift}")
     path = capacity.first_to_saturate(webhook_path_only=True)
     if path is not first:
         lines.append(
-            f"  on a webhook's way: {path.component} ({_headroom(path.headroom).strip('*')})"
+            f"  on a webhook's way: {path.component} ({headroom(path.headroom).strip('*')})"
             f"; lifted by: {path.lift}"
         )
     rest = capacity.first_to_saturate(rest=True)
@@ -947,14 +917,14 @@ def render_burst(result: Burst) -> list[str]:
         f"    taken in at {result.intake_per_second:,.0f}/s ({result.intake_bottleneck}); "
         f"processed at {result.process_per_second:,.1f}/s; queue peak "
         f"{result.queue_peak:,.0f} messages",
-        f"    drained in {_duration(result.drain_seconds)}; notifications sent within "
-        f"{_duration(result.outbox_seconds)}, e-mails within {_duration(result.email_seconds)}; "
-        f"the reconciliation checks its orders in {_duration(result.reconciliation_seconds)}",
+        f"    drained in {duration(result.drain_seconds)}; notifications sent within "
+        f"{duration(result.outbox_seconds)}, e-mails within {duration(result.email_seconds)}; "
+        f"the reconciliation checks its orders in {duration(result.reconciliation_seconds)}",
     ]
     for deadline in result.deadlines:
         lines.append(
-            f"    {deadline.what}: {_duration(max(deadline.waits_seconds, 0))} of at most "
-            f"{_duration(deadline.limit_seconds)}"
+            f"    {deadline.what}: {duration(max(deadline.waits_seconds, 0))} of at most "
+            f"{duration(deadline.limit_seconds)}"
             + ("" if deadline.kept else f": PAST IT, {deadline.then}")
         )
     return lines
@@ -1012,9 +982,9 @@ def render_docs_block(
     ]
     for n, row in enumerate(models[0].rows):
         cells = " | ".join(
-            f"{_number(m.rows[n].load)} | {_headroom(m.rows[n].headroom)}" for m in models
+            f"{number(m.rows[n].load)} | {headroom(m.rows[n].headroom)}" for m in models
         )
-        limit = _number(row.limit)
+        limit = number(row.limit)
         if row.source.startswith("https://"):
             limit = f"[{limit}]({row.source})"
         lines.append(f"| {row.component} | {row.unit} | {limit} | {cells} |")
@@ -1025,20 +995,20 @@ def render_docs_block(
         text = (
             f"- **{m.payments_per_second:,.0f} payments a second** "
             f"({m.deliveries_per_second:,.0f} deliveries): {first.component} "
-            f"({_headroom(first.headroom)}): {first.lift}."
+            f"({headroom(first.headroom)}): {first.lift}."
         )
         if path is not first:
             text += (
-                f" On a webhook's way: {path.component} ({_headroom(path.headroom)}): {path.lift}."
+                f" On a webhook's way: {path.component} ({headroom(path.headroom)}): {path.lift}."
             )
         rest = m.first_to_saturate(rest=True, webhook_path_only=True)
         if rest is not path:
-            text += f" With REST + WAF: {rest.component} ({_headroom(rest.headroom)}): {rest.lift}."
+            text += f" With REST + WAF: {rest.component} ({headroom(rest.headroom)}): {rest.lift}."
         saturated = [r for r in m.saturated() if r is not first and r is not path]
         if saturated:
             text += (
                 " Also saturated: "
-                + "; ".join(f"{r.component} ({_headroom(r.headroom)}): {r.lift}" for r in saturated)
+                + "; ".join(f"{r.component} ({headroom(r.headroom)}): {r.lift}" for r in saturated)
                 + "."
             )
         lines.append(text)
@@ -1075,7 +1045,7 @@ def render_summary_block(
         # Each setting once, without where it lives: the performance page says that.
         lifts = list(dict.fromkeys(_brief(r.lift) for r in m.saturated() if r.webhook_path))
         lines.append(
-            f"| {m.payments_per_second:,.0f} | {first.component} ({_headroom(first.headroom)}) | "
+            f"| {m.payments_per_second:,.0f} | {first.component} ({headroom(first.headroom)}) | "
             + "; ".join(lifts or ["none"])
             + " |"
         )
@@ -1176,30 +1146,30 @@ def statement_verdict(load: statement_pass.PassLoad) -> str:
         )
     window = "the day's" if daily else "the hour's"
     if load.keeps_up:
-        text += f"one invocation keeps up ({_duration(load.work_seconds_a_run)} of {budget} s)"
+        text += f"one invocation keeps up ({duration(load.work_seconds_a_run)} of {budget} s)"
     else:
         text += (
-            f"**one invocation does not keep up** ({_duration(load.work_seconds_a_run)} of work "
+            f"**one invocation does not keep up** ({duration(load.work_seconds_a_run)} of work "
             f"{_period(load)} for its {budget} s: {window} window split among "
             f"{load.invocations_a_run_needed:,} invocations, or its lines booked that many at "
             "once)"
         )
     limit = load.limit.per_second
     if limit is None:
-        text += f"; {_number(load.api_calls_per_second)} API calls a second (no published limit)"
+        text += f"; {number(load.api_calls_per_second)} API calls a second (no published limit)"
     elif load.within_rate_limit:
         text += (
-            f"; {_number(load.api_calls_per_second)} API calls a second, within "
-            f"{_number(limit)} ({_headroom(limit / load.api_calls_per_second)})"
+            f"; {number(load.api_calls_per_second)} API calls a second, within "
+            f"{number(limit)} ({headroom(limit / load.api_calls_per_second)})"
         )
     else:
         text += (
-            f"; **{_number(load.api_calls_per_second)} API calls a second over its limit of "
-            f"{_number(limit)}** ({_headroom(limit / load.api_calls_per_second)})"
+            f"; **{number(load.api_calls_per_second)} API calls a second over its limit of "
+            f"{number(limit)}** ({headroom(limit / load.api_calls_per_second)})"
         )
     most = load.payments_a_day_within_limit
     if daily and most is not None:
-        text += f"; the limit carries {_number(most)} payments a day"
+        text += f"; the limit carries {number(most)} payments a day"
     return text
 
 
@@ -1243,9 +1213,9 @@ def render_statement_block(
     for provider in statement_pass.PROVIDERS_A_RUN:
         rows = [statement_rows(load, quotas) for load in loads[provider]]
         for n, row in enumerate(rows[0]):
-            cells = " | ".join(f"{_number(r[n].load)} | {_headroom(r[n].headroom)}" for r in rows)
+            cells = " | ".join(f"{number(r[n].load)} | {headroom(r[n].headroom)}" for r in rows)
             # A provider that publishes no limit has none to hold the load to, not an unlimited one.
-            limit = "not published" if row.limit is None else _number(row.limit)
+            limit = "not published" if row.limit is None else number(row.limit)
             if row.source.startswith("https://"):
                 limit = f"[{limit}]({row.source})"
             lines.append(f"| {row.component} | {row.unit} | {limit} | {cells} |")
@@ -1255,20 +1225,6 @@ def render_statement_block(
         lines.append(f"- **{rate:,.0f} payments a second**: {verdicts}.")
     lines.append(STATEMENT_END)
     return "\n".join(lines) + "\n"
-
-
-def replace_between(text: str, begin: str, end: str, block: str) -> str:
-    start, stop = text.find(begin), text.find(end)
-    if start < 0 or stop < start:
-        raise ValueError(f"no {begin} ... {end} block")
-    return text[:start] + block.rstrip("\n") + text[stop + len(end) :]
-
-
-def block_between(text: str, begin: str, end: str) -> str:
-    start, stop = text.find(begin), text.find(end)
-    if start < 0 or stop < start:
-        raise ValueError(f"no {begin} ... {end} block")
-    return text[start : stop + len(end)] + "\n"
 
 
 # -- the command --------------------------------------------------------------------------------

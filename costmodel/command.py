@@ -9,13 +9,15 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from costmodel.markdown import replace_between
 from costmodel.model import (
+    README_BEGIN,
+    README_END,
     CostOptions,
     Measurement,
     Prices,
     render_block,
     render_details,
-    replace_block,
     webhook_queue,
 )
 from costmodel.scenarios import measure
@@ -48,6 +50,6 @@ def run(
     if json_path is not None and measured is None:
         json_path.write_text(json.dumps(measurement.to_json(), indent=1))
     if readme is not None:
-        readme.write_text(replace_block(readme.read_text(), block))
+        readme.write_text(replace_between(readme.read_text(), README_BEGIN, README_END, block))
         out.write(f"  {readme}: cost section rewritten\n")
     return 0

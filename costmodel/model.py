@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from costmodel import markdown as md
 from costmodel import statement as statement_pass
 from devstack.capacity import Units
 from functions.shared.tables import CHANGES_SHARDS
@@ -698,22 +699,6 @@ def fixed_monthly(
 # -- rendering ---------------------------------------------------------------------------------
 
 
-def _usd(value: float) -> str:
-    if value == 0:
-        return "$0"
-    if abs(value) < 0.1:
-        return f"${value:.3f}"
-    return f"${value:,.2f}"
-
-
-def _quantity(value: float) -> str:
-    if value == 0:
-        return "0"
-    if abs(value) >= 100:
-        return f"{value:,.0f}"
-    return f"{value:.3g}"
-
-
 def render_block(measurement: Measurement, prices: Prices, webhook_queue: str) -> str:
     """The cost section between its markers (in docs/cost.md): its shape never depends on the
     numbers (`tests/unit/test_cost_model.py` checks docs/cost.md against it)."""
@@ -744,7 +729,7 @@ def render_block(measurement: Measurement, prices: Prices, webhook_queue: str) -
         lines.append(
             f"| {item.name} | "
             + " | ".join(
-                _usd(bills[c].per_million[item.name]) if c in bills else "-" for c in columns
+                md.usd(bills[c].per_million[item.name]) if c in bills else "-" for c in columns
             )
             + " |"
         )
@@ -752,7 +737,7 @@ def render_block(measurement: Measurement, prices: Prices, webhook_queue: str) -
         lines.append(
             f"| {label} | "
             + " | ".join(
-                f"**{_usd(bills[c].rest_total if rest else bills[c].http_total)}**"
+                f"**{md.usd(bills[c].rest_total if rest else bills[c].http_total)}**"
                 if c in bills
                 else "-"
                 for c in columns
@@ -762,7 +747,7 @@ def render_block(measurement: Measurement, prices: Prices, webhook_queue: str) -
     lines.append(
         "| SES e-mail (not in the totals) | "
         + " | ".join(
-            _usd(bills[c].per_million["SES e-mail"]) if c in bills else "-" for c in columns
+            md.usd(bills[c].per_million["SES e-mail"]) if c in bills else "-" for c in columns
         )
         + " |"
     )
@@ -780,7 +765,7 @@ def render_block(measurement: Measurement, prices: Prices, webhook_queue: str) -
         lines.append(
             f"| {name} | {item.unit} | "
             + " | ".join(
-                _quantity(bills[c].quantities[item.name]) if c in bills else "-" for c in columns
+                md.quantity(bills[c].quantities[item.name]) if c in bills else "-" for c in columns
             )
             + " |"
         )
@@ -795,10 +780,10 @@ def render_block(measurement: Measurement, prices: Prices, webhook_queue: str) -
     monthly = fixed_monthly(measurement.idle, prices, webhook_queue)
     for entry in monthly:
         name = f"{entry.name} (REST + WAF only)" if entry.rest_only else entry.name
-        lines.append(f"| {name} | {entry.how} | {_usd(entry.usd)} |")
+        lines.append(f"| {name} | {entry.how} | {md.usd(entry.usd)} |")
     monthly_http = sum(e.usd for e in monthly if not e.rest_only)
-    lines.append(f"| **total, HTTP API** | | **{_usd(monthly_http)}** |")
-    lines.append(f"| **total, REST API + WAF** | | **{_usd(sum(e.usd for e in monthly))}** |")
+    lines.append(f"| **total, HTTP API** | | **{md.usd(monthly_http)}** |")
+    lines.append(f"| **total, REST API + WAF** | | **{md.usd(sum(e.usd for e in monthly))}** |")
     lines.append(README_END)
     return "\n".join(lines) + "\n"
 
@@ -822,25 +807,11 @@ def render_statement_block(model: statement_pass.StatementModel, prices: Prices)
         calls = model.reads[provider].calls_per_payment() * 1e6
         read = model.lines_per_payment(provider) * 1e6
         lines.append(
-            f"| {provider} | {_quantity(calls)} | {_quantity(read)} | "
-            f"{_usd(usd['Lambda duration'] * 1e6)} | {_usd(usd['DynamoDB'] * 1e6)} | "
-            f"**{_usd(sum(usd.values()) * 1e6)}** |"
+            f"| {provider} | {md.quantity(calls)} | {md.quantity(read)} | "
+            f"{md.usd(usd['Lambda duration'] * 1e6)} | {md.usd(usd['DynamoDB'] * 1e6)} | "
+            f"**{md.usd(sum(usd.values()) * 1e6)}** |"
         )
     return lines
-
-
-def replace_block(text: str, block: str) -> str:
-    start, end = text.find(README_BEGIN), text.find(README_END)
-    if start < 0 or end < start:
-        raise ValueError(f"no {README_BEGIN} ... {README_END} block")
-    return text[:start] + block.rstrip("\n") + text[end + len(README_END) :]
-
-
-def readme_block(text: str) -> str:
-    start, end = text.find(README_BEGIN), text.find(README_END)
-    if start < 0 or end < start:
-        raise ValueError(f"no {README_BEGIN} ... {README_END} block")
-    return text[start : end + len(README_END)] + "\n"
 
 
 def shape(block: str) -> str:
@@ -876,7 +847,7 @@ def render_details(measurement: Measurement, prices: Prices, webhook_queue: str)
     for usd, who, operation, table, requests, wru, rru in sorted(rows, reverse=True):
         out.append(
             f"    {who:<24} {operation:<20} {table:<16} {requests:6.2f} req  "
-            f"{wru:6.2f} WRU  {rru:6.2f} RRU  {_usd(usd):>8}/M"
+            f"{wru:6.2f} WRU  {rru:6.2f} RRU  {md.usd(usd):>8}/M"
         )
     out.append(f"\n  Lambda per event, {name} (local wall clock; own work; modeled in AWS):")
     waits = Units()

@@ -25,7 +25,6 @@ from costmodel.capacity import (
     PerEvent,
     Quotas,
     StackSettings,
-    block_between,
     burst,
     load_measurement,
     model,
@@ -33,6 +32,7 @@ from costmodel.capacity import (
     render_docs_block,
     render_summary_block,
 )
+from costmodel.markdown import block_between
 from costmodel.model import Measurement, Prices
 from infra.reconciliation import RECONCILIATION
 from infra.reconciliation import reconciliation_capacity as fanout_capacity

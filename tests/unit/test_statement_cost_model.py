@@ -12,10 +12,10 @@ import pytest
 from costmodel.capacity import (
     STATEMENT_BEGIN,
     STATEMENT_END,
-    block_between,
     load_measurement,
     render_statement_block,
 )
+from costmodel.markdown import block_between
 from costmodel.model import Prices, Sample, bill, statement_model
 from costmodel.statement import (
     ALREADY_BOOKED,
