@@ -15,25 +15,20 @@ from typing import Any
 
 import pytest
 
-from costmodel.capacity import (
+from costmodel.burst import burst
+from costmodel.headroom import model, reconciliation_capacity
+from costmodel.headroom_report import (
     DOCS_BEGIN,
     DOCS_END,
-    MEASURED_PATH,
-    QUOTAS_PATH,
     SUMMARY_BEGIN,
     SUMMARY_END,
-    PerEvent,
-    Quotas,
-    StackSettings,
-    burst,
-    load_measurement,
-    model,
-    reconciliation_capacity,
     render_docs_block,
     render_summary_block,
 )
+from costmodel.limits import QUOTAS_PATH, Quotas, StackSettings
 from costmodel.markdown import block_between
 from costmodel.model import Measurement, Prices
+from costmodel.per_event import MEASURED_PATH, PerEvent, load_measurement
 from infra.reconciliation import RECONCILIATION
 from infra.reconciliation import reconciliation_capacity as fanout_capacity
 
@@ -145,7 +140,7 @@ def test_the_reconciliation_keeps_up_by_its_fan_out_model() -> None:
     # Given the deployed run: hourly, its units 32 at once within 45 minutes, at most 5,000,000
     # orders read a run, two passes a run
     settings = StackSettings()
-    assert settings.code.reconciliation_max_orders_per_run == 5_000_000
+    assert settings.reconciliation_max_orders_per_run == 5_000_000
 
     # When each pass also reads half an hour again (it fires half past), at 18 ms an order
     capacity = reconciliation_capacity(settings, seconds_per_order=0.018, hour_fraction=0.5)

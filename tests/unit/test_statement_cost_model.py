@@ -9,14 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from costmodel.capacity import (
-    STATEMENT_BEGIN,
-    STATEMENT_END,
-    load_measurement,
-    render_statement_block,
-)
+from costmodel.headroom_report import STATEMENT_BEGIN, STATEMENT_END, render_statement_block
 from costmodel.markdown import block_between
 from costmodel.model import Prices, Sample, bill, statement_model
+from costmodel.per_event import load_measurement
 from costmodel.statement import (
     ALREADY_BOOKED,
     BOOKED_NOW,

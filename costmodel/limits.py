@@ -1,0 +1,102 @@
+"""What the capacity holds the load to: AWS's documented quotas (quotas.toml, each with its
+source) and the stack's own settings as deployed by default, read from infra/settings.py,
+infra/config.py, infra/mappings.py and the functions' named constants."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from functions.ingest.handler import SECRET_CACHE_SECONDS
+from functions.process.waiting import WAIT_LIMIT_SECONDS
+from functions.reconcile.service import PENDING_DEADLINE_SECONDS
+from functions.shared.settings import DEFAULT_OUTBOX_GIVE_UP_HOURS
+from functions.shared.tables import CHANGES_SHARDS, OUTBOX_DUE_SHARDS
+from infra import settings as stack
+from infra.mappings import DEFAULT_PROCESS_MAX_CONCURRENCY
+from infra.reconciliation import RECONCILIATION
+
+QUOTAS_PATH = Path(__file__).with_name("quotas.toml")
+HOUR = 3600.0
+DAY = 24 * HOUR
+
+
+@dataclass(frozen=True)
+class Quota:
+    name: str
+    value: float
+    unit: str
+    adjustable: bool
+    source: str
+    as_of: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Quotas:
+    quotas: dict[str, Quota]
+    assumptions: dict[str, float]
+
+    @classmethod
+    def load(cls, path: Path = QUOTAS_PATH) -> Quotas:
+        loaded = tomllib.loads(path.read_text())
+        quotas = {
+            name: Quota(
+                name,
+                float(entry["value"]),
+                str(entry["unit"]),
+                bool(entry["adjustable"]),
+                str(entry["source"]),
+                str(entry["as_of"]),
+                str(entry.get("note", "")),
+            )
+            for name, entry in loaded["quotas"].items()
+        }
+        assumptions = {k: float(v) for k, v in loaded["assumptions"].items()}
+        return cls(quotas, assumptions)
+
+    def value(self, name: str) -> float:
+        return self.quotas[name].value
+
+    def source(self, name: str) -> str:
+        return self.quotas[name].source
+
+
+@dataclass(frozen=True)
+class StackSettings:
+    """What the capacity depends on, as deployed by default; a merchant changes some of these
+    (`processMaxConcurrency`, the SES quota, the account's Lambda concurrency)."""
+
+    process_max_concurrency: int = DEFAULT_PROCESS_MAX_CONCURRENCY
+    process_batch_size: int = stack.PROCESS_BATCH_SIZE
+    outbox_batch_size: int = stack.OUTBOX_BATCH_SIZE
+    outbox_parallelization_factor: int = stack.OUTBOX_PARALLELIZATION_FACTOR
+    api_throttle_rate: float = stack.API_THROTTLE_RATE
+    api_throttle_burst: float = stack.API_THROTTLE_BURST
+    waf_requests_per_address_per_5_minutes: float = stack.WAF_REQUESTS_PER_ADDRESS_PER_5_MINUTES
+    # None: AWS's default quota (costmodel/quotas.toml).
+    ses_send_rate: float | None = None
+    account_concurrency: float | None = None
+    queue_retention_seconds: float = stack.WEBHOOK_QUEUE_RETENTION_DAYS * DAY
+    visibility_timeout_seconds: float = stack.VISIBILITY_TIMEOUT_FACTOR * (
+        stack.PROCESS_TIMEOUT_SECONDS
+    )
+    max_receive_count: int = stack.MAX_RECEIVE_COUNT
+    outbox_stream_max_record_age_seconds: float = stack.OUTBOX_STREAM_MAX_RECORD_AGE_SECONDS
+    waiting_every_seconds: float = stack.SCHEDULE_MINUTES["waiting"] * 60.0
+    waiting_timeout_seconds: float = stack.WAITING_TIMEOUT_SECONDS
+    reconciliation_every_seconds: float = stack.SCHEDULE_MINUTES["reconciliation"] * 60.0
+    reconciliation_timeout_seconds: float = stack.RECONCILIATION_TIMEOUT_SECONDS
+    scheduled_functions: int = len(stack.SCHEDULED_FUNCTIONS)
+    # The hourly reconciliation's units checked at once (its Map's concurrency), for minutes
+    # of each hour: counted as always in use.
+    reconciliation_concurrency: int = RECONCILIATION.max_concurrency
+    reconciliation_max_orders_per_run: int = RECONCILIATION.max_orders_per_run
+    # What bounds the waits, from the functions' constants: how long, how many.
+    outbox_pending_deadline_seconds: float = float(PENDING_DEADLINE_SECONDS)
+    outbox_give_up_seconds: float = DEFAULT_OUTBOX_GIVE_UP_HOURS * HOUR
+    wait_limit_seconds: float = float(WAIT_LIMIT_SECONDS)
+    secret_cache_seconds: float = float(SECRET_CACHE_SECONDS)
+    changed_index_shards: int = CHANGES_SHARDS
+    due_index_shards: int = OUTBOX_DUE_SHARDS
