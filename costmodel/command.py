@@ -13,20 +13,12 @@ from typing import Any, TextIO
 
 from costmodel import headroom_report as report
 from costmodel.burst import burst
+from costmodel.cost_report import README_BEGIN, README_END, render_block, render_details
 from costmodel.headroom import model
 from costmodel.limits import Quotas, StackSettings
 from costmodel.markdown import replace_between
-from costmodel.model import (
-    README_BEGIN,
-    README_END,
-    CostOptions,
-    Measurement,
-    Prices,
-    render_block,
-    render_details,
-    statement_model,
-    webhook_queue,
-)
+from costmodel.measurement import CostOptions, Measurement, Prices, webhook_queue
+from costmodel.model import statement_model
 from costmodel.per_event import MEASURED_PATH, PerEvent, load_measurement
 from costmodel.scenarios import measure
 

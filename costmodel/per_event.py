@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from costmodel.model import (
+from costmodel.measurement import (
     MIX,
     Measurement,
     Prices,

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from costmodel.model import MIX, Measurement
+from costmodel.measurement import MIX, Measurement
 from costmodel.per_event import embedded_drain_seconds, load_measurement
 from devstack.stack import Drained, InFlight
 from firedrill.delivery import DeliveryLog

@@ -27,7 +27,7 @@ from costmodel.headroom_report import (
 )
 from costmodel.limits import QUOTAS_PATH, Quotas, StackSettings
 from costmodel.markdown import block_between
-from costmodel.model import Measurement, Prices
+from costmodel.measurement import Measurement, Prices
 from costmodel.per_event import MEASURED_PATH, PerEvent, load_measurement
 from infra.reconciliation import RECONCILIATION
 from infra.reconciliation import reconciliation_capacity as fanout_capacity

@@ -9,24 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from costmodel.cost_report import README_BEGIN, README_END, render_block, shape
 from costmodel.markdown import block_between, replace_between
-from costmodel.model import (
-    KINDS,
-    LINE_ITEMS,
-    MIX,
-    PRICES_PATH,
-    README_BEGIN,
-    README_END,
-    Measurement,
-    Prices,
-    Sample,
-    bill,
-    fixed_monthly,
-    render_block,
-    shape,
-    usage,
-    without_idle,
-)
+from costmodel.measurement import KINDS, MIX, PRICES_PATH, Measurement, Prices, Sample, without_idle
+from costmodel.model import LINE_ITEMS, bill, fixed_monthly, usage
 from devstack.capacity import Units
 
 COST_PAGE = Path(__file__).resolve().parents[2] / "docs" / "cost.md"

@@ -11,7 +11,8 @@ import pytest
 
 from costmodel.headroom_report import STATEMENT_BEGIN, STATEMENT_END, render_statement_block
 from costmodel.markdown import block_between
-from costmodel.model import Prices, Sample, bill, statement_model
+from costmodel.measurement import Prices, Sample
+from costmodel.model import bill, statement_model
 from costmodel.per_event import load_measurement
 from costmodel.statement import (
     ALREADY_BOOKED,
