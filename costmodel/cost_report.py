@@ -5,12 +5,15 @@ terminal, where the drill mix's DynamoDB capacity and Lambda time go."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 
 from costmodel import markdown as md
 from costmodel import statement as statement_pass
 from costmodel.measurement import FUNCTION_MEMORY_MB, KINDS, MIX, Measurement, Prices, payer
 from costmodel.model import (
     LINE_ITEMS,
+    Bill,
+    MonthlyItem,
     bill,
     fixed_monthly,
     statement_model,
@@ -20,17 +23,17 @@ from devstack.capacity import Units
 
 README_BEGIN = "<!-- cost:begin -->"
 README_END = "<!-- cost:end -->"
+SES = "SES e-mail"
 
 
 def render_block(measurement: Measurement, prices: Prices, webhook_queue: str) -> str:
     """The cost section between its markers (in docs/cost.md): its shape never depends on the
     numbers (`tests/unit/test_cost_model.py` checks docs/cost.md against it)."""
-    scenarios = measurement.scenarios()
     statement = statement_model(measurement, prices)
     bills = {
-        name: bill(sample, prices, webhook_queue, statement) for name, sample in scenarios.items()
+        name: bill(sample, prices, webhook_queue, statement)
+        for name, sample in measurement.scenarios().items()
     }
-    columns = [*KINDS, MIX]
     options = measurement.options
     lines = [
         README_BEGIN,
@@ -43,72 +46,65 @@ def render_block(measurement: Measurement, prices: Prices, webhook_queue: str) -
         f"{bills[MIX].events if MIX in bills else 0:,} deliveries (HTTP requests, retries "
         f"and forgeries included) of {options['orders']} orders, without faults.",
         "",
-        "| per million events | " + " | ".join(columns) + " |",
-        "|---|" + "---:|" * len(columns),
-    ]
-    for item in LINE_ITEMS:
-        if item.name == "SES e-mail":
-            continue
-        lines.append(
-            f"| {item.name} | "
-            + " | ".join(
-                md.usd(bills[c].per_million[item.name]) if c in bills else "-" for c in columns
-            )
-            + " |"
-        )
-    for label, rest in (("**total, HTTP API**", False), ("**total, REST API + WAF**", True)):
-        lines.append(
-            f"| {label} | "
-            + " | ".join(
-                f"**{md.usd(bills[c].rest_total if rest else bills[c].http_total)}**"
-                if c in bills
-                else "-"
-                for c in columns
-            )
-            + " |"
-        )
-    lines.append(
-        "| SES e-mail (not in the totals) | "
-        + " | ".join(
-            md.usd(bills[c].per_million["SES e-mail"]) if c in bills else "-" for c in columns
-        )
-        + " |"
-    )
-    lines += [
+        *_per_million(bills),
         "",
         "What each event used (per event, in billing units):",
         "",
-        "| per event | unit | " + " | ".join(columns) + " |",
-        "|---|---|" + "---:|" * len(columns),
+        *_per_event(bills),
+        "",
+        *render_statement_block(statement, prices),
+        "",
+        "Fixed per month (not per event):",
+        "",
+        *_monthly(fixed_monthly(measurement.idle, prices, webhook_queue)),
+        README_END,
     ]
+    return "\n".join(lines) + "\n"
+
+
+COLUMNS = (*KINDS, MIX)
+
+
+def _each(bills: Mapping[str, Bill]) -> list[Bill | None]:
+    """Each column's bill, None where that scenario was not measured (written "-")."""
+    return [bills.get(c) for c in COLUMNS]
+
+
+def _per_million(bills: Mapping[str, Bill]) -> list[str]:
+    lines = md.table_head(["per million events", *COLUMNS], "l" + "r" * len(COLUMNS))
+    for item in LINE_ITEMS:
+        if item.name != SES:
+            cells = [md.usd(b.per_million[item.name]) if b else "-" for b in _each(bills)]
+            lines.append(md.row([item.name, *cells]))
+    for label, rest in (("**total, HTTP API**", False), ("**total, REST API + WAF**", True)):
+        totals = [(b.rest_total if rest else b.http_total) if b else None for b in _each(bills)]
+        lines.append(md.row([label, *("-" if t is None else f"**{md.usd(t)}**" for t in totals)]))
+    ses = [md.usd(b.per_million[SES]) if b else "-" for b in _each(bills)]
+    return [*lines, md.row([f"{SES} (not in the totals)", *ses])]
+
+
+def _per_event(bills: Mapping[str, Bill]) -> list[str]:
+    lines = md.table_head(["per event", "unit", *COLUMNS], "ll" + "r" * len(COLUMNS))
     for item in LINE_ITEMS:
         if item.name in ("API Gateway REST API", "WAF"):
             continue
         name = "API Gateway / WAF" if item.name == "API Gateway HTTP API" else item.name
-        lines.append(
-            f"| {name} | {item.unit} | "
-            + " | ".join(
-                md.quantity(bills[c].quantities[item.name]) if c in bills else "-" for c in columns
-            )
-            + " |"
-        )
-    lines += ["", *render_statement_block(statement, prices)]
-    lines += [
-        "",
-        "Fixed per month (not per event):",
-        "",
-        "| item | how | per month |",
-        "|---|---|---:|",
-    ]
-    monthly = fixed_monthly(measurement.idle, prices, webhook_queue)
+        used = [md.quantity(b.quantities[item.name]) if b else "-" for b in _each(bills)]
+        lines.append(md.row([name, item.unit, *used]))
+    return lines
+
+
+def _monthly(monthly: Sequence[MonthlyItem]) -> list[str]:
+    lines = md.table_head(["item", "how", "per month"], "llr")
     for entry in monthly:
         name = f"{entry.name} (REST + WAF only)" if entry.rest_only else entry.name
-        lines.append(f"| {name} | {entry.how} | {md.usd(entry.usd)} |")
-    monthly_http = sum(e.usd for e in monthly if not e.rest_only)
-    lines.append(f"| **total, HTTP API** | | **{md.usd(monthly_http)}** |")
-    lines.append(f"| **total, REST API + WAF** | | **{md.usd(sum(e.usd for e in monthly))}** |")
-    lines.append(README_END)
-    return "\n".join(lines) + "\n"
+        lines.append(md.row([name, entry.how, md.usd(entry.usd)]))
+    http = sum(e.usd for e in monthly if not e.rest_only)
+    return [
+        *lines,
+        f"| **total, HTTP API** | | **{md.usd(http)}** |",
+        f"| **total, REST API + WAF** | | **{md.usd(sum(e.usd for e in monthly))}** |",
+    ]
 
 
 def render_statement_block(model: statement_pass.StatementModel, prices: Prices) -> list[str]:

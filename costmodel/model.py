@@ -62,6 +62,14 @@ DYNAMODB_METRICS = (
     "rru_eventual",
     "rru_transaction",
 )
+# The services billed by one counter of theirs: the quantity it goes to, and the counter.
+BILLED_AS = {
+    "dynamodbstreams": ("streams_reads", "requests"),
+    "events": ("eventbridge_events", "billed"),
+    "sesv2": ("ses_messages", "billed"),
+    "secretsmanager": ("secrets_calls", "billed"),
+    PROVIDER_API: ("provider_api_calls", "requests"),
+}
 
 
 def usage(
@@ -73,9 +81,22 @@ def usage(
     """What AWS would meter over the sample, in billing units; with `statement`, what the
     scheduled statement passes spend on the sample's movements (in dollars: modeled, not
     metered; a line priced as Stripe's hourly pass reads it)."""
-    a = prices.assumptions
-    overhead = a["cloudwatch_log_event_overhead_bytes"]
-    used: Units = Units()
+    used = _requests_usage(sample, webhook_queue)
+    _lambda_usage(sample, prices, used)
+    used["rru"] = sum(used[m] for m in ("rru_strong", "rru_eventual", "rru_transaction"))
+    if statement is not None:
+        movements, orders = movements_and_orders_changed(sample)
+        reads = statement.reads[STATEMENT_PRICED_AS].reads_of_each_row
+        used["statement_lines"] = movements * reads
+        used["statement_usd"] = movements * statement_usd_per_movement(
+            statement, prices, STATEMENT_PRICED_AS
+        ) + orders * statement_usd_per_order_changed(statement, prices)
+    return used
+
+
+def _requests_usage(sample: Sample, webhook_queue: str) -> Units:
+    """The billed requests, in each service's billing units."""
+    used = Units()
     for key, units in sample.aws.items():
         if payer(key, webhook_queue) is None:
             continue
@@ -87,18 +108,18 @@ def usage(
                     used[kind] += amount
         elif service == "sqs":
             used["sqs_requests"] += units["billed"] - units["empty_receives"]
-        elif service == "dynamodbstreams":
-            used["streams_reads"] += units["requests"]
-        elif service == "events":
-            used["eventbridge_events"] += units["billed"]
-        elif service == "sesv2":
-            used["ses_messages"] += units["billed"]
-        elif service == "secretsmanager":
-            used["secrets_calls"] += units["billed"]
-        elif service == PROVIDER_API:
-            used["provider_api_calls"] += units["requests"]
+        elif service in BILLED_AS:
+            quantity, counter = BILLED_AS[service]
+            used[quantity] += units[counter]
         else:
             used[f"unpriced:{service}"] += units["requests"]
+    return used
+
+
+def _lambda_usage(sample: Sample, prices: Prices, used: Units) -> None:
+    """Invocations, GB-seconds (modeled in AWS, and as run locally), log bytes and traces."""
+    a = prices.assumptions
+    overhead = a["cloudwatch_log_event_overhead_bytes"]
     modeled = lambda_milliseconds(sample, prices)
     log_bytes = 0.0
     for function, meters in sample.functions.items():
@@ -107,8 +128,7 @@ def usage(
         invocations = meters["invocations"]
         gigabytes = FUNCTION_MEMORY_MB[function] / 1024
         used["lambda_invocations"] += invocations
-        milliseconds = modeled[function]
-        used["lambda_gb_seconds"] += milliseconds / 1000 * gigabytes
+        used["lambda_gb_seconds"] += modeled[function] / 1000 * gigabytes
         used["local_gb_seconds"] += meters["billed_ms"] / 1000 * gigabytes
         log_bytes += meters["log_bytes"] + meters["emf_bytes"]
         log_bytes += overhead * (meters["log_lines"] + meters["emf_lines"])
@@ -127,15 +147,6 @@ def usage(
     )
     used["xray_traces_http"] = used["api_requests"] * lambda_rate + own_traces
     used["xray_traces_rest"] = used["api_requests"] * a["xray_sampling"] + own_traces
-    used["rru"] = sum(used[m] for m in ("rru_strong", "rru_eventual", "rru_transaction"))
-    if statement is not None:
-        movements, orders = movements_and_orders_changed(sample)
-        reads = statement.reads[STATEMENT_PRICED_AS].reads_of_each_row
-        used["statement_lines"] = movements * reads
-        used["statement_usd"] = movements * statement_usd_per_movement(
-            statement, prices, STATEMENT_PRICED_AS
-        ) + orders * statement_usd_per_order_changed(statement, prices)
-    return used
 
 
 # -- the statement pass ------------------------------------------------------------------------
@@ -358,6 +369,15 @@ def reconciliation_transitions_per_run() -> int:
 def fixed_monthly(
     idle: Mapping[str, Sample], prices: Prices, webhook_queue: str
 ) -> list[MonthlyItem]:
+    """What the stack costs a month whatever the events: the scheduled runs, then what stands."""
+    return [*_scheduled_monthly(idle, prices, webhook_queue), *_standing_monthly(prices)]
+
+
+def _scheduled_monthly(
+    idle: Mapping[str, Sample], prices: Prices, webhook_queue: str
+) -> list[MonthlyItem]:
+    """The schedules' runs, each as its measured idle run (the statement's: modeled), and the
+    statement's custom metrics."""
     a = prices.assumptions
     hours = a["hours_per_month"]
     items = []
@@ -400,6 +420,15 @@ def fixed_monthly(
             metrics * prices.rate("cloudwatch_custom_metric_month"),
         )
     )
+    return items
+
+
+def _standing_monthly(prices: Prices) -> list[MonthlyItem]:
+    """The event source's long polls, the secrets and their reads, the reconciliation's state
+    machine, and what is billed by the month: a key, a dashboard, the WAF."""
+    a = prices.assumptions
+    hours = a["hours_per_month"]
+    items = []
     polls = a["sqs_event_source_pollers"] * hours * 3600 / a["sqs_long_poll_seconds"]
     items.append(
         MonthlyItem(
