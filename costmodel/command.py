@@ -18,9 +18,9 @@ from costmodel.headroom import model
 from costmodel.limits import Quotas, StackSettings
 from costmodel.markdown import replace_between
 from costmodel.measurement import CostOptions, Measurement, Prices, webhook_queue
-from costmodel.model import statement_model
 from costmodel.per_event import MEASURED_PATH, PerEvent, load_measurement
 from costmodel.scenarios import measure
+from costmodel.statement_prices import statement_model
 
 
 def run_cost(

@@ -16,9 +16,8 @@ from costmodel.model import (
     MonthlyItem,
     bill,
     fixed_monthly,
-    statement_model,
-    statement_usd_per_payment,
 )
+from costmodel.statement_prices import statement_model, statement_usd_per_payment
 from devstack.capacity import Units
 
 README_BEGIN = "<!-- cost:begin -->"

@@ -32,7 +32,6 @@ SCHEDULE_MINUTES = settings.SCHEDULE_MINUTES
 # Functions whose invocations start a trace of their own (Lambda active tracing): the stream's
 # sender and the schedules. Ingest starts one only with the HTTP API; process never does.
 TRACE_STARTERS = ("outbox", "sweeper", "waiting", "reconciliation", statement_pass.FUNCTION)
-# The provider whose reads price the statement's line in the cost per event (the scenarios are
 # Requests no function made but AWS bills: Lambda's SQS event source mapping receives and
 # deletes on the webhook queue (DynamoDB Streams reads by a Lambda trigger are free).
 EVENT_SOURCE_SQS_OPERATIONS = {

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from costmodel.burst import burst
-from costmodel.headroom import model, reconciliation_capacity
+from costmodel.headroom import model
 from costmodel.headroom_report import (
     DOCS_BEGIN,
     DOCS_END,
@@ -25,7 +25,7 @@ from costmodel.headroom_report import (
     render_docs_block,
     render_summary_block,
 )
-from costmodel.limits import QUOTAS_PATH, Quotas, StackSettings
+from costmodel.limits import QUOTAS_PATH, Quotas, StackSettings, reconciliation_capacity
 from costmodel.markdown import block_between
 from costmodel.measurement import Measurement, Prices
 from costmodel.per_event import MEASURED_PATH, PerEvent, load_measurement

@@ -12,7 +12,7 @@ import pytest
 from costmodel.headroom_report import STATEMENT_BEGIN, STATEMENT_END, render_statement_block
 from costmodel.markdown import block_between
 from costmodel.measurement import Prices, Sample
-from costmodel.model import bill, statement_model
+from costmodel.model import bill
 from costmodel.per_event import load_measurement
 from costmodel.statement import (
     ALREADY_BOOKED,
@@ -28,6 +28,7 @@ from costmodel.statement import (
     hours_read_of_each_hour,
     period_seconds,
 )
+from costmodel.statement_prices import statement_model
 from devstack.capacity import Units
 from tests.functional.test_statement_stripe import STATEMENT_REQUESTS
 
