@@ -149,8 +149,7 @@ def render_details(measurement: Measurement, prices: Prices, webhook_queue: str)
         who = payer(key, webhook_queue)
         if who is None or key[1] != "dynamodb":
             continue
-        wru = sum(v for k, v in units.items() if k.split(":")[0].startswith("wru"))
-        rru = sum(v for k, v in units.items() if k.split(":")[0].startswith("rru"))
+        wru, rru = statement_pass.of_kind(units, "wru"), statement_pass.of_kind(units, "rru")
         usd = (
             (
                 wru * prices.rate("dynamodb_write_request_unit")

@@ -13,9 +13,10 @@ from typing import Any
 from costmodel import statement as statement_pass
 from costmodel.burst import Burst, burst
 from costmodel.headroom import Capacity, Row, model
-from costmodel.limits import Quotas, StackSettings
+from costmodel.limits import DAY, Quotas, StackSettings
 from costmodel.markdown import duration, headroom, number, row, table_head
 from costmodel.per_event import PerEvent
+from costmodel.statement_reads import WORKERS, hours_read_of_each_day_hour
 
 DOCS_BEGIN = "<!-- capacity:begin -->"
 DOCS_END = "<!-- capacity:end -->"
@@ -249,7 +250,7 @@ def _brief(lift: str) -> str:
 
 
 def _period(load: statement_pass.PassLoad) -> str:
-    return "a day" if load.period_seconds >= statement_pass.DAY else "an hour"
+    return "a day" if load.period_seconds >= DAY else "an hour"
 
 
 def statement_rows(load: statement_pass.PassLoad, quotas: Quotas) -> list[Row]:
@@ -260,7 +261,7 @@ def statement_rows(load: statement_pass.PassLoad, quotas: Quotas) -> list[Row]:
     one = load.payments_per_second_one_invocation_keeps_up_with
     calls = (
         "averaged over the hour"
-        if load.period_seconds < statement_pass.DAY
+        if load.period_seconds < DAY
         else f"the day's pass in one {limit.window_seconds / 3600:g}-hour quota window, and "
         "process's reads"
     )
@@ -311,7 +312,7 @@ def statement_verdict(load: statement_pass.PassLoad) -> str:
     must do where they do not."""
     budget = statement_pass.TIMEOUT_SECONDS
     needed = load.payments_per_second * load.lines_per_payment
-    daily = load.period_seconds >= statement_pass.DAY
+    daily = load.period_seconds >= DAY
     if daily:
         text = (
             f"{load.provider}: {needed * load.period_seconds:,.0f} lines a day to book in one run, "
@@ -374,13 +375,13 @@ def render_statement_block(
         f"{model_.reads['stripe'].reads_of_each_row:.2f} times (Stripe, Mercado Pago: the "
         f"window's edges) or {model_.reads['asaas'].reads_of_each_row:g} time (Asaas: each day "
         "once, the morning after; hourly, each pass would read the day so far, each line "
-        f"{statement_pass.hours_read_of_each_day_hour():.1f} times); "
+        f"{hours_read_of_each_day_hour():.1f} times); "
         f"process reads {model_.reads['asaas'].process_calls_per_payment:g} Asaas payments a "
         "payment from the same quota; "
         f"{a['statement_booked_now_share']:.0%} booked now; a line's DynamoDB calls at "
         "`[latency_ms]` of costmodel/prices.toml, a page of 100 at "
         f"{model_.latency('provider-api', 'page'):.0f} ms, an object at "
-        f"{model_.latency('provider-api', 'GET'):.0f} ms; {statement_pass.WORKERS} lines or "
+        f"{model_.latency('provider-api', 'GET'):.0f} ms; {WORKERS} lines or "
         "orders at once (their own work one after another); API calls averaged over the hour "
         "(Asaas: over its quota's 12 hours, a day's pass falling in one), DynamoDB units over "
         "each pass's period.",

@@ -65,6 +65,38 @@ class Quotas:
 
 
 @dataclass(frozen=True)
+class ProviderLimit:
+    """A provider's published limit on the reads a pass makes, as requests a second (None: the
+    provider publishes none)."""
+
+    per_second: float | None
+    unit: str
+    title: str
+    source: str
+    as_of: str
+    note: str = ""
+    window_seconds: float = 1.0  # the window the provider counts its requests over
+
+
+def load_provider_limits(path: Path = QUOTAS_PATH) -> dict[str, ProviderLimit]:
+    loaded = tomllib.loads(path.read_text())["provider_limits"]
+    found = {}
+    for name, entry in loaded.items():
+        requests = entry.get("requests")
+        per_second = float(requests) / float(entry["per_seconds"]) if requests else None
+        found[name] = ProviderLimit(
+            per_second,
+            str(entry["unit"]),
+            str(entry["title"]),
+            str(entry.get("source", "")),
+            str(entry["as_of"]),
+            str(entry.get("note", "")),
+            float(entry.get("per_seconds", 1)),
+        )
+    return found
+
+
+@dataclass(frozen=True)
 class StackSettings:
     """What the capacity depends on, as deployed by default; a merchant changes some of these
     (`processMaxConcurrency`, the SES quota, the account's Lambda concurrency)."""

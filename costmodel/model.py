@@ -54,6 +54,7 @@ from costmodel.statement_prices import (
     statement_usd_per_order_changed,
     xray_usd,
 )
+from costmodel.statement_reads import period_seconds
 from devstack.capacity import Units
 from functions.shared.tables import CHANGES_SHARDS
 from infra.reconciliation import PASSES, RUNS_READING_AN_HOUR
@@ -290,14 +291,11 @@ def _scheduled_monthly(
             )
         )
     # A run per provider on its cadence: Stripe's and Mercado Pago's hourly, Asaas's daily.
-    statement_runs = {
-        p: hours * 3600 / statement_pass.period_seconds(p) for p in statement_pass.SCHEDULED_RUNS
-    }
+    statement_runs = {p: hours * 3600 / period_seconds(p) for p in statement_pass.SCHEDULED_RUNS}
     runs = sum(statement_runs.values())
     usd = sum(n * statement_run_usd(prices, p) for p, n in statement_runs.items())
     every = ", ".join(
-        f"{p} every {statement_pass.period_seconds(p) / 3600:g} h"
-        for p in statement_pass.SCHEDULED_RUNS
+        f"{p} every {period_seconds(p) / 3600:g} h" for p in statement_pass.SCHEDULED_RUNS
     )
     items.append(
         MonthlyItem(

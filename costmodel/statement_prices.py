@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from costmodel import statement as statement_pass
+from costmodel.limits import load_provider_limits
 from costmodel.measurement import Measurement, Prices, Sample
+from costmodel.statement_reads import provider_reads
 from devstack.capacity import Units
 
 # The provider whose reads price the statement's line in the cost per event (the scenarios are
@@ -58,14 +60,13 @@ def statement_model(measurement: Measurement, prices: Prices) -> statement_pass.
         prices.latency,
         statement_own_work(measurement),
         prices.assumptions,
-        statement_pass.provider_reads(prices.assumptions),
-        statement_pass.load_provider_limits(),
+        provider_reads(prices.assumptions),
+        load_provider_limits(),
     )
 
 
 def _dynamodb_usd(units: Mapping[str, float], prices: Prices) -> float:
-    writes = sum(v for k, v in units.items() if k.startswith("wru"))
-    reads = sum(v for k, v in units.items() if k.startswith("rru"))
+    writes, reads = statement_pass.of_kind(units, "wru"), statement_pass.of_kind(units, "rru")
     return writes * prices.rate("dynamodb_write_request_unit") + reads * prices.rate(
         "dynamodb_read_request_unit"
     )
