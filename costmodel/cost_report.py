@@ -150,14 +150,7 @@ def render_details(measurement: Measurement, prices: Prices, webhook_queue: str)
         if who is None or key[1] != "dynamodb":
             continue
         wru, rru = statement_pass.of_kind(units, "wru"), statement_pass.of_kind(units, "rru")
-        usd = (
-            (
-                wru * prices.rate("dynamodb_write_request_unit")
-                + rru * prices.rate("dynamodb_read_request_unit")
-            )
-            / events
-            * 1e6
-        )
+        usd = prices.dynamodb(units) / events * 1e6
         rows.append(
             (usd, who, key[2], key[3], units["requests"] / events, wru / events, rru / events)
         )

@@ -12,7 +12,7 @@ from typing import Any
 
 from costmodel import statement as statement_pass
 from costmodel.burst import Burst, burst
-from costmodel.headroom import Capacity, Row, model
+from costmodel.headroom import QUOTA_INCREASE, Capacity, Row, model
 from costmodel.limits import DAY, Quotas, StackSettings
 from costmodel.markdown import duration, headroom, number, row, table_head
 from costmodel.per_event import PerEvent
@@ -286,23 +286,20 @@ def statement_rows(load: statement_pass.PassLoad, quotas: Quotas) -> list[Row]:
             "costmodel/statement.py",
             webhook_path=False,
         ),
-        Row(
-            f"{provider}: DynamoDB reads of the scheduled passes",
-            load.rru_per_second,
-            quotas.value("dynamodb_table_read_units"),
-            "RRU/s",
-            "a quota increase request",
-            quotas.source("dynamodb_table_read_units"),
-            webhook_path=False,
-        ),
-        Row(
-            f"{provider}: DynamoDB writes of the scheduled passes",
-            load.wru_per_second,
-            quotas.value("dynamodb_table_write_units"),
-            "WRU/s",
-            "a quota increase request",
-            quotas.source("dynamodb_table_write_units"),
-            webhook_path=False,
+        *(
+            Row(
+                f"{provider}: DynamoDB {kind} of the scheduled passes",
+                units,
+                quotas.value(f"dynamodb_table_{kind[:-1]}_units"),
+                unit,
+                QUOTA_INCREASE,
+                quotas.source(f"dynamodb_table_{kind[:-1]}_units"),
+                webhook_path=False,
+            )
+            for kind, units, unit in (
+                ("reads", load.rru_per_second, "RRU/s"),
+                ("writes", load.wru_per_second, "WRU/s"),
+            )
         ),
     ]
 

@@ -43,15 +43,7 @@ class Quotas:
     def load(cls, path: Path = QUOTAS_PATH) -> Quotas:
         loaded = tomllib.loads(path.read_text())
         quotas = {
-            name: Quota(
-                name,
-                float(entry["value"]),
-                str(entry["unit"]),
-                bool(entry["adjustable"]),
-                str(entry["source"]),
-                str(entry["as_of"]),
-                str(entry.get("note", "")),
-            )
+            name: Quota(name, **{**entry, "value": float(entry["value"])})
             for name, entry in loaded["quotas"].items()
         }
         assumptions = {k: float(v) for k, v in loaded["assumptions"].items()}

@@ -75,15 +75,7 @@ class Prices:
     def load(cls, path: Path = PRICES_PATH) -> Prices:
         loaded = tomllib.loads(path.read_text())
         prices = {
-            name: Price(
-                name,
-                float(entry["usd"]),
-                float(entry["per"]),
-                str(entry["unit"]),
-                str(entry["source"]),
-                str(entry["as_of"]),
-                str(entry.get("note", "")),
-            )
+            name: Price(name, **{**entry, "usd": float(entry["usd"]), "per": float(entry["per"])})
             for name, entry in loaded["prices"].items()
         }
         assumptions = {k: float(v) for k, v in loaded["assumptions"].items()}
@@ -97,6 +89,13 @@ class Prices:
         """Milliseconds a Lambda waits on one call, in AWS (an assumption: `[latency_ms]`)."""
         found = self.latency_ms.get(f"{service}.{operation}", self.latency_ms.get(service))
         return found if found is not None else self.latency_ms["default"]
+
+    def dynamodb(self, units: Mapping[str, float]) -> float:
+        """Dollars of DynamoDB request units, whatever their kind (`wru_*`, `rru_*`)."""
+        writes, reads = statement_pass.of_kind(units, "wru"), statement_pass.of_kind(units, "rru")
+        return writes * self.rate("dynamodb_write_request_unit") + reads * self.rate(
+            "dynamodb_read_request_unit"
+        )
 
 
 # -- what was measured -------------------------------------------------------------------------

@@ -4,8 +4,6 @@ measured own work), and one run with nothing to book."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from costmodel import statement as statement_pass
 from costmodel.limits import load_provider_limits
 from costmodel.measurement import Measurement, Prices, Sample
@@ -65,13 +63,6 @@ def statement_model(measurement: Measurement, prices: Prices) -> statement_pass.
     )
 
 
-def _dynamodb_usd(units: Mapping[str, float], prices: Prices) -> float:
-    writes, reads = statement_pass.of_kind(units, "wru"), statement_pass.of_kind(units, "rru")
-    return writes * prices.rate("dynamodb_write_request_unit") + reads * prices.rate(
-        "dynamodb_read_request_unit"
-    )
-
-
 def _statement_lambda_usd(seconds: float, prices: Prices) -> float:
     gigabytes = statement_pass.MEMORY_MB / 1024
     return seconds * gigabytes * prices.rate("lambda_arm_gb_second")
@@ -81,14 +72,14 @@ def statement_usd_per_movement(
     model: statement_pass.StatementModel, prices: Prices, provider: str
 ) -> float:
     """A movement's line, as often as the provider's passes read it: DynamoDB and Lambda time."""
-    return _dynamodb_usd(model.units_per_movement(provider), prices) + _statement_lambda_usd(
+    return prices.dynamodb(model.units_per_movement(provider)) + _statement_lambda_usd(
         model.seconds_per_movement(provider), prices
     )
 
 
 def statement_usd_per_order_changed(model: statement_pass.StatementModel, prices: Prices) -> float:
     """An order changed, matched by every provider's pass: its entries read, and their time."""
-    return _dynamodb_usd(model.units_per_order_changed(), prices) + _statement_lambda_usd(
+    return prices.dynamodb(model.units_per_order_changed()) + _statement_lambda_usd(
         model.seconds_per_order_changed(), prices
     )
 
@@ -98,8 +89,8 @@ def statement_usd_per_payment(
 ) -> dict[str, float]:
     """A payment of `provider`'s (its movements, its order matched), by what bills it."""
     movements = model.movements_per_payment
-    lines = _dynamodb_usd(model.units_per_movement(provider), prices) * movements
-    match = _dynamodb_usd(model.units_per_order_changed(), prices)
+    lines = prices.dynamodb(model.units_per_movement(provider)) * movements
+    match = prices.dynamodb(model.units_per_order_changed())
     seconds = model.seconds_per_movement(provider) * movements + model.seconds_per_order_changed()
     return {"Lambda duration": _statement_lambda_usd(seconds, prices), "DynamoDB": lines + match}
 
@@ -115,7 +106,7 @@ def statement_run_usd(prices: Prices, provider: str = STATEMENT_PRICED_AS) -> fl
     return (
         prices.rate("lambda_request")
         + _statement_lambda_usd(seconds, prices)
-        + _dynamodb_usd(statement_pass.run_fixed_units(provider), prices)
+        + prices.dynamodb(statement_pass.run_fixed_units(provider))
         + prices.rate("secrets_manager_api_call")
         + xray_usd(prices)
         + log_bytes * prices.rate("cloudwatch_logs_ingested_gb") / 2**30
