@@ -5,10 +5,9 @@ infra/config.py, infra/mappings.py and the functions' named constants."""
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from functions.ingest.handler import SECRET_CACHE_SECONDS
 from functions.process.waiting import WAIT_LIMIT_SECONDS
 from functions.reconcile.service import PENDING_DEADLINE_SECONDS
 from functions.shared.settings import DEFAULT_OUTBOX_GIVE_UP_HOURS
@@ -88,6 +87,15 @@ def load_provider_limits(path: Path = QUOTAS_PATH) -> dict[str, ProviderLimit]:
     return found
 
 
+def _ingest_secret_cache_seconds() -> float:
+    """How long ingest caches a secret. Imported when asked, not with this module: the handler's
+    module builds its logger, tracer and metrics from the environment as it is imported, and
+    the embedded stack imports it under its own."""
+    from functions.ingest.handler import SECRET_CACHE_SECONDS
+
+    return float(SECRET_CACHE_SECONDS)
+
+
 @dataclass(frozen=True)
 class StackSettings:
     """What the capacity depends on, as deployed by default; a merchant changes some of these
@@ -98,21 +106,15 @@ class StackSettings:
     outbox_batch_size: int = stack.OUTBOX_BATCH_SIZE
     outbox_parallelization_factor: int = stack.OUTBOX_PARALLELIZATION_FACTOR
     api_throttle_rate: float = stack.API_THROTTLE_RATE
-    api_throttle_burst: float = stack.API_THROTTLE_BURST
     waf_requests_per_address_per_5_minutes: float = stack.WAF_REQUESTS_PER_ADDRESS_PER_5_MINUTES
     # None: AWS's default quota (costmodel/quotas.toml).
     ses_send_rate: float | None = None
     account_concurrency: float | None = None
     queue_retention_seconds: float = stack.WEBHOOK_QUEUE_RETENTION_DAYS * DAY
-    visibility_timeout_seconds: float = stack.VISIBILITY_TIMEOUT_FACTOR * (
-        stack.PROCESS_TIMEOUT_SECONDS
-    )
-    max_receive_count: int = stack.MAX_RECEIVE_COUNT
     outbox_stream_max_record_age_seconds: float = stack.OUTBOX_STREAM_MAX_RECORD_AGE_SECONDS
     waiting_every_seconds: float = stack.SCHEDULE_MINUTES["waiting"] * 60.0
     waiting_timeout_seconds: float = stack.WAITING_TIMEOUT_SECONDS
     reconciliation_every_seconds: float = stack.SCHEDULE_MINUTES["reconciliation"] * 60.0
-    reconciliation_timeout_seconds: float = stack.RECONCILIATION_TIMEOUT_SECONDS
     scheduled_functions: int = len(stack.SCHEDULED_FUNCTIONS)
     # The hourly reconciliation's units checked at once (its Map's concurrency), for minutes
     # of each hour: counted as always in use.
@@ -122,7 +124,7 @@ class StackSettings:
     outbox_pending_deadline_seconds: float = float(PENDING_DEADLINE_SECONDS)
     outbox_give_up_seconds: float = DEFAULT_OUTBOX_GIVE_UP_HOURS * HOUR
     wait_limit_seconds: float = float(WAIT_LIMIT_SECONDS)
-    secret_cache_seconds: float = float(SECRET_CACHE_SECONDS)
+    secret_cache_seconds: float = field(default_factory=_ingest_secret_cache_seconds)
     changed_index_shards: int = CHANGES_SHARDS
     due_index_shards: int = OUTBOX_DUE_SHARDS
 
