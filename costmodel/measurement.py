@@ -18,16 +18,8 @@ from infra import settings
 PRICES_PATH = Path(__file__).with_name("prices.toml")
 KINDS = ("new payment", "duplicate", "stale", "refund")
 MIX = "drill mix"
-# The stack's Lambda memory (infra/constructs/pipeline.py; tests/infra pins them) and schedules.
-FUNCTION_MEMORY_MB = {
-    "ingest": 512,
-    "process": 256,
-    "outbox": 256,
-    "sweeper": 256,
-    "waiting": 256,
-    "reconciliation": 1024,
-    statement_pass.FUNCTION: statement_pass.MEMORY_MB,
-}
+# The stack's Lambda memory and schedules, as deployed.
+FUNCTION_MEMORY_MB = settings.LAMBDA_MEMORY_MB
 SCHEDULE_MINUTES = settings.SCHEDULE_MINUTES
 # Functions whose invocations start a trace of their own (Lambda active tracing): the stream's
 # sender and the schedules. Ingest starts one only with the HTTP API; process never does.

@@ -37,10 +37,9 @@ from functions.shared.tables import CHANGES_SHARDS
 from functions.statement.sources import CADENCES, PROVIDERS, SCHEDULED
 from infra import settings
 
-# The scheduled function (infra/settings.py `LAMBDA_PACKAGES["statement"]`; tests/infra holds
-# the cost model's memory to the synthesized stack).
+# The scheduled function (infra/settings.py `LAMBDA_PACKAGES["statement"]`).
 FUNCTION: Final = "statement"
-MEMORY_MB: Final = 1024
+MEMORY_MB: Final = settings.LAMBDA_MEMORY_MB[FUNCTION]
 TIMEOUT_SECONDS: Final = settings.STATEMENT_TIMEOUT_SECONDS
 # Each provider's pass on its cadence (functions/statement/sources.py `CADENCES`): Stripe's and
 # Mercado Pago's hourly (one rule, a target each), Asaas's daily (a rule of its own).
