@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from costmodel.burst import burst
-from costmodel.headroom import model
+from costmodel.headroom import Stage, model
 from costmodel.headroom_report import (
     DOCS_BEGIN,
     DOCS_END,
@@ -93,6 +93,28 @@ def test_load_is_the_rate_times_what_one_delivery_uses_and_headroom_is_limit_ove
     ses = row(capacity, SES)
     assert ses.load == pytest.approx(10)
     assert ses.headroom == pytest.approx(quotas.value("ses_send_rate") / 10)
+
+
+def test_the_table_is_folded_a_row_per_part_of_each_stage_against_its_quota(
+    quotas: Quotas,
+) -> None:
+    # Given a table of one stage repeated over the tables one delivery writes to
+    writes = Stage(
+        "`{at.part}` writes",
+        "WRU/s",
+        lambda at: at.rate * at.amount,
+        "dynamodb_table_write_units",
+        parts=lambda at: at.e.write_units,
+    )
+
+    # When it is folded at 10 payments a second (20 deliveries)
+    capacity = model(simple_event(), 10, StackSettings(), quotas, stages=[writes])
+
+    # Then each table is a row: its load, the quota as its limit and the quota's page
+    assert [r.component for r in capacity.rows] == ["`ledger` writes", "`outbox` writes"]
+    assert [r.load for r in capacity.rows] == pytest.approx([80, 40])
+    assert {r.limit for r in capacity.rows} == {quotas.value("dynamodb_table_write_units")}
+    assert {r.source for r in capacity.rows} == {quotas.source("dynamodb_table_write_units")}
 
 
 def test_a_lambda_stage_takes_concurrency_times_batch_over_the_batch_duration(
