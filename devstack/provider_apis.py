@@ -2,7 +2,10 @@
 each with its own bearer token:
 
 - Mercado Pago `GET /v1/payments/{id}` (the payment a notification names),
-  `GET /v1/orders/{id}` (an order of its Orders API, with its transactions) and
+  `GET /v1/orders/{id}` (an order of its Orders API, with its transactions),
+  `GET /v1/orders?begin_date=…&end_date=…&sort_by=…&sort_order=…&page=…&page_size=…` (the
+  orders created in a window of at most 720 hours, answered `{"data": [...], "paging":
+  {"total", "total_pages", "offset", "limit"}}`, numbers as strings) and
   `GET /v1/payments/search?range=…&begin_date=…&end_date=…&sort=…&criteria=…&offset=…&limit=…`
   (answered `{"paging": {"total", "limit", "offset"}, "results": [...]}`; dates in ISO 8601);
 - Stripe `GET /v1/refunds?charge=…` (a charge's refunds) and
@@ -50,7 +53,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -63,6 +66,9 @@ from devstack.resources import (
 FAKE_PAYMENTS_PATH = "/__fake__/v1/payments/"
 FAKE_ORDERS_PATH = "/__fake__/v1/orders/"
 ORDERS_PATH = "/v1/orders/"
+ORDERS_SEARCH_PATH = "/v1/orders"
+# The Orders API's search spans at most this many hours of creation dates.
+ORDERS_SEARCH_SPAN = timedelta(hours=720)
 FAKE_STRIPE_PATH = "/__fake__/v1/"
 # What a balance transaction's `source` may name, registered for its expansion.
 STRIPE_SOURCES = ("charges", "refunds", "disputes")
@@ -136,7 +142,9 @@ class FakeProviderApis:
                 if url.path.startswith("/v3/"):
                     self._asaas(url.path, query, injected)
                     return
-                of_mercadopago = url.path.startswith(("/v1/payments/", ORDERS_PATH))
+                of_mercadopago = url.path.startswith(("/v1/payments/", ORDERS_PATH)) or (
+                    url.path == ORDERS_SEARCH_PATH
+                )
                 token = mercadopago_token if of_mercadopago else stripe_key
                 if self.headers.get("Authorization") != f"Bearer {token}":
                     self._answer(401, {"message": "invalid access token"})
@@ -150,6 +158,8 @@ class FakeProviderApis:
                     self._answer(200, fake.balance_page(query))
                 elif url.path == "/v1/payments/search":
                     self._answer(200, fake.payment_search(query))
+                elif url.path == ORDERS_SEARCH_PATH:
+                    self._answer(*fake.order_search(query))
                 elif url.path.startswith(ORDERS_PATH):
                     order = fake.orders.get(url.path.removeprefix(ORDERS_PATH))
                     self._answer(*((200, order) if order else (404, {"message": "not found"})))
@@ -443,6 +453,41 @@ class FakeProviderApis:
         return {
             "paging": {"total": len(found), "limit": limit, "offset": offset},
             "results": found[offset : offset + limit],
+        }
+
+    def order_search(self, query: Query) -> tuple[int, dict[str, Any]]:
+        """Orders created within [begin_date, end_date] (both required, at most 720 hours
+        apart), sorted by `sort_by` (`created_date` or `last_updated_date`; `sort_order`
+        `desc` unless asked), paged by `page` (from 1) and `page_size` (20 unless asked, at
+        most 100); 400 with Mercado Pago's codes otherwise. Paging's numbers are strings, as
+        its answers have them."""
+        begin, end = _first(query, "begin_date"), _first(query, "end_date")
+        if begin is None or end is None:
+            return 400, {"code": "missing_required_params", "message": "begin_date, end_date"}
+        sort = _first(query, "sort_by") or "created_date"
+        try:
+            since, until = _instant(begin), _instant(end)
+            number, size = int(_first(query, "page") or 1), int(_first(query, "page_size") or 20)
+        except ValueError:
+            return 400, {"code": "invalid_parameter", "message": "dates or paging"}
+        if not (
+            since <= until <= since + ORDERS_SEARCH_SPAN
+            and number >= 1
+            and 1 <= size <= 100
+            and sort in ("created_date", "last_updated_date")
+        ):
+            return 400, {"code": "invalid_parameter", "message": "dates, paging or sort_by"}
+        found = [o for o in self.orders.values() if since <= _instant(o["created_date"]) <= until]
+        found.sort(key=lambda o: _instant(o[sort]), reverse=_first(query, "sort_order") != "asc")
+        pages = -(-len(found) // size)
+        return 200, {
+            "data": found[(number - 1) * size : number * size],
+            "paging": {
+                "total": str(len(found)),
+                "total_pages": str(pages),
+                "offset": str((number - 1) * size),
+                "limit": str(size),
+            },
         }
 
     @property

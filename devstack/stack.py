@@ -348,6 +348,7 @@ class EmbeddedStack:
         from functions.outbox import sweeper_handler, wiring
         from functions.process import handler as process
         from functions.process import waiting_handler
+        from functions.process import wiring as process_wiring
         from functions.reconcile import handler as reconcile
         from functions.statement import handler as statement
 
@@ -366,13 +367,13 @@ class EmbeddedStack:
             self._undo.append(self.metrics.route(module.metrics))
         for cached in (
             ingest.webhook_ingest,
-            process.effect_processor,
-            process.failure_records,
+            process_wiring.effect_processor,
+            process_wiring.failure_records,
             outbox.outbox_sender,
             sweeper_handler.sweeper,
             sweeper_handler.stranded_items,
             reconcile.reconciler,
-            process.waiting_room,
+            process_wiring.waiting_room,
             waiting_handler.waiting_room,
             statement.statement_schedule,
             statement.statement_source,
@@ -390,14 +391,14 @@ class EmbeddedStack:
         if self._variant is not None:
             variant = self._variant
             self._patch(
-                process,
+                process_wiring,
                 "effect_processor",
                 functools.cache(
                     lambda: variant(
                         client("dynamodb", self.aws.endpoint_url),
                         self.resources.tables,
                         time.time,
-                        process.interpreters_from_env(),
+                        process_wiring.interpreters_from_env(),
                     )
                 ),
             )

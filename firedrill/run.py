@@ -21,6 +21,7 @@ from devstack.calls import AwsCall
 from devstack.resources import (
     ASAAS_DEVELOPMENT_API_KEY,
     DEVELOPMENT_SECRETS,
+    MERCADOPAGO_DEVELOPMENT_TOKEN,
     STRIPE_DEVELOPMENT_API_KEY,
     client,
     put_stripe_event,
@@ -59,7 +60,7 @@ from functions.shared.failures import FAILURE_SORT
 from functions.shared.providers import Interpreters
 from functions.shared.tables import RECHECK_PK, TableNames
 from infra.config import DEFAULT_API_TYPE, ApiType
-from ops import replay
+from ops import replay, replay_asaas, replay_mercadopago
 from ops.outcomes import LedgerOutcomes, Tracked
 from ops.state import LedgerState, order_view
 
@@ -182,8 +183,11 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
             # (the replay makes its clients here: boto3's default session is not thread-safe)
             with ThreadPoolExecutor(1, thread_name_prefix="resend") as resending:
                 resends = resending.submit(_resend, drill, providers, options.seed)
-                replayed = _replay_stripe(stack, drill, log)
-                replayed_asaas = _replay_asaas(stack, drill)
+                replays = {
+                    "stripe": _replay_stripe(stack, drill, log),
+                    "mercadopago": _replay_mercadopago(stack, drill),
+                    "asaas": _replay_asaas(stack, drill),
+                }
                 resent = resends.result()
         drain()
         after_resend = _read_tables(dynamodb, names).business_state()
@@ -197,10 +201,6 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
             hourly = hourly_passes(stack, conflicts)
         with watch.step("checking"), EmbeddedReads(stack) as reads:
             after = _read_tables(dynamodb, names)
-            replay_outcomes = Counter(r.outcome for r in replayed.ledger.results(replayed.enqueued))
-            asaas_outcomes = Counter(
-                r.outcome for r in replayed_asaas.ledger.results(replayed_asaas.enqueued)
-            )
             state = LedgerState.of(after.ledger, after.outbox)
             checks = check_state(drill, state, log)
             checks += embedded_checks(stack, state, log, drains, reads)
@@ -213,19 +213,7 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
             checks.append(statement_check(statement, _fees(drill, state), conflicts))
             checks += [statement_check(run, {}) for run in others]
             checks.append(hourly.check)
-            checks.append(
-                Check(
-                    "resends and replays (Stripe's events, Asaas's payments) change nothing",
-                    before_resend == after_resend
-                    and Outcome.APPLIED.value not in replay_outcomes | asaas_outcomes,
-                    f"{resent} old events resent; {len(replayed.enqueued)} replayed: "
-                    + ", ".join(f"{n} {outcome}" for outcome, n in sorted(replay_outcomes.items()))
-                    + f"; asaas {len(replayed_asaas.enqueued)} replayed: "
-                    + ", ".join(f"{n} {outcome}" for outcome, n in sorted(asaas_outcomes.items()))
-                    if before_resend == after_resend
-                    else "state changed: " + _changed(before_resend, after_resend),
-                )
-            )
+            checks.append(_replays_check(resent, replays, before_resend, after_resend))
         facts = embedded_facts(options.faults, drill, log, stack, state, drains, watch.seconds)
         server = stack.aws.stats()
         calls = stack.recorded_calls()
@@ -476,7 +464,7 @@ def _replay_asaas(stack: EmbeddedStack, drill: Sequence[Story]) -> Replayed:
         if isinstance(asaas_day := payment.get("dateCreated"), str)
     ]
     key = ASAAS_DEVELOPMENT_API_KEY
-    listed = replay.AsaasPayments(lambda: key, stack.provider_apis.url)
+    listed = replay_asaas.AsaasPayments(lambda: key, stack.provider_apis.url)
     dynamodb = client("dynamodb", stack.aws.endpoint_url)
     ledger = LedgerOutcomes(
         dynamodb,
@@ -492,8 +480,67 @@ def _replay_asaas(stack: EmbeddedStack, drill: Sequence[Story]) -> Replayed:
         f"{min(days)[:10]}T00:00:00-03:00", f"{max(days)[:10]}T23:59:59-03:00", time.time()
     )
     queue = SqsQueue(client("sqs", stack.aws.endpoint_url), stack.resources.queue_url)
-    replayer = replay.Replayer(queue, ledger, replay.ASAAS_PAYMENTS_LIST)
+    replayer = replay.Replayer(queue, ledger, replay_asaas.ASAAS_PAYMENTS_LIST)
     return Replayed(ledger, replayer.replay(listed.pages(window)))
+
+
+def _replay_mercadopago(stack: EmbeddedStack, drill: Sequence[Story]) -> Replayed:
+    """`umavez replay mercadopago` over the drill's changes: the payments search, then the
+    Orders API search; each payment and order the stories made, listed by the local fake,
+    becomes the notification Mercado Pago sends; all were processed, so none applies again."""
+    changes = [
+        changed
+        for story in drill
+        if not story.statement_only
+        for changed in (
+            (story.mercadopago_payment or {}).get("date_last_updated"),
+            (story.mercadopago_order or {}).get("last_updated_date"),
+        )
+        if isinstance(changed, str)
+    ]
+    token = MERCADOPAGO_DEVELOPMENT_TOKEN
+    payments = replay_mercadopago.MercadoPagoPayments(lambda: token, stack.provider_apis.url)
+    orders = replay_mercadopago.MercadoPagoOrders(lambda: token, stack.provider_apis.url)
+    ledger = LedgerOutcomes(
+        client("dynamodb", stack.aws.endpoint_url),
+        stack.resources.tables.ledger,
+        Interpreters.build(mercadopago_payments=payments.payment, mercadopago_orders=orders.order),
+    )
+    if not changes:
+        return Replayed(ledger, [])
+    moments = sorted(datetime.fromisoformat(changed) for changed in changes)
+    window = replay.Window(moments[0], moments[-1])
+    queue = SqsQueue(client("sqs", stack.aws.endpoint_url), stack.resources.queue_url)
+    sources = [
+        (replay_mercadopago.MERCADOPAGO_PAYMENTS_SEARCH, payments.pages(window)),
+        (replay_mercadopago.MERCADOPAGO_ORDERS_SEARCH, orders.pages(window)),
+    ]
+    return Replayed(ledger, replay.replay_in_turn(queue, ledger, sources))
+
+
+def _replays_check(
+    resent: int, replays: dict[str, Replayed], before: list[Any], after: list[Any]
+) -> Check:
+    """Resent events and every provider's replay found only duplicates: the state is as it
+    was, and no replayed delivery applied anything."""
+    outcomes = {
+        provider: Counter(r.outcome for r in done.ledger.results(done.enqueued))
+        for provider, done in replays.items()
+    }
+    applied = any(Outcome.APPLIED.value in counted for counted in outcomes.values())
+    detail = "; ".join(
+        f"{provider} {sum(counted.values())} replayed: "
+        + ", ".join(f"{n} {outcome}" for outcome, n in sorted(counted.items()))
+        for provider, counted in outcomes.items()
+    )
+    return Check(
+        "resends and replays (Stripe's events, Mercado Pago's payments and orders, "
+        "Asaas's payments) change nothing",
+        before == after and not applied,
+        f"{resent} old events resent; {detail}"
+        if before == after
+        else "state changed: " + _changed(before, after),
+    )
 
 
 def _resend(drill: Sequence[Story], providers: Providers, seed: int) -> int:

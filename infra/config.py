@@ -103,9 +103,6 @@ class StackConfig:
     # Share of webhooks traced where X-Ray lets it be chosen (the REST stage's sampling rule);
     # 0 turns tracing off. Traces Lambda starts itself are sampled at AWS's fixed rate.
     xray_sampling: float = DEFAULT_XRAY_SAMPLING
-    # One deploy of a stack from before the `changed` index keeps the old `changes`
-    # (docs/deploy.md).
-    keep_changes_index: bool = False
     # How Stripe's events reach the stack: its webhook endpoint, an EventBridge event
     # destination (the partner event source `stripe_event_source`), or both at once.
     stripe_ingress: StripeIngress = StripeIngress.WEBHOOK
@@ -211,7 +208,6 @@ class StackConfig:
             retention_days=number("retentionDays", settings.DEFAULT_RETENTION_DAYS),
             outbox_give_up_hours=number("outboxGiveUpHours", settings.DEFAULT_OUTBOX_GIVE_UP_HOURS),
             xray_sampling=_share("xraySampling", get("xraySampling"), DEFAULT_XRAY_SAMPLING),
-            keep_changes_index=flag("keepChangesIndex"),
             stripe_ingress=_choice("stripeIngress", get("stripeIngress"), StripeIngress)
             or StripeIngress.WEBHOOK,
             stripe_event_source=get("stripeEventSource"),

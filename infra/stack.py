@@ -63,11 +63,21 @@ class UmavezStack(cdk.Stack):
             test_alarm=self.monitoring.alarms[TEST_ALARM],
             email_sender=config.email_sender,
         )
+        self._outputs(config)
+        acknowledge_reviewed_findings(
+            self,
+            waf=config.waf,
+            tracing_policies=[f.tracing_policy for f in self.pipeline.functions],
+            api=self.api,
+        )
+
+    def _outputs(self, config: StackConfig) -> None:
+        """What the operator's commands and `umavez preflight` read from the deployed stack."""
         for provider, url in self.api.urls.items():
             cdk.CfnOutput(self, f"WebhookUrl{provider.capitalize()}", value=url)
         for name, secret_name in self.pipeline.secrets.names_by_provider.items():
             cdk.CfnOutput(self, f"Secret{name.capitalize()}", value=secret_name)
-        outputs = {
+        outputs: dict[str, str] = {
             "LedgerTable": self.pipeline.storage.ledger.table_name,
             "OutboxTable": self.pipeline.storage.outbox.table_name,
             "WebhookQueueUrl": self.pipeline.queues.queue.queue_url,
@@ -105,9 +115,3 @@ class UmavezStack(cdk.Stack):
             outputs["EmailConfigurationSet"] = config.email_configuration_set
         for name, value in outputs.items():
             cdk.CfnOutput(self, name, value=value)
-        acknowledge_reviewed_findings(
-            self,
-            waf=config.waf,
-            tracing_policies=[f.tracing_policy for f in self.pipeline.functions],
-            api=self.api,
-        )

@@ -1,8 +1,8 @@
 """Alarms (each one has a runbook entry in docs/operations.md) and a dashboard; alarms go to
 SNS, encrypted with a key CloudWatch may use (it cannot use the AWS-managed SNS key).
 
-Long on purpose: every alarm with its metric math and threshold, and the dashboard built from
-the same metrics, so that an alarm and its graph cannot disagree.
+Every alarm with its metric math and threshold, grouped by what it watches, and the dashboard
+built from the same metrics, so that an alarm and its graph cannot disagree.
 """
 
 from __future__ import annotations
@@ -152,8 +152,18 @@ class Monitoring(Construct):
             self.topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
         self.alarms: dict[str, cloudwatch.Alarm] = {}
         self.metrics_namespace = pipeline.metrics_namespace
-        p = pipeline
+        self._queue_alarms(pipeline)
+        self._function_alarms(pipeline)
+        self._processing_alarms()
+        self._payment_alarms()
+        self._ingress_alarms(api)
+        self._reconciliation_alarms(reconciliation)
+        self._statement_alarms()
+        self._sender_alarms()
+        # After the alarms: the dashboard graphs some of them (their own metric math).
+        self.dashboard = self._dashboard(pipeline, api)
 
+    def _queue_alarms(self, p: Pipeline) -> None:
         self._alarm(
             "DeadLetters",
             "Webhooks failed 5 times: see runbook 'DeadLetters'",
@@ -185,6 +195,8 @@ class Monitoring(Construct):
             ),
             threshold=queue_lifetime,
         )
+
+    def _function_alarms(self, p: Pipeline) -> None:
         for name, function in self._functions(p):
             if function is p.reconciliation:
                 # Its state machine retries a failed step: an error the retry clears is no
@@ -200,6 +212,8 @@ class Monitoring(Construct):
                 f"{name} Lambda throttles",
                 function.metric_throttles(period=FIVE_MINUTES),
             )
+
+    def _processing_alarms(self) -> None:
         self._alarm(
             "ProcessFailed",
             "Records failed for a non-transient reason (heading to the DLQ)",
@@ -231,6 +245,9 @@ class Monitoring(Construct):
             ),
             threshold=5,
         )
+
+    def _payment_alarms(self) -> None:
+        """Payments that need a person: unbound, unroutable, contradictory or stuck."""
         self._alarm(
             "WaitingOverAnHour",
             "A delivery has waited over an hour for the order its payment belongs to",
@@ -267,6 +284,9 @@ class Monitoring(Construct):
             filled(self._app_metric("process", "stale")),
             threshold=100,
         )
+
+    def _ingress_alarms(self, api: WebhookApi) -> None:
+        """What the providers' requests meet: the API, then ingest."""
         self._alarm(
             "SignatureFailures",
             "Many unauthenticated requests: secret rotated, or someone probing",
@@ -298,6 +318,8 @@ class Monitoring(Construct):
             ),
             threshold=5,
         )
+
+    def _reconciliation_alarms(self, reconciliation: ReconciliationRuns) -> None:
         self._alarm(
             "ReconciliationMismatches",
             "The books do not balance or notifications are stuck",
@@ -343,6 +365,8 @@ class Monitoring(Construct):
                 period=FIVE_MINUTES,
             ),
         )
+
+    def _statement_alarms(self) -> None:
         # Each provider's pass publishes its mismatches, zeros included, every run (hourly;
         # Asaas's daily): a movement booked wrong, missing, or money the provider never moved.
         self._alarm(
@@ -361,6 +385,8 @@ class Monitoring(Construct):
             self._app_metric("statement", "statement_lag_seconds", HOUR, statistic="Maximum"),
             threshold=STATEMENT_BEHIND_SECONDS,
         )
+
+    def _sender_alarms(self) -> None:
         self._alarm(
             "DeadOutboxItems",
             "Notifications given up: still failing outboxGiveUpHours after they were written",
@@ -371,7 +397,6 @@ class Monitoring(Construct):
             "The HTTP sink answered 410 Gone: its notifications are no longer sent there",
             self._both_senders("notify_sink_gone", "notify_sink_gone"),
         )
-        self.dashboard = self._dashboard(p, api)
 
     def _both_senders(self, stream: str, sweep: str) -> cloudwatch.MathExpression:
         """What the stream's first try and the sweeper count, added (both send items)."""
@@ -436,10 +461,21 @@ class Monitoring(Construct):
         ]
 
     def _dashboard(self, p: Pipeline, api: WebhookApi) -> cloudwatch.Dashboard:
+        """Rows of two graphs, top to bottom in this order."""
         dashboard = cloudwatch.Dashboard(
             self, "Dashboard", dashboard_name=f"umavez-{cdk.Aws.STACK_NAME}"
         )
-        dashboard.add_widgets(
+        for row in (
+            self._deliveries_row(api),
+            self._refusals_row(api),
+            self._queues_row(p),
+            self._books_row(p),
+        ):
+            dashboard.add_widgets(*row)
+        return dashboard
+
+    def _deliveries_row(self, api: WebhookApi) -> list[cloudwatch.IWidget]:
+        return [
             cloudwatch.GraphWidget(
                 title="Outcomes per delivery",
                 left=[self._app_metric("process", outcome) for outcome in PROCESS_OUTCOMES],
@@ -451,8 +487,11 @@ class Monitoring(Construct):
                 right=[api.api.metric_latency(period=FIVE_MINUTES, statistic="p99")],
                 width=12,
             ),
-        )
-        dashboard.add_widgets(
+        ]
+
+    def _refusals_row(self, api: WebhookApi) -> list[cloudwatch.IWidget]:
+        """What the API refused before ingest, and what process flagged for a look."""
+        return [
             cloudwatch.GraphWidget(
                 title="API requests and refusals (throttling and WAF never reach ingest)",
                 left=[
@@ -471,8 +510,10 @@ class Monitoring(Construct):
                 right=[self.alarms["DuplicateSurge"].metric],
                 width=12,
             ),
-        )
-        dashboard.add_widgets(
+        ]
+
+    def _queues_row(self, p: Pipeline) -> list[cloudwatch.IWidget]:
+        return [
             cloudwatch.GraphWidget(
                 title="Queues",
                 left=[
@@ -492,8 +533,10 @@ class Monitoring(Construct):
                 right=[p.outbox.metric("IteratorAge", statistic="Maximum")],
                 width=12,
             ),
-        )
-        dashboard.add_widgets(
+        ]
+
+    def _books_row(self, p: Pipeline) -> list[cloudwatch.IWidget]:
+        return [
             cloudwatch.GraphWidget(
                 title="Books",
                 left=[
@@ -509,5 +552,4 @@ class Monitoring(Construct):
                 left=[f.metric_duration(statistic="p99") for _, f in self._functions(p)],
                 width=12,
             ),
-        )
-        return dashboard
+        ]

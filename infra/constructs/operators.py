@@ -52,123 +52,82 @@ class OperatorPolicies(Construct):
         email_sender: str | None,
     ) -> None:
         super().__init__(scope, construct_id)
+        preflight = preflight_statements(
+            cdk.Stack.of(self), pipeline, alarm_topic, test_alarm, email_sender
+        )
+        self.read = self._read(pipeline, state_machine, preflight)
+        self.repair = self._repair(pipeline, test_alarm)
+
+    def _read(
+        self,
+        pipeline: Pipeline,
+        state_machine: sfn.IStateMachine,
+        preflight: list[iam.PolicyStatement],
+    ) -> iam.ManagedPolicy:
         stack = cdk.Stack.of(self)
         ledger = pipeline.storage.ledger.table_arn
-        outbox = pipeline.storage.outbox.table_arn
-        due_index = f"{outbox}/index/{tables.OUTBOX_DUE_INDEX}"
-        queue = pipeline.queues.queue.queue_arn
         dead_letters = pipeline.queues.dead_letters.queue_arn
-        this_stack = stack.stack_id  # its ARN
         # Where `umavez trace` reads the functions' lines (FunctionLogGroups).
         function_logs = [f.log_group.log_group_arn for f in pipeline.functions]
-
-        def allow(actions: list[str], resources: list[str]) -> iam.PolicyStatement:
-            return iam.PolicyStatement(actions=actions, resources=resources)
-
-        # preflight: the account's readiness (bootstrap, the Powertools layer's public
-        # parameter, the API Gateway logging role, SES), then the stack's secrets (described;
-        # only the Asaas key is read, below), its alarm topic's subscriptions and the test
-        # alarm's history.
-        secrets = pipeline.secrets
-        bootstrap = stack.format_arn(
-            service="ssm",
-            resource="parameter",
-            resource_name=BOOTSTRAP_VERSION_PARAMETER.lstrip("/"),
-        )
-        layer = stack.format_arn(
-            service="ssm",
-            account="",
-            resource="parameter",
-            resource_name=powertools_layer_parameter(pinned_powertools_version()).lstrip("/"),
-        )
-        api_gateway_account = stack.format_arn(
-            service="apigateway", account="", resource="/account", arn_format=NO_NAME
-        )
-        preflight = [
-            allow(["ssm:GetParameter"], [bootstrap, layer]),
-            allow(["apigateway:GET"], [api_gateway_account]),
-            allow(
-                ["secretsmanager:DescribeSecret"],
-                [
-                    *(s.secret_arn for s in secrets.webhook.values()),
-                    secrets.mercadopago_access_token.secret_arn,
-                    secrets.stripe_api_key.secret_arn,
-                    secrets.asaas_api_key.secret_arn,
-                    *([secrets.notify_signing.secret_arn] if secrets.notify_signing else []),
-                ],
-            ),
-            allow(["sns:ListSubscriptionsByTopic"], [alarm_topic.topic_arn]),
-            allow(["cloudwatch:DescribeAlarmHistory"], [test_alarm.alarm_arn]),
-        ]
-        if email_sender:
-            identities = [
-                stack.format_arn(service="ses", resource="identity", resource_name=identity)
-                for identity in sender_identities(email_sender)
-            ]
-            preflight.append(allow(["ses:GetEmailIdentity"], identities))
-        if pipeline.stripe_event_source:
-            # preflight: the partner event source of Stripe's EventBridge destination.
-            event_source = stack.format_arn(
-                service="events",
-                account="",
-                resource="event-source",
-                resource_name=pipeline.stripe_event_source,
-            )
-            preflight.append(allow(["events:DescribeEventSource"], [event_source]))
-
-        read_anywhere = allow(
-            [
-                "logs:GetQueryResults",
-                "cloudwatch:DescribeAlarms",
-                "cloudwatch:GetMetricStatistics",
-                "lambda:GetAccountSettings",
-                "ses:GetAccount",
-            ],
-            ["*"],
-        )
-        self.read = iam.ManagedPolicy(
+        read = iam.ManagedPolicy(
             self,
             "Read",
             managed_policy_name=f"{stack.stack_name}-operator-read-{cdk.Aws.REGION}",
             description="umavez status, trace, show, dlq list, preflight: read this stack only",
             statements=[
-                allow(["cloudformation:DescribeStacks"], [this_stack]),
+                allow(["cloudformation:DescribeStacks"], [stack.stack_id]),  # the stack's ARN
                 # status: the last books check, the ledger's waiting items, the due outbox
                 allow(["dynamodb:GetItem", "dynamodb:Query", "dynamodb:BatchGetItem"], [ledger]),
-                allow(["dynamodb:BatchGetItem"], [outbox]),
-                allow(["dynamodb:Query"], [due_index]),
-                allow(["sqs:GetQueueAttributes"], [queue, dead_letters]),
+                allow(["dynamodb:BatchGetItem"], [pipeline.storage.outbox.table_arn]),
+                allow(["dynamodb:Query"], [due_index(pipeline)]),
+                allow(["sqs:GetQueueAttributes"], [pipeline.queues.queue.queue_arn, dead_letters]),
                 allow(["sqs:ReceiveMessage", "sqs:ChangeMessageVisibility"], [dead_letters]),
                 allow(["states:ListExecutions"], [state_machine.state_machine_arn]),
                 allow(["logs:StartQuery"], function_logs),
                 # status and preflight: Asaas's webhooks API answers to the account's key only.
-                allow(["secretsmanager:GetSecretValue"], [secrets.asaas_api_key.secret_arn]),
+                allow(
+                    ["secretsmanager:GetSecretValue"], [pipeline.secrets.asaas_api_key.secret_arn]
+                ),
                 # Resource-less in IAM: a query's results by its id; alarms and metrics read
                 # by this stack's names (`<stack>-...`) and namespace; the account's Lambda
                 # concurrency and SES sending (preflight).
-                read_anywhere,
+                allow(
+                    [
+                        "logs:GetQueryResults",
+                        "cloudwatch:DescribeAlarms",
+                        "cloudwatch:GetMetricStatistics",
+                        "lambda:GetAccountSettings",
+                        "ses:GetAccount",
+                    ],
+                    ["*"],
+                ),
                 *preflight,
             ],
         )
         acknowledge(
-            self.read,
+            read,
             f"{PACK}IAM5[Resource::*]",
             "logs:GetQueryResults and CloudWatch's metric statistics take no resource; alarms"
             " are read by this stack's name prefix",
         )
-        self.repair = iam.ManagedPolicy(
+        return read
+
+    def _repair(self, pipeline: Pipeline, test_alarm: cloudwatch.IAlarm) -> iam.ManagedPolicy:
+        stack = cdk.Stack.of(self)
+        secrets = pipeline.secrets
+        return iam.ManagedPolicy(
             self,
             "Repair",
             managed_policy_name=f"{stack.stack_name}-operator-repair-{cdk.Aws.REGION}",
             description="umavez dlq redrive, outbox revive, attach, replay: repair this stack only",
             statements=[
-                allow(["cloudformation:DescribeStacks"], [this_stack]),
+                allow(["cloudformation:DescribeStacks"], [stack.stack_id]),
                 # ChangeMessageVisibility shows again the letters it was not asked to move.
                 allow(
                     ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"],
-                    [dead_letters],
+                    [pipeline.queues.dead_letters.queue_arn],
                 ),
-                allow(["sqs:SendMessage"], [queue]),
+                allow(["sqs:SendMessage"], [pipeline.queues.queue.queue_arn]),
                 # BatchGetItem: a redrive names each letter's last failure as it moves it, a
                 # replay reads each event's outcome. `attach` reads the waiting partitions,
                 # writes the binding and takes each re-driven delivery out of its partition.
@@ -179,7 +138,7 @@ class OperatorPolicies(Construct):
                         "dynamodb:PutItem",
                         "dynamodb:DeleteItem",
                     ],
-                    [ledger],
+                    [pipeline.storage.ledger.table_arn],
                 ),
                 # `replay` reads the events again with the stack's own API credentials.
                 allow(
@@ -190,10 +149,84 @@ class OperatorPolicies(Construct):
                         secrets.asaas_api_key.secret_arn,
                     ],
                 ),
-                allow(["dynamodb:Query"], [due_index]),
-                allow(["dynamodb:UpdateItem"], [outbox]),
+                allow(["dynamodb:Query"], [due_index(pipeline)]),
+                allow(["dynamodb:UpdateItem"], [pipeline.storage.outbox.table_arn]),
                 # `preflight --test-alarm` sets the test alarm to ALARM: it pages the
                 # subscribers, so it is a repair's, not a read's.
                 allow(["cloudwatch:SetAlarmState"], [test_alarm.alarm_arn]),
             ],
         )
+
+
+def preflight_statements(
+    stack: cdk.Stack,
+    pipeline: Pipeline,
+    alarm_topic: sns.ITopic,
+    test_alarm: cloudwatch.IAlarm,
+    email_sender: str | None,
+) -> list[iam.PolicyStatement]:
+    """preflight: the account's readiness, then the stack's secrets (described; only the
+    Asaas key is read, by the read policy), its alarm topic's subscriptions and the test
+    alarm's history; the sender's SES identities and Stripe's partner event source when set."""
+    secrets = pipeline.secrets
+    statements = [
+        *account_readiness(stack),
+        allow(
+            ["secretsmanager:DescribeSecret"],
+            [
+                *(s.secret_arn for s in secrets.webhook.values()),
+                secrets.mercadopago_access_token.secret_arn,
+                secrets.stripe_api_key.secret_arn,
+                secrets.asaas_api_key.secret_arn,
+                *([secrets.notify_signing.secret_arn] if secrets.notify_signing else []),
+            ],
+        ),
+        allow(["sns:ListSubscriptionsByTopic"], [alarm_topic.topic_arn]),
+        allow(["cloudwatch:DescribeAlarmHistory"], [test_alarm.alarm_arn]),
+    ]
+    if email_sender:
+        identities = [
+            stack.format_arn(service="ses", resource="identity", resource_name=identity)
+            for identity in sender_identities(email_sender)
+        ]
+        statements.append(allow(["ses:GetEmailIdentity"], identities))
+    if pipeline.stripe_event_source:
+        event_source = stack.format_arn(
+            service="events",
+            account="",
+            resource="event-source",
+            resource_name=pipeline.stripe_event_source,
+        )
+        statements.append(allow(["events:DescribeEventSource"], [event_source]))
+    return statements
+
+
+def account_readiness(stack: cdk.Stack) -> list[iam.PolicyStatement]:
+    """The bootstrap's version, the Powertools layer's public parameter and the region's API
+    Gateway logging role."""
+    bootstrap = stack.format_arn(
+        service="ssm",
+        resource="parameter",
+        resource_name=BOOTSTRAP_VERSION_PARAMETER.lstrip("/"),
+    )
+    layer = stack.format_arn(
+        service="ssm",
+        account="",
+        resource="parameter",
+        resource_name=powertools_layer_parameter(pinned_powertools_version()).lstrip("/"),
+    )
+    api_gateway_account = stack.format_arn(
+        service="apigateway", account="", resource="/account", arn_format=NO_NAME
+    )
+    return [
+        allow(["ssm:GetParameter"], [bootstrap, layer]),
+        allow(["apigateway:GET"], [api_gateway_account]),
+    ]
+
+
+def due_index(pipeline: Pipeline) -> str:
+    return f"{pipeline.storage.outbox.table_arn}/index/{tables.OUTBOX_DUE_INDEX}"
+
+
+def allow(actions: list[str], resources: list[str]) -> iam.PolicyStatement:
+    return iam.PolicyStatement(actions=actions, resources=resources)

@@ -14,6 +14,7 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from functions.ingest.environment import IngestSettings
@@ -44,57 +45,70 @@ RECONCILE_EVERY = cdk.Duration.minutes(settings.SCHEDULE_MINUTES["reconciliation
 WAITING_EVERY = cdk.Duration.minutes(settings.SCHEDULE_MINUTES["waiting"])
 STATEMENT_EVERY = cdk.Duration.minutes(settings.SCHEDULE_MINUTES["statement"])
 
+# Keyword arguments of a settings model's `variables` (functions/shared/environment.py): each
+# function's environment is written from the model it reads, so a name is spelled once.
+SettingValues = dict[str, object]
+
 
 class Pipeline(Construct):
+    """The tables, queues and secrets, then each function with exactly what it may do."""
+
     def __init__(self, scope: Construct, construct_id: str, *, config: StackConfig) -> None:
         super().__init__(scope, construct_id)
         retain = config.retain_data
         self.metrics_namespace = stage_metrics_namespace(config.stage)
-        self.storage = Storage(
-            self, "Storage", retain=retain, keep_changes_index=config.keep_changes_index
-        )
+        self.storage = Storage(self, "Storage", retain=retain)
         self.queues = WebhookQueues(self, "Queues", consumer_timeout=PROCESS_TIMEOUT, retain=retain)
-        self.secrets = ProviderSecrets(
+        self.secrets = self._secrets(config)
+        self.bus = events.EventBus(self, "Bus", description="umavez domain events")
+        self.stripe_bus = self._stripe_by_eventbridge(config)
+        self.stripe_event_source = config.stripe_event_source if self.stripe_bus else None
+        self.functions: list[UmavezFunction] = []
+        self._layer = powertools_layer(self)
+        stored = stored_settings(self.storage, config)
+        self.ingest = self._ingest(config)
+        self.process = self._process(config, stored)
+        self.waiting = self._waiting(config, stored)
+        senders = self._sender_settings(config, stored)
+        self.outbox, self.outbox_failures = self._outbox(config, senders)
+        self.sweeper = self._sweeper(config, senders)
+        self.reconciliation = self._reconciliation_worker(config, stored)
+        self.statement = self._statement(config, stored)
+        self._schedules()
+
+    def _secrets(self, config: StackConfig) -> ProviderSecrets:
+        return ProviderSecrets(
             self,
             "Secrets",
             stage=config.stage,
             providers=PROVIDERS,
-            retain=retain,
+            retain=config.retain_data,
             notify_signing=bool(config.notify_url),
         )
-        self.bus = events.EventBus(self, "Bus", description="umavez domain events")
-        self.stripe_bus = self._stripe_by_eventbridge(config)
-        self.stripe_event_source = config.stripe_event_source if self.stripe_bus else None
-        layer = powertools_layer(self)
-        # Each function's environment is written from its settings model (the names are
-        # spelled there once, and the function reads the same model).
-        stored = {
-            "ledger_table": self.storage.ledger.table_name,
-            "outbox_table": self.storage.outbox.table_name,
-            # What expires: delivery audits and sent notifications, after this many days.
-            "retention_days": config.retention_days,
-        }
 
-        # Who starts a trace (docs/observability.md): with the REST API, its stage samples by
-        # the stack's rule and ingest continues; with the HTTP API (which does not trace),
-        # ingest starts it at Lambda's fixed rate. Process always continues ingest's trace (the
-        # message's AWSTraceHeader), so an event is one trace; the stream and the schedules
-        # start their own. `xraySampling=0`: nothing is traced.
-        tracing_on = config.xray_sampling > 0
-        starts = "Active" if tracing_on else "PassThrough"
-        ingest_tracing = starts if config.api_type is ApiType.HTTP else "PassThrough"
-        self.functions: list[UmavezFunction] = []
+    def _function(
+        self, construct_id: str, spec: FunctionSpec, config: StackConfig
+    ) -> lambda_.Function:
+        """Each function of the stack, listed in `functions` (its log group, its tracing policy).
+        One started by the outbox stream or a schedule starts a trace of its own."""
+        if config.xray_sampling <= 0:  # `xraySampling=0`: nothing is traced
+            spec = replace(spec, tracing="PassThrough")
+        created = UmavezFunction(
+            self,
+            construct_id,
+            spec,
+            self._layer,
+            config.retain_data,
+            metrics_namespace=self.metrics_namespace,
+        )
+        self.functions.append(created)
+        return created.function
 
-        def function(construct_id: str, spec: FunctionSpec) -> lambda_.Function:
-            if not tracing_on:
-                spec = replace(spec, tracing="PassThrough")
-            created = UmavezFunction(
-                self, construct_id, spec, layer, retain, metrics_namespace=self.metrics_namespace
-            )
-            self.functions.append(created)
-            return created.function
-
-        self.ingest = function(
+    def _ingest(self, config: StackConfig) -> lambda_.Function:
+        # Who starts a trace (docs/observability.md): the REST API's stage samples by the
+        # stack's rule and ingest continues; the HTTP API does not trace, so ingest starts it
+        # at Lambda's fixed rate.
+        ingest = self._function(
             "Ingest",
             FunctionSpec(
                 name="ingest",
@@ -114,20 +128,24 @@ class Pipeline(Construct):
                     # providers wait on (docs/performance.md).
                     "POWERTOOLS_TRACE_DISABLED": "true",
                 },
-                tracing=ingest_tracing,
+                tracing="Active" if config.api_type is ApiType.HTTP else "PassThrough",
             ),
+            config,
         )
         # Exactly what the code calls (tests/infra/test_permissions.py holds each role to its
         # function's recorded calls): CDK's grants would add GetQueueAttributes, GetQueueUrl
         # and DescribeSecret, which nothing calls.
-        grant(self.ingest, ["sqs:SendMessage"], [self.queues.queue.queue_arn])
+        grant(ingest, ["sqs:SendMessage"], [self.queues.queue.queue_arn])
         grant(
-            self.ingest,
+            ingest,
             ["secretsmanager:GetSecretValue"],
             [secret.secret_arn for secret in self.secrets.webhook.values()],
         )
+        return ingest
 
-        self.process = function(
+    def _process(self, config: StackConfig, stored: SettingValues) -> lambda_.Function:
+        # Process continues ingest's trace (the message's AWSTraceHeader): an event is one trace.
+        process = self._function(
             "Process",
             FunctionSpec(
                 name="process",
@@ -136,12 +154,11 @@ class Pipeline(Construct):
                 environment=ProcessSettings.variables(
                     **stored,
                     payment_mode=config.payment_mode.value,
-                    mercadopago_access_token_secret=self.secrets.mercadopago_access_token_name,
-                    stripe_api_key_secret=self.secrets.stripe_api_key_name,
-                    asaas_api_key_secret=self.secrets.asaas_api_key_name,
+                    **self._provider_api_key_names(),
                 ),
                 tracing="PassThrough",
             ),
+            config,
         )
         # TransactWriteItems is authorized item by item as PutItem / UpdateItem.
         # ConditionCheckItem: a reversal's transaction checks the entry it reverses.
@@ -150,7 +167,7 @@ class Pipeline(Construct):
         # an Asaas cash receipt or undo reads the payment's cash entries of its order.
         # GetItem: a payment captured again reads its capture mark.
         allow(
-            self.process,
+            process,
             self.storage.ledger,
             "PutItem",
             "UpdateItem",
@@ -162,17 +179,25 @@ class Pipeline(Construct):
         )
         # UpdateItem: a notification that left before the order knew its customer goes back
         # to the sweeper for the e-mail once the address is learnt.
-        allow(self.process, self.storage.outbox, "PutItem", "UpdateItem")
-        grant(
-            self.process,
-            ["secretsmanager:GetSecretValue"],
-            [
-                self.secrets.mercadopago_access_token.secret_arn,
-                self.secrets.stripe_api_key.secret_arn,
-                self.secrets.asaas_api_key.secret_arn,
-            ],
+        allow(process, self.storage.outbox, "PutItem", "UpdateItem")
+        self._read_provider_api_keys(process)
+        process.add_event_source(self._webhook_queue_source(config))
+        return process
+
+    def _webhook_queue_source(self, config: StackConfig) -> sources.SqsEventSource:
+        """The mapping's one definition (infra/mappings.py), which the local pollers run too;
+        its concurrency is the deployment's choice."""
+        mapping = replace(PROCESS_MAPPING, max_concurrency=config.process_max_concurrency)
+        return sources.SqsEventSource(
+            self.queues.queue,
+            batch_size=mapping.batch_size,
+            max_batching_window=cdk.Duration.seconds(mapping.max_batching_window_seconds),
+            report_batch_item_failures=mapping.report_batch_item_failures,
+            max_concurrency=mapping.max_concurrency,
         )
-        self.waiting = function(
+
+    def _waiting(self, config: StackConfig, stored: SettingValues) -> lambda_.Function:
+        waiting = self._function(
             "Waiting",
             FunctionSpec(
                 name="waiting",
@@ -183,10 +208,11 @@ class Pipeline(Construct):
                     **stored, webhook_queue_url=self.queues.queue.queue_url
                 ),
             ),
+            config,
         )
         # Parked and unmatched deliveries live in two partitions of the ledger.
         allow(
-            self.waiting,
+            waiting,
             self.storage.ledger,
             "Query",
             "BatchGetItem",
@@ -194,23 +220,12 @@ class Pipeline(Construct):
             "DeleteItem",
             "UpdateItem",
         )
-        grant(self.waiting, ["sqs:SendMessage"], [self.queues.queue.queue_arn])
-        # The mapping's one definition (infra/mappings.py), which the local pollers run too;
-        # its concurrency is the deployment's choice.
-        process_mapping = replace(PROCESS_MAPPING, max_concurrency=config.process_max_concurrency)
-        self.process.add_event_source(
-            sources.SqsEventSource(
-                self.queues.queue,
-                batch_size=process_mapping.batch_size,
-                max_batching_window=cdk.Duration.seconds(
-                    process_mapping.max_batching_window_seconds
-                ),
-                report_batch_item_failures=process_mapping.report_batch_item_failures,
-                max_concurrency=process_mapping.max_concurrency,
-            )
-        )
+        grant(waiting, ["sqs:SendMessage"], [self.queues.queue.queue_arn])
+        return waiting
 
-        sender_settings = {
+    def _sender_settings(self, config: StackConfig, stored: SettingValues) -> SettingValues:
+        """What the outbox and the sweeper both send with."""
+        return {
             **stored,
             "outbox_give_up_hours": config.outbox_give_up_hours,
             "event_bus_name": self.bus.event_bus_name,
@@ -223,37 +238,52 @@ class Pipeline(Construct):
             ),
         }
 
-        self.outbox = function(
+    def _outbox(
+        self, config: StackConfig, senders: SettingValues
+    ) -> tuple[lambda_.Function, sqs.Queue]:
+        """The sender on the outbox's stream, and the queue of the records it gave up on."""
+        outbox = self._function(
             "Outbox",
             FunctionSpec(
                 name="outbox",
                 description="Sends each new outbox item once, keyed by its id",
                 timeout=cdk.Duration.seconds(settings.OUTBOX_TIMEOUT_SECONDS),
-                environment=SenderSettings.variables(**sender_settings),
+                environment=SenderSettings.variables(**senders),
             ),
+            config,
         )
-        self.outbox_failures = secure_queue(
+        failures = secure_queue(
             self,
             "OutboxStreamFailures",
             retention_period=cdk.Duration.days(14),
-            removal_policy=kept(retain),
+            removal_policy=kept(config.retain_data),
         )
-        self.outbox.add_event_source(
-            sources.DynamoEventSource(
-                self.storage.outbox,
-                starting_position=lambda_.StartingPosition(OUTBOX_MAPPING.starting_position),
-                batch_size=OUTBOX_MAPPING.batch_size,
-                parallelization_factor=OUTBOX_MAPPING.parallelization_factor,
-                bisect_batch_on_error=OUTBOX_MAPPING.bisect_batch_on_error,
-                retry_attempts=OUTBOX_MAPPING.retry_attempts,
-                max_record_age=cdk.Duration.seconds(OUTBOX_MAPPING.max_record_age_seconds),
-                report_batch_item_failures=OUTBOX_MAPPING.report_batch_item_failures,
-                on_failure=sources.SqsDlq(self.outbox_failures),
-                filters=[lambda_.FilterCriteria.filter(dict(OUTBOX_MAPPING.filter_pattern))],
-            )
+        outbox.add_event_source(self._outbox_stream_source(failures))
+        # The first try reads the item with its order in one BatchGetItem, and writes once.
+        allow(outbox, self.storage.outbox, "BatchGetItem", "UpdateItem")
+        # The order's financial status and recipient as of sending.
+        # GetItem: a try sent without a recipient reads its order again (learnt meanwhile?).
+        allow(outbox, self.storage.ledger, "BatchGetItem", "GetItem")
+        self._allow_sending(outbox, config)
+        return outbox, failures
+
+    def _outbox_stream_source(self, failures: sqs.IQueue) -> sources.DynamoEventSource:
+        """The mapping's one definition (infra/mappings.py), which the local pollers run too."""
+        return sources.DynamoEventSource(
+            self.storage.outbox,
+            starting_position=lambda_.StartingPosition(OUTBOX_MAPPING.starting_position),
+            batch_size=OUTBOX_MAPPING.batch_size,
+            parallelization_factor=OUTBOX_MAPPING.parallelization_factor,
+            bisect_batch_on_error=OUTBOX_MAPPING.bisect_batch_on_error,
+            retry_attempts=OUTBOX_MAPPING.retry_attempts,
+            max_record_age=cdk.Duration.seconds(OUTBOX_MAPPING.max_record_age_seconds),
+            report_batch_item_failures=OUTBOX_MAPPING.report_batch_item_failures,
+            on_failure=sources.SqsDlq(failures),
+            filters=[lambda_.FilterCriteria.filter(dict(OUTBOX_MAPPING.filter_pattern))],
         )
 
-        self.sweeper = function(
+    def _sweeper(self, config: StackConfig, senders: SettingValues) -> lambda_.Function:
+        sweeper = self._function(
             "Sweeper",
             FunctionSpec(
                 name="sweeper",
@@ -261,56 +291,55 @@ class Pipeline(Construct):
                 description="Re-drives outbox items the stream did not finish",
                 timeout=cdk.Duration.seconds(settings.SWEEPER_TIMEOUT_SECONDS),
                 environment=SweeperSettings.variables(
-                    **sender_settings, outbox_failures_queue_url=self.outbox_failures.queue_url
+                    **senders, outbox_failures_queue_url=self.outbox_failures.queue_url
                 ),
             ),
+            config,
         )
-        # The first try reads the item with its order in one BatchGetItem, and writes once.
-        allow(self.outbox, self.storage.outbox, "BatchGetItem", "UpdateItem")
-        allow(self.sweeper, self.storage.outbox, "UpdateItem")
-        # The order's financial status and recipient as of sending.
-        # GetItem: a try sent without a recipient reads its order again (learnt meanwhile?).
-        allow(self.outbox, self.storage.ledger, "BatchGetItem", "GetItem")
-        allow(self.sweeper, self.storage.ledger, "GetItem")
+        allow(sweeper, self.storage.outbox, "UpdateItem")
+        allow(sweeper, self.storage.ledger, "GetItem")  # the order, as the outbox reads it
         # Records the stream gave up on: their coordinates from the on-failure queue, the
         # records themselves from the stream, so their items are parked for the sweep.
         grant(
-            self.sweeper,
+            sweeper,
             ["sqs:ReceiveMessage", "sqs:DeleteMessage"],
             [self.outbox_failures.queue_arn],
         )
         outbox_stream = self.storage.outbox.table_stream_arn
         if outbox_stream is None:
             raise ValueError("the outbox table has no stream: the outbox mapping reads it")
-        grant(
-            self.sweeper,
-            ["dynamodb:GetShardIterator", "dynamodb:GetRecords"],
-            [outbox_stream],
-        )
-        allow(self.sweeper, self.storage.outbox, "Query", index=tables.OUTBOX_DUE_INDEX)
-        for sender in (self.outbox, self.sweeper):
-            self.bus.grant_put_events_to(sender)
-            if self.secrets.notify_signing is not None:
-                grant(
-                    sender,
-                    ["secretsmanager:GetSecretValue"],
-                    [self.secrets.notify_signing.secret_arn],
-                )
-            if config.email_sender:
-                sender.add_to_role_policy(
-                    iam.PolicyStatement(
-                        actions=["ses:SendEmail"],
-                        resources=[
-                            *ses_identities(config.email_sender),
-                            *ses_configuration_sets(config.email_configuration_set),
-                        ],
-                    )
-                )
+        grant(sweeper, ["dynamodb:GetShardIterator", "dynamodb:GetRecords"], [outbox_stream])
+        allow(sweeper, self.storage.outbox, "Query", index=tables.OUTBOX_DUE_INDEX)
+        self._allow_sending(sweeper, config)
+        return sweeper
 
-        # Each step of the hourly run, invoked by its state machine (infra/constructs/
-        # reconciliation.py): the plan, a unit's share of orders, the finish. The timeout is
-        # sized from a unit's share (infra/reconciliation.py).
-        self.reconciliation = function(
+    def _allow_sending(self, sender: lambda_.Function, config: StackConfig) -> None:
+        """The sinks a notification goes to: the bus always, the HTTP sink and SES when set."""
+        self.bus.grant_put_events_to(sender)
+        if self.secrets.notify_signing is not None:
+            grant(
+                sender,
+                ["secretsmanager:GetSecretValue"],
+                [self.secrets.notify_signing.secret_arn],
+            )
+        if config.email_sender:
+            sender.add_to_role_policy(
+                iam.PolicyStatement(
+                    actions=["ses:SendEmail"],
+                    resources=[
+                        *ses_identities(config.email_sender),
+                        *ses_configuration_sets(config.email_configuration_set),
+                    ],
+                )
+            )
+
+    def _reconciliation_worker(
+        self, config: StackConfig, stored: SettingValues
+    ) -> lambda_.Function:
+        """Each step of the hourly run, invoked by its state machine (infra/constructs/
+        reconciliation.py): the plan, a unit's share of orders, the finish. The timeout is
+        sized from a unit's share (infra/reconciliation.py)."""
+        reconciliation = self._function(
             "Reconciliation",
             FunctionSpec(
                 name="reconciliation",
@@ -318,16 +347,17 @@ class Pipeline(Construct):
                 timeout=cdk.Duration.seconds(settings.RECONCILIATION_TIMEOUT_SECONDS),
                 environment=ReconcileSettings.variables(**stored),
             ),
+            config,
         )
         # Incremental: the orders changed since its checkpoint (an item of the ledger it
         # writes), each order's partition, and their outbox items; stuck or dead
         # notifications through the due index.
-        allow(self.reconciliation, self.storage.ledger, "Query", index=tables.LEDGER_CHANGES_INDEX)
+        allow(reconciliation, self.storage.ledger, "Query", index=tables.LEDGER_CHANGES_INDEX)
         # BatchGetItem on the ledger: an outbox item found without its counted entry is
         # confirmed by reading the entry back. PutItem: the checkpoint; UpdateItem: the runs'
         # summary (the last run, and the last mismatches found, kept apart).
         allow(
-            self.reconciliation,
+            reconciliation,
             self.storage.ledger,
             "Query",
             "GetItem",
@@ -335,32 +365,30 @@ class Pipeline(Construct):
             "UpdateItem",
             "BatchGetItem",
         )
-        allow(self.reconciliation, self.storage.outbox, "BatchGetItem")
-        allow(self.reconciliation, self.storage.outbox, "Query", index=tables.OUTBOX_DUE_INDEX)
+        allow(reconciliation, self.storage.outbox, "BatchGetItem")
+        allow(reconciliation, self.storage.outbox, "Query", index=tables.OUTBOX_DUE_INDEX)
+        return reconciliation
 
-        # Each provider's books, read back every hour from its checkpoint
-        # (functions/statement/schedule.py), booked with the webhooks' keys and matched.
-        self.statement = function(
+    def _statement(self, config: StackConfig, stored: SettingValues) -> lambda_.Function:
+        """Each provider's books, read back from its checkpoint (functions/statement/
+        schedule.py), booked with the webhooks' keys and matched."""
+        statement = self._function(
             "Statement",
             FunctionSpec(
                 name="statement",
                 scheduled_every=STATEMENT_EVERY,
                 description="Reads the providers' own books: books what webhooks missed, matches",
                 timeout=cdk.Duration.seconds(settings.STATEMENT_TIMEOUT_SECONDS),
-                environment=StatementSettings.variables(
-                    **stored,
-                    mercadopago_access_token_secret=self.secrets.mercadopago_access_token_name,
-                    stripe_api_key_secret=self.secrets.stripe_api_key_name,
-                    asaas_api_key_secret=self.secrets.asaas_api_key_name,
-                ),
+                environment=StatementSettings.variables(**stored, **self._provider_api_key_names()),
             ),
+            config,
         )
         # Booking a line is process's transaction (PutItem, UpdateItem, ConditionCheckItem);
         # BatchGetItem: its binding and the processor's read; Query: a payment's entries, and an
         # order's for the match; GetItem: the checkpoint, and a payment's capture mark;
         # PutItem: the pass's record. The match finds the orders changed through the index.
         allow(
-            self.statement,
+            statement,
             self.storage.ledger,
             "PutItem",
             "UpdateItem",
@@ -369,10 +397,22 @@ class Pipeline(Construct):
             "Query",
             "GetItem",
         )
-        allow(self.statement, self.storage.ledger, "Query", index=tables.LEDGER_CHANGES_INDEX)
-        allow(self.statement, self.storage.outbox, "PutItem", "UpdateItem")
+        allow(statement, self.storage.ledger, "Query", index=tables.LEDGER_CHANGES_INDEX)
+        allow(statement, self.storage.outbox, "PutItem", "UpdateItem")
+        self._read_provider_api_keys(statement)
+        return statement
+
+    def _provider_api_key_names(self) -> SettingValues:
+        """The secrets process and statement call the providers' APIs with."""
+        return {
+            "mercadopago_access_token_secret": self.secrets.mercadopago_access_token_name,
+            "stripe_api_key_secret": self.secrets.stripe_api_key_name,
+            "asaas_api_key_secret": self.secrets.asaas_api_key_name,
+        }
+
+    def _read_provider_api_keys(self, function: lambda_.Function) -> None:
         grant(
-            self.statement,
+            function,
             ["secretsmanager:GetSecretValue"],
             [
                 self.secrets.mercadopago_access_token.secret_arn,
@@ -381,6 +421,9 @@ class Pipeline(Construct):
             ],
         )
 
+    def _schedules(self) -> None:
+        """What starts the scheduled functions (the reconciliation's run has its own,
+        infra/constructs/reconciliation.py)."""
         for construct_id, target, every in (
             ("SweepSchedule", self.sweeper, SWEEP_EVERY),
             ("WaitingSchedule", self.waiting, WAITING_EVERY),
@@ -392,20 +435,20 @@ class Pipeline(Construct):
                 targets=[targets.LambdaFunction(target, retry_attempts=2)],
             )
         # One rule, a target per provider read hourly: each provider's pass is a run of its own.
-        self.statement_rule(
+        self._statement_rule(
             "StatementSchedule", events.Schedule.rate(STATEMENT_EVERY), HOURLY_SCHEDULED
         )
         # A provider whose statement lists whole days is read once a day, once the day ended
         # and settled: its rule fires at the first quarter hour after that, in UTC.
         for provider in DAILY_SCHEDULED:
             hour, minute = CADENCES[provider].settled_at_utc(SETTLE_SECONDS[provider])
-            self.statement_rule(
+            self._statement_rule(
                 f"StatementDailySchedule{provider.capitalize()}",
                 events.Schedule.cron(hour=str(hour), minute=str(minute)),
                 (provider,),
             )
 
-    def statement_rule(
+    def _statement_rule(
         self, construct_id: str, schedule: events.Schedule, providers: tuple[str, ...]
     ) -> None:
         events.Rule(
@@ -448,6 +491,16 @@ class Pipeline(Construct):
             ],
         )
         return bus
+
+
+def stored_settings(storage: Storage, config: StackConfig) -> SettingValues:
+    """Where every function's data lives, and how long what may expire is kept."""
+    return {
+        "ledger_table": storage.ledger.table_name,
+        "outbox_table": storage.outbox.table_name,
+        # What expires: delivery audits and sent notifications, after this many days.
+        "retention_days": config.retention_days,
+    }
 
 
 def grant(function: lambda_.Function, actions: list[str], resources: list[str]) -> None:

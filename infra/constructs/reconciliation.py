@@ -63,35 +63,55 @@ class ReconciliationRuns(Construct):
         retain_logs: bool,
     ) -> None:
         super().__init__(scope, construct_id)
+        definition = self._definition(function, settings)
+        # Step Functions delivers its logs itself: a vended group keeps the account's
+        # CloudWatch Logs resource policy out of it.
+        self.logs = retained_log_group(
+            self,
+            "Logs",
+            retain_logs,
+            name=vended_log_group_name(self, "states", "reconciliation"),
+        )
+        self.state_machine = sfn.StateMachine(
+            self,
+            "StateMachine",
+            comment="umavez: the hourly books check, its units side by side",
+            definition_body=sfn.DefinitionBody.from_chainable(definition),
+            timeout=cdk.Duration.seconds(settings.run_budget_seconds),
+            tracing_enabled=True,
+            logs=sfn.LogOptions(
+                destination=self.logs, level=sfn.LogLevel.ALL, include_execution_data=True
+            ),
+        )
+        self.schedule = self._schedule(every)
+        acknowledge_state_machine_findings(self.state_machine, function)
 
-        def invoke(name: str, payload: sfn.TaskInput | None = None) -> tasks.LambdaInvoke:
-            """The function, handed `payload` (by default the state's whole input), answering
-            with its own result as the state's output."""
-            return tasks.LambdaInvoke(
-                self,
-                name,
-                lambda_function=function,
-                payload=payload,
-                payload_response_only=True,
-                # Retried below, by the state machine's own policy, on any error.
-                retry_on_service_exceptions=False,
+    def _definition(
+        self, function: lambda_.Function, settings: ReconciliationSettings
+    ) -> sfn.IChainable:
+        """Plan, then the units side by side, then Finish."""
+        plan = retried(self._invoke(function, "Plan", sfn.TaskInput.from_object({"step": PLAN})))
+        units = self._check_units(function, settings)
+        finish = retried(
+            self._invoke(
+                function,
+                "Finish",
+                sfn.TaskInput.from_object(
+                    {
+                        "step": FINISH,
+                        "run": sfn.JsonPath.object_at("$.run"),
+                        "totals": sfn.JsonPath.list_at("$.checked.totals"),
+                    }
+                ),
             )
+        )
+        return plan.next(units).next(finish)
 
-        def retried(task: tasks.LambdaInvoke) -> tasks.LambdaInvoke:
-            task.add_retry(
-                errors=[sfn.Errors.ALL],
-                max_attempts=RETRY_ATTEMPTS,
-                interval=cdk.Duration.seconds(RETRY_FIRST_WAIT_SECONDS),
-                backoff_rate=RETRY_BACKOFF_RATE,
-            )
-            return task
-
-        # Plan and Finish are retried too: the plan only reads, and the finish's checkpoint
-        # save succeeds again when it is the same checkpoint (a retry after it went through).
-        plan = retried(invoke("Plan", sfn.TaskInput.from_object({"step": PLAN})))
+    def _check_units(self, function: lambda_.Function, settings: ReconciliationSettings) -> sfn.Map:
+        """Each unit checked again until it is done; one that still fails ends the run."""
         # A unit's state is its own event: the Map's item first, then what the last invocation
         # returned (the unit resumed at its cursor, its totals so far).
-        check = retried(invoke("CheckUnit"))
+        check = retried(self._invoke(function, "CheckUnit"))
         unit_done = (
             sfn.Choice(self, "UnitDone?")
             .when(sfn.Condition.boolean_equals("$.done", False), check)
@@ -122,37 +142,24 @@ class ReconciliationRuns(Construct):
             ),
             errors=[sfn.Errors.ALL],
         )
-        finish = retried(
-            invoke(
-                "Finish",
-                sfn.TaskInput.from_object(
-                    {
-                        "step": FINISH,
-                        "run": sfn.JsonPath.object_at("$.run"),
-                        "totals": sfn.JsonPath.list_at("$.checked.totals"),
-                    }
-                ),
-            )
-        )
-        # Step Functions delivers its logs itself: a vended group keeps the account's
-        # CloudWatch Logs resource policy out of it.
-        self.logs = retained_log_group(
+        return units
+
+    def _invoke(
+        self, function: lambda_.Function, name: str, payload: sfn.TaskInput | None = None
+    ) -> tasks.LambdaInvoke:
+        """The function, handed `payload` (by default the state's whole input), answering
+        with its own result as the state's output."""
+        return tasks.LambdaInvoke(
             self,
-            "Logs",
-            retain_logs,
-            name=vended_log_group_name(self, "states", "reconciliation"),
+            name,
+            lambda_function=function,
+            payload=payload,
+            payload_response_only=True,
+            # Retried by the state machine's own policy (`retried`), on any error.
+            retry_on_service_exceptions=False,
         )
-        self.state_machine = sfn.StateMachine(
-            self,
-            "StateMachine",
-            comment="umavez: the hourly books check, its units side by side",
-            definition_body=sfn.DefinitionBody.from_chainable(plan.next(units).next(finish)),
-            timeout=cdk.Duration.seconds(settings.run_budget_seconds),
-            tracing_enabled=True,
-            logs=sfn.LogOptions(
-                destination=self.logs, level=sfn.LogLevel.ALL, include_execution_data=True
-            ),
-        )
+
+    def _schedule(self, every: cdk.Duration) -> events.Rule:
         # Named, so the role that starts the executions can trust EventBridge for this rule
         # alone (its ARN cannot be read from the rule: the rule's target names the role).
         stack = cdk.Stack.of(self)
@@ -171,11 +178,23 @@ class ReconciliationRuns(Construct):
                 },
             ),
         )
-        self.schedule = events.Rule(
+        return events.Rule(
             self,
             "ReconcileSchedule",
             rule_name=rule_name,
             schedule=events.Schedule.rate(every),
             targets=[targets.SfnStateMachine(self.state_machine, retry_attempts=2, role=starter)],
         )
-        acknowledge_state_machine_findings(self.state_machine, function)
+
+
+def retried(task: tasks.LambdaInvoke) -> tasks.LambdaInvoke:
+    """Any error of a step is retried: Plan and a unit's check only read, and Finish's
+    checkpoint save succeeds again when it is the same checkpoint (a retry after it went
+    through)."""
+    task.add_retry(
+        errors=[sfn.Errors.ALL],
+        max_attempts=RETRY_ATTEMPTS,
+        interval=cdk.Duration.seconds(RETRY_FIRST_WAIT_SECONDS),
+        backoff_rate=RETRY_BACKOFF_RATE,
+    )
+    return task

@@ -19,7 +19,6 @@ class Storage(Construct):
         construct_id: str,
         *,
         retain: bool,
-        keep_changes_index: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         pitr = dynamodb.PointInTimeRecoverySpecification(point_in_time_recovery_enabled=True)
@@ -40,7 +39,6 @@ class Storage(Construct):
                     ),
                     projection_type=dynamodb.ProjectionType.KEYS_ONLY,
                 ),
-                *([_retired_changes_index()] if keep_changes_index else []),
             ],
             time_to_live_attribute=tables.EXPIRES_AT,
             billing=dynamodb.Billing.on_demand(),
@@ -75,17 +73,3 @@ class Storage(Construct):
             deletion_protection=retain,
             removal_policy=removal,
         )
-
-
-def _retired_changes_index() -> dynamodb.GlobalSecondaryIndexPropsV2:
-    """The index `changed` replaced (sorted by `updated_at`), kept for one deploy of a stack
-    that has it: CloudFormation creates or deletes one index per table update, so the upgrade
-    adds the new one with this kept (`-c keepChangesIndex=true`), then drops it (docs/deploy.md)."""
-    return dynamodb.GlobalSecondaryIndexPropsV2(
-        index_name="changes",
-        partition_key=dynamodb.Attribute(
-            name=tables.CHANGES_BUCKET, type=dynamodb.AttributeType.STRING
-        ),
-        sort_key=dynamodb.Attribute(name="updated_at", type=dynamodb.AttributeType.STRING),
-        projection_type=dynamodb.ProjectionType.KEYS_ONLY,
-    )

@@ -27,7 +27,11 @@ def add_replay_parser(commands: Any) -> None:
     sources = replay.add_subparsers(dest="source", required=True)
     for source, description in (
         ("stripe", "the events of Stripe's Events API (the last 30 days)"),
-        ("mercadopago", "a notification per payment updated in the window (payments search)"),
+        (
+            "mercadopago",
+            "a notification per payment updated in the window (payments search), then per "
+            "order changed in it (Orders API search)",
+        ),
         (
             "asaas",
             "the webhooks of each payment created or received on the window's days "
@@ -46,6 +50,13 @@ def add_replay_parser(commands: Any) -> None:
                 "default: every type the Stripe map reads",
             )
             parser.add_argument("--starting-after", default=None, help="resume after this event")
+        if source == "mercadopago":
+            parser.add_argument(
+                "--orders-created-since",
+                default=None,
+                help="ISO 8601: look for the window's order changes among the orders created "
+                "since then (default: 30 days before --since; resumes the orders search)",
+            )
         parser.add_argument("--page-size", type=int, default=100, help="events per API page")
         parser.add_argument(
             "--wait", type=float, default=30, help="seconds to wait for outcomes (0: report now)"
@@ -68,7 +79,7 @@ def run_replay(args: argparse.Namespace) -> int:
     from functions.process.stripe_api import BASE_URL as STRIPE_BASE_URL
     from functions.process.stripe_api import StripeApi
     from functions.shared.providers import Interpreters
-    from ops import replay
+    from ops import replay, replay_asaas, replay_mercadopago
     from ops.local import WEBHOOK_QUEUE_NAME
     from ops.outcomes import LedgerOutcomes
 
@@ -92,25 +103,33 @@ def run_replay(args: argparse.Namespace) -> int:
             pages = events.pages(window, types or replay.STRIPE_TYPES, args.starting_after)
             refunds = StripeApi(key, base_url).refunds_of_charge
             interpreters = Interpreters.build(stripe_refunds=refunds)
-            source = replay.STRIPE_EVENTS_API
+            sources = [(replay.STRIPE_EVENTS_API, pages)]
         elif args.source == "asaas":
-            listed = replay.AsaasPayments(
+            listed = replay_asaas.AsaasPayments(
                 secret("asaas/api-key"), api_url or ASAAS_BASE_URL, page_size=args.page_size
             )
-            pages = listed.pages(window)
             interpreters = Interpreters.build(
                 asaas_payments=listed.payment, asaas_cash=LedgerCash(dynamodb, args.ledger_table)
             )
-            source = replay.ASAAS_PAYMENTS_LIST
+            sources = [(replay_asaas.ASAAS_PAYMENTS_LIST, listed.pages(window))]
         else:
-            payments = replay.MercadoPagoPayments(
-                secret("mercadopago/access-token"),
-                api_url or MERCADOPAGO_BASE_URL,
-                page_size=args.page_size,
+            token, base_url = secret("mercadopago/access-token"), api_url or MERCADOPAGO_BASE_URL
+            payments = replay_mercadopago.MercadoPagoPayments(
+                token, base_url, page_size=args.page_size
             )
-            pages = payments.pages(window)
-            interpreters = Interpreters.build(mercadopago_payments=payments.payment)
-            source = replay.MERCADOPAGO_PAYMENTS_SEARCH
+            orders = replay_mercadopago.MercadoPagoOrders(token, base_url, page_size=args.page_size)
+            created_since = (
+                None
+                if args.orders_created_since is None
+                else replay.instant(args.orders_created_since, "--orders-created-since")
+            )
+            sources = [
+                (replay_mercadopago.MERCADOPAGO_PAYMENTS_SEARCH, payments.pages(window)),
+                (replay_mercadopago.MERCADOPAGO_ORDERS_SEARCH, orders.pages(window, created_since)),
+            ]
+            interpreters = Interpreters.build(
+                mercadopago_payments=payments.payment, mercadopago_orders=orders.order
+            )
     except replay.ReplayRefusedError as exc:
         print(f"refused: {exc}", file=sys.stderr)
         return 2
@@ -119,7 +138,7 @@ def run_replay(args: argparse.Namespace) -> int:
     ledger = LedgerOutcomes(dynamodb, args.ledger_table, interpreters)
     interrupted: replay.ReplayInterruptedError | None = None
     try:
-        enqueued = replay.Replayer(SqsQueue(sqs, queue_url), ledger, source).replay(pages)
+        enqueued = replay.replay_in_turn(SqsQueue(sqs, queue_url), ledger, sources)
     except replay.ReplayInterruptedError as exc:
         interrupted, enqueued = exc, exc.enqueued
     results = ledger.settle(enqueued, args.wait)

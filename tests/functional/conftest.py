@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import boto3
 import pytest
 
-from functions.process import handler
+from functions.process import wiring
 from functions.process.waiting import Waiting
 from tests.support.clock import FakeClock
 from tests.support.world import TABLES, World
@@ -36,8 +36,8 @@ def deployed_tables(dynamodb: DynamoDBClient, monkeypatch: pytest.MonkeyPatch) -
     """The process Lambda's environment naming the test tables, its cached clients made anew."""
     monkeypatch.setenv("LEDGER_TABLE", TABLES.ledger)
     monkeypatch.setenv("OUTBOX_TABLE", TABLES.outbox)
-    handler.effect_processor.cache_clear()
-    handler.failure_records.cache_clear()
+    wiring.effect_processor.cache_clear()
+    wiring.failure_records.cache_clear()
     yield
-    handler.effect_processor.cache_clear()
-    handler.failure_records.cache_clear()
+    wiring.effect_processor.cache_clear()
+    wiring.failure_records.cache_clear()

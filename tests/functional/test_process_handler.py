@@ -12,7 +12,7 @@ import pytest
 
 from fixtures import stripe
 from fixtures.lambda_events import FakeLambdaContext, sqs_event, sqs_record
-from functions.process import handler
+from functions.process import handler, wiring
 from tests.support.world import World
 
 if TYPE_CHECKING:
@@ -127,7 +127,7 @@ def test_batch_stops_taking_records_when_lambda_time_runs_short(
         )
         for order in orders
     ]
-    time_left = iter([25_000, 14_000, handler.RECORD_RESERVE_MS - 1, 1_000])
+    time_left = iter([25_000, 14_000, wiring.RECORD_RESERVE_MS - 1, 1_000])
     context = FakeLambdaContext(remaining_ms=lambda: next(time_left))
 
     # When the process Lambda receives the batch

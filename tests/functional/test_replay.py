@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import urllib.error
 import urllib.parse
+import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -23,19 +25,24 @@ from functions.process.stripe_api import PLACEHOLDER, StripeApi
 from functions.shared.providers import Interpreters
 from ops.outcomes import PENDING, LedgerOutcomes, Result, Tracked
 from ops.replay import (
-    ASAAS_PAYMENTS_LIST,
-    MERCADOPAGO_PAYMENTS_SEARCH,
     REPLAY_ATTRIBUTE,
     STRIPE_EVENTS_API,
     STRIPE_TYPES,
-    AsaasPayments,
-    MercadoPagoPayments,
     Replayer,
     ReplayInterruptedError,
     ReplayRefusedError,
     Resume,
     StripeEvents,
     Window,
+    replay_in_turn,
+)
+from ops.replay_asaas import ASAAS_PAYMENTS_LIST, AsaasPayments
+from ops.replay_mercadopago import (
+    MERCADOPAGO_ORDERS_SEARCH,
+    MERCADOPAGO_PAYMENTS_SEARCH,
+    ORDERS_SEARCH_SPAN,
+    MercadoPagoOrders,
+    MercadoPagoPayments,
 )
 from tests.support.clock import FakeClock
 from tests.support.pipeline import (
@@ -48,6 +55,7 @@ from tests.support.pipeline import (
 
 HOUR = 3600
 PAYMENT_IDS = itertools.count(7_000_000_001)
+ORDER_NUMBERS = itertools.count(1)
 
 
 @pytest.fixture
@@ -520,6 +528,229 @@ def test_mercadopago_replay_sends_their_notification_for_each_payment_updated_in
     assert after_first != ledger_before
     assert pipeline.world.snapshot() == after_first
     assert [r.outcome for r in ledger.results(second)] == ["duplicate", "duplicate", "ignored"]
+
+
+def orders_api_order(
+    fixture: str, created: datetime, updated: datetime, named: bool = True
+) -> tuple[str, dict[str, Any]]:
+    """An order of umavez and the Orders API's order for it (the fixture's transactions with
+    ids of their own; `named`: they name their Payments API objects, else only themselves)."""
+    order, number = stripe.unique("ord"), next(ORDER_NUMBERS)
+    found: dict[str, Any] = shape(f"mercadopago/{fixture}.json")
+    found.update(
+        {
+            "id": f"ORD01TEST{number:017d}",
+            "external_reference": order,
+            "created_date": created.isoformat(timespec="milliseconds"),
+            "last_updated_date": updated.isoformat(timespec="milliseconds"),
+        }
+    )
+    for kind in ("payments", "refunds"):
+        for transaction in found["transactions"].get(kind, []):
+            transaction["id"] = f"{transaction['id'][:3]}01TEST{number:017d}"
+            transaction["reference"] = {"id": str(next(PAYMENT_IDS))} if named else {}
+    for refund in found["transactions"].get("refunds", []):
+        refund["transaction_id"] = found["transactions"]["payments"][0]["id"]
+    return order, found
+
+
+def orders_ledger(pipeline: Pipeline, orders: MercadoPagoOrders) -> LedgerOutcomes:
+    return LedgerOutcomes(
+        pipeline.world.dynamodb,
+        pipeline.world.tables.ledger,
+        Interpreters.build(mercadopago_payments=lambda _: {}, mercadopago_orders=orders.order),
+    )
+
+
+def orders_searched(pipeline: Pipeline) -> list[dict[str, list[str]]]:
+    return [
+        urllib.parse.parse_qs(urllib.parse.urlsplit(r).query)
+        for r in pipeline.apis.requests
+        if r.startswith("/v1/orders?")
+    ]
+
+
+def test_mercadopago_replay_sends_their_notification_for_each_order_changed_in_the_window(
+    pipeline: Pipeline, clock: FakeClock
+) -> None:
+    # Given the Orders API knows an order created in the window (its payment named only by
+    # the order: on no payments search), one created ten days before and refunded in part in
+    # it, one created 40 days before and refunded in it, and one changed before the window
+    start = at(clock.now - 24 * HOUR)
+    new = orders_api_order(
+        "order.processed", start + timedelta(hours=1), start + timedelta(hours=2), named=False
+    )
+    refunded = orders_api_order(
+        "order.partially_refunded", start - timedelta(days=10), start + timedelta(hours=3)
+    )
+    older = orders_api_order(
+        "order.partially_refunded", start - timedelta(days=40), start + timedelta(hours=4)
+    )
+    before = orders_api_order(
+        "order.processed", start - timedelta(days=5), start - timedelta(hours=1)
+    )
+    for _, found in (new, refunded, older, before):
+        pipeline.apis.orders[found["id"]] = found
+    window = Window(start, at(clock.now))
+
+    # When the window is replayed (one order a page) and processed, then replayed again
+    orders = MercadoPagoOrders(lambda: MERCADOPAGO_TOKEN, pipeline.apis.url, page_size=1)
+    ledger = orders_ledger(pipeline, orders)
+    queue = SqsQueue(pipeline.sqs, pipeline.queue_url)
+    first = Replayer(queue, ledger, MERCADOPAGO_ORDERS_SEARCH).replay(orders.pages(window))
+    pipeline.process()
+    first_results = ledger.results(first)
+    after_first = pipeline.world.snapshot()
+    second = Replayer(queue, ledger, MERCADOPAGO_ORDERS_SEARCH).replay(orders.pages(window))
+    pipeline.process()
+
+    # Then the search read the orders created from 30 days before the window to its end, in
+    # spans of at most 720 hours, oldest first, a page at a time
+    searches = orders_searched(pipeline)
+    spans = {(q["begin_date"][0], q["end_date"][0]) for q in searches}
+    assert min(b for b, _ in spans) == (start - timedelta(days=30)).isoformat(
+        timespec="milliseconds"
+    ).replace("+00:00", "Z")
+    assert all(
+        datetime.fromisoformat(e) - datetime.fromisoformat(b) <= ORDERS_SEARCH_SPAN
+        for b, e in spans
+    )
+    assert {(q["sort_by"][0], q["sort_order"][0], q["page_size"][0]) for q in searches} == {
+        ("created_date", "asc", "1")
+    }
+
+    # And each order changed in the window became the notification Mercado Pago sends for
+    # an order, with a stable id per change; the order created 40 days before was not seen
+    template = json.loads((EVENTS_DIR / "mercadopago" / "order.notification.json").read_text())
+    sent = [json.loads(m["Body"]) for m in pipeline.processed]
+    assert {body["data"]["id"] for body in sent} == {refunded[1]["id"], new[1]["id"]}
+    assert all(set(body) <= set(template) | {"id"} for body in sent)
+    assert {(b["type"], b["action"], b["api_version"]) for b in sent} == {
+        ("order", "order.processed", "v1")
+    }
+    assert [t.message.event_id for t in second] == [t.message.event_id for t in first]
+
+    # And the money moved once: the new order paid, the older one paid and refunded in part;
+    # the second replay changed nothing
+    assert [r.outcome for r in first_results] == ["applied", "applied"]
+    assert pipeline.world.order(new[0])["paid_total"] == 20000
+    assert (
+        pipeline.world.order(refunded[0])["paid_total"],
+        pipeline.world.order(refunded[0])["refunded_total"],
+    ) == (20000, 5000)
+    assert pipeline.world.order(older[0]) == {}
+    assert pipeline.world.order(before[0]) == {}
+    assert pipeline.world.snapshot() == after_first
+    assert [r.outcome for r in ledger.results(second)] == ["duplicate", "duplicate"]
+
+    # When the operator looks further back, from the older order's creation
+    wider = Replayer(queue, ledger, MERCADOPAGO_ORDERS_SEARCH).replay(
+        orders.pages(window, created_since=start - timedelta(days=41))
+    )
+    pipeline.process()
+
+    # Then its refund is booked too, and nothing else changes
+    assert [r.outcome for r in ledger.results(wider)] == ["applied", "duplicate", "duplicate"]
+    assert pipeline.world.order(older[0])["refunded_total"] == 5000
+    assert pipeline.world.order(new[0])["paid_total"] == 20000
+
+
+def test_a_mercadopago_replay_interrupted_in_its_orders_keeps_the_payments_and_resumes_there(
+    pipeline: Pipeline, clock: FakeClock
+) -> None:
+    # Given a payment updated and two orders created in the window, and the orders search
+    # failing on the window's second page (the first span, 30 to 0 days before, is empty)
+    start = at(clock.now - 24 * HOUR)
+    paid, payment = mercadopago_payment("approved", start + timedelta(hours=1))
+    pipeline.apis.payments[str(payment["id"])] = payment
+    first, second = (
+        orders_api_order("order.processed", start + timedelta(hours=h), start + timedelta(hours=h))
+        for h in (2, 3)
+    )
+    for _, found in (first, second):
+        pipeline.apis.orders[found["id"]] = found
+    pipeline.apis.fail("/v1/orders", request=3)  # the window's span's second page
+    window = Window(start, at(clock.now))
+    payments = MercadoPagoPayments(lambda: MERCADOPAGO_TOKEN, pipeline.apis.url)
+    orders = MercadoPagoOrders(lambda: MERCADOPAGO_TOKEN, pipeline.apis.url, page_size=1)
+    ledger = LedgerOutcomes(
+        pipeline.world.dynamodb,
+        pipeline.world.tables.ledger,
+        Interpreters.build(mercadopago_payments=payments.payment, mercadopago_orders=orders.order),
+    )
+    queue = SqsQueue(pipeline.sqs, pipeline.queue_url)
+
+    # When the payments, then the orders, are replayed and the queue processed
+    with pytest.raises(ReplayInterruptedError) as interrupted:
+        replay_in_turn(
+            queue,
+            ledger,
+            [
+                (MERCADOPAGO_PAYMENTS_SEARCH, payments.pages(window)),
+                (MERCADOPAGO_ORDERS_SEARCH, orders.pages(window)),
+            ],
+        )
+    pipeline.process()
+
+    # Then the payment and the first order are enqueued and booked, the second not yet, and
+    # the resume names the orders search's place: the first order's creation
+    assert "answered 500" in str(interrupted.value)
+    assert len(interrupted.value.enqueued) == 2
+    assert interrupted.value.resume == Resume("--orders-created-since", first[1]["created_date"])
+    assert pipeline.world.order(paid)["paid_total"] == 5000
+    assert pipeline.world.order(first[0])["paid_total"] == 20000
+    assert pipeline.world.order(second[0]) == {}
+
+    # When resumed from there
+    created_since = datetime.fromisoformat(interrupted.value.resume.value)
+    resumed = Replayer(queue, ledger, MERCADOPAGO_ORDERS_SEARCH).replay(
+        orders.pages(window, created_since)
+    )
+    pipeline.process()
+
+    # Then the second order is booked, the first is a duplicate
+    assert [r.outcome for r in ledger.results(resumed)] == ["duplicate", "applied"]
+    assert pipeline.world.order(second[0])["paid_total"] == 20000
+
+
+def test_a_mercadopago_orders_replay_is_refused_without_a_token_or_with_bounds_reversed(
+    pipeline: Pipeline, clock: FakeClock
+) -> None:
+    # Given a window
+    window = Window(at(clock.now - HOUR), at(clock.now))
+
+    # When the orders are replayed without the access token, or looking back from after the
+    # window's end
+    # Then each is refused before anything is read
+    with pytest.raises(ReplayRefusedError, match="access token"):
+        MercadoPagoOrders(lambda: PLACEHOLDER, pipeline.apis.url).pages(window)
+    with pytest.raises(ReplayRefusedError, match="after --until"):
+        MercadoPagoOrders(lambda: MERCADOPAGO_TOKEN, pipeline.apis.url).pages(
+            window, created_since=at(clock.now + HOUR)
+        )
+    assert orders_searched(pipeline) == []
+
+
+def test_the_fake_orders_search_refuses_what_mercado_pagos_refuses(pipeline: Pipeline) -> None:
+    # Given the fake Orders API
+    def search(**query: str) -> int:
+        request = urllib.request.Request(  # noqa: S310 - loopback
+            f"{pipeline.apis.url}/v1/orders?{urllib.parse.urlencode(query)}",
+            headers={"Authorization": f"Bearer {MERCADOPAGO_TOKEN}"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=5) as answer:  # noqa: S310 - loopback
+                return int(answer.status)
+        except urllib.error.HTTPError as refused:
+            return refused.code
+
+    # When searched without dates, over more than 720 hours, or with a page too large
+    # Then each is refused with 400; a span of exactly 720 hours is answered
+    day = "2026-11-01T00:00:00Z"
+    assert search() == 400
+    assert search(begin_date=day, end_date="2026-12-02T00:00:00Z") == 400
+    assert search(begin_date=day, end_date="2026-11-02T00:00:00Z", page_size="101") == 400
+    assert search(begin_date=day, end_date="2026-12-01T00:00:00Z") == 200
 
 
 # -- Asaas ------------------------------------------------------------------------------------

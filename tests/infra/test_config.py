@@ -119,11 +119,6 @@ def test_xray_sampling_is_a_share_of_one_percent_unless_chosen() -> None:
         from_context(stage="dev", xraySampling="often")
 
 
-def test_the_retired_changes_index_is_kept_only_when_asked() -> None:
-    assert from_context(stage="dev").keep_changes_index is False
-    assert from_context(stage="dev", keepChangesIndex="true").keep_changes_index is True
-
-
 def test_a_notify_url_that_is_not_https_is_refused_at_synth() -> None:
     assert from_context(stage="dev", notifyUrl="https://hooks.example.com/umavez").notify_url
     for url in ("http://hooks.example.com/umavez", "hooks.example.com/umavez"):

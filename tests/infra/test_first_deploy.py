@@ -12,7 +12,6 @@ import pytest
 from functions.ingest.adapters import sqs_message_bytes
 from functions.ingest.service import MAX_BODY_BYTES, queue_attribute
 from functions.outbox.budget import ITEM_RESERVE_MS
-from functions.shared import tables
 from functions.shared.observability import powertools
 from infra.config import PROVIDERS, ApiType, ConfigError, StackConfig
 from infra.constructs.api import sampling_rule_name
@@ -257,24 +256,6 @@ def test_a_new_stack_pages_nobody_before_its_first_books_check_yet_a_stopped_one
     assert stopped["InsufficientDataActions"] == [{"Ref": topic_id}]
     assert stopped["AlarmActions"] == [{"Ref": topic_id}]
     assert (stopped["ComparisonOperator"], stopped["Threshold"]) == ("LessThanThreshold", 1)
-
-
-def test_keeping_the_retired_index_touches_the_ledger_only(
-    synth_for: Callable[[StackConfig], Synthesized],
-) -> None:
-    # Given an upgrade that keeps the ledger's retired `changes` index for one deploy
-    upgrading = synth_for(
-        StackConfig(stage="dev", keep_changes_index=True, allow_no_alarm_subscription=True)
-    )
-
-    # Then the outbox table, which never had that index, keeps only its own: an upgrade
-    # would otherwise build an empty index and drop it on the next deploy
-    indexes = {
-        logical_id: [i["IndexName"] for i in table["Properties"]["GlobalSecondaryIndexes"]]
-        for logical_id, table in upgrading.resources("AWS::DynamoDB::GlobalTable").items()
-    }
-    [outbox] = [names for logical_id, names in indexes.items() if "Outbox" in logical_id]
-    assert outbox == [tables.OUTBOX_DUE_INDEX]
 
 
 def test_scheduled_runs_are_never_retried_into_the_next_one(prod: Synthesized) -> None:

@@ -612,23 +612,3 @@ def test_reconciliation_queries_only_the_changes_and_due_indexes(prod: Synthesiz
     assert resources_allowed(statements, "dynamodb:BatchGetItem") == sorted(
         [on(ledger), on(outbox)], key=json.dumps
     )
-
-
-def test_an_upgrade_can_keep_the_retired_index_for_one_deploy(
-    prod: Synthesized, synth_for: Callable[[StackConfig], Synthesized]
-) -> None:
-    # Given a stack from before the `changed` index, deployed once with keepChangesIndex
-    upgrading = synth_for(
-        StackConfig(stage="dev", keep_changes_index=True, allow_no_alarm_subscription=True)
-    )
-
-    def indexes(synth: Synthesized) -> list[str]:
-        found = synth.resources("AWS::DynamoDB::GlobalTable")
-        ledger = found[logical_id(synth, "AWS::DynamoDB::GlobalTable", "StorageLedger")]
-        return [i["IndexName"] for i in ledger["Properties"]["GlobalSecondaryIndexes"]]
-
-    # Then that deploy adds the new index and keeps the old (one index created); the next,
-    # without it, drops the old (one deleted): one index operation per update, as CloudFormation
-    # requires
-    assert indexes(upgrading) == [tables.LEDGER_CHANGES_INDEX, "changes"]
-    assert indexes(prod) == [tables.LEDGER_CHANGES_INDEX]

@@ -1,7 +1,8 @@
 """On the embedded stack, through the CLI as an operator types it: `umavez replay stripe` stops
 at an API error, says how to resume, and the resumed run applies only what was missing; a
 notification that failed into the DLQ is listed and, once the cause is fixed, redriven and
-applied by `umavez dlq`."""
+applied by `umavez dlq`; `umavez replay mercadopago` finds an order whose notification was
+lost."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from devstack.stack import EmbeddedStack
 from firedrill.delivery import DeliveryLog, Providers
 from firedrill.story import Post
 from fixtures import stripe
-from fixtures.shapes import EVENTS_DIR
+from fixtures.shapes import EVENTS_DIR, shape
 from ops.cli import main
 
 DLQ_WAIT_SECONDS = 90  # five receives, 3 s apart, on a busy machine
@@ -106,6 +107,27 @@ def test_replay_resumes_after_an_api_error_and_a_dead_letter_is_redriven(
         _, after, _ = run(capsys, "dlq", "list", *aws)
         _, mp_shown, _ = run(capsys, "show", "order", mp_order, *aws, *ledger)
 
+        # Given an order of the Orders API whose notification was lost (its payment named by
+        # the order only: on no payments search)
+        orders_order, changed = stripe.unique("ord"), datetime.fromtimestamp(now - 600, tz=UTC)
+        found = shape("mercadopago/order.processed.json")
+        found.update(
+            id=f"ORD01TEST{now}",
+            external_reference=orders_order,
+            created_date=changed.isoformat(),
+            last_updated_date=changed.isoformat(),
+        )
+        found["transactions"]["payments"][0].update(id=f"PAY01TEST{now}", reference={})
+        stack.provider_apis.orders[found["id"]] = found
+
+        # When Mercado Pago's last hour is replayed as an operator types it
+        replayed_code, replayed, _ = run(
+            capsys,
+            *("replay", "mercadopago", "--wait", "60", "--api-url", stack.provider_apis.url),
+            *("--since", datetime.fromtimestamp(now - 3600, tz=UTC).isoformat(), *aws, *ledger),
+        )
+        _, orders_shown, _ = run(capsys, "show", "order", orders_order, *aws, *ledger)
+
     # Then it was listed after its five receives, moved back, and its payment applied once
     assert [(d["provider"], d["event_id"], d["receives"]) for d in listed] == [
         ("mercadopago", str(now * 10), 5)
@@ -116,3 +138,8 @@ def test_replay_resumes_after_an_api_error_and_a_dead_letter_is_redriven(
         5000,
         1,
     )
+    # And the order's payment, on no payments search, was found by the orders search and
+    # applied once
+    assert replayed_code == 0
+    assert [(r["order_id"], r["outcome"]) for r in replayed] == [(orders_order, "applied")]
+    assert (orders_shown["status"], orders_shown["totals"]["paid"]) == ("paid", 20000)

@@ -35,7 +35,7 @@ from fixtures.simulators.webhooks import Webhook
 from functions.outbox.channels import SesEmailChannel
 from functions.outbox.sender import OutboxSender, SendPolicy
 from functions.outbox.sweeper import Sweeper
-from functions.process import handler
+from functions.process import handler, wiring
 from functions.process.mercadopago_disputes import LedgerDisputes
 from functions.process.service import EffectProcessor
 from functions.process.waiting import NothingWaitsError, Waiting
@@ -372,7 +372,7 @@ class History:
         processed = self._process()
         # Deliveries parked for an order bound since: the waiting function's scheduled run
         # (a delivery is parked only after failing its first receives: none failed, none wait).
-        while self._retried and handler.waiting_room().redrive()["redriven"]:
+        while self._retried and wiring.waiting_room().redrive()["redriven"]:
             self._take_redriven()
             processed += self._process()
         if processed:
@@ -499,7 +499,7 @@ class History:
         order = world.order(order_id)
         if self._dead:
             found.append(f"{len(self._dead)} message(s) dead-lettered")
-        room = handler.waiting_room()
+        room = wiring.waiting_room()
         found += [
             f"still waiting: {w.get('event_type')} {w.get('event_id')}" for w in room.waiting()
         ]

@@ -16,7 +16,7 @@ from moto import mock_aws
 
 from devstack.provider_apis import FakeProviderApis
 from fixtures.lambda_events import FakeLambdaContext, sqs_event, sqs_record
-from functions.process import handler
+from functions.process import handler, wiring
 from functions.shared.tables import create_table_requests
 from infra.settings import MAX_RECEIVE_COUNT, PROCESS_BATCH_SIZE
 from tests.support.clients import serialized
@@ -136,14 +136,14 @@ def pipeline_on_moto(monkeypatch: pytest.MonkeyPatch) -> Iterator[Pipeline]:
         }
         for name, value in environment.items():
             monkeypatch.setenv(name, value)
-        handler.effect_processor.cache_clear()
-        handler.waiting_room.cache_clear()
-        handler.failure_records.cache_clear()
-        world = World(serialized(dynamodb), TABLES, lambda db, names: handler.effect_processor())
+        wiring.effect_processor.cache_clear()
+        wiring.waiting_room.cache_clear()
+        wiring.failure_records.cache_clear()
+        world = World(serialized(dynamodb), TABLES, lambda db, names: wiring.effect_processor())
         try:
             yield Pipeline(world, sqs, queue_url, dead_letter_url, apis)
         finally:
-            handler.effect_processor.cache_clear()
-            handler.waiting_room.cache_clear()
-            handler.failure_records.cache_clear()
+            wiring.effect_processor.cache_clear()
+            wiring.waiting_room.cache_clear()
+            wiring.failure_records.cache_clear()
             apis.stop()
