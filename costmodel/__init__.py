@@ -1,2 +1,3 @@
-"""The cost per million events, measured: scenarios run on the embedded stack (scenarios.py)
-and priced line by line with AWS's published prices (model.py)."""
+"""The measuring tools: the cost per million events, measured on the embedded stack
+(scenarios.py) and priced with AWS's published prices (model.py); the capacity from the same
+measurement against AWS's quotas and the stack's settings (headroom.py)."""

@@ -1,27 +1,29 @@
-"""`umavez cost`: measure the scenarios on the embedded stack (or read a saved measurement),
-price them, print the bill, and rewrite the cost block of a page if asked (`make cost`:
-docs/cost.md)."""
+"""The two commands. `umavez cost`: measure the scenarios on the embedded stack (or read a
+saved measurement), price them, print the bill, and rewrite the cost block of a page if asked
+(`make cost`: docs/cost.md). `umavez capacity`: the load at a rate against each limit, and the
+generated capacity sections of docs/performance.md and the README (`make capacity`)."""
 
 from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
-from costmodel.model import (
-    CostOptions,
-    Measurement,
-    Prices,
-    render_block,
-    render_details,
-    replace_block,
-    webhook_queue,
-)
+from costmodel import headroom_report as report
+from costmodel.burst import burst
+from costmodel.cost_report import README_BEGIN, README_END, render_block, render_details
+from costmodel.headroom import model
+from costmodel.limits import Quotas, StackSettings
+from costmodel.markdown import replace_between
+from costmodel.measurement import CostOptions, Measurement, Prices, webhook_queue
+from costmodel.per_event import MEASURED_PATH, PerEvent, load_measurement
 from costmodel.scenarios import measure
+from costmodel.statement_prices import statement_model
 
 
-def run(
+def run_cost(
     options: CostOptions,
     readme: Path | None = None,
     json_path: Path | None = None,
@@ -48,6 +50,62 @@ def run(
     if json_path is not None and measured is None:
         json_path.write_text(json.dumps(measurement.to_json(), indent=1))
     if readme is not None:
-        readme.write_text(replace_block(readme.read_text(), block))
+        readme.write_text(replace_between(readme.read_text(), README_BEGIN, README_END, block))
         out.write(f"  {readme}: cost section rewritten\n")
+    return 0
+
+
+@dataclass(frozen=True)
+class CapacityOptions:
+    rate: float | None = None
+    burst: int | None = None
+    json: bool = False
+    measured: Path = MEASURED_PATH
+    docs: Path | None = None
+    readme: Path | None = None
+    process_max_concurrency: int | None = None
+    ses_send_rate: float | None = None
+    account_concurrency: float | None = None
+
+    def settings(self) -> StackSettings:
+        """The stack's defaults, but for what the options change."""
+        overrides: dict[str, Any] = {
+            "process_max_concurrency": self.process_max_concurrency,
+            "ses_send_rate": self.ses_send_rate,
+            "account_concurrency": self.account_concurrency,
+        }
+        return replace(StackSettings(), **{k: v for k, v in overrides.items() if v is not None})
+
+
+def _rewrite(path: Path, begin: str, end: str, block: str) -> None:
+    path.write_text(replace_between(path.read_text(), begin, end, block))
+
+
+def run_capacity(options: CapacityOptions, out: Any = None) -> int:
+    """Print the capacity at `rate` (text or JSON); rewrite the generated sections of the
+    performance page and the README if asked (`make capacity`)."""
+    out = out or sys.stdout
+    measurement = load_measurement(options.measured)
+    per_event = PerEvent.of(measurement, Prices.load())
+    settings, quotas = options.settings(), Quotas.load()
+    if options.rate is not None:
+        capacity = model(per_event, options.rate, settings, quotas)
+        result = burst(per_event, options.burst, capacity, settings) if options.burst else None
+        if options.json:
+            out.write(json.dumps(report.to_json(capacity, per_event, result), indent=1) + "\n")
+        else:
+            out.write(report.render_text(capacity, per_event, result))
+    if options.docs is not None:
+        block = report.render_docs_block(per_event, settings, quotas)
+        _rewrite(options.docs, report.DOCS_BEGIN, report.DOCS_END, block)
+        if not options.json:
+            out.write(f"  {options.docs}: capacity section rewritten\n")
+        statement = statement_model(measurement, Prices.load())
+        block = report.render_statement_block(statement, quotas)
+        _rewrite(options.docs, report.STATEMENT_BEGIN, report.STATEMENT_END, block)
+    if options.readme is not None:
+        block = report.render_summary_block(per_event, settings, quotas)
+        _rewrite(options.readme, report.SUMMARY_BEGIN, report.SUMMARY_END, block)
+        if not options.json:
+            out.write(f"  {options.readme}: capacity summary rewritten\n")
     return 0

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from costmodel.model import KINDS, CostOptions, Measurement, Sample, payer, webhook_queue
+from costmodel.measurement import KINDS, CostOptions, Measurement, Sample, payer, webhook_queue
 
 RECONCILE_SETTLE_SECONDS = 5.5  # the reconciliation reads changes up to now - 5 s
 AMOUNT = 5000

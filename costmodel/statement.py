@@ -16,49 +16,35 @@ embedded stack's scenarios do not keep): it is modeled from counts measured else
   is booked already is a duplicate's work, booking one a new payment's);
 - **the providers' limits**: `[provider_limits]` in costmodel/quotas.toml, each with its page.
 
-Nothing here imports the cost or the capacity model: they price and render what it counts.
+Nothing here imports the bill or the stage table: they price and render what it counts.
 """
 
 from __future__ import annotations
 
 import math
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Final
 
+from costmodel.limits import DAY, HOUR, ProviderLimit
+from costmodel.statement_reads import (
+    WORKERS,
+    ProviderRead,
+    period_seconds,
+    run_after_window_seconds,
+)
 from functions.shared.tables import CHANGES_SHARDS
-from functions.statement import asaas as asaas_statement
-from functions.statement import mercadopago as mercadopago_statement
-from functions.statement import stripe as stripe_statement
-from functions.statement.schedule import BOOKING_WORKERS
-from functions.statement.service import EDGE_SECONDS
 from functions.statement.sources import CADENCES, PROVIDERS, SCHEDULED
-from functions.statement.sources import EDGE_SECONDS as PROVIDER_EDGE_SECONDS
-from functions.statement.sources import SETTLE_SECONDS as PROVIDER_SETTLE_SECONDS
 from infra import settings
 
-QUOTAS_PATH = Path(__file__).with_name("quotas.toml")
-HOUR: Final = 3600.0
-DAY: Final = 86_400.0
-DAY_HOURS: Final = 24
-
-# The scheduled function (infra/settings.py `LAMBDA_PACKAGES["statement"]`; tests/infra holds
-# the cost model's memory to the synthesized stack).
+# The scheduled function (infra/settings.py `LAMBDA_PACKAGES["statement"]`).
 FUNCTION: Final = "statement"
-MEMORY_MB: Final = 1024
-# Lines booked side by side by one invocation.
-WORKERS: Final = BOOKING_WORKERS
+MEMORY_MB: Final = settings.LAMBDA_MEMORY_MB[FUNCTION]
 TIMEOUT_SECONDS: Final = settings.STATEMENT_TIMEOUT_SECONDS
-EVERY_MINUTES: Final = settings.SCHEDULE_MINUTES[FUNCTION]
 # Each provider's pass on its cadence (functions/statement/sources.py `CADENCES`): Stripe's and
 # Mercado Pago's hourly (one rule, a target each), Asaas's daily (a rule of its own).
 PROVIDERS_A_RUN: Final = PROVIDERS
 SCHEDULED_RUNS: Final = SCHEDULED
-# The window a pass reads ends this long ago: a movement's line lags it by seconds.
-SETTLE_SECONDS: Final = stripe_statement.SETTLE_SECONDS
-
 ALREADY_BOOKED: Final = "already booked"
 BOOKED_NOW: Final = "booked now"
 # DynamoDB requests a line costs, by whether a webhook booked its movement first: its binding
@@ -88,152 +74,8 @@ PASS_UNITS: Final[dict[str, float]] = {"rru_strong": 1, "wru_standard": 2}
 CHANGED_INDEX_RRU: Final = 0.5
 
 
-def period_seconds(provider: str) -> float:
-    """How often the schedule reads the provider's books, and how long a window it reads then:
-    the hourly rule's interval, or a day."""
-    cadence = CADENCES[provider]
-    return float(cadence.window_seconds) if cadence.by_day else EVERY_MINUTES * 60.0
-
-
-def run_after_window_seconds(provider: str) -> float:
-    """How long after its window's end a pass runs: the settle lag (hourly, the rule fires at a
-    minute nobody chose: `statement_hour_fraction` counts it), or the daily rule's time after
-    the zone's midnight (its settle lag, to the next quarter hour)."""
-    cadence = CADENCES[provider]
-    if not cadence.by_day:
-        return float(PROVIDER_SETTLE_SECONDS[provider])
-    hour, minute = cadence.settled_at_utc(PROVIDER_SETTLE_SECONDS[provider])
-    midnight_hour, midnight_minute = cadence.settled_at_utc(0)
-    minutes = (hour - midnight_hour) * 60 + minute - midnight_minute
-    return float(minutes % (24 * 60) * 60)
-
-
 def changed_index_queries(provider: str) -> int:
     return (math.floor(period_seconds(provider) / HOUR) + 1) * CHANGES_SHARDS
-
-
-# -- the providers' reads -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ProviderLimit:
-    """A provider's published limit on the reads a pass makes, as requests a second (None: the
-    provider publishes none)."""
-
-    per_second: float | None
-    unit: str
-    title: str
-    source: str
-    as_of: str
-    note: str = ""
-    window_seconds: float = 1.0  # the window the provider counts its requests over
-
-
-def load_provider_limits(path: Path = QUOTAS_PATH) -> dict[str, ProviderLimit]:
-    loaded = tomllib.loads(path.read_text())["provider_limits"]
-    found = {}
-    for name, entry in loaded.items():
-        requests = entry.get("requests")
-        per_second = float(requests) / float(entry["per_seconds"]) if requests else None
-        found[name] = ProviderLimit(
-            per_second,
-            str(entry["unit"]),
-            str(entry["title"]),
-            str(entry.get("source", "")),
-            str(entry["as_of"]),
-            str(entry.get("note", "")),
-            float(entry.get("per_seconds", 1)),
-        )
-    return found
-
-
-def hours_read_of_each_hour() -> float:
-    """How many hourly passes read each hour of a provider's books listed by time (Stripe,
-    Mercado Pago): each pass reads its hour, `EDGE_SECONDS` before it and up to now (its
-    window ends `SETTLE_SECONDS` ago)."""
-    return (HOUR + EDGE_SECONDS + SETTLE_SECONDS) / HOUR
-
-
-def days_read_of_each_day(provider: str = "asaas") -> float:
-    """How many daily passes read each day of a provider's books listed by day (Asaas): the
-    day's own, once it ended, with no edges (a line carries its day only)."""
-    return (DAY + 2 * PROVIDER_EDGE_SECONDS[provider]) / DAY
-
-
-def hours_read_of_each_day_hour() -> float:
-    """Why Asaas's pass is daily: were it hourly, each pass would read every line of its
-    window's first day up to now, so the pass at 23:30 reads the whole day again. The mean,
-    over the 24 passes of a day (each at the half hour), of the hours of lines one reads, per
-    hour of lines: 12.5 and more (the first passes of a day read the day before too)."""
-    read = 0.0
-    for hour in range(DAY_HOURS):
-        now = hour + 0.5
-        first = now - (HOUR + SETTLE_SECONDS + EDGE_SECONDS) / HOUR
-        read += now + (DAY_HOURS if first < 0 else 0)
-    return read / DAY_HOURS
-
-
-@dataclass(frozen=True)
-class ProviderRead:
-    """What one provider's pass reads per payment: its statement's rows, in pages, and the
-    objects it asks for one by one; how often each is read again; how often the pass runs; and
-    the calls process makes against the same limit."""
-
-    provider: str
-    rows_per_payment: float  # statement rows a payment brings (its own, its refunds', its fee's)
-    page_size: int
-    gets_per_row_read: float  # objects read one by one per payment each time its rows are read
-    gets_per_payment_once: float  # objects read once per payment (the match's own lookups)
-    reads_of_each_row: float  # passes reading each row (edges, whole days)
-    period_seconds: float = HOUR  # how often a pass runs, and the window it reads
-    # Calls process makes per payment against the same limit (Asaas's quota is the account's,
-    # whatever the endpoint; Stripe's limit that applies is the balance endpoint's own).
-    process_calls_per_payment: float = 0.0
-    # Objects read at once: the payments a read names (its readers), and those the match asks
-    # for (its workers).
-    gets_at_once: int = 1
-
-    def calls_per_payment(self) -> float:
-        pages = self.rows_per_payment / self.page_size
-        return self.reads_of_each_row * (pages + self.gets_per_row_read) + (
-            self.gets_per_payment_once
-        )
-
-    def pages_per_payment(self) -> float:
-        return self.reads_of_each_row * self.rows_per_payment / self.page_size
-
-    def gets_per_payment(self) -> float:
-        return self.reads_of_each_row * self.gets_per_row_read + self.gets_per_payment_once
-
-
-def provider_reads(assumptions: Mapping[str, float]) -> dict[str, ProviderRead]:
-    """Each provider's reads, from the readers' page sizes and the stated assumptions: refunds
-    per payment (`statement_refunds_per_payment`); Asaas's payments whose line comes after
-    their window (card payments, credited about 30 days later: the match asks the API for each,
-    `statement_asaas_lagging_share`). Process reads an Asaas payment for each event it books:
-    its receipt, a card payment's confirmation before it, each refund."""
-    refunds = assumptions["statement_refunds_per_payment"]
-    lagging = assumptions["statement_asaas_lagging_share"]
-    edges = hours_read_of_each_hour()
-    return {
-        # A balance transaction per charge and per refund, its source expanded.
-        "stripe": ProviderRead("stripe", 1 + refunds, stripe_statement.PAGE_SIZE, 0, 0, edges),
-        # A payment per search result, its refunds inside it.
-        "mercadopago": ProviderRead("mercadopago", 1, mercadopago_statement.PAGE_SIZE, 0, 0, edges),
-        # Its receipt and Asaas's fee, a row per refund; each payment named is read once a pass,
-        # each day once.
-        "asaas": ProviderRead(
-            "asaas",
-            2 + refunds,
-            asaas_statement.PAGE_SIZE,
-            1,
-            lagging,
-            days_read_of_each_day(),
-            period_seconds("asaas"),
-            1 + lagging + refunds,
-            min(asaas_statement.PAYMENT_READERS, WORKERS),
-        ),
-    }
 
 
 # -- time and request units ---------------------------------------------------------------------
@@ -247,6 +89,11 @@ class OwnWork:
 
     already_booked_ms: float  # a duplicate's
     booked_now_ms: float  # a new payment's
+
+
+def of_kind(units: Mapping[str, float], kind: str) -> float:
+    """Request units of one kind (`rru`, `wru`), whatever their consistency or index."""
+    return sum(v for k, v in units.items() if k.startswith(kind))
 
 
 def _dynamodb_ms(requests: Mapping[str, float], latency: Latency) -> float:
@@ -281,14 +128,9 @@ def run_fixed_ms(latency: Latency, assumptions: Mapping[str, float], provider: s
 
 
 def units_per_line(booked_now_share: float) -> dict[str, float]:
-    kinds = set(LINE_UNITS[ALREADY_BOOKED]) | set(LINE_UNITS[BOOKED_NOW])
-    return {
-        kind: mean_line(
-            {k: LINE_UNITS[k].get(kind, 0.0) for k in (ALREADY_BOOKED, BOOKED_NOW)},
-            booked_now_share,
-        )
-        for kind in sorted(kinds)
-    }
+    kinds = sorted({*LINE_UNITS[ALREADY_BOOKED], *LINE_UNITS[BOOKED_NOW]})
+    of = {kind: {k: units.get(kind, 0.0) for k, units in LINE_UNITS.items()} for kind in kinds}
+    return {kind: mean_line(by_line, booked_now_share) for kind, by_line in of.items()}
 
 
 def requests_per_line(booked_now_share: float) -> float:
@@ -298,11 +140,8 @@ def requests_per_line(booked_now_share: float) -> float:
 
 
 def run_fixed_units(provider: str) -> dict[str, float]:
-    units = dict(PASS_UNITS)
-    units["rru_eventual"] = units.get("rru_eventual", 0.0) + changed_index_queries(provider) * (
-        CHANGED_INDEX_RRU
-    )
-    return units
+    index = changed_index_queries(provider) * CHANGED_INDEX_RRU
+    return {**PASS_UNITS, "rru_eventual": PASS_UNITS.get("rru_eventual", 0.0) + index}
 
 
 # -- keeping up ---------------------------------------------------------------------------------
@@ -476,14 +315,12 @@ class StatementModel:
             n * (sum(PASS_REQUESTS.values()) + changed_index_queries(p)) for p, n in runs.items()
         )
 
-        def units(prefix: str) -> float:
-            return payments_per_second * (
-                lines * sum(v for k, v in per_line.items() if k.startswith(prefix))
-                + matched * sum(v for k, v in ORDER_MATCH_UNITS.items() if k.startswith(prefix))
-            ) + sum(
-                n * sum(v for k, v in run_fixed_units(p).items() if k.startswith(prefix))
-                for p, n in runs.items()
+        def units(kind: str) -> float:
+            per_payment = lines * of_kind(per_line, kind) + matched * of_kind(
+                ORDER_MATCH_UNITS, kind
             )
+            fixed = sum(n * of_kind(run_fixed_units(p), kind) for p, n in runs.items())
+            return payments_per_second * per_payment + fixed
 
         return PassLoad(
             provider,

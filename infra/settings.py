@@ -25,6 +25,16 @@ LAMBDA_PACKAGES: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
     # The statement books what it finds through process's own processor.
     "statement": ("functions.statement.handler.lambda_handler", ("shared", "process", "statement")),
 }
+# Each function's memory: more memory, more CPU. The cost model bills these as deployed.
+LAMBDA_MEMORY_MB: Final[dict[str, int]] = {
+    "ingest": 512,  # cold starts are part of the contract
+    "process": 256,
+    "waiting": 256,
+    "outbox": 256,
+    "sweeper": 256,
+    "reconciliation": 1024,
+    "statement": 1024,  # the CPU of its booking workers (functions/statement/schedule.py)
+}
 # What the stack writes into the secrets it creates; an operator replaces it after deploy
 # (`umavez preflight` tells a secret still holding it).
 WEBHOOK_SECRET_PLACEHOLDER: Final = '{"active": []}'  # noqa: S105 - no secret: an empty list

@@ -9,10 +9,9 @@ load moto.
 
 from __future__ import annotations
 
-from costmodel.capacity import CapacityOptions, embedded_drain_seconds
-from costmodel.capacity import run as run_capacity
-from costmodel.command import run as run_cost
-from costmodel.model import CostOptions
+from costmodel.command import CapacityOptions, run_capacity, run_cost
+from costmodel.measurement import CostOptions
+from costmodel.per_event import embedded_drain_seconds
 from devstack.metrics_report import show as show_metrics
 from devstack.provider_apis import (
     FakeApiError,

@@ -69,6 +69,8 @@ UNREADABLE: Final = "unreadable_order"
 # Outbox items read a bucket of the due index by the run's last step (a consistent BatchGet of
 # 100 each): the step's time stays bounded when a sink has been down for hours.
 BACKLOG_READ_LIMIT: Final = 2000
+# An outbox item pending longer than this is reported stuck (the capacity model reads it too).
+PENDING_DEADLINE_SECONDS: Final = 3600
 
 
 @dataclass
@@ -123,7 +125,7 @@ class Reconciler:
         table_names: tables.TableNames,
         clock: Callable[[], float],
         *,
-        pending_deadline_seconds: int = 3600,
+        pending_deadline_seconds: int = PENDING_DEADLINE_SECONDS,
         settle_seconds: float = 5.0,
         sleep: Callable[[float], None] | None = None,
         retention_seconds: int = DEFAULT_RETENTION_DAYS * 86_400,

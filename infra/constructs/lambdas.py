@@ -21,6 +21,7 @@ from functions.shared.observability import METRICS_NAMESPACE_ENV
 from infra.assets import ROOT, copy_packages
 from infra.removal import kept
 from infra.settings import (
+    LAMBDA_MEMORY_MB,
     LAMBDA_PACKAGES,
     pinned_powertools_version,
     powertools_layer_parameter,
@@ -69,7 +70,6 @@ def powertools_layer(scope: Construct) -> lambda_.ILayerVersion:
 class FunctionSpec:
     name: str  # a key of infra.settings.LAMBDA_PACKAGES: it says the handler and the packages
     description: str
-    memory_mb: int = 256
     timeout: cdk.Duration = field(default_factory=lambda: cdk.Duration.seconds(30))
     environment: Mapping[str, str] = field(default_factory=dict)
     # "Active": Lambda starts a trace for an invocation nobody upstream sampled (at AWS's
@@ -87,6 +87,10 @@ class FunctionSpec:
     @property
     def packages(self) -> tuple[str, ...]:
         return LAMBDA_PACKAGES[self.name][1]
+
+    @property
+    def memory_mb(self) -> int:
+        return LAMBDA_MEMORY_MB[self.name]
 
 
 def vended_log_group_name(scope: Construct, service: str, purpose: str) -> str:

@@ -113,7 +113,6 @@ class Pipeline(Construct):
             FunctionSpec(
                 name="ingest",
                 description="Verifies provider signatures and enqueues; answers fast",
-                memory_mb=512,  # more memory, more CPU: cold starts are part of the contract
                 timeout=cdk.Duration.seconds(5),
                 environment={
                     **IngestSettings.variables(
@@ -345,7 +344,6 @@ class Pipeline(Construct):
             FunctionSpec(
                 name="reconciliation",
                 description="Proves the books balance and nothing is stuck, a unit at a time",
-                memory_mb=1024,
                 timeout=cdk.Duration.seconds(settings.RECONCILIATION_TIMEOUT_SECONDS),
                 environment=ReconcileSettings.variables(**stored),
             ),
@@ -380,7 +378,6 @@ class Pipeline(Construct):
                 name="statement",
                 scheduled_every=STATEMENT_EVERY,
                 description="Reads the providers' own books: books what webhooks missed, matches",
-                memory_mb=1024,  # the CPU of its booking workers (functions/statement/schedule.py)
                 timeout=cdk.Duration.seconds(settings.STATEMENT_TIMEOUT_SECONDS),
                 environment=StatementSettings.variables(**stored, **self._provider_api_key_names()),
             ),

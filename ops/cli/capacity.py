@@ -1,5 +1,5 @@
 """`umavez capacity`: the load at a rate of payments a second against each component's limit,
-and what saturates first (costmodel/capacity.py, reached through `ops.local`)."""
+and what saturates first (costmodel/headroom.py, reached through `ops.local`)."""
 
 from __future__ import annotations
 

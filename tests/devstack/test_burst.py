@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from costmodel.capacity import embedded_drain_seconds, load_measurement
-from costmodel.model import MIX, Measurement
+from costmodel.measurement import MIX, Measurement
+from costmodel.per_event import embedded_drain_seconds, load_measurement
 from devstack.stack import Drained, InFlight
 from firedrill.delivery import DeliveryLog
 from firedrill.run import BURST_PREDICTION_FACTOR, DrillOptions, burst_check, run_embedded

@@ -9,7 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from costmodel.model import KINDS, MIX, CostOptions, Prices, bill, payer, render_block
+from costmodel.cost_report import render_block
+from costmodel.measurement import KINDS, MIX, CostOptions, Prices, payer
+from costmodel.model import bill
 from costmodel.scenarios import measure
 from devstack.resources import WEBHOOK_QUEUE_NAME
 

@@ -15,25 +15,20 @@ from typing import Any
 
 import pytest
 
-from costmodel.capacity import (
+from costmodel.burst import burst
+from costmodel.headroom import Stage, model
+from costmodel.headroom_report import (
     DOCS_BEGIN,
     DOCS_END,
-    MEASURED_PATH,
-    QUOTAS_PATH,
     SUMMARY_BEGIN,
     SUMMARY_END,
-    PerEvent,
-    Quotas,
-    StackSettings,
-    block_between,
-    burst,
-    load_measurement,
-    model,
-    reconciliation_capacity,
     render_docs_block,
     render_summary_block,
 )
-from costmodel.model import Measurement, Prices
+from costmodel.limits import QUOTAS_PATH, Quotas, StackSettings, reconciliation_capacity
+from costmodel.markdown import block_between
+from costmodel.measurement import Measurement, Prices
+from costmodel.per_event import MEASURED_PATH, PerEvent, load_measurement
 from infra.reconciliation import RECONCILIATION
 from infra.reconciliation import reconciliation_capacity as fanout_capacity
 
@@ -100,6 +95,28 @@ def test_load_is_the_rate_times_what_one_delivery_uses_and_headroom_is_limit_ove
     assert ses.headroom == pytest.approx(quotas.value("ses_send_rate") / 10)
 
 
+def test_the_table_is_folded_a_row_per_part_of_each_stage_against_its_quota(
+    quotas: Quotas,
+) -> None:
+    # Given a table of one stage repeated over the tables one delivery writes to
+    writes = Stage(
+        "`{at.part}` writes",
+        "WRU/s",
+        lambda at: at.rate * at.amount,
+        "dynamodb_table_write_units",
+        parts=lambda at: at.e.write_units,
+    )
+
+    # When it is folded at 10 payments a second (20 deliveries)
+    capacity = model(simple_event(), 10, StackSettings(), quotas, stages=[writes])
+
+    # Then each table is a row: its load, the quota as its limit and the quota's page
+    assert [r.component for r in capacity.rows] == ["`ledger` writes", "`outbox` writes"]
+    assert [r.load for r in capacity.rows] == pytest.approx([80, 40])
+    assert {r.limit for r in capacity.rows} == {quotas.value("dynamodb_table_write_units")}
+    assert {r.source for r in capacity.rows} == {quotas.source("dynamodb_table_write_units")}
+
+
 def test_a_lambda_stage_takes_concurrency_times_batch_over_the_batch_duration(
     quotas: Quotas,
 ) -> None:
@@ -145,7 +162,7 @@ def test_the_reconciliation_keeps_up_by_its_fan_out_model() -> None:
     # Given the deployed run: hourly, its units 32 at once within 45 minutes, at most 5,000,000
     # orders read a run, two passes a run
     settings = StackSettings()
-    assert settings.code.reconciliation_max_orders_per_run == 5_000_000
+    assert settings.reconciliation_max_orders_per_run == 5_000_000
 
     # When each pass also reads half an hour again (it fires half past), at 18 ms an order
     capacity = reconciliation_capacity(settings, seconds_per_order=0.018, hour_fraction=0.5)

@@ -9,23 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from costmodel.model import (
-    KINDS,
-    LINE_ITEMS,
-    MIX,
-    PRICES_PATH,
-    Measurement,
-    Prices,
-    Sample,
-    bill,
-    fixed_monthly,
-    readme_block,
-    render_block,
-    replace_block,
-    shape,
-    usage,
-    without_idle,
-)
+from costmodel.cost_report import README_BEGIN, README_END, render_block, shape
+from costmodel.markdown import block_between, replace_between
+from costmodel.measurement import KINDS, MIX, PRICES_PATH, Measurement, Prices, Sample, without_idle
+from costmodel.model import LINE_ITEMS, bill, fixed_monthly, usage
 from devstack.capacity import Units
 
 COST_PAGE = Path(__file__).resolve().parents[2] / "docs" / "cost.md"
@@ -183,7 +170,7 @@ def _measurement() -> Measurement:
 
 
 def test_the_cost_page_section_is_in_the_shape_the_generator_writes(prices: Prices) -> None:
-    written = readme_block(COST_PAGE.read_text())
+    written = block_between(COST_PAGE.read_text(), README_BEGIN, README_END)
     generated = render_block(_measurement(), prices, QUEUE)
 
     assert shape(written) == shape(generated)
@@ -195,6 +182,6 @@ def test_the_cost_page_section_is_in_the_shape_the_generator_writes(prices: Pric
 def test_rewriting_the_cost_page_replaces_only_the_block() -> None:
     text = "before\n<!-- cost:begin -->\nold\n<!-- cost:end -->\nafter\n"
     block = "<!-- cost:begin -->\nnew\n<!-- cost:end -->\n"
-    assert replace_block(text, block) == "before\n" + block + "after\n"
+    assert replace_between(text, README_BEGIN, README_END, block) == "before\n" + block + "after\n"
     with pytest.raises(ValueError, match="cost:begin"):
-        replace_block("no markers", block)
+        replace_between("no markers", README_BEGIN, README_END, block)

@@ -9,14 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from costmodel.capacity import (
-    STATEMENT_BEGIN,
-    STATEMENT_END,
-    block_between,
-    load_measurement,
-    render_statement_block,
-)
-from costmodel.model import Prices, Sample, bill, statement_model
+from costmodel.headroom_report import STATEMENT_BEGIN, STATEMENT_END, render_statement_block
+from costmodel.markdown import block_between
+from costmodel.measurement import Prices, Sample
+from costmodel.model import bill
+from costmodel.per_event import load_measurement
 from costmodel.statement import (
     ALREADY_BOOKED,
     BOOKED_NOW,
@@ -26,6 +23,9 @@ from costmodel.statement import (
     PROVIDERS_A_RUN,
     TIMEOUT_SECONDS,
     StatementModel,
+)
+from costmodel.statement_prices import statement_model
+from costmodel.statement_reads import (
     days_read_of_each_day,
     hours_read_of_each_day_hour,
     hours_read_of_each_hour,

@@ -1,0 +1,397 @@
+"""What `umavez capacity` prints and writes: the table at a rate (text or JSON), a burst's
+drain, and the generated sections of docs/performance.md (the components, the statement pass)
+and of the README (the short table)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from costmodel import statement as statement_pass
+from costmodel.burst import Burst, burst
+from costmodel.headroom import QUOTA_INCREASE, Capacity, Row, model
+from costmodel.limits import DAY, Quotas, StackSettings
+from costmodel.markdown import duration, headroom, number, row, table_head
+from costmodel.per_event import PerEvent
+from costmodel.statement_reads import WORKERS, hours_read_of_each_day_hour
+
+DOCS_BEGIN = "<!-- capacity:begin -->"
+DOCS_END = "<!-- capacity:end -->"
+STATEMENT_BEGIN = "<!-- statement-capacity:begin -->"
+STATEMENT_END = "<!-- statement-capacity:end -->"
+SUMMARY_BEGIN = "<!-- capacity-summary:begin -->"
+SUMMARY_END = "<!-- capacity-summary:end -->"
+DOC_RATES = (10.0, 100.0, 1000.0)
+
+
+def describe(per_event: PerEvent) -> str:
+    e = per_event
+    per_payment = e.deliveries_per_payment
+
+    def ms(function: str, per: float) -> str:
+        return f"{e.seconds_per(function, per) * 1000:.0f} ms"
+
+    return (
+        f"A payment is one order's story in the drill mix: {per_payment:.2f} webhook deliveries "
+        "(the payment, its other event types, refunds, disputes, the providers' retries and "
+        f"resends), {e.queue_messages * per_payment:.2f} queue messages processed, "
+        f"{e.outbox_items * per_payment:.2f} outbox items (EventBridge events) and "
+        f"{e.emails * per_payment:.2f} e-mails. Durations in AWS (measured own work plus each "
+        f"AWS call at `[latency_ms]` of costmodel/prices.toml): ingest "
+        f"{ms('ingest', e.invocations.get('ingest', 0.0))} a request, process "
+        f"{ms('process', e.queue_messages)} a message, the outbox sender "
+        f"{ms('outbox', e.outbox_items)} an item, the reconciliation "
+        f"{ms('reconciliation', 1 / max(per_payment, 1e-9))} an order."
+    )
+
+
+def render_text(capacity: Capacity, per_event: PerEvent, burst_result: Burst | None) -> str:
+    lines = [
+        f"capacity at {capacity.payments_per_second:g} payments/s "
+        f"({capacity.deliveries_per_second:,.1f} webhook deliveries/s), measured "
+        f"{per_event.measured_on}",
+        "",
+        f"  {'component':<72} {'load':>10} {'limit':>10} {'headroom':>9}  unit",
+    ]
+    for r in capacity.rows:
+        lines.append(
+            f"  {r.component:<72} {number(r.load):>10} {number(r.limit):>10} "
+            f"{headroom(r.headroom).strip('*'):>9}  {r.unit}"
+        )
+    first = capacity.first_to_saturate()
+    lines += [
+        "",
+        f"  first to saturate: {first.component} ({headroom(first.headroom).strip('*')})",
+    ]
+    lines.append(f"    lifted by: {first.lift}")
+    path = capacity.first_to_saturate(webhook_path_only=True)
+    if path is not first:
+        lines.append(
+            f"  on a webhook's way: {path.component} ({headroom(path.headroom).strip('*')})"
+            f"; lifted by: {path.lift}"
+        )
+    rest = capacity.first_to_saturate(rest=True)
+    if rest is not first:
+        lines.append(f"  with REST + WAF: {rest.component}; lifted by: {rest.lift}")
+    if burst_result is not None:
+        lines += ["", *render_burst(burst_result)]
+    return "\n".join(lines) + "\n"
+
+
+def render_burst(result: Burst) -> list[str]:
+    lines = [
+        f"  a burst of {result.deliveries:,} deliveries at once:",
+        f"    taken in at {result.intake_per_second:,.0f}/s ({result.intake_bottleneck}); "
+        f"processed at {result.process_per_second:,.1f}/s; queue peak "
+        f"{result.queue_peak:,.0f} messages",
+        f"    drained in {duration(result.drain_seconds)}; notifications sent within "
+        f"{duration(result.outbox_seconds)}, e-mails within {duration(result.email_seconds)}; "
+        f"the reconciliation checks its orders in {duration(result.reconciliation_seconds)}",
+    ]
+    for deadline in result.deadlines:
+        lines.append(
+            f"    {deadline.what}: {duration(max(deadline.waits_seconds, 0))} of at most "
+            f"{duration(deadline.limit_seconds)}"
+            + ("" if deadline.kept else f": PAST IT, {deadline.then}")
+        )
+    return lines
+
+
+def to_json(capacity: Capacity, per_event: PerEvent, burst_result: Burst | None) -> dict[str, Any]:
+    def row(r: Row) -> dict[str, Any]:
+        found = asdict(r)
+        found["headroom"] = None if math.isinf(r.headroom) else r.headroom
+        return found
+
+    first = capacity.first_to_saturate()
+    return {
+        "payments_per_second": capacity.payments_per_second,
+        "deliveries_per_second": capacity.deliveries_per_second,
+        "deliveries_per_payment": per_event.deliveries_per_payment,
+        "measured_on": per_event.measured_on,
+        "rows": [row(r) for r in capacity.rows],
+        "first_to_saturate": row(first),
+        "first_on_webhook_path": row(capacity.first_to_saturate(webhook_path_only=True)),
+        "burst": None
+        if burst_result is None
+        else {
+            **{k: v for k, v in asdict(burst_result).items() if k != "deadlines"},
+            "deadlines": [{**asdict(d), "kept": d.kept} for d in burst_result.deadlines],
+        },
+    }
+
+
+def render_docs_block(
+    per_event: PerEvent,
+    settings: StackSettings | None = None,
+    quotas: Quotas | None = None,
+    rates: Sequence[float] = DOC_RATES,
+    burst_deliveries: int = 1_000_000,
+) -> str:
+    """The capacity section of docs/performance.md: generated, never edited by hand (a test
+    holds the page to this function's output for the committed measurement)."""
+    settings = settings or StackSettings()
+    quotas = quotas or Quotas.load()
+    models = [model(per_event, rate, settings, quotas) for rate in rates]
+    lines = [
+        DOCS_BEGIN,
+        f"Generated by `make capacity` from the drill mix measured by `make cost` on "
+        f"{per_event.measured_on} (costmodel/measured.json: {per_event.deliveries} deliveries "
+        f"of {per_event.orders} orders) and AWS's default quotas in us-east-1 "
+        "(costmodel/quotas.toml, each with its source); the stack's defaults "
+        f"(`processMaxConcurrency` {settings.process_max_concurrency}, the outbox stream "
+        f"read {settings.outbox_parallelization_factor} batches at a time from "
+        f"{quotas.assumptions['outbox_stream_shards']:.0f} shard). {describe(per_event)}",
+        "",
+        *rates_table(rates, [m.rows for m in models]),
+        "",
+        "First to saturate, and the setting that lifts it:",
+        "",
+        *(_saturation(m) for m in models),
+    ]
+    example = burst(per_event, burst_deliveries, models[0], settings)
+    lines += [
+        "",
+        f"A provider's backlog of {burst_deliveries:,} deliveries at once (after an outage), on "
+        f"the default stack (`umavez capacity --rate 10 --burst {burst_deliveries}`):",
+        "",
+        *(line.strip() and f"- {line.strip()}" for line in render_burst(example)[1:]),
+        DOCS_END,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _saturation(m: Capacity) -> str:
+    """A rate's line: what saturates first, on a webhook's way, with REST + WAF, and after."""
+
+    def said(r: Row) -> str:
+        return f"{r.component} ({headroom(r.headroom)}): {r.lift}"
+
+    first = m.first_to_saturate()
+    path = m.first_to_saturate(webhook_path_only=True)
+    rest = m.first_to_saturate(rest=True, webhook_path_only=True)
+    text = (
+        f"- **{m.payments_per_second:,.0f} payments a second** "
+        f"({m.deliveries_per_second:,.0f} deliveries): {said(first)}."
+    )
+    if path is not first:
+        text += f" On a webhook's way: {said(path)}."
+    if rest is not path:
+        text += f" With REST + WAF: {said(rest)}."
+    saturated = [r for r in m.saturated() if r is not first and r is not path]
+    if saturated:
+        text += " Also saturated: " + "; ".join(said(r) for r in saturated) + "."
+    return text
+
+
+def rates_table(
+    rates: Sequence[float], at_each: Sequence[Sequence[Row]], no_limit: str = "unlimited"
+) -> list[str]:
+    """A line per component: its unit, its limit (linked to its page) and, at each rate (the
+    rows `at_each` holds, in the same order), its load and headroom."""
+    columns = ["component", "unit", "limit", *(f"{r:,.0f}/s: load | headroom" for r in rates)]
+    lines = table_head(columns, "llr" + "rr" * len(rates))
+    for n, first in enumerate(at_each[0]):
+        limit = no_limit if first.limit is None else number(first.limit)
+        if first.source.startswith("https://"):
+            limit = f"[{limit}]({first.source})"
+        cells = (f"{number(r[n].load)} | {headroom(r[n].headroom)}" for r in at_each)
+        lines.append(row([first.component, first.unit, limit, *cells]))
+    return lines
+
+
+def render_summary_block(
+    per_event: PerEvent,
+    settings: StackSettings | None = None,
+    quotas: Quotas | None = None,
+    rates: Sequence[float] = DOC_RATES,
+) -> str:
+    """The README's short table: the rate, what gives first, what lifts it."""
+    settings = settings or StackSettings()
+    quotas = quotas or Quotas.load()
+    lines = [
+        SUMMARY_BEGIN,
+        "| payments/s | first to saturate on a webhook's way | every setting to change, "
+        "tightest first |",
+        "|---:|---|---|",
+    ]
+    models = [model(per_event, rate, settings, quotas) for rate in rates]
+    for m in models:
+        first = m.first_to_saturate(webhook_path_only=True)
+        # Each setting once, without where it lives: the performance page says that.
+        lifts = list(dict.fromkeys(_brief(r.lift) for r in m.saturated() if r.webhook_path))
+        lines.append(
+            f"| {m.payments_per_second:,.0f} | {first.component} ({headroom(first.headroom)}) | "
+            + "; ".join(lifts or ["none"])
+            + " |"
+        )
+    reconciliation = models[0].rows[-1]
+    behind = [f"{m.payments_per_second:,.0f}" for m in models if m.rows[-1].headroom < 1]
+    lines += [
+        "",
+        "The hourly reconciliation, fanned out, keeps up with "
+        f"{reconciliation.limit or 0:,.0f} changed orders a second"
+        + (f" (behind at {', '.join(behind)} a second)" if behind else "")
+        + ". Every component, quotas with sources, bursts: "
+        "[docs/performance.md](docs/performance.md).",
+    ]
+    lines.append(SUMMARY_END)
+    return "\n".join(lines) + "\n"
+
+
+def _brief(lift: str) -> str:
+    return re.sub(r" in [\w/]+\.py| \([^)]*\)", "", lift)
+
+
+# -- the statement pass ---------------------------------------------------------------------------
+
+
+def _period(load: statement_pass.PassLoad) -> str:
+    return "a day" if load.period_seconds >= DAY else "an hour"
+
+
+def statement_rows(load: statement_pass.PassLoad, quotas: Quotas) -> list[Row]:
+    """One provider's pass at a rate (every payment this provider's), on its cadence: its API
+    calls against the provider's limit, one invocation's budget, the DynamoDB units it adds."""
+    provider = load.provider
+    limit = load.limit
+    one = load.payments_per_second_one_invocation_keeps_up_with
+    calls = (
+        "averaged over the hour"
+        if load.period_seconds < DAY
+        else f"the day's pass in one {limit.window_seconds / 3600:g}-hour quota window, and "
+        "process's reads"
+    )
+    return [
+        Row(
+            f"{provider}: API calls ({calls})",
+            load.api_calls_per_second,
+            limit.per_second,
+            "requests/s",
+            limit.note,
+            limit.source,
+            webhook_path=False,
+        ),
+        Row(
+            f"{provider}: one invocation, {statement_pass.TIMEOUT_SECONDS} s "
+            f"({load.seconds_per_line * 1000:.0f} ms a line)",
+            load.payments_per_second,
+            one,
+            "payments/s",
+            f"{load.invocations_a_run_needed:,} invocations of "
+            f"{statement_pass.TIMEOUT_SECONDS} s {_period(load)}",
+            "costmodel/statement.py",
+            webhook_path=False,
+        ),
+        *(
+            Row(
+                f"{provider}: DynamoDB {kind} of the scheduled passes",
+                units,
+                quotas.value(f"dynamodb_table_{kind[:-1]}_units"),
+                unit,
+                QUOTA_INCREASE,
+                quotas.source(f"dynamodb_table_{kind[:-1]}_units"),
+                webhook_path=False,
+            )
+            for kind, units, unit in (
+                ("reads", load.rru_per_second, "RRU/s"),
+                ("writes", load.wru_per_second, "WRU/s"),
+            )
+        ),
+    ]
+
+
+def statement_verdict(load: statement_pass.PassLoad) -> str:
+    """Whether one invocation and the provider's limit carry the rate, and what the deployment
+    must do where they do not."""
+    budget = statement_pass.TIMEOUT_SECONDS
+    needed = load.payments_per_second * load.lines_per_payment
+    daily = load.period_seconds >= DAY
+    if daily:
+        text = (
+            f"{load.provider}: {needed * load.period_seconds:,.0f} lines a day to book in one run, "
+            f"one invocation books {load.lines_per_second_booked * budget:,.0f} in its {budget} s; "
+        )
+    else:
+        text = (
+            f"{load.provider}: {needed:,.0f} lines a second to book, one invocation books "
+            f"{load.lines_per_second_booked:,.0f}; "
+        )
+    window = "the day's" if daily else "the hour's"
+    if load.keeps_up:
+        text += f"one invocation keeps up ({duration(load.work_seconds_a_run)} of {budget} s)"
+    else:
+        text += (
+            f"**one invocation does not keep up** ({duration(load.work_seconds_a_run)} of work "
+            f"{_period(load)} for its {budget} s: {window} window split among "
+            f"{load.invocations_a_run_needed:,} invocations, or its lines booked that many at "
+            "once)"
+        )
+    limit = load.limit.per_second
+    if limit is None:
+        text += f"; {number(load.api_calls_per_second)} API calls a second (no published limit)"
+    elif load.within_rate_limit:
+        text += (
+            f"; {number(load.api_calls_per_second)} API calls a second, within "
+            f"{number(limit)} ({headroom(limit / load.api_calls_per_second)})"
+        )
+    else:
+        text += (
+            f"; **{number(load.api_calls_per_second)} API calls a second over its limit of "
+            f"{number(limit)}** ({headroom(limit / load.api_calls_per_second)})"
+        )
+    most = load.payments_a_day_within_limit
+    if daily and most is not None:
+        text += f"; the limit carries {number(most)} payments a day"
+    return text
+
+
+def render_statement_block(
+    model_: statement_pass.StatementModel,
+    quotas: Quotas | None = None,
+    rates: Sequence[float] = DOC_RATES,
+) -> str:
+    """The statement pass's section of docs/performance.md: generated, like the capacity's."""
+    quotas = quotas or Quotas.load()
+    loads = {
+        provider: [model_.load(provider, rate) for rate in rates]
+        for provider in statement_pass.PROVIDERS_A_RUN
+    }
+    header = [f"{rate:,.0f}/s: load | headroom" for rate in rates]
+    a = model_.assumptions
+    lines = [
+        STATEMENT_BEGIN,
+        "Generated by `make capacity` from costmodel/statement.py: each provider's pass at "
+        "every payment being that provider's, on its cadence (Stripe's and Mercado Pago's "
+        "hourly, Asaas's daily), one invocation of "
+        f"{statement_pass.TIMEOUT_SECONDS} s a run; "
+        f"{model_.movements_per_payment:g} movements a payment, each line read "
+        f"{model_.reads['stripe'].reads_of_each_row:.2f} times (Stripe, Mercado Pago: the "
+        f"window's edges) or {model_.reads['asaas'].reads_of_each_row:g} time (Asaas: each day "
+        "once, the morning after; hourly, each pass would read the day so far, each line "
+        f"{hours_read_of_each_day_hour():.1f} times); "
+        f"process reads {model_.reads['asaas'].process_calls_per_payment:g} Asaas payments a "
+        "payment from the same quota; "
+        f"{a['statement_booked_now_share']:.0%} booked now; a line's DynamoDB calls at "
+        "`[latency_ms]` of costmodel/prices.toml, a page of 100 at "
+        f"{model_.latency('provider-api', 'page'):.0f} ms, an object at "
+        f"{model_.latency('provider-api', 'GET'):.0f} ms; {WORKERS} lines or "
+        "orders at once (their own work one after another); API calls averaged over the hour "
+        "(Asaas: over its quota's 12 hours, a day's pass falling in one), DynamoDB units over "
+        "each pass's period.",
+        "",
+        *table_head(["component", "unit", "limit", *header], "llr" + "rr" * len(rates)),
+    ]
+    for provider in statement_pass.PROVIDERS_A_RUN:
+        at_each = [statement_rows(load, quotas) for load in loads[provider]]
+        # A provider that publishes no limit has none to hold the load to, not an unlimited one.
+        lines += rates_table(rates, at_each, no_limit="not published")[2:]
+    lines += ["", "Per rate, what one invocation and the provider's limit carry:", ""]
+    for n, rate in enumerate(rates):
+        verdicts = "; ".join(statement_verdict(loads[p][n]) for p in statement_pass.PROVIDERS_A_RUN)
+        lines.append(f"- **{rate:,.0f} payments a second**: {verdicts}.")
+    lines.append(STATEMENT_END)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,87 @@
+"""What the generated pages share: a block between its markers, a table's lines and the way
+each kind of figure is written (dollars, quantities, limits, headrooms, durations)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+HOUR = 3600.0
+DAY = 24 * HOUR
+
+
+def _span(text: str, begin: str, end: str) -> tuple[int, int]:
+    start, stop = text.find(begin), text.find(end)
+    if start < 0 or stop < start:
+        raise ValueError(f"no {begin} ... {end} block")
+    return start, stop + len(end)
+
+
+def block_between(text: str, begin: str, end: str) -> str:
+    """The block, its markers included, as its generator writes it (a newline at its end)."""
+    start, stop = _span(text, begin, end)
+    return text[start:stop] + "\n"
+
+
+def replace_between(text: str, begin: str, end: str, block: str) -> str:
+    """`text` with its block between the markers replaced by `block` (markers included)."""
+    start, stop = _span(text, begin, end)
+    return text[:start] + block.rstrip("\n") + text[stop:]
+
+
+def row(cells: Iterable[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def table_head(columns: Iterable[str], align: str) -> list[str]:
+    """A table's header and its rule; `align`: a letter a column, `l`eft or `r`ight."""
+    return [row(columns), "|" + "".join("---:|" if a == "r" else "---|" for a in align)]
+
+
+def usd(value: float) -> str:
+    if value == 0:
+        return "$0"
+    if abs(value) < 0.1:
+        return f"${value:.3f}"
+    return f"${value:,.2f}"
+
+
+def quantity(value: float) -> str:
+    if value == 0:
+        return "0"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.3g}"
+
+
+def number(value: float | None) -> str:
+    """A load or a limit; None or infinite: no limit."""
+    if value is None or math.isinf(value):
+        return "unlimited"
+    if value == 0:
+        return "0"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    if abs(value) >= 1:
+        return f"{value:.3g}"
+    return f"{value:.2g}"
+
+
+def headroom(value: float) -> str:
+    """Limit / load; in bold below 1 (saturated)."""
+    if math.isinf(value):
+        return "-"
+    text = f"{value:,.0f}x" if value >= 100 else f"{value:.2g}x"
+    return f"**{text}**" if value < 1 else text
+
+
+def duration(seconds: float) -> str:
+    if math.isinf(seconds):
+        return "never"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 2 * HOUR:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * DAY:
+        return f"{seconds / HOUR:.1f} h"
+    return f"{seconds / DAY:.1f} days"

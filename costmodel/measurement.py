@@ -1,0 +1,259 @@
+"""What `umavez cost` measured, and what prices it: the counters of each scenario (the server's
+accounting of every request, under the function that made it, and the functions' meters), the
+scheduled functions' idle runs taken out, who pays for each request, each function's time in
+AWS, and the list prices of costmodel/prices.toml (model.py turns them into the bill)."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from costmodel import statement as statement_pass
+from devstack.capacity import Units
+from infra import settings
+
+PRICES_PATH = Path(__file__).with_name("prices.toml")
+KINDS = ("new payment", "duplicate", "stale", "refund")
+MIX = "drill mix"
+# The stack's Lambda memory and schedules, as deployed.
+FUNCTION_MEMORY_MB = settings.LAMBDA_MEMORY_MB
+SCHEDULE_MINUTES = settings.SCHEDULE_MINUTES
+# Functions whose invocations start a trace of their own (Lambda active tracing): the stream's
+# sender and the schedules. Ingest starts one only with the HTTP API; process never does.
+TRACE_STARTERS = ("outbox", "sweeper", "waiting", "reconciliation", statement_pass.FUNCTION)
+# Requests no function made but AWS bills: Lambda's SQS event source mapping receives and
+# deletes on the webhook queue (DynamoDB Streams reads by a Lambda trigger are free).
+EVENT_SOURCE_SQS_OPERATIONS = {
+    "ReceiveMessage",
+    "DeleteMessage",
+    "DeleteMessageBatch",
+    "ChangeMessageVisibility",
+    "ChangeMessageVisibilityBatch",
+}
+PROVIDER_API = "provider-api"
+PROVIDER_API_CALLER = "process"
+
+AwsKey = tuple[str, str, str, str]  # caller, service, operation, resource
+
+
+# -- prices ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Price:
+    name: str
+    usd: float
+    per: float
+    unit: str
+    source: str
+    as_of: str
+    note: str = ""
+
+    @property
+    def rate(self) -> float:
+        return self.usd / self.per
+
+
+@dataclass(frozen=True)
+class Prices:
+    prices: dict[str, Price]
+    assumptions: dict[str, float]
+    latency_ms: dict[str, float]
+
+    @classmethod
+    def load(cls, path: Path = PRICES_PATH) -> Prices:
+        loaded = tomllib.loads(path.read_text())
+        prices = {
+            name: Price(name, **{**entry, "usd": float(entry["usd"]), "per": float(entry["per"])})
+            for name, entry in loaded["prices"].items()
+        }
+        assumptions = {k: float(v) for k, v in loaded["assumptions"].items()}
+        latency = {k: float(v) for k, v in loaded["latency_ms"].items()}
+        return cls(prices, assumptions, latency)
+
+    def rate(self, name: str) -> float:
+        return self.prices[name].rate
+
+    def latency(self, service: str, operation: str) -> float:
+        """Milliseconds a Lambda waits on one call, in AWS (an assumption: `[latency_ms]`)."""
+        found = self.latency_ms.get(f"{service}.{operation}", self.latency_ms.get(service))
+        return found if found is not None else self.latency_ms["default"]
+
+    def dynamodb(self, units: Mapping[str, float]) -> float:
+        """Dollars of DynamoDB request units, whatever their kind (`wru_*`, `rru_*`)."""
+        writes, reads = statement_pass.of_kind(units, "wru"), statement_pass.of_kind(units, "rru")
+        return writes * self.rate("dynamodb_write_request_unit") + reads * self.rate(
+            "dynamodb_read_request_unit"
+        )
+
+
+# -- what was measured -------------------------------------------------------------------------
+
+
+@dataclass
+class Sample:
+    """Counters over one scenario: the server's accounting rows and the functions' meters."""
+
+    events: int = 0
+    aws: dict[AwsKey, Units] = field(default_factory=dict)
+    functions: dict[str, Units] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls,
+        accounting: Iterable[Mapping[str, Any]],
+        metering: Mapping[str, Any],
+        provider_api_calls: int = 0,
+    ) -> Sample:
+        """`provider_api_calls`: reads from the providers' APIs (the local fakes), made by
+        process: no AWS bill, but Lambda time."""
+        aws = {
+            (row["caller"], row["service"], row["operation"], row["resource"]): Units(row["units"])
+            for row in accounting
+        }
+        functions = {name: Units(counters) for name, counters in metering.items()}
+        if provider_api_calls:
+            aws[(PROVIDER_API_CALLER, PROVIDER_API, "GET", "")] = Units(
+                {"requests": provider_api_calls}
+            )
+        return cls(0, aws, functions)
+
+    def minus(self, other: Sample) -> Sample:
+        """Counter subtraction: what `other` did not already count (never below zero)."""
+        aws = {k: v.minus(other.aws.get(k, Units())) for k, v in self.aws.items()}
+        functions = {k: v.minus(other.functions.get(k, Units())) for k, v in self.functions.items()}
+        return Sample(self.events, _nonempty(aws), _nonempty(functions))
+
+    def scaled(self, factor: float) -> Sample:
+        return Sample(
+            self.events,
+            {k: v.scaled(factor) for k, v in self.aws.items()},
+            {k: v.scaled(factor) for k, v in self.functions.items()},
+        )
+
+    def only(self, function: str) -> Sample:
+        """One function's own requests and meters."""
+        return Sample(
+            self.events,
+            {k: v for k, v in self.aws.items() if k[0] == function},
+            {k: v for k, v in self.functions.items() if k == function},
+        )
+
+    def invocations(self, function: str) -> float:
+        return float(self.functions.get(function, Units())["invocations"])
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "events": self.events,
+            "aws": [{"key": list(k), "units": dict(v)} for k, v in sorted(self.aws.items())],
+            "functions": {k: dict(v) for k, v in sorted(self.functions.items())},
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Sample:
+        aws = {
+            (row["key"][0], row["key"][1], row["key"][2], row["key"][3]): Units(row["units"])
+            for row in data["aws"]
+        }
+        functions = {k: Units(v) for k, v in data["functions"].items()}
+        return cls(int(data["events"]), aws, functions)
+
+
+def _nonempty(counters: dict[Any, Units]) -> dict[Any, Units]:
+    return {k: v for k, v in counters.items() if v}
+
+
+def without_idle(sample: Sample, idle: Mapping[str, Sample]) -> Sample:
+    """Takes out the scheduled functions' runs: each run, as many times as it ran, costs what
+    one idle run costs (priced per month instead); what they did beyond that stays."""
+    for function, one_run in idle.items():
+        runs = sample.invocations(function)
+        if runs:
+            events = sample.events
+            sample = sample.minus(one_run.scaled(runs))
+            sample.events = events
+    return sample
+
+
+@dataclass
+class Measurement:
+    options: dict[str, Any]
+    kinds: dict[str, Sample]
+    idle: dict[str, Sample]
+    mix: Sample | None
+    measured_on: str
+    elapsed_seconds: float
+    excluded_requests: int = 0
+
+    def scenarios(self) -> dict[str, Sample]:
+        found = {k: without_idle(v, self.idle) for k, v in self.kinds.items()}
+        if self.mix is not None:
+            found[MIX] = without_idle(self.mix, self.idle)
+        return found
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "options": self.options,
+            "kinds": {k: v.to_json() for k, v in self.kinds.items()},
+            "idle": {k: v.to_json() for k, v in self.idle.items()},
+            "mix": self.mix.to_json() if self.mix is not None else None,
+            "measured_on": self.measured_on,
+            "elapsed_seconds": self.elapsed_seconds,
+            "excluded_requests": self.excluded_requests,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Measurement:
+        return cls(
+            dict(data["options"]),
+            {k: Sample.from_json(v) for k, v in data["kinds"].items()},
+            {k: Sample.from_json(v) for k, v in data["idle"].items()},
+            Sample.from_json(data["mix"]) if data.get("mix") else None,
+            str(data["measured_on"]),
+            float(data["elapsed_seconds"]),
+            int(data.get("excluded_requests", 0)),
+        )
+
+
+def payer(key: AwsKey, webhook_queue: str) -> str | None:
+    """Who a request is billed to: the function that made it, Lambda's event source mappings,
+    or nobody (the local stack's own requests: drain, checks, sinks)."""
+    caller, service, operation, resource = key
+    if caller in FUNCTION_MEMORY_MB:
+        return caller
+    if service == "sqs" and resource == webhook_queue and operation in EVENT_SOURCE_SQS_OPERATIONS:
+        return "process (event source)"
+    if service == "dynamodbstreams":
+        return "outbox (event source)"
+    return None
+
+
+def lambda_milliseconds(sample: Sample, prices: Prices) -> Units:
+    """Each function's billed time in AWS over the sample: its own work, measured, plus every
+    AWS call it made at the typical latency of `[latency_ms]`, plus 0.5 ms an invocation for
+    the rounding up to 1 ms (the local wall clock is only an upper bound)."""
+    waits = Units()
+    for (caller, service, operation, _), units in sample.aws.items():
+        waits[caller] += units["requests"] * prices.latency(service, operation)
+    return Units(
+        {
+            function: meters["compute_ms"] + waits[function] + 0.5 * meters["invocations"]
+            for function, meters in sample.functions.items()
+        }
+    )
+
+
+@dataclass
+class CostOptions:
+    orders: int = 52
+    per_kind: int = 20
+    seed: int = 42
+
+
+def webhook_queue() -> str:
+    from devstack.resources import WEBHOOK_QUEUE_NAME
+
+    return WEBHOOK_QUEUE_NAME
