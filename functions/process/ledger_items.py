@@ -217,7 +217,12 @@ class LedgerItems:
         }
         return [Placed(Slot.REVERSED, check)]
 
-    def binding(self, provider: str, order_id: str, ref: str) -> TransactWriteItemTypeDef:
+    def binding(
+        self, provider: str, order_id: str, ref: str, attached_at: int | None = None
+    ) -> TransactWriteItemTypeDef:
+        """`ref` bound to `order_id`, only if no other order holds it (first writer wins);
+        `attached_at` when a person attached it (`umavez attach`)."""
+        attached = {} if attached_at is None else {"attached_at": attached_at}
         return {
             "Put": {
                 "TableName": self._tables.ledger,
@@ -227,6 +232,7 @@ class LedgerItems:
                         tables.SORT_KEY: tables.REF_SORT,
                         "ref": ref,
                         "order_id": order_id,
+                        **attached,
                     }
                 ),
                 "ConditionExpression": "attribute_not_exists(#pk) OR #order = :order",

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Final
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
+from functions.process.ledger_items import LedgerItems
 from functions.process.transaction import Placed, Slot, Transaction
 from functions.shared import settings, tables
 from functions.shared.bindings import binding_key, bound_orders, ledger_items
@@ -112,6 +113,7 @@ class Waiting:
         self._limit = wait_limit_seconds
         self._retention_seconds = retention_seconds
         self._recheck_after = recheck_after_seconds
+        self._items = LedgerItems(table_names, clock, retention_seconds)
 
     # -- parking ---------------------------------------------------------------------------
 
@@ -132,10 +134,9 @@ class Waiting:
         }
         try:
             self._db.put_item(
-                TableName=self._tables.ledger,
-                Item=to_attributes(item),
-                ConditionExpression="attribute_not_exists(#pk)",
-                ExpressionAttributeNames={"#pk": tables.PARTITION_KEY},
+                **LedgerItems.first_record(
+                    {"TableName": self._tables.ledger, "Item": to_attributes(item)}
+                )
             )
         except ClientError as exc:
             if not is_condition_failure(exc):  # parked already: it keeps its first time
@@ -394,24 +395,7 @@ class Waiting:
         return len(parked)
 
     def _bind(self, provider: str, object_id: str, order_id: str) -> None:
-        binding: TransactWriteItemTypeDef = {
-            "Put": {
-                "TableName": self._tables.ledger,
-                "Item": to_attributes(
-                    {
-                        tables.PARTITION_KEY: tables.ref_pk(provider, object_id),
-                        tables.SORT_KEY: tables.REF_SORT,
-                        "ref": object_id,
-                        "order_id": order_id,
-                        "attached_at": int(self._clock()),
-                    }
-                ),
-                "ConditionExpression": "attribute_not_exists(#pk) OR #order = :order",
-                "ExpressionAttributeNames": {"#pk": tables.PARTITION_KEY, "#order": "order_id"},
-                "ExpressionAttributeValues": to_attributes({":order": order_id}),
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
-        }
+        binding = self._items.binding(provider, order_id, object_id, int(self._clock()))
         transaction = Transaction.of(Placed(Slot.BINDING, binding, object_id))
         try:
             self._db.transact_write_items(TransactItems=transaction.items)
@@ -533,12 +517,9 @@ class Waiting:
             {tables.PARTITION_KEY: partition, tables.SORT_KEY: item[tables.SORT_KEY]}
         )
         audit: TransactWriteItemTypeDef = {
-            "Put": {
-                "TableName": self._tables.ledger,
-                "Item": to_attributes(record),
-                "ConditionExpression": "attribute_not_exists(#pk)",
-                "ExpressionAttributeNames": {"#pk": tables.PARTITION_KEY},
-            }
+            "Put": LedgerItems.first_record(
+                {"TableName": self._tables.ledger, "Item": to_attributes(record)}
+            )
         }
         dormant = {
             **item,
