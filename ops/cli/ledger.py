@@ -9,6 +9,65 @@ import time
 from typing import Any
 
 from functions.shared.tables import DEFAULT_LEDGER_TABLE, DEFAULT_OUTBOX_TABLE, TableNames
+from ops.cli.common import add_endpoint_url
+
+
+def add_show_order_parser(show_what: Any) -> None:
+    parser = show_what.add_parser("order", help="an order, its effects and its outbox items")
+    parser.add_argument("order_id")
+    parser.add_argument(
+        "--json", action="store_true", help="machine-readable output (fields in docs/operations.md)"
+    )
+    add_endpoint_url(parser, "the deployed tables")
+    parser.add_argument("--ledger-table", default=DEFAULT_LEDGER_TABLE)
+    parser.add_argument("--outbox-table", default=DEFAULT_OUTBOX_TABLE)
+    parser.set_defaults(run=show_order)
+
+
+def add_show_parked_parsers(show_what: Any) -> None:
+    """`show waiting` and `show unmatched`: the two shelves of parked deliveries."""
+    for what, description in (
+        ("waiting", "deliveries waiting for the order their payment belongs to"),
+        ("unmatched", "money nobody could route: waited past the providers' retries"),
+    ):
+        parser = show_what.add_parser(what, help=description)
+        parser.add_argument("--json", action="store_true", help="machine-readable output")
+        add_endpoint_url(parser, "the deployed tables")
+        parser.add_argument("--ledger-table", default=DEFAULT_LEDGER_TABLE)
+        parser.set_defaults(run=show_parked)
+
+
+def add_outbox_parser(commands: Any) -> None:
+    outbox = commands.add_parser("outbox", help="operate on outbox items (notifications)")
+    outbox_what = outbox.add_subparsers(dest="outbox_command", required=True)
+    revive = outbox_what.add_parser(
+        "revive", help="dead notifications back to pending, same key: the sweeper sends them"
+    )
+    revive_which = revive.add_mutually_exclusive_group(required=True)
+    revive_which.add_argument("outbox_id", nargs="?", help="one item (obx_...)")
+    revive_which.add_argument("--all-dead", action="store_true", help="every dead item")
+    revive.add_argument("--json", action="store_true", help="machine-readable output")
+    add_endpoint_url(revive, "the deployed table")
+    revive.add_argument("--outbox-table", default=DEFAULT_OUTBOX_TABLE)
+    revive.set_defaults(run=outbox_revive)
+
+
+def add_attach_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "attach", help="bind a waiting or unmatched payment to its order; it is then applied"
+    )
+    parser.add_argument("provider", choices=["stripe", "mercadopago", "asaas"])
+    parser.add_argument("object", help="the provider object: pi_..., a payment id, pay_...")
+    parser.add_argument("order_id")
+    add_endpoint_url(parser)
+    parser.add_argument("--ledger-table", default=DEFAULT_LEDGER_TABLE)
+    parser.add_argument(
+        "--queue-url", default=None, help="the webhook queue (default: the local stack's)"
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="bind even if no delivery waits for the object"
+    )
+    parser.set_defaults(run=attach)
 
 
 def _waiting_room(endpoint_url: str, ledger_table: str, queue_url: str | None) -> Any:
