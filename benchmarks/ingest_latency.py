@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {
@@ -170,30 +170,53 @@ def cold_imports() -> dict[str, float]:
 def main() -> None:
     os.environ.update(ENV)
     sys.path.insert(0, str(ROOT))
-    import boto3
+    event = signed_stripe_event()
+    devnull = quiet_ingest_logs()
+    results: dict[str, dict[str, float]] = {"cold_import_ms": cold_imports()}
+    results["warm_latency_us_stubbed_sqs"] = warm_latency_stubbed_sqs(event)
+    results.update(against_the_local_server(event, devnull))
+    for name in (
+        "cold_start_to_first_answer_ms_real_sqs",
+        "warm_latency_us_stubbed_sqs",
+        "warm_latency_us_real_sqs",
+    ):
+        pair = results[name]
+        pair["ratio"] = pair["ingest"] / pair["bare"]
+    print(json.dumps(results, indent=2))
+    if results["cold_import_ms"]["ratio"] > COLD_IMPORT_LIMIT:
+        print(f"cold import ratio above {COLD_IMPORT_LIMIT}x", file=sys.stderr)
+
+
+def signed_stripe_event() -> dict[str, Any]:
+    """A Stripe payment as API Gateway hands it to ingest, signed now."""
     import stripe
 
-    from benchmarks import bare_sqs_handler
-    from devstack.resources import client
-    from devstack.server import LocalAws
-    from fixtures.fakes import StaticSecrets
-    from fixtures.lambda_events import FakeLambdaContext, api_gateway_event
-    from functions.ingest import handler
-    from functions.ingest.adapters import SqsQueue
-    from functions.ingest.service import VERIFIERS, WebhookIngest
+    from fixtures.lambda_events import api_gateway_event
 
     body = (ROOT / "fixtures/events/stripe/payment_intent.succeeded.json").read_text()
     header = stripe.WebhookSignature.generate_signature_header(body, SECRET, int(time.time()))
-    event = api_gateway_event("stripe", body.encode(), {"Stripe-Signature": header})
+    return api_gateway_event("stripe", body.encode(), {"Stripe-Signature": header})
+
+
+def quiet_ingest_logs() -> TextIO:
+    """Ingest's log lines still formatted, written nowhere: the stream they go to instead."""
+    from functions.ingest import handler
 
     log_handler = handler.logger.registered_handler
     assert isinstance(log_handler, logging.StreamHandler)
     devnull = open(os.devnull, "w")  # noqa: SIM115 - formatting cost stays, output goes
     log_handler.setStream(devnull)
+    return devnull
 
-    results: dict[str, dict[str, float]] = {"cold_import_ms": cold_imports()}
 
-    # Stubbed SQS: what ingest adds on the client side.
+def warm_latency_stubbed_sqs(event: dict[str, Any]) -> dict[str, float]:
+    """What ingest adds on the client side: both handlers' SQS answered by botocore's Stubber."""
+    from benchmarks import bare_sqs_handler
+    from fixtures.fakes import StaticSecrets
+    from functions.ingest import handler
+    from functions.ingest.adapters import SqsQueue
+    from functions.ingest.service import VERIFIERS, WebhookIngest
+
     calls = WARM_CALLS + 50
     ingest = WebhookIngest(
         VERIFIERS,
@@ -215,97 +238,124 @@ def main() -> None:
         WARM_CALLS,
         warmup=50,
     )
-    results["warm_latency_us_stubbed_sqs"] = {k: 1e6 * v for k, v in stubbed.items()}
+    return {k: 1e6 * v for k, v in stubbed.items()}
 
-    # A real SQS endpoint: the local moto server, over HTTP.
+
+def against_the_local_server(event: dict[str, Any], devnull: TextIO) -> dict[str, dict[str, float]]:
+    """A real SQS endpoint: the local moto server, over HTTP. Cold start to the first answer,
+    then warm latency."""
+    from devstack.server import LocalAws
+
     aws = LocalAws().start()
     try:
-        sqs = client("sqs", aws.endpoint_url)
-        queue_url = sqs.create_queue(QueueName="bench-webhooks")["QueueUrl"]
-        client("secretsmanager", aws.endpoint_url).create_secret(
-            Name="bench/stripe", SecretString=json.dumps({"active": [SECRET]})
-        )
-        os.environ.update(
-            {
-                "AWS_ENDPOINT_URL": aws.endpoint_url,
-                "WEBHOOK_QUEUE_URL": queue_url,
-                "PROVIDER_SECRETS": json.dumps({"stripe": "bench/stripe"}),
-            }
-        )
-        assert set(REAL_SETTINGS) <= set(os.environ)
-        handler.webhook_ingest.cache_clear()
-        bare_sqs_handler.sqs = boto3.client("sqs")  # as at its import, now for the server
-        context = FakeLambdaContext(function_name="umavez-ingest")
-
-        def drain() -> int:
-            drained = 0
-            while messages := sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get(
-                "Messages", []
-            ):
-                sqs.delete_message_batch(
-                    QueueUrl=queue_url,
-                    Entries=[
-                        {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
-                        for i, m in enumerate(messages)
-                    ],
-                )
-                drained += len(messages)
-            return drained
-
-        with tempfile.NamedTemporaryFile("w", suffix=".json") as event_file:
-            json.dump(event, event_file)
-            event_file.flush()
-            env = {**ENV, **{k: os.environ[k] for k in REAL_SETTINGS}}
-            first = alternating(
-                {
-                    "ingest": partial(
-                        first_answer_seconds, "functions.ingest.handler", env, event_file.name
-                    ),
-                    "bare": partial(
-                        first_answer_seconds, "benchmarks.bare_sqs_handler", env, event_file.name
-                    ),
-                },
-                FIRST_ANSWER_RUNS,
-            )
+        drain = partial(drained, *local_queue(aws.endpoint_url))
+        first = first_answers(event)
         assert drain() == 2 * FIRST_ANSWER_RUNS  # every first answer enqueued its message
-        results["cold_start_to_first_answer_ms_real_sqs"] = {
-            name: 1000 * seconds for name, seconds in first.items()
+        results = {
+            "cold_start_to_first_answer_ms_real_sqs": {
+                name: 1000 * seconds for name, seconds in first.items()
+            }
         }
-
-        def ingest_handler() -> None:
-            assert handler.lambda_handler(event, context)["statusCode"] == 200
-
-        def keep_the_queue_short(n: int) -> None:
-            """moto's SendMessage computes every queue attribute, a pass over all messages:
-            its cost grows with the queue's depth (15 ms at 0, 80 ms at 600 here). The queue
-            is drained every few rounds, counting that both handlers' messages are there."""
-            if n % PURGE_EVERY == 0:
-                expected = 2 * (PURGE_EVERY if n else REAL_WARMUP)
-                assert drain() == expected
-
-        with contextlib.redirect_stdout(devnull):  # the metrics' EMF line, printed per call
-            real = alternating(
-                {
-                    "ingest": timed(ingest_handler),
-                    "bare": timed(lambda: bare_sqs_handler.lambda_handler(event, None)),
-                },
-                REAL_CALLS,
-                warmup=REAL_WARMUP,
-                between=keep_the_queue_short,
-            )
+        real = warm_latency_real_sqs(event, drain, devnull)
     finally:
         aws.stop()
     results["warm_latency_us_real_sqs"] = {k: 1e6 * v for k, v in real.items()}
-    for name in (
-        "cold_start_to_first_answer_ms_real_sqs",
-        "warm_latency_us_stubbed_sqs",
-        "warm_latency_us_real_sqs",
+    return results
+
+
+def local_queue(endpoint_url: str) -> tuple[Any, str]:
+    """A queue and ingest's Stripe secret on the local server, and both handlers (here and in
+    fresh interpreters, through the environment) sending to that queue."""
+    import boto3
+
+    from benchmarks import bare_sqs_handler
+    from devstack.resources import client
+    from functions.ingest import handler
+
+    sqs = client("sqs", endpoint_url)
+    queue_url = sqs.create_queue(QueueName="bench-webhooks")["QueueUrl"]
+    client("secretsmanager", endpoint_url).create_secret(
+        Name="bench/stripe", SecretString=json.dumps({"active": [SECRET]})
+    )
+    os.environ.update(
+        {
+            "AWS_ENDPOINT_URL": endpoint_url,
+            "WEBHOOK_QUEUE_URL": queue_url,
+            "PROVIDER_SECRETS": json.dumps({"stripe": "bench/stripe"}),
+        }
+    )
+    assert set(REAL_SETTINGS) <= set(os.environ)
+    handler.webhook_ingest.cache_clear()
+    bare_sqs_handler.sqs = boto3.client("sqs")  # as at its import, now for the server
+    return sqs, queue_url
+
+
+def drained(sqs: Any, queue_url: str) -> int:
+    """How many messages the queue held; it is left empty."""
+    count = 0
+    while messages := sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get(
+        "Messages", []
     ):
-        pair = results[name]
-        pair["ratio"] = pair["ingest"] / pair["bare"]
-    print(json.dumps(results, indent=2))
-    if results["cold_import_ms"]["ratio"] > COLD_IMPORT_LIMIT:
-        print(f"cold import ratio above {COLD_IMPORT_LIMIT}x", file=sys.stderr)
+        sqs.delete_message_batch(
+            QueueUrl=queue_url,
+            Entries=[
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
+            ],
+        )
+        count += len(messages)
+    return count
+
+
+def first_answers(event: dict[str, Any]) -> dict[str, float]:
+    """Each handler's cold start to its first answer, in fresh interpreters."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as event_file:
+        json.dump(event, event_file)
+        event_file.flush()
+        env = {**ENV, **{k: os.environ[k] for k in REAL_SETTINGS}}
+        return alternating(
+            {
+                "ingest": partial(
+                    first_answer_seconds, "functions.ingest.handler", env, event_file.name
+                ),
+                "bare": partial(
+                    first_answer_seconds, "benchmarks.bare_sqs_handler", env, event_file.name
+                ),
+            },
+            FIRST_ANSWER_RUNS,
+        )
+
+
+def warm_latency_real_sqs(
+    event: dict[str, Any], drain: Callable[[], int], devnull: TextIO
+) -> dict[str, float]:
+    """Ingest's whole `lambda_handler` and the bare handler, sending to the local queue."""
+    from benchmarks import bare_sqs_handler
+    from fixtures.lambda_events import FakeLambdaContext
+    from functions.ingest import handler
+
+    context = FakeLambdaContext(function_name="umavez-ingest")
+
+    def ingest_handler() -> None:
+        assert handler.lambda_handler(event, context)["statusCode"] == 200
+
+    def keep_the_queue_short(n: int) -> None:
+        """moto's SendMessage computes every queue attribute, a pass over all messages:
+        its cost grows with the queue's depth (15 ms at 0, 80 ms at 600 here). The queue
+        is drained every few rounds, counting that both handlers' messages are there."""
+        if n % PURGE_EVERY == 0:
+            expected = 2 * (PURGE_EVERY if n else REAL_WARMUP)
+            assert drain() == expected
+
+    with contextlib.redirect_stdout(devnull):  # the metrics' EMF line, printed per call
+        return alternating(
+            {
+                "ingest": timed(ingest_handler),
+                "bare": timed(lambda: bare_sqs_handler.lambda_handler(event, None)),
+            },
+            REAL_CALLS,
+            warmup=REAL_WARMUP,
+            between=keep_the_queue_short,
+        )
 
 
 if __name__ == "__main__":

@@ -118,81 +118,110 @@ class Side:
     processor: Any
 
 
-def measure(events: int, rounds: int, chunk: int, warmup: int) -> dict[str, Any]:
-    from devstack.resources import client
-    from devstack.server import LocalAws
-    from functions.process.service import EffectProcessor
-    from functions.shared import tables
-    from functions.shared.domain import Outcome
+@dataclass
+class Alternation:
+    """Process on one server, replay on the other, turn by turn; what the measured turns took."""
 
-    names = tables.TableNames("bench-ledger", "bench-outbox")
+    sides: list[Side]
+    recorder: Recorder
+    server_time: dict[str, float] = field(default_factory=lambda: {"process": 0.0, "replay": 0.0})
+
+    def process_and_replay(self, bodies: list[str], turn: int, into: Round | None) -> None:
+        """Process on one server, replay on the other; both then hold the same items, so
+        the servers swap roles every turn (any difference between them cancels out)."""
+        from functions.shared.domain import Outcome
+
+        first, second = self.sides
+        here, there = (first, second) if turn % 2 == 0 else (second, first)
+        recorded = len(self.recorder.requests)
+        server_before = transaction_server_seconds(here.aws)
+        started = time.perf_counter()
+        for body in bodies:
+            for processed in here.processor.process("stripe", body):
+                assert processed.outcome is Outcome.APPLIED, processed
+        process_seconds = time.perf_counter() - started
+        process_server = transaction_server_seconds(here.aws) - server_before
+        requests = self.recorder.requests[recorded:]
+        server_before = transaction_server_seconds(there.aws)
+        started = time.perf_counter()
+        for operation, params in requests:
+            replay(there.replay_db, operation, params)
+        replay_seconds = time.perf_counter() - started
+        replay_server = transaction_server_seconds(there.aws) - server_before
+        if into is not None:
+            into.events += len(bodies)
+            into.process_seconds += process_seconds
+            into.requests += sum(1 for operation, _ in requests if operation == RECORDED[1])
+            into.replay_seconds += replay_seconds
+            self.server_time["process"] += process_server
+            self.server_time["replay"] += replay_server
+
+
+def measure(events: int, rounds: int, chunk: int, warmup: int) -> dict[str, Any]:
+    from devstack.server import LocalAws
+
     recorder = Recorder()
     servers = [LocalAws().start(), LocalAws().start()]
     try:
-        sides = []
-        for aws in servers:
-            process_db = client("dynamodb", aws.endpoint_url)
-            for request in tables.create_table_requests(names):
-                process_db.create_table(**request)
-            recorder.attach(process_db)
-            processor = EffectProcessor(process_db, names, time.time)
-            sides.append(Side(aws, process_db, client("dynamodb", aws.endpoint_url), processor))
-        server_time = {"process": 0.0, "replay": 0.0}
-
-        def process_and_replay(bodies: list[str], turn: int, into: Round | None) -> None:
-            """Process on one server, replay on the other; both then hold the same items, so
-            the servers swap roles every turn (any difference between them cancels out)."""
-            here, there = (sides[0], sides[1]) if turn % 2 == 0 else (sides[1], sides[0])
-            recorded = len(recorder.requests)
-            server_before = transaction_server_seconds(here.aws)
-            started = time.perf_counter()
-            for body in bodies:
-                for processed in here.processor.process("stripe", body):
-                    assert processed.outcome is Outcome.APPLIED, processed
-            process_seconds = time.perf_counter() - started
-            process_server = transaction_server_seconds(here.aws) - server_before
-            requests = recorder.requests[recorded:]
-            server_before = transaction_server_seconds(there.aws)
-            started = time.perf_counter()
-            for operation, params in requests:
-                replay(there.replay_db, operation, params)
-            replay_seconds = time.perf_counter() - started
-            replay_server = transaction_server_seconds(there.aws) - server_before
-            if into is not None:
-                into.events += len(bodies)
-                into.process_seconds += process_seconds
-                into.requests += sum(1 for operation, _ in requests if operation == RECORDED[1])
-                into.replay_seconds += replay_seconds
-                server_time["process"] += process_server
-                server_time["replay"] += replay_server
-
-        process_and_replay(payments(0, warmup), 0, None)
-        process_and_replay(payments(warmup, warmup), 1, None)
+        alternation = Alternation(fresh_sides(servers, recorder), recorder)
+        alternation.process_and_replay(payments(0, warmup), 0, None)
+        alternation.process_and_replay(payments(warmup, warmup), 1, None)
         operations_before = Counter(recorder.operations)
-        measured = []
-        next_payment = 2 * warmup
-        turn = 0
-        for _ in range(rounds):
-            round_ = Round()
-            for start in range(0, events, chunk):
-                bodies = payments(next_payment, min(chunk, events - start))
-                next_payment += len(bodies)
-                process_and_replay(bodies, turn, round_)
-                turn += 1
-            measured.append(round_)
+        measured = measured_rounds(alternation, events, rounds, chunk, first_payment=2 * warmup)
     finally:
         for aws in servers:
             aws.stop()
+    return summary(measured, recorder.operations - operations_before, alternation.server_time)
 
+
+def fresh_sides(servers: list[Any], recorder: Recorder) -> list[Side]:
+    """Each server with the same empty tables and a processor whose requests are recorded."""
+    from devstack.resources import client
+    from functions.process.service import EffectProcessor
+    from functions.shared import tables
+
+    names = tables.TableNames("bench-ledger", "bench-outbox")
+    sides = []
+    for aws in servers:
+        process_db = client("dynamodb", aws.endpoint_url)
+        for request in tables.create_table_requests(names):
+            process_db.create_table(**request)
+        recorder.attach(process_db)
+        processor = EffectProcessor(process_db, names, time.time)
+        sides.append(Side(aws, process_db, client("dynamodb", aws.endpoint_url), processor))
+    return sides
+
+
+def measured_rounds(
+    alternation: Alternation, events: int, rounds: int, chunk: int, first_payment: int
+) -> list[Round]:
+    """`rounds` rounds of `events` new payments each, `chunk` payments a turn."""
+    measured = []
+    next_payment = first_payment
+    turn = 0
+    for _ in range(rounds):
+        round_ = Round()
+        for start in range(0, events, chunk):
+            bodies = payments(next_payment, min(chunk, events - start))
+            next_payment += len(bodies)
+            alternation.process_and_replay(bodies, turn, round_)
+            turn += 1
+        measured.append(round_)
+    return measured
+
+
+def summary(
+    measured: list[Round], operations: Counter[str], server_time: dict[str, float]
+) -> dict[str, Any]:
+    """The rounds' medians, the requests process made per event, and where each ms went."""
     total_events = sum(r.events for r in measured)
     total_requests = sum(r.requests for r in measured)
-    operations = recorder.operations - operations_before
     process_wall_ms = 1000 * sum(r.process_seconds for r in measured) / total_events
     replay_wall_ms = 1000 * sum(r.replay_seconds for r in measured) / total_requests
     ratios = [r.ratio for r in measured]
     return {
         "events": total_events,
-        "rounds": rounds,
+        "rounds": len(measured),
         "process_events_per_s": statistics.median(r.events_per_second for r in measured),
         "replay_requests_per_s": statistics.median(r.requests_per_second for r in measured),
         "ratio": statistics.median(ratios),

@@ -225,6 +225,27 @@ class EmbeddedStack:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def __enter__(self) -> EmbeddedStack:
+        self._start_aws()
+        handlers = self._wrapped_handlers()
+        self.front = ApiFront(handlers["ingest"], self._front_port, self.api_type).start()
+        self._wire_event_sources(handlers)
+        self._wire_schedules(handlers)
+        self._start_sinks()
+        self.pollers = [
+            *self.process_pollers,
+            self.stream_poller,
+            self.sweeper,
+            self.reconciliation,
+            self.waiting,
+            self.sink,
+        ]
+        for poller in self.pollers:
+            poller.start()
+        return self
+
+    def _start_aws(self) -> None:
+        """The local server and the fake provider APIs, the resources provisioned on it, and
+        the functions' environment naming them."""
         self.aws = LocalAws(
             self._aws_port,
             self.faults.transaction_conflicts,
@@ -245,6 +266,9 @@ class EmbeddedStack:
                 ),
             }
         )
+
+    def _wrapped_handlers(self) -> dict[str, Any]:
+        """The real handlers, each acting as its function, timed, and metered for `cost`."""
         # Every AWS call a handler makes names its function: the server records what each
         # function's calls need of its role (devstack/calls.py).
         self._undo.append(tag_calls())
@@ -253,7 +277,10 @@ class EmbeddedStack:
         handlers = {name: self.stage_times.wrap(name, h) for name, h in handlers.items()}
         if self._metering is not None:
             handlers = {name: self._metering.wrap(name, h) for name, h in handlers.items()}
-        self.front = ApiFront(handlers["ingest"], self._front_port, self.api_type).start()
+        return handlers
+
+    def _wire_event_sources(self, handlers: dict[str, Any]) -> None:
+        """Process behind the webhook queue's pollers, outbox behind the outbox table's stream."""
         self.process_pollers = [
             SqsToLambda(
                 f"process-{n}",
@@ -276,6 +303,9 @@ class EmbeddedStack:
             OUTBOX_MAPPING,
             gives_up=every(self.faults.stream_gives_up_every),
         )
+
+    def _wire_schedules(self, handlers: dict[str, Any]) -> None:
+        """The scheduled functions, each on the stack's own (shorter) schedule."""
         self.sweeper = Every("sweeper", SWEEP_EVERY_SECONDS, handlers["sweeper"], "umavez-sweeper")
         # The state machine's stand-in: plan, the units side by side, finish; each step an
         # invocation of the one function, timed and metered as such.
@@ -291,21 +321,13 @@ class EmbeddedStack:
         # The hourly statement pass, invoked as its schedule would (`read_statement`): an hour
         # is longer than any drill.
         self._statement = handlers["statement"]
+
+    def _start_sinks(self) -> None:
+        """Where notifications land: the sink queue's recorder and the signed HTTP receiver."""
         create_sink_table(self.aws.endpoint_url)
         self.sink = SinkRecorder(self.aws.endpoint_url, self.resources.sink_queue_url)
         self.http_sink = HttpSink(self.sink).start()
         self._undo.append(self.http_sink.stop)
-        self.pollers = [
-            *self.process_pollers,
-            self.stream_poller,
-            self.sweeper,
-            self.reconciliation,
-            self.waiting,
-            self.sink,
-        ]
-        for poller in self.pollers:
-            poller.start()
-        return self
 
     def __exit__(self, *exc: object) -> None:
         for poller in self.pollers:
@@ -352,20 +374,12 @@ class EmbeddedStack:
         from functions.reconcile import handler as reconcile
         from functions.statement import handler as statement
 
-        self.log_path = self._log_path or stack_log_path(self.aws.endpoint_url)
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        # A fresh stack, a fresh log: its lines are this stack's, as its tables are.
-        log_file: Any = self.log_path.open("w" if self._log_path is None else "a", buffering=1)
-        if self._log_path is None:
-            self._undo.append(lambda: _keep_as_last(self.log_path))
-        self._undo.append(log_file.close)
-        if self._metering is not None:
-            log_file = self._metering.log_stream(log_file)
+        log_file = self._open_log()
         modules = (ingest, process, outbox, sweeper_handler, reconcile, waiting_handler, statement)
         for module in modules:
             self._redirect_logs(module.logger, log_file)
             self._undo.append(self.metrics.route(module.metrics))
-        for cached in (
+        self._clear_caches(
             ingest.webhook_ingest,
             process_wiring.effect_processor,
             process_wiring.failure_records,
@@ -377,9 +391,7 @@ class EmbeddedStack:
             waiting_handler.waiting_room,
             statement.statement_schedule,
             statement.statement_source,
-        ):
-            cached.cache_clear()
-            self._undo.append(cached.cache_clear)
+        )
         self._patch(wiring, "channels_from_env", self._faulty_channels(wiring.channels_from_env))
         self._patch(
             waiting_handler,
@@ -389,25 +401,7 @@ class EmbeddedStack:
             ),
         )
         if self._variant is not None:
-            variant = self._variant
-            self._patch(
-                process_wiring,
-                "effect_processor",
-                functools.cache(
-                    lambda: variant(
-                        client("dynamodb", self.aws.endpoint_url),
-                        self.resources.tables,
-                        time.time,
-                        process_wiring.interpreters_from_env(),
-                    )
-                ),
-            )
-            # The statement books through the same broken processor.
-            self._patch(
-                statement,
-                "statement_schedule",
-                functools.cache(lambda: statement.statement_schedule_with(variant)),
-            )
+            self._patch_variant(self._variant, process_wiring, statement)
         return {
             "statement": statement.lambda_handler,
             "ingest": ingest.lambda_handler,
@@ -417,6 +411,48 @@ class EmbeddedStack:
             "reconciliation": reconcile.lambda_handler,
             "waiting": waiting_handler.lambda_handler,
         }
+
+    def _open_log(self) -> Any:
+        """The handlers' log file (see `stack_log_path`), through the meter when metered."""
+        self.log_path = self._log_path or stack_log_path(self.aws.endpoint_url)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        # A fresh stack, a fresh log: its lines are this stack's, as its tables are.
+        log_file: Any = self.log_path.open("w" if self._log_path is None else "a", buffering=1)
+        if self._log_path is None:
+            self._undo.append(lambda: _keep_as_last(self.log_path))
+        self._undo.append(log_file.close)
+        if self._metering is not None:
+            log_file = self._metering.log_stream(log_file)
+        return log_file
+
+    def _clear_caches(self, *cached: Any) -> None:
+        """The functions' cached wiring, built anew for this stack and again once it stops."""
+        for wiring in cached:
+            wiring.cache_clear()
+            self._undo.append(wiring.cache_clear)
+
+    def _patch_variant(
+        self, variant: type[EffectProcessor], process_wiring: Any, statement: Any
+    ) -> None:
+        """Process runs `variant` (a broken design, for the drill to catch) instead."""
+        self._patch(
+            process_wiring,
+            "effect_processor",
+            functools.cache(
+                lambda: variant(
+                    client("dynamodb", self.aws.endpoint_url),
+                    self.resources.tables,
+                    time.time,
+                    process_wiring.interpreters_from_env(),
+                )
+            ),
+        )
+        # The statement books through the same broken processor.
+        self._patch(
+            statement,
+            "statement_schedule",
+            functools.cache(lambda: statement.statement_schedule_with(variant)),
+        )
 
     def _redirect_logs(self, logger: Any, stream: Any) -> None:
         handler = logger.registered_handler

@@ -6,7 +6,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from functions.shared import books
 from functions.shared.domain import COUNTED_OUTCOMES, TOP_UP_MARK, Outcome, financial_status
 from functions.shared.outbox import OutboxItem
 from functions.shared.redaction import EMAIL
-from ops.state import LedgerState
+from ops.state import LedgerState, OrderView
 
 # Reads of outbox items (up to 100 keys each) the drill's full audit makes at a time: it waits
 # on the server, not on the CPU.
@@ -37,116 +37,181 @@ class Check:
 
 def check_state(stories: Sequence[Story], state: Any, log: DeliveryLog) -> list[Check]:
     """Every guarantee of docs/design.md, judged from the tables."""
-    checks: list[Check] = []
-    twice, lost, extra, wrong_status, wrong_totals, unbalanced = [], [], [], [], [], []
-    stale_off, outbox_off, credited_twice = [], [], []
+    recorded = _recorded_event_ids(state)
+    return [
+        *_story_checks(_story_problems(stories, state)),
+        _pending_refunds_check(stories, state),
+        _forged_check(log, recorded),
+        _other_mode_check(log, recorded),
+    ]
+
+
+@dataclass
+class _StoryProblems:
+    """What the stories' orders show wrong, per guarantee: a line each."""
+
+    twice: list[str] = field(default_factory=list)
+    lost: list[str] = field(default_factory=list)
+    extra: list[str] = field(default_factory=list)
+    wrong_status: list[str] = field(default_factory=list)
+    wrong_totals: list[str] = field(default_factory=list)
+    unbalanced: list[str] = field(default_factory=list)
+    stale_off: list[str] = field(default_factory=list)
+    outbox_off: list[str] = field(default_factory=list)
+    credited_twice: list[str] = field(default_factory=list)
+
+
+def _story_problems(stories: Sequence[Story], state: LedgerState) -> _StoryProblems:
+    problems = _StoryProblems()
     conflicts = {d.get("order_id") for d in state.deliveries if d.get("outcome") == "conflict"}
     for story in stories:
-        order_id = story.order_id
-        if other := story.conflicting_order:
-            # Processing is asynchronous: whichever order's event was processed first is bound.
-            if other in conflicts and order_id not in conflicts:
-                pass
-            elif order_id in conflicts and other not in conflicts:
-                order_id, other = other, order_id
-            won = state.orders.get(other)
-            if other not in conflicts or (won and won.effects):
-                credited_twice.append(f"{story.order_id} / {story.conflicting_order}")
+        order_id, credited_twice = _bound_order(story, conflicts, state.orders)
+        if credited_twice:
+            problems.credited_twice.append(f"{story.order_id} / {story.conflicting_order}")
         view = state.orders.get(order_id)
+        _effect_problems(story, view, problems)
+        _order_problems(story, view, problems)
+    return problems
+
+
+def _bound_order(
+    story: Story, conflicts: set[Any], orders: dict[str, OrderView]
+) -> tuple[str, bool]:
+    """The order the story's payment was bound to, and whether the order its conflicting event
+    names was credited too (the conflict not recorded, or effects counted on it)."""
+    order_id, other = story.order_id, story.conflicting_order
+    if not other:
+        return order_id, False
+    # Processing is asynchronous: whichever order's event was processed first is bound.
+    if order_id in conflicts and other not in conflicts:
+        order_id, other = other, order_id
+    won = orders.get(other)
+    return order_id, other not in conflicts or bool(won and won.effects)
+
+
+def _effect_problems(story: Story, view: OrderView | None, problems: _StoryProblems) -> None:
+    """Its entries: each counted once, none lost, none invented, stale ones as expected, each
+    counted one announced."""
+    effects = view.effects if view else []
+    counted = [e for e in effects if e["outcome"] in COUNTED_OUTCOMES]
+    exact = Counter((e["transition"], e["external_ref"]) for e in counted)
+    problems.twice += [f"{story.order_id} {k}" for k, n in exact.items() if n > 1]
+    # A payment captured in parts is one movement of the truth: its top-ups are its parts.
+    seen = {(t, ref.split(TOP_UP_MARK)[0]) for t, ref in exact}
+    problems.lost += [f"{story.order_id} {k}" for k in story.expected.effects - seen]
+    possible = story.expected.effects | story.expected.either_way
+    problems.extra += [f"{story.order_id} {k}" for k in seen - possible]
+    stale = sum(e["outcome"] == Outcome.STALE.value for e in effects)
+    low, high = story.expected.stale
+    if not low <= stale <= high:
+        problems.stale_off.append(f"{story.order_id} ({story.kind}): {stale} stale")
+    problems.outbox_off += _announcements_off(story.order_id, counted, view.outbox if view else [])
+
+
+def _order_problems(story: Story, view: OrderView | None, problems: _StoryProblems) -> None:
+    """Its order row: the status and totals the history implies, equal to its entries' sum."""
+    order = view.order if view else {}
+    # An order nothing ever counted on (a payment whose reversal voided it) has no row: it
+    # reads as unpaid, in no currency yet.
+    status = financial_status(order) if order else "unpaid"
+    if status != story.expected.status:
+        problems.wrong_status.append(
+            f"{story.order_id} ({story.kind}): {status} != {story.expected.status}"
+        )
+    totals = {name: int(order.get(name, 0) or 0) for name in story.expected.totals}
+    currency_off = bool(order) and order.get("currency") != story.expected.currency
+    if totals != story.expected.totals or currency_off:
+        problems.wrong_totals.append(
+            f"{story.order_id} ({story.kind}): {_nonzero(totals)} {order.get('currency')} "
+            f"!= {_nonzero(story.expected.totals)} {story.expected.currency}"
+        )
+    if order:
         effects = view.effects if view else []
-        counted = [e for e in effects if e["outcome"] in COUNTED_OUTCOMES]
-        exact = Counter((e["transition"], e["external_ref"]) for e in counted)
-        twice += [f"{story.order_id} {k}" for k, n in exact.items() if n > 1]
-        # A payment captured in parts is one movement of the truth: its top-ups are its parts.
-        seen = {(t, ref.split(TOP_UP_MARK)[0]) for t, ref in exact}
-        lost += [f"{story.order_id} {k}" for k in story.expected.effects - seen]
-        possible = story.expected.effects | story.expected.either_way
-        extra += [f"{story.order_id} {k}" for k in seen - possible]
-        order = view.order if view else {}
-        # An order nothing ever counted on (a payment whose reversal voided it) has no row: it
-        # reads as unpaid, in no currency yet.
-        status = financial_status(order) if order else "unpaid"
-        if status != story.expected.status:
-            wrong_status.append(
-                f"{story.order_id} ({story.kind}): {status} != {story.expected.status}"
-            )
-        totals = {name: int(order.get(name, 0) or 0) for name in story.expected.totals}
-        currency_off = bool(order) and order.get("currency") != story.expected.currency
-        if totals != story.expected.totals or currency_off:
-            wrong_totals.append(
-                f"{story.order_id} ({story.kind}): {_nonzero(totals)} {order.get('currency')} "
-                f"!= {_nonzero(story.expected.totals)} {story.expected.currency}"
-            )
-        if order:
-            unbalanced += [
-                f"{m.order_id} {m.detail}" for m in books.unbalanced_totals(order, effects)
-            ]
-        stale = sum(e["outcome"] == Outcome.STALE.value for e in effects)
-        low, high = story.expected.stale
-        if not low <= stale <= high:
-            stale_off.append(f"{story.order_id} ({story.kind}): {stale} stale")
-        outbox_off += _announcements_off(story.order_id, counted, view.outbox if view else [])
-    checks += [
-        Check("no effect applied twice", not twice, _summary(twice)),
-        Check("no legitimate effect lost", not lost, _summary(lost)),
-        Check("nothing counted that did not happen", not extra, _summary(extra)),
+        problems.unbalanced += [
+            f"{m.order_id} {m.detail}" for m in books.unbalanced_totals(order, effects)
+        ]
+
+
+def _story_checks(problems: _StoryProblems) -> list[Check]:
+    return [
+        Check("no effect applied twice", not problems.twice, _summary(problems.twice)),
+        Check("no legitimate effect lost", not problems.lost, _summary(problems.lost)),
+        Check("nothing counted that did not happen", not problems.extra, _summary(problems.extra)),
         Check(
-            "financial status is what the history implies", not wrong_status, _summary(wrong_status)
+            "financial status is what the history implies",
+            not problems.wrong_status,
+            _summary(problems.wrong_status),
         ),
         Check(
-            "totals follow the history, in minor units", not wrong_totals, _summary(wrong_totals)
+            "totals follow the history, in minor units",
+            not problems.wrong_totals,
+            _summary(problems.wrong_totals),
         ),
-        Check("totals equal the signed sum of the entries", not unbalanced, _summary(unbalanced)),
-        Check("stale events recorded, status kept", not stale_off, _summary(stale_off)),
+        Check(
+            "totals equal the signed sum of the entries",
+            not problems.unbalanced,
+            _summary(problems.unbalanced),
+        ),
+        Check(
+            "stale events recorded, status kept",
+            not problems.stale_off,
+            _summary(problems.stale_off),
+        ),
         Check(
             "every money movement announced once (late ones flagged)",
-            not outbox_off,
-            _summary(outbox_off),
+            not problems.outbox_off,
+            _summary(problems.outbox_off),
         ),
         Check(
             "one payment, one order: a second claim is a recorded conflict",
-            not credited_twice,
-            _summary(credited_twice),
+            not problems.credited_twice,
+            _summary(problems.credited_twice),
         ),
     ]
+
+
+def _pending_refunds_check(stories: Sequence[Story], state: LedgerState) -> Check:
     watched = {str(w["object"]) for w in state.watched}
     to_watch = {s.watched_charge for s in stories if s.watched_charge}
-    checks.append(
-        Check(
-            "a refund still pending is read again until it settles (whatever is subscribed)",
-            watched == to_watch,
-            f"{len(watched)} charge(s) watched"
-            if watched == to_watch
-            else f"watched, not pending: {sorted(watched - to_watch)[:3]}; "
-            f"pending, not watched: {sorted(to_watch - watched)[:3]}",
-        )
+    return Check(
+        "a refund still pending is read again until it settles (whatever is subscribed)",
+        watched == to_watch,
+        f"{len(watched)} charge(s) watched"
+        if watched == to_watch
+        else f"watched, not pending: {sorted(watched - to_watch)[:3]}; "
+        f"pending, not watched: {sorted(to_watch - watched)[:3]}",
     )
-    forged_accepted = [eid for eid, statuses in log.forged if statuses[-1] != 401]
-    recorded = {d["event_id"] for d in state.deliveries} | {
+
+
+def _recorded_event_ids(state: LedgerState) -> set[str]:
+    """The events the tables hold: as a delivery, or as an entry's."""
+    return {d["event_id"] for d in state.deliveries} | {
         e["event_id"] for v in state.orders.values() for e in v.effects
     }
+
+
+def _forged_check(log: DeliveryLog, recorded: set[str]) -> Check:
+    forged_accepted = [eid for eid, statuses in log.forged if statuses[-1] != 401]
     forged_recorded = [eid for eid, _ in log.forged if eid in recorded]
-    checks.append(
-        Check(
-            "forged and stale signatures refused, nothing enqueued",
-            not forged_accepted and not forged_recorded,
-            f"{len(log.forged)} refused"
-            if not (forged_accepted or forged_recorded)
-            else _summary(forged_accepted + forged_recorded),
-        )
+    return Check(
+        "forged and stale signatures refused, nothing enqueued",
+        not forged_accepted and not forged_recorded,
+        f"{len(log.forged)} refused"
+        if not (forged_accepted or forged_recorded)
+        else _summary(forged_accepted + forged_recorded),
     )
+
+
+def _other_mode_check(log: DeliveryLog, recorded: set[str]) -> Check:
     other_mode_applied = sorted(log.other_mode_event_ids & recorded)
     not_acknowledged = sorted(log.other_mode_event_ids - log.ignored_event_ids)
-    checks.append(
-        Check(
-            "events of the other payment mode acknowledged (200), never applied",
-            not other_mode_applied and not not_acknowledged,
-            f"{len(log.other_mode_event_ids)} live-mode events ignored"
-            if not (other_mode_applied or not_acknowledged)
-            else f"applied {other_mode_applied[:3]}, not acknowledged {not_acknowledged[:3]}",
-        )
+    return Check(
+        "events of the other payment mode acknowledged (200), never applied",
+        not other_mode_applied and not not_acknowledged,
+        f"{len(log.other_mode_event_ids)} live-mode events ignored"
+        if not (other_mode_applied or not_acknowledged)
+        else f"applied {other_mode_applied[:3]}, not acknowledged {not_acknowledged[:3]}",
     )
-    return checks
 
 
 def _announcements_off(

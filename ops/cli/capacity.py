@@ -4,6 +4,29 @@ and what saturates first (costmodel/headroom.py, reached through `ops.local`).""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+from typing import Any
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "capacity", help="the load at a rate against each limit, and what saturates first"
+    )
+    parser.add_argument("--rate", type=float, help="payments a second (the drill mix's)")
+    parser.add_argument("--burst", type=int, help="deliveries at once: the drain, what waits")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument(
+        "--measured",
+        type=Path,
+        default=Path("costmodel/measured.json"),
+        help="`make cost` wrote it",
+    )
+    parser.add_argument("--process-max-concurrency", type=int, help="default: the stack's, 5")
+    parser.add_argument("--ses-send-rate", type=float, help="default: 14 a second")
+    parser.add_argument("--account-concurrency", type=float, help="default: 1,000")
+    parser.add_argument("--docs", type=Path, help="rewrite this page's capacity section")
+    parser.add_argument("--readme", type=Path, help="rewrite this file's capacity summary")
+    parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,5 +1,6 @@
 """The local commands: `serve`, `firedrill`, `cost`, `show metrics`. They load the embedded
-stack, the drill and the cost model through `ops.local`, the one door to them."""
+stack, the drill and the cost model through `ops.local`, the one door to them; their parsers
+load none of it."""
 
 from __future__ import annotations
 
@@ -9,8 +10,75 @@ import time
 from pathlib import Path
 from typing import Any
 
-from functions.shared.tables import TableNames
+from functions.shared.tables import DEFAULT_LEDGER_TABLE, DEFAULT_OUTBOX_TABLE, TableNames
+from ops.cli.common import DEFAULT_PORT, add_api_type
 from ops.console import warnings_to_log
+
+
+def add_serve_parser(commands: Any) -> None:
+    parser = commands.add_parser("serve", help="run the embedded stack until Ctrl-C")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help="webhook front port; AWS (moto) on port+1, the fake provider APIs on port+2",
+    )
+    add_api_type(parser)
+    parser.set_defaults(run=serve)
+
+
+def add_firedrill_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "firedrill", help="deliver like providers do and check every guarantee"
+    )
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument(
+        "--deliveries", type=int, help="deliveries to make, about 3 an order (default 1000)"
+    )
+    size.add_argument("--orders", type=int, help="orders to simulate instead")
+    size.add_argument(
+        "--soak", type=float, metavar="MINUTES", help="deliver at --rate for MINUTES, then check"
+    )
+    size.add_argument(
+        "--burst",
+        type=int,
+        metavar="N",
+        help="queue N deliveries while process is down (a backlog), then drain and check",
+    )
+    parser.add_argument("--rate", type=float, default=5.0, help="a soak's deliveries per second")
+    parser.add_argument(
+        "--no-faults", action="store_true", help="no injected crashes, conflicts or sink failures"
+    )
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--url", help="a deployed stack's API URL (…/live): drill it instead")
+    parser.add_argument(
+        "--secret", action="append", default=[], help="PROVIDER=SECRET, per provider"
+    )
+    parser.add_argument("--ledger-table", default=DEFAULT_LEDGER_TABLE)
+    parser.add_argument("--outbox-table", default=DEFAULT_OUTBOX_TABLE)
+    parser.add_argument("--region", default=None)
+    add_api_type(parser)  # the embedded stack's front; a deployed stack (--url) has its own
+    parser.set_defaults(run=firedrill)
+
+
+def add_cost_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "cost", help="measure the cost per million events on the embedded stack (minutes)"
+    )
+    parser.add_argument("--orders", type=int, default=52, help="the drill's mix: orders (0: none)")
+    parser.add_argument("--per-kind", type=int, default=20, help="deliveries per event kind")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--readme", type=Path, help="rewrite this file's cost section")
+    parser.add_argument("--json", type=Path, help="write the raw measurement here")
+    parser.add_argument(
+        "--from-json", type=Path, help="price a measurement --json wrote (no stack, seconds)"
+    )
+    parser.add_argument(
+        "--xray-sampling",
+        type=float,
+        help="share of invocations traced (default: costmodel/prices.toml, 0.05)",
+    )
+    parser.set_defaults(run=cost)
 
 
 def add_show_metrics_parser(show_what: Any) -> None:

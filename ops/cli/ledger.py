@@ -6,9 +6,74 @@ import argparse
 import json
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from functions.shared.tables import DEFAULT_LEDGER_TABLE, DEFAULT_OUTBOX_TABLE, TableNames
+from ops.cli.common import add_endpoint_url
+
+if TYPE_CHECKING:
+    from ops.state import OrderView
+
+# Deliveries to each local sink, per outbox item.
+SinkCounts = dict[str, dict[str, int]]
+
+
+def add_show_order_parser(show_what: Any) -> None:
+    parser = show_what.add_parser("order", help="an order, its effects and its outbox items")
+    parser.add_argument("order_id")
+    parser.add_argument(
+        "--json", action="store_true", help="machine-readable output (fields in docs/operations.md)"
+    )
+    add_endpoint_url(parser, "the deployed tables")
+    parser.add_argument("--ledger-table", default=DEFAULT_LEDGER_TABLE)
+    parser.add_argument("--outbox-table", default=DEFAULT_OUTBOX_TABLE)
+    parser.set_defaults(run=show_order)
+
+
+def add_show_parked_parsers(show_what: Any) -> None:
+    """`show waiting` and `show unmatched`: the two shelves of parked deliveries."""
+    for what, description in (
+        ("waiting", "deliveries waiting for the order their payment belongs to"),
+        ("unmatched", "money nobody could route: waited past the providers' retries"),
+    ):
+        parser = show_what.add_parser(what, help=description)
+        parser.add_argument("--json", action="store_true", help="machine-readable output")
+        add_endpoint_url(parser, "the deployed tables")
+        parser.add_argument("--ledger-table", default=DEFAULT_LEDGER_TABLE)
+        parser.set_defaults(run=show_parked)
+
+
+def add_outbox_parser(commands: Any) -> None:
+    outbox = commands.add_parser("outbox", help="operate on outbox items (notifications)")
+    outbox_what = outbox.add_subparsers(dest="outbox_command", required=True)
+    revive = outbox_what.add_parser(
+        "revive", help="dead notifications back to pending, same key: the sweeper sends them"
+    )
+    revive_which = revive.add_mutually_exclusive_group(required=True)
+    revive_which.add_argument("outbox_id", nargs="?", help="one item (obx_...)")
+    revive_which.add_argument("--all-dead", action="store_true", help="every dead item")
+    revive.add_argument("--json", action="store_true", help="machine-readable output")
+    add_endpoint_url(revive, "the deployed table")
+    revive.add_argument("--outbox-table", default=DEFAULT_OUTBOX_TABLE)
+    revive.set_defaults(run=outbox_revive)
+
+
+def add_attach_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "attach", help="bind a waiting or unmatched payment to its order; it is then applied"
+    )
+    parser.add_argument("provider", choices=["stripe", "mercadopago", "asaas"])
+    parser.add_argument("object", help="the provider object: pi_..., a payment id, pay_...")
+    parser.add_argument("order_id")
+    add_endpoint_url(parser)
+    parser.add_argument("--ledger-table", default=DEFAULT_LEDGER_TABLE)
+    parser.add_argument(
+        "--queue-url", default=None, help="the webhook queue (default: the local stack's)"
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="bind even if no delivery waits for the object"
+    )
+    parser.set_defaults(run=attach)
 
 
 def _waiting_room(endpoint_url: str, ledger_table: str, queue_url: str | None) -> Any:
@@ -111,8 +176,6 @@ def attach(args: argparse.Namespace) -> int:
 def show_order(args: argparse.Namespace) -> int:
     import boto3
 
-    from functions.shared.domain import financial_status, totals_of
-    from functions.shared.money import render as render_money
     from ops.local import SINK_TABLE, client, sink_counts
     from ops.state import order_view
 
@@ -120,12 +183,27 @@ def show_order(args: argparse.Namespace) -> int:
     dynamodb: Any = client("dynamodb", args.endpoint_url) if local else boto3.client("dynamodb")
     view = order_view(dynamodb, TableNames(args.ledger_table, args.outbox_table), args.order_id)
     sinks = sink_counts(args.endpoint_url) if local and _has_table(dynamodb, SINK_TABLE) else {}
-    currency = str(view.order.get("currency", ""))
-    report = {
-        "order_id": args.order_id,
+    # Only the local stack's sinks count what they received.
+    report = _order_report(args.order_id, view, sinks if local else None)
+    if not view.order and not view.effects:
+        print(f"no order {args.order_id!r}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+        return 0
+    _print_order(report)
+    return 0
+
+
+def _order_report(order_id: str, view: OrderView, sinks: SinkCounts | None) -> dict[str, Any]:
+    """The order as `show order --json` prints it (fields in docs/operations.md)."""
+    from functions.shared.domain import financial_status, totals_of
+
+    return {
+        "order_id": order_id,
         "status": financial_status(view.order).value,
         "lifecycle_status": view.order.get("lifecycle_status"),
-        "currency": currency,
+        "currency": str(view.order.get("currency", "")),
         "recipient": view.order.get("recipient"),
         "totals": {t.value.removesuffix("_total"): n for t, n in totals_of(view.order).items()},
         "last_event_at": view.order.get("last_event_at"),
@@ -135,53 +213,65 @@ def show_order(args: argparse.Namespace) -> int:
         "fee_total": view.order.get("fee_total"),
         "net_total": view.order.get("net_total"),
         "settlement_currency": view.order.get("settlement_currency"),
-        "statement_lines": [
-            {k: f.get(k) for k in ("line", "category", "fee", "net", "currency")}
-            for f in sorted(view.fees, key=lambda f: (f.get("line_created", 0), f["line"]))
-        ],
-        "effects": [
-            {
-                k: e.get(k)
-                for k in (
-                    "effect_key",
-                    "transition",
-                    "outcome",
-                    "external_ref",
-                    "payment",
-                    "amount",
-                    "event_id",
-                    "event_type",
-                    "via",
-                )
-            }
-            for e in sorted(
-                view.effects, key=lambda e: (e.get("ordering_token", 0), e["effect_key"])
-            )
-        ],
-        "outbox": [
-            {
-                "outbox_id": i["outbox_id"],
-                "transition": i["transition"],
-                "status": i["status"],
-                "late": bool(i.get("late")),
-                "attempts": i.get("attempts", 0),
-                "sink_deliveries": sinks.get(i["outbox_id"]) if local else None,
-            }
-            for i in view.outbox
-        ],
+        "statement_lines": _statement_lines(view.fees),
+        "effects": _effect_rows(view.effects),
+        "outbox": _outbox_rows(view.outbox, sinks),
     }
-    if not view.order and not view.effects:
-        print(f"no order {args.order_id!r}", file=sys.stderr)
-        return 1
-    if args.json:
-        print(json.dumps(report, indent=2, default=str))
-        return 0
+
+
+def _statement_lines(fees: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {k: f.get(k) for k in ("line", "category", "fee", "net", "currency")}
+        for f in sorted(fees, key=lambda f: (f.get("line_created", 0), f["line"]))
+    ]
+
+
+_EFFECT_FIELDS = (
+    "effect_key",
+    "transition",
+    "outcome",
+    "external_ref",
+    "payment",
+    "amount",
+    "event_id",
+    "event_type",
+    "via",
+)
+
+
+def _effect_rows(effects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """In the order they were applied."""
+    return [
+        {k: e.get(k) for k in _EFFECT_FIELDS}
+        for e in sorted(effects, key=lambda e: (e.get("ordering_token", 0), e["effect_key"]))
+    ]
+
+
+def _outbox_rows(outbox: list[dict[str, Any]], sinks: SinkCounts | None) -> list[dict[str, Any]]:
+    """Each item with its deliveries to the local sinks (None when there are no local sinks)."""
+    return [
+        {
+            "outbox_id": i["outbox_id"],
+            "transition": i["transition"],
+            "status": i["status"],
+            "late": bool(i.get("late")),
+            "attempts": i.get("attempts", 0),
+            "sink_deliveries": sinks.get(i["outbox_id"]) if sinks is not None else None,
+        }
+        for i in outbox
+    ]
+
+
+def _print_order(report: dict[str, Any]) -> None:
+    from functions.shared.money import render as render_money
+
+    currency = report["currency"]
     totals = ", ".join(
         f"{name} {render_money(amount, currency)}"
         for name, amount in report["totals"].items()
         if amount
     )
-    print(f"order {args.order_id}: {report['status']}  ({totals or 'nothing counted'})")
+    print(f"order {report['order_id']}: {report['status']}  ({totals or 'nothing counted'})")
     print(f"  lifecycle {report['lifecycle_status']}, customer {report['recipient']}")
     print(f"  last event {report['last_event_id']} (token {report['last_event_at']})")
     if report["fee_total"] is not None:
@@ -203,7 +293,6 @@ def show_order(args: argparse.Namespace) -> int:
             f"    {i['status']:<8} {i['transition']:<22} {i['outbox_id'][:24]}...  "
             f"{'late  ' if i['late'] else ''}attempts {i['attempts']}  sinks {i['sink_deliveries']}"
         )
-    return 0
 
 
 def _has_table(dynamodb: Any, name: str) -> bool:

@@ -7,15 +7,70 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from functions.shared.tables import TableNames
-from ops.cli.common import DEFAULT_PORT, operations_client
+from functions.shared.tables import DEFAULT_LEDGER_TABLE, DEFAULT_OUTBOX_TABLE, TableNames
+from ops.cli.common import DEFAULT_PORT, LOCAL_PROVIDER_APIS, add_endpoint_url, operations_client
 from ops.cli.ledger import show_order
 
 if TYPE_CHECKING:
     from ops.outcomes import Tracked
     from ops.send import PaymentToSend
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "send",
+        help="sign and post one event file, as the provider would; then show its order",
+        description="Signs and posts EVENT_FILE as the provider would, prints the HTTP status, "
+        "waits until process has handled it and prints its order as `show order` does. "
+        "Mercado Pago: EVENT_FILE is a payment as GET /v1/payments/{id} answers it; it is "
+        "registered with the fake Mercado Pago API and its notification is sent "
+        "(payment.created, or payment.updated if the fake knew the payment); an order of the "
+        "Orders API likewise, notified on topic order. Stripe with --via eventbridge: put on "
+        "the local stack's Stripe partner bus, as Stripe's EventBridge destination does; "
+        "with --thin: EVENT_FILE is a snapshot event, its object is registered with the fake "
+        "Stripe API and the thin event of the same change is sent instead. "
+        "Exit status: 0 processed, 1 refused or not processed in time, 2 a bad file.",
+    )
+    parser.add_argument("event_file", type=Path)
+    parser.add_argument("--provider", default="stripe", choices=["stripe", "mercadopago", "asaas"])
+    parser.add_argument(
+        "--url", default=None, help=f"default: http://127.0.0.1:{DEFAULT_PORT}/webhooks/PROVIDER"
+    )
+    parser.add_argument("--secret", default=None, help="default: the local development secret")
+    parser.add_argument(
+        "--via",
+        default="webhook",
+        choices=["webhook", "eventbridge"],
+        help="Stripe: its webhook (default), or its EventBridge destination (the local bus "
+        "at --endpoint-url)",
+    )
+    parser.add_argument(
+        "--thin",
+        action="store_true",
+        help="Stripe: send the thin event of EVENT_FILE (a snapshot event), its object "
+        "registered with the fake Stripe API",
+    )
+    parser.add_argument(
+        "--api-url",
+        default=LOCAL_PROVIDER_APIS,
+        help="the fake provider APIs `serve` runs (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--wait",
+        type=float,
+        default=30,
+        help="seconds to wait for processing (default: %(default)s; 0: post only)",
+    )
+    # By physical names only: `send` posts to the local front (or --url), whatever it reads.
+    add_endpoint_url(
+        parser, "the deployed tables (with --ledger-table, --outbox-table)", by_name=False
+    )
+    parser.add_argument("--ledger-table", default=DEFAULT_LEDGER_TABLE)
+    parser.add_argument("--outbox-table", default=DEFAULT_OUTBOX_TABLE)
+    parser.set_defaults(run=send)
 
 
 def send(args: argparse.Namespace) -> int:

@@ -320,97 +320,161 @@ class Interpreter:
         return tuple(effects) or (NoEffect(received, f"payment is {payment.status!r}"),)
 
     def _effects(self, payment: Payment, received: Delivery) -> list[Interpretation]:
-        order_id = _order_of(payment)
-        currency = payment.currency_id
-        email = payment.payer.email if payment.payer else None
+        entries = _Entries(payment, received, _order_of(payment))
         # Read strictly even when no entry needs it: a payment is money or it is refused
-        amount_field = "payment.transaction_amount"
-        amount = to_minor(payment.transaction_amount, currency, amount_field)
-
-        def effect(
-            transition: Transition,
-            ref: str,
-            minor: int,
-            at: int,
-            field: str = amount_field,
-            *,
-            only_if_open: bool = False,
-            note: str | None = None,
-        ) -> Effect:
-            return Effect(
-                delivery=Delivery(PROVIDER, received.event_id, received.event_type, at),
-                transition=transition,
-                external_ref=ref,
-                amount=movement(minor, currency, field, _WHAT[transition]),
-                order_id=order_id,
-                order_lookup=(str(payment.id),),
-                recipient=email,
-                payment=str(payment.id),
-                only_if_open=only_if_open,
-                note=note,
-            )
-
+        amount = to_minor(payment.transaction_amount, payment.currency_id, _AMOUNT_FIELD)
         effects: list[Interpretation] = []
         if payment.status in MONEY_RECEIVED:
             approved_at, note = _approved_at(payment)
-            effects.append(effect(Transition.PAID, str(payment.id), amount, approved_at, note=note))
-        lost_to_claim = 0
-        for n, refund in enumerate(payment.refunds):
-            at = f"payment.refunds.{n}"
-            minor = to_minor(refund.amount, currency, f"{at}.amount")
-            if refund.status != REFUND_MOVED_MONEY:
-                continue
-            if refund.by_buyer_protection:
-                lost_to_claim += minor
-                continue
-            refunded_at = _epoch(refund.date_created, f"{at}.date_created")
-            ref = f"refund:{refund.id}"
-            effects.append(effect(Transition.REFUNDED, ref, minor, refunded_at, f"{at}.amount"))
-        if payment.status not in DISPUTED | HOLD_RELEASED:
-            return effects
-        # One dispute per payment, whatever its stages: booked under the ref its ledger holds,
-        # for what its opening withdrew once it counted (see the module's doc).
-        booked = self._disputes(order_id, str(payment.id), dispute_refs(str(payment.id)))
-        ref = _dispute_ref(str(payment.id), booked, payment.status)
-        held = booked[ref].minor if ref in booked else _held(payment, amount)
-        updated = _epoch(payment.date_last_updated, "payment.date_last_updated")
-        if payment.status in DISPUTED and not held:
-            # Refunded in full (or past its amount) before the cardholder disputed it: nothing
-            # is held. Said, not refused: refusing would fail every later notification of the
-            # payment too, and its refunds and verdict with them.
-            effects.append(NoEffect(received, f"payment {payment.id} disputed with nothing left"))
-        elif payment.status in DISPUTED:
-            effects.append(effect(Transition.DISPUTED, ref, held, updated))
-            verdict = CHARGEBACK_VERDICTS.get(payment.status_detail or "")
-            if payment.status == "charged_back" and verdict is not None:
-                effects.append(effect(verdict, ref, held, updated))
-        elif lost_to_claim:
-            # The buyer won the claim: buyer protection refunded what it held, from the
-            # seller's money. The dispute is lost (opened too, if no read saw it held), for what
-            # its opening withdrew or, never read, what buyer protection gave back.
-            lost = booked[ref].minor if ref in booked else lost_to_claim
-            effects.append(effect(Transition.DISPUTED, ref, lost, updated))
-            effects.append(effect(Transition.DISPUTE_LOST, ref, lost, updated))
-        elif held and payment.status == "refunded":
-            # Refunded by the seller while a mediation held it: the refund is its own entry
-            # above; the hold closes, neither won nor lost.
             effects.append(
-                effect(
-                    Transition.DISPUTE_REFUNDED,
-                    ref,
-                    held,
-                    updated,
-                    only_if_open=True,
-                    note=CLOSED_BY_REFUND,
-                )
+                entries.effect(Transition.PAID, str(payment.id), amount, approved_at, note=note)
             )
-        elif held:
-            # Approved again: a hold, if one is open, is released for the merchant. Nothing
-            # left on a payment never disputed is nothing to release.
-            effects.append(
-                effect(Transition.DISPUTE_WON, ref, held, updated, only_if_open=True, note=RELEASED)
-            )
+        refunds, lost_to_claim = _refunds(entries)
+        effects.extend(refunds)
+        if payment.status in DISPUTED | HOLD_RELEASED:
+            effects.extend(self._dispute(entries, amount, lost_to_claim))
         return effects
+
+    def _dispute(self, entries: _Entries, amount: int, lost_to_claim: int) -> list[Interpretation]:
+        """One dispute per payment, whatever its stages: booked under the ref its ledger holds,
+        for what its opening withdrew once it counted (see the module's doc)."""
+        payment = entries.payment
+        booked = self._disputes(entries.order_id, str(payment.id), dispute_refs(str(payment.id)))
+        ref = _dispute_ref(str(payment.id), booked, payment.status)
+        withdrew = booked[ref].minor if ref in booked else None
+        dispute = _Dispute(
+            ref,
+            held=_held(payment, amount) if withdrew is None else withdrew,
+            withdrew=withdrew,
+            updated=_epoch(payment.date_last_updated, "payment.date_last_updated"),
+        )
+        if payment.status in DISPUTED:
+            return _dispute_opened(entries, dispute)
+        return _dispute_closed(entries, dispute, lost_to_claim)
+
+
+_AMOUNT_FIELD: Final = "payment.transaction_amount"
+
+
+@dataclass(frozen=True)
+class _Entries:
+    """Makes the entries of one payment as one delivery read it: each names the payment, its
+    order and its payer, in the payment's currency."""
+
+    payment: Payment
+    received: Delivery
+    order_id: str | None
+
+    def effect(
+        self,
+        transition: Transition,
+        ref: str,
+        minor: int,
+        at: int,
+        field: str = _AMOUNT_FIELD,
+        *,
+        only_if_open: bool = False,
+        note: str | None = None,
+    ) -> Effect:
+        payment = self.payment
+        return Effect(
+            delivery=Delivery(PROVIDER, self.received.event_id, self.received.event_type, at),
+            transition=transition,
+            external_ref=ref,
+            amount=movement(minor, payment.currency_id, field, _WHAT[transition]),
+            order_id=self.order_id,
+            order_lookup=(str(payment.id),),
+            recipient=payment.payer.email if payment.payer else None,
+            payment=str(payment.id),
+            only_if_open=only_if_open,
+            note=note,
+        )
+
+
+@dataclass(frozen=True)
+class _Dispute:
+    """The payment's dispute as its entries book it, each stamped at the payment's last update."""
+
+    ref: str
+    # What its opening withdrew once that counted, else what the payment still has
+    held: int
+    withdrew: int | None  # None: no opening of it counted yet
+    updated: int
+
+
+def _refunds(entries: _Entries) -> tuple[list[Interpretation], int]:
+    """An entry per refund that moved money, and what buyer protection gave back: the claim's
+    loss, not a refund (see the module's doc)."""
+    currency = entries.payment.currency_id
+    refunds: list[Interpretation] = []
+    lost_to_claim = 0
+    for n, refund in enumerate(entries.payment.refunds):
+        at = f"payment.refunds.{n}"
+        minor = to_minor(refund.amount, currency, f"{at}.amount")
+        if refund.status != REFUND_MOVED_MONEY:
+            continue
+        if refund.by_buyer_protection:
+            lost_to_claim += minor
+            continue
+        refunded_at = _epoch(refund.date_created, f"{at}.date_created")
+        ref = f"refund:{refund.id}"
+        refunds.append(entries.effect(Transition.REFUNDED, ref, minor, refunded_at, f"{at}.amount"))
+    return refunds, lost_to_claim
+
+
+def _dispute_opened(entries: _Entries, dispute: _Dispute) -> list[Interpretation]:
+    """A mediation or a chargeback: what it holds withdrawn, and a chargeback's verdict."""
+    payment = entries.payment
+    if not dispute.held:
+        # Refunded in full (or past its amount) before the cardholder disputed it: nothing
+        # is held. Said, not refused: refusing would fail every later notification of the
+        # payment too, and its refunds and verdict with them.
+        return [NoEffect(entries.received, f"payment {payment.id} disputed with nothing left")]
+    ref, held, updated = dispute.ref, dispute.held, dispute.updated
+    opened: list[Interpretation] = [entries.effect(Transition.DISPUTED, ref, held, updated)]
+    verdict = CHARGEBACK_VERDICTS.get(payment.status_detail or "")
+    if payment.status == "charged_back" and verdict is not None:
+        opened.append(entries.effect(verdict, ref, held, updated))
+    return opened
+
+
+def _dispute_closed(
+    entries: _Entries, dispute: _Dispute, lost_to_claim: int
+) -> list[Interpretation]:
+    """A payment approved or refunded again: its claim lost to buyer protection, its hold
+    closed by the seller's refund, or released."""
+    ref, held, updated = dispute.ref, dispute.held, dispute.updated
+    if lost_to_claim:
+        # The buyer won the claim: buyer protection refunded what it held, from the
+        # seller's money. The dispute is lost (opened too, if no read saw it held), for what
+        # its opening withdrew or, never read, what buyer protection gave back.
+        lost = dispute.withdrew if dispute.withdrew is not None else lost_to_claim
+        return [
+            entries.effect(Transition.DISPUTED, ref, lost, updated),
+            entries.effect(Transition.DISPUTE_LOST, ref, lost, updated),
+        ]
+    if held and entries.payment.status == "refunded":
+        # Refunded by the seller while a mediation held it: the refund is its own entry; the
+        # hold closes, neither won nor lost.
+        return [
+            entries.effect(
+                Transition.DISPUTE_REFUNDED,
+                ref,
+                held,
+                updated,
+                only_if_open=True,
+                note=CLOSED_BY_REFUND,
+            )
+        ]
+    if held:
+        # Approved again: a hold, if one is open, is released for the merchant. Nothing
+        # left on a payment never disputed is nothing to release.
+        return [
+            entries.effect(
+                Transition.DISPUTE_WON, ref, held, updated, only_if_open=True, note=RELEASED
+            )
+        ]
+    return []
 
 
 # What each entry's money is, for a reason that says what cannot be zero
