@@ -54,6 +54,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -133,118 +134,9 @@ class FakeProviderApis:
         self.requests: list[str] = []
         self._failures: dict[tuple[str, int], int] = {}
         self._lock = threading.Lock()
-        fake = self
-
-        class Request(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                url = urllib.parse.urlsplit(self.path)
-                query = urllib.parse.parse_qs(url.query)
-                injected = fake._record(self.path, url.path)
-                if url.path.startswith("/v3/"):
-                    self._asaas(url.path, query, injected)
-                    return
-                of_mercadopago = url.path.startswith(("/v1/payments/", ORDERS_PATH)) or (
-                    url.path == ORDERS_SEARCH_PATH
-                )
-                token = mercadopago_token if of_mercadopago else stripe_key
-                if self.headers.get("Authorization") != f"Bearer {token}":
-                    self._answer(401, {"message": "invalid access token"})
-                elif injected or fake.status_override:
-                    self._answer(injected or fake.status_override or 500, {"message": "injected"})
-                elif url.path == "/v1/refunds":
-                    self._answer(200, fake.refund_page(query))
-                elif url.path == "/v1/events":
-                    self._answer(200, fake.event_page(query))
-                elif url.path == "/v1/balance_transactions":
-                    self._answer(200, fake.balance_page(query))
-                elif url.path == "/v1/payments/search":
-                    self._answer(200, fake.payment_search(query))
-                elif url.path == ORDERS_SEARCH_PATH:
-                    self._answer(*fake.order_search(query))
-                elif url.path.startswith(ORDERS_PATH):
-                    order = fake.orders.get(url.path.removeprefix(ORDERS_PATH))
-                    self._answer(*((200, order) if order else (404, {"message": "not found"})))
-                elif (answer := fake.stripe_object_at(url.path)) is not None:
-                    fake.stripe_versions.append(self.headers.get("Stripe-Version"))
-                    self._answer(*answer)
-                elif (payment_id := url.path.rsplit("/", 1)[-1]) in fake.payments:
-                    self._answer(200, fake.payments[payment_id])
-                else:
-                    self._answer(404, {"message": "not found"})
-
-            def do_PUT(self) -> None:
-                path = urllib.parse.urlsplit(self.path).path
-                fake._record(self.path, path)
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length)
-                if path.startswith(
-                    (FAKE_ASAAS_PAYMENTS_PATH, FAKE_ASAAS_STATEMENT_PATH, FAKE_ASAAS_WEBHOOKS_PATH)
-                ):
-                    if self.headers.get("access_token") != asaas_key:
-                        self._answer(401, {"errors": [{"code": "invalid_access_token"}]})
-                    elif path.startswith(FAKE_ASAAS_STATEMENT_PATH):
-                        line_id = path.removeprefix(FAKE_ASAAS_STATEMENT_PATH)
-                        self._answer(*fake.register_asaas_transaction(line_id, body))
-                    elif path.startswith(FAKE_ASAAS_WEBHOOKS_PATH):
-                        webhook_id = path.removeprefix(FAKE_ASAAS_WEBHOOKS_PATH)
-                        self._answer(*fake.register_asaas_webhook(webhook_id, body))
-                    else:
-                        payment_id = path.removeprefix(FAKE_ASAAS_PAYMENTS_PATH)
-                        self._answer(*fake.register_asaas_payment(payment_id, body))
-                elif path.startswith(FAKE_STRIPE_PATH) and not path.startswith(
-                    (FAKE_PAYMENTS_PATH, FAKE_ORDERS_PATH)
-                ):
-                    if self.headers.get("Authorization") != f"Bearer {stripe_key}":
-                        self._answer(401, {"error": {"message": "Invalid API Key provided"}})
-                    else:
-                        self._answer(
-                            *fake.register_stripe(path.removeprefix(FAKE_STRIPE_PATH), body)
-                        )
-                elif not path.startswith((FAKE_PAYMENTS_PATH, FAKE_ORDERS_PATH)):
-                    self._answer(404, {"message": "not found"})
-                elif self.headers.get("Authorization") != f"Bearer {mercadopago_token}":
-                    self._answer(401, {"message": "invalid access token"})
-                elif path.startswith(FAKE_ORDERS_PATH):
-                    self._answer(*fake.register_order(path.removeprefix(FAKE_ORDERS_PATH), body))
-                else:
-                    self._answer(
-                        *fake.register_payment(path.removeprefix(FAKE_PAYMENTS_PATH), body)
-                    )
-
-            def _asaas(self, path: str, query: Query, injected: int | None) -> None:
-                """Asaas's answers: its key in `access_token`, its errors as `errors[]`."""
-                payment_id = path.removeprefix(ASAAS_PAYMENTS_PATH)
-                if self.headers.get("access_token") != asaas_key:
-                    self._answer(401, {"errors": [{"code": "invalid_access_token"}]})
-                elif injected or fake.status_override:
-                    self._answer(injected or fake.status_override or 500, {"errors": []})
-                elif path == ASAAS_STATEMENT_PATH:
-                    self._answer(200, fake.asaas_statement(query))
-                elif path == ASAAS_PAYMENTS_LIST:
-                    self._answer(200, fake.asaas_payment_list(query))
-                elif path == ASAAS_WEBHOOKS_PATH:
-                    self._answer(200, _asaas_page(list(fake.asaas_webhooks.values()), query))
-                elif path.startswith(f"{ASAAS_WEBHOOKS_PATH}/") and (
-                    webhook := fake.asaas_webhooks.get(path.rsplit("/", 1)[-1])
-                ):
-                    self._answer(200, webhook)
-                elif path.startswith(ASAAS_PAYMENTS_PATH) and payment_id in fake.asaas_payments:
-                    self._answer(200, fake.asaas_payments[payment_id])
-                else:
-                    self._answer(404, {"errors": [{"code": "not_found"}]})
-
-            def _answer(self, status: int, body: object) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), Request)
+        keys = _Keys(mercadopago_token, stripe_key, asaas_key)
+        request = type("Request", (_Request,), {"fake": self, "keys": keys})
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), request)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -515,6 +407,127 @@ class FakeProviderApis:
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+@dataclass(frozen=True)
+class _Keys:
+    """The credential each provider's fake takes."""
+
+    mercadopago: str
+    stripe: str
+    asaas: str
+
+
+class _Request(BaseHTTPRequestHandler):
+    """One request to the fake APIs: each provider's routes, its credential, its errors. The
+    fake and the credentials are set on a subclass per fake (`FakeProviderApis`)."""
+
+    fake: FakeProviderApis
+    keys: _Keys
+
+    def do_GET(self) -> None:
+        url = urllib.parse.urlsplit(self.path)
+        query = urllib.parse.parse_qs(url.query)
+        injected = self.fake._record(self.path, url.path)
+        if url.path.startswith("/v3/"):
+            self._asaas(url.path, query, injected)
+            return
+        of_mercadopago = url.path.startswith(("/v1/payments/", ORDERS_PATH)) or (
+            url.path == ORDERS_SEARCH_PATH
+        )
+        token = self.keys.mercadopago if of_mercadopago else self.keys.stripe
+        if self.headers.get("Authorization") != f"Bearer {token}":
+            self._answer(401, {"message": "invalid access token"})
+        elif injected or self.fake.status_override:
+            self._answer(injected or self.fake.status_override or 500, {"message": "injected"})
+        elif url.path == "/v1/refunds":
+            self._answer(200, self.fake.refund_page(query))
+        elif url.path == "/v1/events":
+            self._answer(200, self.fake.event_page(query))
+        elif url.path == "/v1/balance_transactions":
+            self._answer(200, self.fake.balance_page(query))
+        elif url.path == "/v1/payments/search":
+            self._answer(200, self.fake.payment_search(query))
+        elif url.path == ORDERS_SEARCH_PATH:
+            self._answer(*self.fake.order_search(query))
+        elif url.path.startswith(ORDERS_PATH):
+            order = self.fake.orders.get(url.path.removeprefix(ORDERS_PATH))
+            self._answer(*((200, order) if order else (404, {"message": "not found"})))
+        elif (answer := self.fake.stripe_object_at(url.path)) is not None:
+            self.fake.stripe_versions.append(self.headers.get("Stripe-Version"))
+            self._answer(*answer)
+        elif (payment_id := url.path.rsplit("/", 1)[-1]) in self.fake.payments:
+            self._answer(200, self.fake.payments[payment_id])
+        else:
+            self._answer(404, {"message": "not found"})
+
+    def do_PUT(self) -> None:
+        path = urllib.parse.urlsplit(self.path).path
+        self.fake._record(self.path, path)
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length)
+        if path.startswith(
+            (FAKE_ASAAS_PAYMENTS_PATH, FAKE_ASAAS_STATEMENT_PATH, FAKE_ASAAS_WEBHOOKS_PATH)
+        ):
+            if self.headers.get("access_token") != self.keys.asaas:
+                self._answer(401, {"errors": [{"code": "invalid_access_token"}]})
+            elif path.startswith(FAKE_ASAAS_STATEMENT_PATH):
+                line_id = path.removeprefix(FAKE_ASAAS_STATEMENT_PATH)
+                self._answer(*self.fake.register_asaas_transaction(line_id, body))
+            elif path.startswith(FAKE_ASAAS_WEBHOOKS_PATH):
+                webhook_id = path.removeprefix(FAKE_ASAAS_WEBHOOKS_PATH)
+                self._answer(*self.fake.register_asaas_webhook(webhook_id, body))
+            else:
+                payment_id = path.removeprefix(FAKE_ASAAS_PAYMENTS_PATH)
+                self._answer(*self.fake.register_asaas_payment(payment_id, body))
+        elif path.startswith(FAKE_STRIPE_PATH) and not path.startswith(
+            (FAKE_PAYMENTS_PATH, FAKE_ORDERS_PATH)
+        ):
+            if self.headers.get("Authorization") != f"Bearer {self.keys.stripe}":
+                self._answer(401, {"error": {"message": "Invalid API Key provided"}})
+            else:
+                self._answer(*self.fake.register_stripe(path.removeprefix(FAKE_STRIPE_PATH), body))
+        elif not path.startswith((FAKE_PAYMENTS_PATH, FAKE_ORDERS_PATH)):
+            self._answer(404, {"message": "not found"})
+        elif self.headers.get("Authorization") != f"Bearer {self.keys.mercadopago}":
+            self._answer(401, {"message": "invalid access token"})
+        elif path.startswith(FAKE_ORDERS_PATH):
+            self._answer(*self.fake.register_order(path.removeprefix(FAKE_ORDERS_PATH), body))
+        else:
+            self._answer(*self.fake.register_payment(path.removeprefix(FAKE_PAYMENTS_PATH), body))
+
+    def _asaas(self, path: str, query: Query, injected: int | None) -> None:
+        """Asaas's answers: its key in `access_token`, its errors as `errors[]`."""
+        payment_id = path.removeprefix(ASAAS_PAYMENTS_PATH)
+        if self.headers.get("access_token") != self.keys.asaas:
+            self._answer(401, {"errors": [{"code": "invalid_access_token"}]})
+        elif injected or self.fake.status_override:
+            self._answer(injected or self.fake.status_override or 500, {"errors": []})
+        elif path == ASAAS_STATEMENT_PATH:
+            self._answer(200, self.fake.asaas_statement(query))
+        elif path == ASAAS_PAYMENTS_LIST:
+            self._answer(200, self.fake.asaas_payment_list(query))
+        elif path == ASAAS_WEBHOOKS_PATH:
+            self._answer(200, _asaas_page(list(self.fake.asaas_webhooks.values()), query))
+        elif path.startswith(f"{ASAAS_WEBHOOKS_PATH}/") and (
+            webhook := self.fake.asaas_webhooks.get(path.rsplit("/", 1)[-1])
+        ):
+            self._answer(200, webhook)
+        elif path.startswith(ASAAS_PAYMENTS_PATH) and payment_id in self.fake.asaas_payments:
+            self._answer(200, self.fake.asaas_payments[payment_id])
+        else:
+            self._answer(404, {"errors": [{"code": "not_found"}]})
+
+    def _answer(self, status: int, body: object) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
 
 
 class FakeApiError(Exception):

@@ -150,12 +150,7 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
         drill = options.stories(int(time.time()))
         log = DeliveryLog()
         providers = providers_for(stack, drill, log)
-        err.write(
-            f"  embedded stack up: {stack.front.url} as a {options.api_type.value} API"
-            f" (AWS on {stack.aws.endpoint_url}"
-            + "".join(f", {name} on {url}" for name, url in stack.aws.service_endpoints.items())
-            + ")\n"
-        )
+        _say_stack_up(err, stack, options.api_type)
         drains: list[Drained] = []
 
         def drain() -> None:
@@ -163,17 +158,8 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
                 drains.append(stack.drain(let_waits_pass=True))
             _progress_line(err, drains[-1])
 
-        if options.burst:
-            stack.pause_processing()
         with watch.step("delivering"):
-            run_stories(
-                drill,
-                providers,
-                ProgressBar(err),
-                stories_per_second=options.stories_per_second(drill),
-            )
-        backlog = stack.queued_messages()[0] if options.burst else 0
-        stack.resume_processing()
+            backlog = _deliver(stack, drill, providers, options, err)
         drain()
         burst = burst_check(options, drill, log, backlog, drains[0], len(stack.process_pollers))
         dynamodb = client("dynamodb", stack.aws.endpoint_url)
@@ -184,16 +170,7 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
 
         with watch.step("attaching, resending, replaying"):
             before_resend = _read_tables(dynamodb, names).business_state()
-            # Both only repeat what was processed: side by side, one drain for the two.
-            # (the replay makes its clients here: boto3's default session is not thread-safe)
-            with ThreadPoolExecutor(1, thread_name_prefix="resend") as resending:
-                resends = resending.submit(_resend, drill, providers, options.seed)
-                replays = {
-                    "stripe": _replay_stripe(stack, drill, log),
-                    "mercadopago": _replay_mercadopago(stack, drill),
-                    "asaas": _replay_asaas(stack, drill),
-                }
-                resent = resends.result()
+            resent, replays = _resends_and_replays(stack, drill, providers, log, options.seed)
         drain()
         after_resend = _read_tables(dynamodb, names).business_state()
         # A charge naming another order than its payment's: the statement reports it there.
@@ -219,17 +196,79 @@ def run_embedded(options: DrillOptions, out: TextIO = sys.stdout, err: TextIO = 
             checks += [statement_check(run, {}) for run in others]
             checks.append(hourly.check)
             checks.append(_replays_check(resent, replays, before_resend, after_resend))
-        facts = embedded_facts(options.faults, drill, log, stack, state, drains, watch.seconds)
-        server = stack.aws.stats()
-        calls = stack.recorded_calls()
-        write_calls(calls, stack.resources.deployed_as(), options.calls_path)
-    facts["aws calls"] = (
-        f"{len(calls)} distinct (function, action, resource) in {options.calls_path}"
-    )
-    facts |= server_facts(server)
+        facts = _DrillFacts(options, drill, log, drains, watch).of(stack, state)
     facts["elapsed"] = f"{watch.elapsed:.1f} s"
     render(checks, facts, out)
     return 0 if all(c.ok for c in checks) else 1
+
+
+def _deliver(
+    stack: EmbeddedStack,
+    drill: Sequence[Story],
+    providers: Providers,
+    options: DrillOptions,
+    err: TextIO,
+) -> int:
+    """Every story delivered; for a burst, with processing paused until all are queued: the
+    backlog then left (0 otherwise). Processing runs again on return."""
+    if options.burst:
+        stack.pause_processing()
+    run_stories(
+        drill, providers, ProgressBar(err), stories_per_second=options.stories_per_second(drill)
+    )
+    backlog = stack.queued_messages()[0] if options.burst else 0
+    stack.resume_processing()
+    return backlog
+
+
+def _say_stack_up(err: TextIO, stack: EmbeddedStack, api_type: ApiType) -> None:
+    err.write(
+        f"  embedded stack up: {stack.front.url} as a {api_type.value} API"
+        f" (AWS on {stack.aws.endpoint_url}"
+        + "".join(f", {name} on {url}" for name, url in stack.aws.service_endpoints.items())
+        + ")\n"
+    )
+
+
+def _resends_and_replays(
+    stack: EmbeddedStack, drill: Sequence[Story], providers: Providers, log: DeliveryLog, seed: int
+) -> tuple[int, dict[str, Replayed]]:
+    """The dashboard resend and every provider's replay. Both only repeat what was processed:
+    side by side, one drain for the two (the replays make their clients here: boto3's default
+    session is not thread-safe)."""
+    with ThreadPoolExecutor(1, thread_name_prefix="resend") as resending:
+        resends = resending.submit(_resend, drill, providers, seed)
+        replays = {
+            "stripe": _replay_stripe(stack, drill, log),
+            "mercadopago": _replay_mercadopago(stack, drill),
+            "asaas": _replay_asaas(stack, drill),
+        }
+        return resends.result(), replays
+
+
+@dataclass
+class _DrillFacts:
+    """What the report states besides the checks: the drill's, the server's, the calls'."""
+
+    options: DrillOptions
+    drill: Sequence[Story]
+    log: DeliveryLog
+    drains: list[Drained]
+    watch: Stopwatch
+
+    def of(self, stack: EmbeddedStack, state: LedgerState) -> dict[str, str]:
+        """Read while the stack is up; the calls are written where the permissions test reads
+        them."""
+        facts = embedded_facts(
+            self.options.faults, self.drill, self.log, stack, state, self.drains, self.watch.seconds
+        )
+        server = stack.aws.stats()
+        calls = stack.recorded_calls()
+        write_calls(calls, stack.resources.deployed_as(), self.options.calls_path)
+        facts["aws calls"] = (
+            f"{len(calls)} distinct (function, action, resource) in {self.options.calls_path}"
+        )
+        return facts | server_facts(server)
 
 
 # How far the burst's drain may be from the capacity model's prediction, either way: the

@@ -8,8 +8,8 @@ import json
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from functions.shared.tables import DEFAULT_LEDGER_TABLE
 from ops.cli.common import (
@@ -18,6 +18,13 @@ from ops.cli.common import (
     add_provider_api_options,
     operations_client,
 )
+
+if TYPE_CHECKING:
+    from functions.shared.providers import Interpreters
+    from ops.outcomes import Result
+    from ops.replay import Page, Window
+
+    Sources = list[tuple[str, Iterator[Page]]]
 
 
 def add_replay_parser(commands: Any) -> None:
@@ -73,13 +80,7 @@ def add_replay_parser(commands: Any) -> None:
 
 def run_replay(args: argparse.Namespace) -> int:
     from functions.ingest.adapters import SqsQueue
-    from functions.process.asaas_api import BASE_URL as ASAAS_BASE_URL
-    from functions.process.asaas_cash import LedgerCash
-    from functions.process.mercadopago_api import BASE_URL as MERCADOPAGO_BASE_URL
-    from functions.process.stripe_api import BASE_URL as STRIPE_BASE_URL
-    from functions.process.stripe_api import StripeApi
-    from functions.shared.providers import Interpreters
-    from ops import replay, replay_asaas, replay_mercadopago
+    from ops import replay
     from ops.local import WEBHOOK_QUEUE_NAME
     from ops.outcomes import LedgerOutcomes
 
@@ -91,48 +92,9 @@ def run_replay(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    secret = secret_reader(args.endpoint_url, args.stage or ("local" if local else "prod"))
-    api_url = args.api_url or (LOCAL_PROVIDER_APIS if local else None)
     dynamodb = operations_client("dynamodb", args.endpoint_url)
     try:
-        window = replay.Window.parse(args.since, args.until, time.time())
-        if args.source == "stripe":
-            types = [t for given in args.types for t in given.split(",") if t]
-            key, base_url = secret("stripe/api-key"), api_url or STRIPE_BASE_URL
-            events = replay.StripeEvents(key, time.time, base_url, page_size=args.page_size)
-            pages = events.pages(window, types or replay.STRIPE_TYPES, args.starting_after)
-            refunds = StripeApi(key, base_url).refunds_of_charge
-            interpreters = Interpreters.build(stripe_refunds=refunds)
-            sources = [(replay.STRIPE_EVENTS_API, pages)]
-        elif args.source == "asaas":
-            listed = replay_asaas.AsaasPayments(
-                secret("asaas/api-key"), api_url or ASAAS_BASE_URL, page_size=args.page_size
-            )
-            interpreters = Interpreters.build(
-                asaas_payments=listed.payment, asaas_cash=LedgerCash(dynamodb, args.ledger_table)
-            )
-            sources = [(replay_asaas.ASAAS_PAYMENTS_LIST, listed.pages(window))]
-        else:
-            token, base_url = secret("mercadopago/access-token"), api_url or MERCADOPAGO_BASE_URL
-            payments = replay_mercadopago.MercadoPagoPayments(
-                token, base_url, page_size=args.page_size
-            )
-            orders = replay_mercadopago.MercadoPagoOrders(token, base_url, page_size=args.page_size)
-            created_since = (
-                None
-                if args.orders_created_since is None
-                else replay.instant(args.orders_created_since, "--orders-created-since")
-            )
-            sources = replay_mercadopago.replay_sources(payments, orders, window, created_since)
-            looked_from = created_since or window.since - replay_mercadopago.ORDERS_LOOKBACK
-            print(
-                "orders: their changes since --since are looked for among the orders created "
-                f"since {looked_from.isoformat()} (--orders-created-since looks further back)",
-                file=sys.stderr,
-            )
-            interpreters = Interpreters.build(
-                mercadopago_payments=payments.payment, mercadopago_orders=orders.order
-            )
+        sources, interpreters = _replay_sources(args, dynamodb, local)
     except replay.ReplayRefusedError as exc:
         print(f"refused: {exc}", file=sys.stderr)
         return 2
@@ -144,29 +106,7 @@ def run_replay(args: argparse.Namespace) -> int:
         enqueued = replay.replay_in_turn(SqsQueue(sqs, queue_url), ledger, sources)
     except replay.ReplayInterruptedError as exc:
         interrupted, enqueued = exc, exc.enqueued
-    results = ledger.settle(enqueued, args.wait)
-    described = [
-        {
-            "provider": r.tracked.message.provider,
-            "event_id": r.tracked.message.event_id,
-            "event_type": r.tracked.message.event_type,
-            "outcome": r.outcome,
-            "order_id": r.order_id,
-            "detail": r.detail,
-        }
-        for r in results
-    ]
-    if args.json:
-        print(json.dumps(described, indent=2))
-    else:
-        counts = Counter(d["outcome"] for d in described)
-        tally = ", ".join(f"{n} {outcome}" for outcome, n in counts.items())
-        print(f"{len(described)} replayed" + (f": {tally}" if tally else ""))
-        for d in described:
-            print(
-                f"  {d['outcome']:<10} {d['event_type']:<34} {d['event_id']:<36} "
-                f"{d['order_id'] or '-':<16} {d['detail']}"
-            )
+    _print_replayed(ledger.settle(enqueued, args.wait), args.json)
     if interrupted is None:
         return 0
     resume = interrupted.resume
@@ -178,6 +118,93 @@ def run_replay(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 1
+
+
+def _replay_sources(
+    args: argparse.Namespace, dynamodb: Any, local: bool
+) -> tuple[Sources, Interpreters]:
+    """What the provider's replay reads, in turn, and the interpreters its outcomes are read
+    with; ReplayRefusedError when it cannot be done as asked (nothing read)."""
+    from functions.process.asaas_api import BASE_URL as ASAAS_BASE_URL
+    from functions.process.asaas_cash import LedgerCash
+    from functions.process.stripe_api import BASE_URL as STRIPE_BASE_URL
+    from functions.process.stripe_api import StripeApi
+    from functions.shared.providers import Interpreters
+    from ops import replay, replay_asaas
+
+    secret = secret_reader(args.endpoint_url, args.stage or ("local" if local else "prod"))
+    api_url = args.api_url or (LOCAL_PROVIDER_APIS if local else None)
+    window = replay.Window.parse(args.since, args.until, time.time())
+    if args.source == "stripe":
+        types = [t for given in args.types for t in given.split(",") if t]
+        key, base_url = secret("stripe/api-key"), api_url or STRIPE_BASE_URL
+        events = replay.StripeEvents(key, time.time, base_url, page_size=args.page_size)
+        pages = events.pages(window, types or replay.STRIPE_TYPES, args.starting_after)
+        refunds = StripeApi(key, base_url).refunds_of_charge
+        return [(replay.STRIPE_EVENTS_API, pages)], Interpreters.build(stripe_refunds=refunds)
+    if args.source == "asaas":
+        listed = replay_asaas.AsaasPayments(
+            secret("asaas/api-key"), api_url or ASAAS_BASE_URL, page_size=args.page_size
+        )
+        interpreters = Interpreters.build(
+            asaas_payments=listed.payment, asaas_cash=LedgerCash(dynamodb, args.ledger_table)
+        )
+        return [(replay_asaas.ASAAS_PAYMENTS_LIST, listed.pages(window))], interpreters
+    return _mercadopago_sources(args, secret("mercadopago/access-token"), api_url, window)
+
+
+def _mercadopago_sources(
+    args: argparse.Namespace, token: Callable[[], str], api_url: str | None, window: Window
+) -> tuple[Sources, Interpreters]:
+    from functions.process.mercadopago_api import BASE_URL as MERCADOPAGO_BASE_URL
+    from functions.shared.providers import Interpreters
+    from ops import replay, replay_mercadopago
+
+    base_url = api_url or MERCADOPAGO_BASE_URL
+    payments = replay_mercadopago.MercadoPagoPayments(token, base_url, page_size=args.page_size)
+    orders = replay_mercadopago.MercadoPagoOrders(token, base_url, page_size=args.page_size)
+    created_since = (
+        None
+        if args.orders_created_since is None
+        else replay.instant(args.orders_created_since, "--orders-created-since")
+    )
+    sources = replay_mercadopago.replay_sources(payments, orders, window, created_since)
+    looked_from = created_since or window.since - replay_mercadopago.ORDERS_LOOKBACK
+    print(
+        "orders: their changes since --since are looked for among the orders created "
+        f"since {looked_from.isoformat()} (--orders-created-since looks further back)",
+        file=sys.stderr,
+    )
+    interpreters = Interpreters.build(
+        mercadopago_payments=payments.payment, mercadopago_orders=orders.order
+    )
+    return sources, interpreters
+
+
+def _print_replayed(results: Sequence[Result], as_json: bool) -> None:
+    """What each replayed event became, as JSON or one line each under a tally."""
+    described = [
+        {
+            "provider": r.tracked.message.provider,
+            "event_id": r.tracked.message.event_id,
+            "event_type": r.tracked.message.event_type,
+            "outcome": r.outcome,
+            "order_id": r.order_id,
+            "detail": r.detail,
+        }
+        for r in results
+    ]
+    if as_json:
+        print(json.dumps(described, indent=2))
+        return
+    counts = Counter(d["outcome"] for d in described)
+    tally = ", ".join(f"{n} {outcome}" for outcome, n in counts.items())
+    print(f"{len(described)} replayed" + (f": {tally}" if tally else ""))
+    for d in described:
+        print(
+            f"  {d['outcome']:<10} {d['event_type']:<34} {d['event_id']:<36} "
+            f"{d['order_id'] or '-':<16} {d['detail']}"
+        )
 
 
 def secret_reader(endpoint_url: str, stage: str) -> Callable[[str], Callable[[], str]]:
