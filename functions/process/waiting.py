@@ -200,16 +200,7 @@ class Waiting:
         watched again since (a newer generation keeps it)."""
         try:
             self._db.delete_item(
-                TableName=self._tables.ledger,
-                Key=to_attributes(
-                    {
-                        tables.PARTITION_KEY: tables.RECHECK_PK,
-                        tables.SORT_KEY: tables.parked_sk(provider, ref),
-                    }
-                ),
-                ConditionExpression="#generation = :generation",
-                ExpressionAttributeNames={"#generation": "generation"},
-                ExpressionAttributeValues=to_attributes({":generation": generation}),
+                **self._items.watch_ended(tables.parked_sk(provider, ref), generation)
             )
         except ClientError as exc:
             if not is_condition_failure(exc):  # gone already, or watched again since
@@ -241,25 +232,11 @@ class Waiting:
                     },
                 )
                 wait = min(self._recheck_after * 2 ** (checks + 1), RECHECK_AT_MOST_EVERY_SECONDS)
+                # Only the watch it sent: one ended or renewed meanwhile keeps its own.
                 self._db.update_item(
-                    TableName=self._tables.ledger,
-                    Key=to_attributes(
-                        {
-                            tables.PARTITION_KEY: tables.RECHECK_PK,
-                            tables.SORT_KEY: item[tables.SORT_KEY],
-                        }
-                    ),
-                    UpdateExpression="SET next_check_at = :next, checks = :checks",
-                    # Only the watch it sent: one ended or renewed meanwhile keeps its own.
-                    ConditionExpression="#generation = :generation",
-                    ExpressionAttributeNames={"#generation": "generation"},
-                    ExpressionAttributeValues=to_attributes(
-                        {
-                            ":next": now + wait,
-                            ":checks": checks + 1,
-                            ":generation": item["generation"],
-                        }
-                    ),
+                    **self._items.next_check(
+                        item[tables.SORT_KEY], str(item["generation"]), now + wait, checks + 1
+                    )
                 )
             except ClientError as exc:
                 if not is_condition_failure(exc):  # ended or renewed meanwhile: nothing to do
@@ -484,14 +461,7 @@ class Waiting:
 
     def _parked_delete(self, key: dict[str, Any]) -> TransactWriteItemTypeDef:
         """The parked delivery's removal, only if it is still parked."""
-        return {
-            "Delete": {
-                "TableName": self._tables.ledger,
-                "Key": key,
-                "ConditionExpression": "attribute_exists(#pk)",
-                "ExpressionAttributeNames": {"#pk": tables.PARTITION_KEY},
-            }
-        }
+        return self._items.still_there_deleted(key)
 
     def _ignore(self, item: dict[str, Any], partition: str, now: int) -> bool:
         """A delivery that moves no money and whose objects no order was ever bound to: its
