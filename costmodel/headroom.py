@@ -253,6 +253,30 @@ def _index_partitions(at: At) -> dict[str, float]:
 
 
 # The table: a row per component, in the page's order.
+def _per_part(
+    component: str,
+    unit: str,
+    source: str,
+    parts: Callable[[At], Mapping[str, float]],
+    lift: str | AtLeast = QUOTA_INCREASE,
+) -> Stage:
+    """A stage whose rows are its parts (tables, indexes), each loaded with its amount per
+    event at the rate."""
+    return Stage(component, unit, _rate_times_part, source, lift=lift, parts=parts)
+
+
+def _rate_times_part(at: At) -> float:
+    return at.rate * at.amount
+
+
+def _write_units(at: At) -> Mapping[str, float]:
+    return at.e.write_units
+
+
+def _read_units(at: At) -> Mapping[str, float]:
+    return at.e.read_units
+
+
 STAGES: tuple[Stage, ...] = (
     Stage(
         "API Gateway stage throttle (HTTP or REST)",
@@ -310,27 +334,14 @@ STAGES: tuple[Stage, ...] = (
             most="sqs_event_source_maximum_concurrency",
         ),
     ),
-    Stage(
-        "DynamoDB `{at.part}` writes",
-        "WRU/s",
-        lambda at: at.rate * at.amount,
-        "dynamodb_table_write_units",
-        parts=lambda at: at.e.write_units,
-    ),
-    Stage(
-        "DynamoDB `{at.part}` reads",
-        "RRU/s",
-        lambda at: at.rate * at.amount,
-        "dynamodb_table_read_units",
-        parts=lambda at: at.e.read_units,
-    ),
-    Stage(
+    _per_part("DynamoDB `{at.part}` writes", "WRU/s", "dynamodb_table_write_units", _write_units),
+    _per_part("DynamoDB `{at.part}` reads", "RRU/s", "dynamodb_table_read_units", _read_units),
+    _per_part(
         "DynamoDB `{at.part}`, a new table's instant peak",
         "WRU/s (reads at 1/3)",
-        lambda at: at.rate * at.amount,
         "dynamodb_new_table_write_units",
+        _new_table_peak,
         lift="warm throughput on the table, or a 30-minute ramp",
-        parts=_new_table_peak,
     ),
     Stage(
         "one order's partition: a payment's whole story within a second",
@@ -339,13 +350,12 @@ STAGES: tuple[Stage, ...] = (
         "dynamodb_partition_write_units",
         lift="none (a hard limit): one order takes this many stories a second",
     ),
-    Stage(
+    _per_part(
         "index {at.part}",
         "WRU/s",
-        lambda at: at.rate * at.amount,
         "dynamodb_partition_write_units",
+        _index_partitions,
         lift="more shards (`CHANGES_SHARDS`, `OUTBOX_DUE_SHARDS` in functions/shared/tables.py)",
-        parts=_index_partitions,
     ),
     Stage(
         "outbox stream mapping ({at.shards:.0f} shard x {at.s.outbox_parallelization_factor}, "

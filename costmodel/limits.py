@@ -5,8 +5,10 @@ infra/config.py, infra/mappings.py and the functions' named constants."""
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from functions.process.waiting import WAIT_LIMIT_SECONDS
 from functions.reconcile.service import PENDING_DEADLINE_SECONDS
@@ -33,6 +35,11 @@ class Quota:
     note: str = ""
 
 
+def numbers(loaded: Mapping[str, Any], table: str) -> dict[str, float]:
+    """A TOML table of plain figures (quotas.toml's and prices.toml's `[assumptions]`, ...)."""
+    return {name: float(value) for name, value in loaded[table].items()}
+
+
 @dataclass(frozen=True)
 class Quotas:
     quotas: dict[str, Quota]
@@ -45,8 +52,7 @@ class Quotas:
             name: Quota(name, **{**entry, "value": float(entry["value"])})
             for name, entry in loaded["quotas"].items()
         }
-        assumptions = {k: float(v) for k, v in loaded["assumptions"].items()}
-        return cls(quotas, assumptions)
+        return cls(quotas, numbers(loaded, "assumptions"))
 
     def value(self, name: str) -> float:
         return self.quotas[name].value

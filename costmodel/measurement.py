@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from costmodel import statement as statement_pass
+from costmodel.limits import numbers
 from devstack.capacity import Units
 from infra import settings
 
@@ -70,9 +71,7 @@ class Prices:
             name: Price(name, **{**entry, "usd": float(entry["usd"]), "per": float(entry["per"])})
             for name, entry in loaded["prices"].items()
         }
-        assumptions = {k: float(v) for k, v in loaded["assumptions"].items()}
-        latency = {k: float(v) for k, v in loaded["latency_ms"].items()}
-        return cls(prices, assumptions, latency)
+        return cls(prices, numbers(loaded, "assumptions"), numbers(loaded, "latency_ms"))
 
     def rate(self, name: str) -> float:
         return self.prices[name].rate
