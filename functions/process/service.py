@@ -1,10 +1,10 @@
 """Apply each effect exactly once: one TransactWriteItems, and the database decides.
 
 The transaction reserves the key (`attribute_not_exists`), moves the order only if the event
-is not older than the order's last one (the ordering guard is the Update's
-ConditionExpression) and writes the outbox item, all or nothing. Each item has a named slot
-(transaction.py): the cancellation reasons are read back by slot, and `decide` says what
-they mean.
+is not older than the order's last one (the ordering guard is the Update's condition) and
+writes the outbox item, all or nothing. Each item has a named slot
+(functions/store/transaction.py): the cancellation reasons are read back by slot, and
+`decide` (verdict.py) says what they mean.
 
 One BatchGetItem comes first, only to spare writes: a key already reserved is a duplicate
 without a transaction (a cancelled transaction is billed in full), an order whose last event
@@ -15,8 +15,8 @@ decides wrongly, and so it may be eventually consistent (half the read units): a
 lags sees less, never something false, and what it did not see the transaction decides.
 
 Every path an entry can take (applied, duplicate, stale, voided, conflict, bound, waiting)
-shares one read, one routing and the same items: ledger_items.py renders them, with the
-condition each is written under; the slots and the decision live in transaction.py. The
+shares one read, one routing and the same items: functions/store/ledger.py renders them, with
+the condition each is written under; the slots live in the store, the decision in verdict.py. The
 broken-design harness replaces the items one at a time through this processor's `_reserve_key`,
 `_order_update`, `_outbox_put`, `_reversed_check`, `_capture_mark` and `_binding`.
 """
@@ -29,15 +29,7 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
-from functions.process.ledger_items import LedgerItems
-from functions.process.transaction import (
-    Placed,
-    Refusal,
-    Slot,
-    Transaction,
-    Verdict,
-    decide,
-)
+from functions.process.verdict import Verdict, decide
 from functions.shared import tables
 from functions.shared.bindings import bound_orders
 from functions.shared.domain import (
@@ -55,22 +47,27 @@ from functions.shared.domain import (
     ordering_token,
     top_up_ref,
 )
-from functions.shared.dynamo import (
-    cancellation_of,
-    from_attributes,
-    is_condition_failure,
-    raise_unclassified,
-    to_attributes,
-)
+from functions.shared.dynamo import from_attributes, raise_unclassified, to_attributes
 from functions.shared.errors import (
     CurrencyMismatchError,
     OrderNotYetKnownError,
     UnexpectedWriteError,
     WriteContendedError,
 )
-from functions.shared.outbox import outbox_id_for, reopen_for_email
+from functions.shared.outbox import outbox_id_for
 from functions.shared.providers import Interpreters
 from functions.shared.settings import DEFAULT_RETENTION_DAYS
+from functions.store import queries
+from functions.store.ledger import LedgerItems
+from functions.store.outbox import reopen_for_email
+from functions.store.transaction import (
+    Placed,
+    Refusal,
+    Slot,
+    Transaction,
+    commit,
+    is_condition_failure,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -241,10 +238,7 @@ class EffectProcessor:
             self._refuse_other_currency(routed, known.order or {})
             return self._record_stale(routed, to_bind)
         transaction = self._applied(routed, to_bind)
-        try:
-            self._db.transact_write_items(TransactItems=transaction.items)
-        except ClientError as exc:
-            refusal = transaction.refusal(cancellation_of(exc, "TransactWriteItems"))
+        if (refusal := commit(self._db, transaction)) is not None:
             return self._after_refusal(routed, refusal, to_bind)
         return self._processed(routed, Outcome.APPLIED, routed.effect.note or "")
 
@@ -460,7 +454,7 @@ class EffectProcessor:
             self._bindings(routed.effect.delivery.provider, routed.order_id, to_bind),
         )
 
-    # -- the items, rendered by ledger_items.py (each a point the broken-design harness
+    # -- the items, rendered by functions/store/ledger.py (each a point the broken-design harness
     # replaces) -------------------------------------------------------------------------
 
     def _reserve_key(
@@ -553,12 +547,9 @@ class EffectProcessor:
         transaction = Transaction.of(
             self._bindings(delivery.provider, order_id, binding.objects), Placed(Slot.AUDIT, audit)
         )
-        try:
-            self._db.transact_write_items(TransactItems=transaction.items)
-        except ClientError as exc:
-            refusal = transaction.refusal(cancellation_of(exc, "TransactWriteItems"))
+        if (refusal := commit(self._db, transaction)) is not None:
             if refusal.contended:
-                raise WriteContendedError(f"binding cancelled: {refusal.codes}") from exc
+                raise WriteContendedError(f"binding cancelled: {refusal.codes}")
             if refusal.only_audit_refused:
                 if (refusal.found(Slot.AUDIT) or {}).get("outcome") == Outcome.BOUND.value:
                     # This delivery bound these objects already: a resend changes nothing.
@@ -568,7 +559,7 @@ class EffectProcessor:
             if (refused := refusal.binding()) is not None:
                 bound = (refused.found or {}).get("order_id")
                 return self._record_conflict(delivery, str(refused.ref), str(bound), order_id)
-            raise UnexpectedWriteError(f"binding cancelled: {refusal.codes}") from exc
+            raise UnexpectedWriteError(f"binding cancelled: {refusal.codes}")
         return Processed(delivery, Outcome.BOUND, order_id, detail=binding.reason)
 
     # -- stale: status guarded, money still counted and announced ---------------------------
@@ -595,10 +586,7 @@ class EffectProcessor:
             self._bindings(routed.effect.delivery.provider, routed.order_id, to_bind),
             Placed(Slot.AUDIT, self._items.entry_audit(routed, Outcome.STALE, reason)),
         )
-        try:
-            self._db.transact_write_items(TransactItems=transaction.items)
-        except ClientError as exc:
-            refusal = transaction.refusal(cancellation_of(exc, "TransactWriteItems"))
+        if (refusal := commit(self._db, transaction)) is not None:
             return self._after_refusal(routed, refusal, to_bind, stale=True)
         return self._processed(routed, Outcome.STALE, "status change discarded, amount counted")
 
@@ -612,27 +600,9 @@ class EffectProcessor:
         if effect.payment is None:
             return True
         pages = self._db.get_paginator("query").paginate(
-            TableName=self._tables.ledger,
-            KeyConditionExpression="#pk = :pk AND begins_with(#sk, :entry)",
-            FilterExpression="#payment = :payment AND #token > :token AND #outcome IN (:a, :s)",
-            ExpressionAttributeNames={
-                "#pk": tables.PARTITION_KEY,
-                "#sk": tables.SORT_KEY,
-                "#payment": "payment",
-                "#token": "ordering_token",
-                "#outcome": "outcome",
-            },
-            ExpressionAttributeValues=to_attributes(
-                {
-                    ":pk": tables.order_pk(routed.order_id),
-                    ":entry": tables.EFFECT_SORT_PREFIX,
-                    ":payment": effect.payment,
-                    ":token": ordering_token(effect),
-                    ":a": Outcome.APPLIED.value,
-                    ":s": Outcome.STALE.value,
-                }
+            **queries.newer_counted_entries(
+                self._tables.ledger, routed.order_id, effect.payment, ordering_token(effect)
             ),
-            ProjectionExpression="#pk",
             ConsistentRead=True,
         )
         try:
@@ -668,23 +638,20 @@ class EffectProcessor:
             if effect.audited
             else [],
         )
-        try:
-            self._db.transact_write_items(TransactItems=transaction.items)
-        except ClientError as exc:
-            refusal = transaction.refusal(cancellation_of(exc, "TransactWriteItems"))
+        if (refusal := commit(self._db, transaction)) is not None:
             if refusal.failed(Slot.KEY):
                 return self._processed(routed, Outcome.DUPLICATE, "reversal already recorded")
             if refusal.failed(Slot.VOIDED):
                 # The reversed entry was counted meanwhile: the reversal now applies normally.
-                raise WriteContendedError("reversed entry recorded concurrently") from exc
+                raise WriteContendedError("reversed entry recorded concurrently")
             if refusal.contended:
-                raise WriteContendedError(f"void cancelled: {refusal.codes}") from exc
+                raise WriteContendedError(f"void cancelled: {refusal.codes}")
             if (binding := refusal.binding()) is not None:
                 bound = (binding.found or {}).get("order_id")
                 return self._record_conflict(
                     effect.delivery, str(binding.ref), str(bound), routed.order_id, routed.key
                 )
-            raise UnexpectedWriteError(f"void cancelled: {refusal.codes}") from exc
+            raise UnexpectedWriteError(f"void cancelled: {refusal.codes}")
         return self._processed(routed, Outcome.VOIDED, reason)
 
     def _refuse_other_currency(self, routed: RoutedEffect, order: dict[str, object]) -> None:

@@ -10,10 +10,10 @@ import hashlib
 from typing import TYPE_CHECKING
 
 from functions.process.service import EffectProcessor, Known, Processed
-from functions.process.transaction import Placed, Slot, Transaction
 from functions.shared import tables
 from functions.shared.domain import Effect, Outcome, RoutedEffect
 from functions.shared.dynamo import to_attributes
+from functions.store.transaction import Placed, Slot, Transaction
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef, UpdateTypeDef
