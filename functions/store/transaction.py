@@ -9,7 +9,7 @@ This module is the only place in functions/ that reads a cancellation's reasons.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final
@@ -158,6 +158,10 @@ def cancellation_of(exc: ClientError, operation: str) -> Cancellation:
         codes=tuple(_reason_code(reason) for reason in reasons),
         items=tuple(reason.get("Item") for reason in reasons),
     )
+
+
+# How a transaction is committed: `commit`, or (in the broken-design harness) a broken one.
+Committer = Callable[["DynamoDBClient", Transaction], "Refusal | None"]
 
 
 def commit(db: DynamoDBClient, transaction: Transaction) -> Refusal | None:
