@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from functions.process.waiting import Message
+from functions.process.messages import Message
 from functions.shared import tables
 from functions.shared.bindings import Key, binding_key, ledger_items
 from functions.shared.domain import Effect, Outcome, effect_key

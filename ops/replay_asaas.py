@@ -13,8 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from functions.process.asaas_api import BASE_URL as ASAAS_BASE_URL
 from functions.process.asaas_api import AsaasApi
+from functions.process.messages import Message
 from functions.process.stripe_api import PLACEHOLDER  # an API credential's secret until set
-from functions.process.waiting import Message
 from functions.shared.errors import MalformedEventError
 from functions.shared.providers import asaas
 from functions.shared.providers.fields import refused

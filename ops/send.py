@@ -28,7 +28,7 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
-from functions.process.waiting import Message
+from functions.process.messages import Message
 from functions.shared.errors import UmavezError
 from functions.shared.providers import asaas, mercadopago, mercadopago_orders
 

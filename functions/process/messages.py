@@ -9,13 +9,28 @@ Stripe event that Stripe's EventBridge destination delivered carries no attribut
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
 
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from functions.process.eventbridge import stripe_event_of
-from functions.process.waiting import RECHECK_GENERATION, RECHECK_OBJECT, Message
 from functions.shared.errors import MalformedEventError
 from functions.shared.settings import PaymentMode
+
+# The attributes of a re-check's message: the object to read again and its watch's generation.
+RECHECK_OBJECT: Final = "recheck_object"
+RECHECK_GENERATION: Final = "recheck_generation"
+
+
+@dataclass(frozen=True)
+class Message:
+    """A queue message in the ingest -> process contract: the raw body and its provider."""
+
+    provider: str
+    body: str
+    event_id: str
+    event_type: str
 
 
 def message_of(record: SQSRecord) -> Message:

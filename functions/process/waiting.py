@@ -16,28 +16,26 @@ It is kept `DORMANT` for the retention (neither listed nor alarmed) and re-drive
 binds through is bound after all: the payment that waits (and went unmatched) on its binding
 then counts, without a person.
 
-Long on purpose: parking, the scheduled re-drive, re-checks and the operator's attach move
-the same items through the same partitions, with the same conditions.
+Parking, the scheduled re-drive, re-checks and the operator's attach move the same items
+through the same partitions; the store renders each with its condition
+(functions/store/waiting.py).
 """
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
+from functions.process.messages import RECHECK_GENERATION, RECHECK_OBJECT, Message
 from functions.shared import settings, tables
 from functions.shared.bindings import binding_key, bound_orders, ledger_items
-from functions.shared.domain import Outcome
-from functions.shared.dynamo import from_attributes, raise_unclassified, to_attributes
+from functions.shared.dynamo import from_attributes, raise_unclassified
 from functions.shared.environment import WaitingSettings
 from functions.shared.errors import (
     BindingConflictError,
@@ -49,10 +47,11 @@ from functions.shared.errors import (
 from functions.store import queries
 from functions.store.ledger import LedgerItems
 from functions.store.transaction import Placed, Slot, Transaction, commit, is_condition_failure
+from functions.store.waiting import WaitingItems
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
-    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+    from mypy_boto3_dynamodb.type_defs import UpdateItemInputTypeDef
     from mypy_boto3_sqs import SQSClient
 
 WAIT_LIMIT_SECONDS: Final = 3 * 86_400  # Stripe retries a live delivery for up to 3 days
@@ -64,8 +63,6 @@ RECHECK_AT_MOST_EVERY_SECONDS: Final = 6 * 3600
 # merchant): its charge is still read again, and a person is told (`rechecks_over_a_week`).
 RECHECK_STUCK_SECONDS: Final = 7 * 86_400
 # The message attributes a re-check carries: what is watched, and which watch it re-drives.
-RECHECK_OBJECT: Final = "recheck_object"
-RECHECK_GENERATION: Final = "recheck_generation"
 PARK_AFTER_RECEIVES: Final = 3
 ATTACH_ATTEMPTS: Final = 3  # a transaction conflict is retried: the command is idempotent
 WAITING_ALARM_SECONDS: Final = 3600
@@ -76,16 +73,6 @@ BINDING_ONLY: Final = "binding"
 
 class NothingWaitsError(UmavezError):
     """`attach` named an object no delivery waits for: refused, a binding is for good."""
-
-
-@dataclass(frozen=True)
-class Message:
-    """A queue message in the ingest -> process contract: the raw body and its provider."""
-
-    provider: str
-    body: str
-    event_id: str
-    event_type: str
 
 
 class Waiting:
@@ -109,6 +96,7 @@ class Waiting:
         self._retention_seconds = retention_seconds
         self._recheck_after = recheck_after_seconds
         self._items = LedgerItems(table_names, clock, retention_seconds)
+        self._waiting_items = WaitingItems(table_names, retention_seconds)
 
     # -- parking ---------------------------------------------------------------------------
 
@@ -128,11 +116,7 @@ class Waiting:
             **waiting.summary,
         }
         try:
-            self._db.put_item(
-                **LedgerItems.first_record(
-                    {"TableName": self._tables.ledger, "Item": to_attributes(item)}
-                )
-            )
+            self._db.put_item(**self._waiting_items.parked(item))
         except ClientError as exc:
             if not is_condition_failure(exc):  # parked already: it keeps its first time
                 raise_unclassified(exc, "PutItem")
@@ -153,38 +137,22 @@ class Waiting:
         a watch already there is kept."""
         now = int(self._clock())
         for ref in objects:
-            self._update_watch(
-                TableName=self._tables.ledger,
-                Key=to_attributes(
-                    {
-                        tables.PARTITION_KEY: tables.RECHECK_PK,
-                        tables.SORT_KEY: tables.parked_sk(message.provider, ref),
-                    }
-                ),
-                UpdateExpression=(
-                    "SET provider = :provider, event_id = :event, event_type = :type, "
-                    "body = :body, #object = :object, "
-                    "watching_since = if_not_exists(watching_since, :now), "
-                    "next_check_at = if_not_exists(next_check_at, :next), "
-                    "checks = if_not_exists(checks, :zero), #generation = :generation"
-                ),
-                ExpressionAttributeNames={"#object": "object", "#generation": "generation"},
-                ExpressionAttributeValues=to_attributes(
-                    {
-                        ":provider": message.provider,
-                        ":event": message.event_id,
-                        ":type": message.event_type,
-                        ":body": message.body,
-                        ":object": ref,
-                        ":now": now,
-                        ":next": now + self._recheck_after,
-                        ":zero": 0,
-                        ":generation": uuid.uuid4().hex,
-                    }
-                ),
+            request = self._waiting_items.watch_begun(
+                tables.parked_sk(message.provider, ref),
+                {
+                    "provider": message.provider,
+                    "event_id": message.event_id,
+                    "event_type": message.event_type,
+                    "body": message.body,
+                },
+                ref,
+                now,
+                now + self._recheck_after,
+                uuid.uuid4().hex,
             )
+            self._update_watch(request)
 
-    def _update_watch(self, **request: Any) -> None:
+    def _update_watch(self, request: UpdateItemInputTypeDef) -> None:
         try:
             self._db.update_item(**request)
         except ClientError as exc:
@@ -195,7 +163,7 @@ class Waiting:
         watched again since (a newer generation keeps it)."""
         try:
             self._db.delete_item(
-                **self._items.watch_ended(tables.parked_sk(provider, ref), generation)
+                **self._waiting_items.watch_ended(tables.parked_sk(provider, ref), generation)
             )
         except ClientError as exc:
             if not is_condition_failure(exc):  # gone already, or watched again since
@@ -229,7 +197,7 @@ class Waiting:
                 wait = min(self._recheck_after * 2 ** (checks + 1), RECHECK_AT_MOST_EVERY_SECONDS)
                 # Only the watch it sent: one ended or renewed meanwhile keeps its own.
                 self._db.update_item(
-                    **self._items.next_check(
+                    **self._waiting_items.next_check(
                         item[tables.SORT_KEY], str(item["generation"]), now + wait, checks + 1
                     )
                 )
@@ -415,38 +383,17 @@ class Waiting:
         """Send first, then delete: a crash in between sends it again, which is a duplicate."""
         self._send(item, partition.lower(), {})
         self._db.delete_item(
-            TableName=self._tables.ledger,
-            Key=to_attributes(
-                {tables.PARTITION_KEY: partition, tables.SORT_KEY: item[tables.SORT_KEY]}
-            ),
+            TableName=self._tables.ledger, Key=self._waiting_items.parked_key(item, partition)
         )
 
     def _move_to_unmatched(self, item: dict[str, Any], now: int) -> bool:
         """Only if it still waits: an attach or a re-drive in between wins."""
-        unmatched = {
-            **item,
-            tables.PARTITION_KEY: tables.UNMATCHED_PK,
-            "unmatched_at": datetime.fromtimestamp(now, tz=UTC).isoformat(timespec="seconds"),
-        }
-        parked = to_attributes(
-            {tables.PARTITION_KEY: tables.WAITING_PK, tables.SORT_KEY: item[tables.SORT_KEY]}
-        )
-        transaction = Transaction.of(
-            Placed(
-                Slot.UNMATCHED,
-                {"Put": {"TableName": self._tables.ledger, "Item": to_attributes(unmatched)}},
-            ),
-            Placed(Slot.PARKED, self._parked_delete(parked)),
-        )
+        transaction = self._waiting_items.to_unmatched(item, now)
         if (refusal := commit(self._db, transaction)) is not None:
             if refusal.failed(Slot.PARKED) or refusal.contended:
                 return False
             raise UnexpectedWriteError(f"unmatched move: {refusal.codes}")
         return True
-
-    def _parked_delete(self, key: dict[str, Any]) -> TransactWriteItemTypeDef:
-        """The parked delivery's removal, only if it is still parked."""
-        return self._items.still_there_deleted(key)
 
     def _ignore(self, item: dict[str, Any], partition: str, now: int) -> bool:
         """A delivery that moves no money and whose objects no order was ever bound to: its
@@ -456,43 +403,14 @@ class Waiting:
         late: its renewal invoice then binds, and the payment waiting on that invoice counts).
         Only if it still waits: a re-drive or an attach in between wins. A record of the
         delivery already there (a copy processed since) is kept."""
-        objects = ", ".join(str(ref) for ref in item.get("objects", []))
-        record = {
-            tables.PARTITION_KEY: tables.delivery_pk(item["provider"], item["event_id"]),
-            tables.SORT_KEY: tables.DELIVERY_SORT,
-            "outcome": Outcome.IGNORED.value,
-            "reason": f"no order was ever bound to {objects}; nothing to bind (moves no money)",
-            "provider": item["provider"],
-            "event_id": item["event_id"],
-            "event_type": item.get("event_type"),
-            "recorded_at": datetime.fromtimestamp(now, tz=UTC).isoformat(timespec="milliseconds"),
-            tables.EXPIRES_AT: now + self._retention_seconds,
-        }
-        parked = to_attributes(
-            {tables.PARTITION_KEY: partition, tables.SORT_KEY: item[tables.SORT_KEY]}
-        )
-        audit: TransactWriteItemTypeDef = {
-            "Put": LedgerItems.first_record(
-                {"TableName": self._tables.ledger, "Item": to_attributes(record)}
-            )
-        }
-        dormant = {
-            **item,
-            tables.PARTITION_KEY: tables.DORMANT_PK,
-            "dormant_since": record["recorded_at"],
-            tables.EXPIRES_AT: now + self._retention_seconds,
-        }
-        keep: TransactWriteItemTypeDef = {
-            "Put": {"TableName": self._tables.ledger, "Item": to_attributes(dormant)}
-        }
-        moves = [Placed(Slot.PARKED, self._parked_delete(parked)), Placed(Slot.DORMANT, keep)]
-        transaction = Transaction.of(Placed(Slot.AUDIT, audit), *moves)
+        transaction = self._waiting_items.ignored(item, partition, now)
         if (refusal := commit(self._db, transaction)) is not None:
             if refusal.failed(Slot.PARKED) or refusal.contended:
                 return False
             if refusal.failed(Slot.AUDIT):
                 # The delivery has its record already: it only stops waiting.
-                self._db.transact_write_items(TransactItems=Transaction.of(*moves).items)
+                moves = Transaction.of(self._waiting_items.kept_dormant(item, partition, now))
+                self._db.transact_write_items(TransactItems=moves.items)
                 return True
             raise UnexpectedWriteError(f"ignored move: {refusal.codes}")
         return True
@@ -517,20 +435,3 @@ def waiting_from_env() -> Waiting:
         settings.retention_seconds,
         settings.recheck_after_seconds or RECHECK_AFTER_SECONDS,
     )
-
-
-def describe(item: dict[str, Any], now: float) -> dict[str, Any]:
-    """One waiting or unmatched delivery, for the CLI and logs (the raw body left out)."""
-    return {
-        "provider": item.get("provider"),
-        "event_id": item.get("event_id"),
-        "event_type": item.get("event_type"),
-        "waits_for": item.get("objects", []),
-        "transition": item.get("transition"),
-        "object": item.get("external_ref"),
-        "amount": item.get("amount"),
-        "currency": item.get("currency"),
-        "waiting_seconds": int(now - int(item.get("waiting_since", now))),
-        "unmatched_at": item.get("unmatched_at"),
-        "raw_event": json.loads(str(item.get("body", "{}"))) if item.get("body") else None,
-    }

@@ -8,7 +8,7 @@ Plain renderers over what the processor decided (functions/process/service.py): 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -29,7 +29,6 @@ from functions.store.transaction import Placed, Slot
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import (
         AttributeValueTypeDef,
-        DeleteItemInputTypeDef,
         PutTypeDef,
         TransactWriteItemTypeDef,
         UpdateItemInputTypeDef,
@@ -350,49 +349,3 @@ class LedgerItems:
         if found_if_refused:
             first["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
         return first
-
-    # -- the waiting room's writes (waiting.py) ----------------------------------------------
-
-    def watch_ended(self, watched: str, generation: str) -> DeleteItemInputTypeDef:
-        """A re-check watch removed, only if it is still the generation that found its object
-        settled (watched again since, the newer one stays)."""
-        return {
-            "TableName": self._tables.ledger,
-            "Key": self._recheck_key(watched),
-            "ConditionExpression": "#generation = :generation",
-            "ExpressionAttributeNames": {"#generation": "generation"},
-            "ExpressionAttributeValues": to_attributes({":generation": generation}),
-        }
-
-    def next_check(
-        self, watched: str, generation: str, next_check_at: int, checks: int
-    ) -> UpdateItemInputTypeDef:
-        """A watch's next re-check, only on the generation that was re-driven."""
-        return {
-            "TableName": self._tables.ledger,
-            "Key": self._recheck_key(watched),
-            "UpdateExpression": "SET next_check_at = :next, checks = :checks",
-            "ConditionExpression": "#generation = :generation",
-            "ExpressionAttributeNames": {"#generation": "generation"},
-            "ExpressionAttributeValues": to_attributes(
-                {":next": next_check_at, ":checks": checks, ":generation": generation}
-            ),
-        }
-
-    def still_there_deleted(
-        self, key: Mapping[str, AttributeValueTypeDef]
-    ) -> TransactWriteItemTypeDef:
-        """An item's removal, only if it is still there (a parked delivery re-driven or
-        attached meanwhile is not removed twice)."""
-        return {
-            "Delete": {
-                "TableName": self._tables.ledger,
-                "Key": key,
-                "ConditionExpression": "attribute_exists(#pk)",
-                "ExpressionAttributeNames": {"#pk": tables.PARTITION_KEY},
-            }
-        }
-
-    @staticmethod
-    def _recheck_key(watched: str) -> dict[str, AttributeValueTypeDef]:
-        return to_attributes({tables.PARTITION_KEY: tables.RECHECK_PK, tables.SORT_KEY: watched})

@@ -93,8 +93,6 @@ def _waiting_room(endpoint_url: str, ledger_table: str, queue_url: str | None) -
 
 
 def show_parked(args: argparse.Namespace) -> int:
-    from functions.process.waiting import describe
-
     if args.endpoint_url == "aws" and args.ledger_table == DEFAULT_LEDGER_TABLE:
         print("--endpoint-url aws needs --ledger-table (the stack's output LedgerTable)")
         return 2
@@ -297,3 +295,20 @@ def _print_order(report: dict[str, Any]) -> None:
 
 def _has_table(dynamodb: Any, name: str) -> bool:
     return name in dynamodb.list_tables().get("TableNames", [])
+
+
+def describe(item: dict[str, Any], now: float) -> dict[str, Any]:
+    """One waiting or unmatched delivery, for the CLI and logs (the raw body left out)."""
+    return {
+        "provider": item.get("provider"),
+        "event_id": item.get("event_id"),
+        "event_type": item.get("event_type"),
+        "waits_for": item.get("objects", []),
+        "transition": item.get("transition"),
+        "object": item.get("external_ref"),
+        "amount": item.get("amount"),
+        "currency": item.get("currency"),
+        "waiting_seconds": int(now - int(item.get("waiting_since", now))),
+        "unmatched_at": item.get("unmatched_at"),
+        "raw_event": json.loads(str(item.get("body", "{}"))) if item.get("body") else None,
+    }

@@ -21,12 +21,11 @@ from devstack.provider_apis import FakeProviderApis
 from fixtures import stripe
 from fixtures.lambda_events import sqs_record
 from functions.process.handler import handle_message
+from functions.process.messages import RECHECK_GENERATION, Message
 from functions.process.waiting import (
     RECHECK_AFTER_SECONDS,
     RECHECK_AT_MOST_EVERY_SECONDS,
-    RECHECK_GENERATION,
     RECHECK_STUCK_SECONDS,
-    Message,
     Waiting,
 )
 from functions.shared.domain import NoEffect, Outcome
