@@ -17,7 +17,9 @@ from firedrill.story import Expected, Post, Story
 from fixtures.simulators.asaas import AsaasSimulator
 from fixtures.simulators.books import TrueBooks
 from fixtures.simulators.mercadopago import MercadoPagoSimulator
-from fixtures.simulators.stripe import ApiVersion, Capture, StripeCheckout, StripeSimulator
+from fixtures.simulators.stripe import StripeSimulator
+from fixtures.simulators.stripe_checkout import StripeCheckout
+from fixtures.simulators.stripe_objects import ApiVersion, Capture
 from fixtures.simulators.stripe_thin import THIN_READ_VERSIONS, Destination, delivered, objects
 from fixtures.simulators.webhooks import Webhook
 from functions.shared.domain import TRANSITION_RULES

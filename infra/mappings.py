@@ -1,5 +1,5 @@
 """The event source mappings, one typed definition each: the CDK stack synthesizes them
-(`infra/constructs/pipeline.py`) and the embedded stack's pollers run them
+(`infra/constructs/triggers.py`) and the embedded stack's pollers run them
 (`devstack/pollers.py`), so that local and deployed cannot drift
 (`tests/infra/test_local_mappings_match_stack.py` reads both back).
 

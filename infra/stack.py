@@ -11,8 +11,9 @@ from infra.config import PROVIDERS, StackConfig
 from infra.constructs.api import WebhookApi
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.operators import OperatorPolicies
-from infra.constructs.pipeline import RECONCILE_EVERY, Pipeline
+from infra.constructs.pipeline import Pipeline
 from infra.constructs.reconciliation import ReconciliationRuns
+from infra.constructs.triggers import RECONCILE_EVERY
 from infra.nag import acknowledge_reviewed_findings
 from infra.reconciliation import RECONCILIATION
 from infra.settings import TEST_ALARM

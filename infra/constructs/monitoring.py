@@ -1,136 +1,37 @@
 """Alarms (each one has a runbook entry in docs/operations.md) and a dashboard; alarms go to
-SNS, encrypted with a key CloudWatch may use (it cannot use the AWS-managed SNS key).
+SNS, encrypted with a key CloudWatch may use (it cannot use the AWS-managed SNS key:
+alarm_topic.py).
 
-Every alarm with its metric math and threshold, grouped by what it watches, and the dashboard
-built from the same metrics, so that an alarm and its graph cannot disagree.
+Every alarm with its metric math and threshold, grouped by what it watches; the dashboard
+(dashboard.py) is built from the same metrics (watched.py), so that an alarm and its graph
+cannot disagree.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
-from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
+from infra.constructs.alarm_topic import alarm_topic, alarm_topic_key
 from infra.constructs.api import WebhookApi
+from infra.constructs.dashboard import dashboard
 from infra.constructs.pipeline import Pipeline
 from infra.constructs.reconciliation import ReconciliationRuns
-from infra.removal import kept
+from infra.constructs.watched import (
+    FIFTEEN_MINUTES,
+    FIVE_MINUTES,
+    HOUR,
+    app_metric,
+    filled,
+    functions_of,
+)
 from infra.settings import MAX_RECEIVE_COUNT
 
-FIVE_MINUTES = cdk.Duration.minutes(5)
-FIFTEEN_MINUTES = cdk.Duration.minutes(15)
-HOUR = cdk.Duration.hours(1)
 # Three hourly windows unread: a run that could not read one is retried by the next.
 STATEMENT_BEHIND_SECONDS = 3 * 3600
-PROCESS_OUTCOMES = (
-    "applied",
-    "duplicate",
-    "stale",
-    "voided",
-    "bound",
-    "conflict",
-    "waiting",
-    "ignored",
-    "unroutable",
-    "retried",
-    "failed",
-)
-
-# `ignored_test_mode`: a test-mode event reached a live deployment. Shown, not alarmed: it is
-# acknowledged and moves no money; it only says a test endpoint points here.
-INGEST_OUTCOMES = ("accepted", "rejected", "unavailable", "ignored", "ignored_test_mode")
-
-
-def app_metric(
-    namespace: str,
-    service: str,
-    name: str,
-    period: cdk.Duration = FIVE_MINUTES,
-    statistic: str = "Sum",
-) -> cloudwatch.Metric:
-    """A metric the functions publish through Powertools (EMF, dimension `service`), in their
-    stage's namespace."""
-    return cloudwatch.Metric(
-        namespace=namespace,
-        metric_name=name,
-        dimensions_map={"service": service},
-        statistic=statistic,
-        period=period,
-    )
-
-
-def filled(metric: cloudwatch.Metric) -> cloudwatch.MathExpression:
-    """App metrics are published only when something happens: an absent one is 0, so its
-    alarm reads OK rather than sitting in INSUFFICIENT_DATA."""
-    return cloudwatch.MathExpression(
-        expression="FILL(m, 0)",
-        using_metrics={"m": metric},
-        label=metric.metric_name,
-        period=metric.period,
-    )
-
-
-def alarm_topic_key(scope: Construct, retain: bool) -> kms.Key:
-    """A key CloudWatch may encrypt alarm notifications with, only for this account's alarms
-    in this region (the AWS-managed SNS key grants no service principal: alarms were dropped)."""
-    key = kms.Key(
-        scope,
-        "AlarmTopicKey",
-        description="umavez alarm topic: CloudWatch alarms publish with it",
-        enable_key_rotation=True,
-        removal_policy=kept(retain),
-    )
-    key.add_to_resource_policy(
-        iam.PolicyStatement(
-            sid="CloudWatchAlarmsPublishToTheTopic",
-            principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-            actions=["kms:Decrypt", "kms:GenerateDataKey*"],
-            resources=["*"],  # in a key policy, "*" is this key
-            conditions=on_behalf_of_this_accounts_alarms(),
-        )
-    )
-    return key
-
-
-def on_behalf_of_this_accounts_alarms() -> dict[str, dict[str, str]]:
-    """A service principal's grant, limited to CloudWatch alarms of this account and region
-    (the confused-deputy guard: another account's alarm cannot use it)."""
-    return {
-        "StringEquals": {"aws:SourceAccount": cdk.Aws.ACCOUNT_ID},
-        "ArnLike": {
-            "aws:SourceArn": (
-                f"arn:{cdk.Aws.PARTITION}:cloudwatch:{cdk.Aws.REGION}:{cdk.Aws.ACCOUNT_ID}:alarm:*"
-            )
-        },
-    }
-
-
-def alarm_topic(scope: Construct, key: kms.IKey) -> sns.Topic:
-    """The topic every alarm notifies. Its policy must allow CloudWatch to publish: a topic
-    policy replaces SNS's default one, and `enforce_ssl` writes a policy holding only the
-    TLS-only Deny, so without this Allow every alarm action fails with "not authorized to
-    perform SNS:Publish" and no alarm reaches anyone."""
-    topic = sns.Topic(
-        scope, "Alarms", display_name="umavez alarms", enforce_ssl=True, master_key=key
-    )
-    topic.add_to_resource_policy(
-        iam.PolicyStatement(
-            sid="CloudWatchAlarmsPublish",
-            principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-            actions=["sns:Publish"],
-            resources=[topic.topic_arn],
-            conditions=on_behalf_of_this_accounts_alarms(),
-        )
-    )
-    return topic
 
 
 class Monitoring(Construct):
@@ -161,7 +62,7 @@ class Monitoring(Construct):
         self._statement_alarms()
         self._sender_alarms()
         # After the alarms: the dashboard graphs some of them (their own metric math).
-        self.dashboard = self._dashboard(pipeline, api)
+        self.dashboard = dashboard(self, pipeline, api, self.alarms)
 
     def _queue_alarms(self, p: Pipeline) -> None:
         self._alarm(
@@ -197,7 +98,7 @@ class Monitoring(Construct):
         )
 
     def _function_alarms(self, p: Pipeline) -> None:
-        for name, function in self._functions(p):
+        for name, function in functions_of(p):
             if function is p.reconciliation:
                 # Its state machine retries a failed step: an error the retry clears is no
                 # one's to fix, and one it does not is ReconciliationRunFailed's.
@@ -447,109 +348,3 @@ class Monitoring(Construct):
         alarm.add_alarm_action(actions.SnsAction(self.topic))
         self.alarms[name] = alarm
         return alarm
-
-    @staticmethod
-    def _functions(p: Pipeline) -> Sequence[tuple[str, lambda_.IFunction]]:
-        return [
-            ("Ingest", p.ingest),
-            ("Process", p.process),
-            ("Outbox", p.outbox),
-            ("Sweeper", p.sweeper),
-            ("Reconciliation", p.reconciliation),
-            ("Waiting", p.waiting),
-            ("Statement", p.statement),
-        ]
-
-    def _dashboard(self, p: Pipeline, api: WebhookApi) -> cloudwatch.Dashboard:
-        """Rows of two graphs, top to bottom in this order."""
-        dashboard = cloudwatch.Dashboard(
-            self, "Dashboard", dashboard_name=f"umavez-{cdk.Aws.STACK_NAME}"
-        )
-        for row in (
-            self._deliveries_row(api),
-            self._refusals_row(api),
-            self._queues_row(p),
-            self._books_row(p),
-        ):
-            dashboard.add_widgets(*row)
-        return dashboard
-
-    def _deliveries_row(self, api: WebhookApi) -> list[cloudwatch.IWidget]:
-        return [
-            cloudwatch.GraphWidget(
-                title="Outcomes per delivery",
-                left=[self._app_metric("process", outcome) for outcome in PROCESS_OUTCOMES],
-                width=12,
-            ),
-            cloudwatch.GraphWidget(
-                title="Ingest",
-                left=[self._app_metric("ingest", n) for n in INGEST_OUTCOMES],
-                right=[api.api.metric_latency(period=FIVE_MINUTES, statistic="p99")],
-                width=12,
-            ),
-        ]
-
-    def _refusals_row(self, api: WebhookApi) -> list[cloudwatch.IWidget]:
-        """What the API refused before ingest, and what process flagged for a look."""
-        return [
-            cloudwatch.GraphWidget(
-                title="API requests and refusals (throttling and WAF never reach ingest)",
-                left=[
-                    api.api.metric_count(period=FIVE_MINUTES, statistic="Sum"),
-                    api.api.metric_client_error(period=FIVE_MINUTES),
-                    api.api.metric_server_error(period=FIVE_MINUTES),
-                ],
-                width=12,
-            ),
-            cloudwatch.GraphWidget(
-                title="Process: needs a look",
-                left=[
-                    self._app_metric("process", n)
-                    for n in ("batch_cut_short", "unroutable", "conflict", "amount_disagreements")
-                ],
-                right=[self.alarms["DuplicateSurge"].metric],
-                width=12,
-            ),
-        ]
-
-    def _queues_row(self, p: Pipeline) -> list[cloudwatch.IWidget]:
-        return [
-            cloudwatch.GraphWidget(
-                title="Queues",
-                left=[
-                    p.queues.queue.metric_approximate_number_of_messages_visible(),
-                    p.queues.queue.metric_approximate_age_of_oldest_message(),
-                    p.queues.dead_letters.metric_approximate_number_of_messages_visible(),
-                    p.outbox_failures.metric_approximate_number_of_messages_visible(),
-                ],
-                width=12,
-            ),
-            cloudwatch.GraphWidget(
-                title="Outbox",
-                left=[
-                    self._app_metric("outbox", f"outbox_{r}")
-                    for r in ("sent", "retry_later", "dead", "skipped")
-                ],
-                right=[p.outbox.metric("IteratorAge", statistic="Maximum")],
-                width=12,
-            ),
-        ]
-
-    def _books_row(self, p: Pipeline) -> list[cloudwatch.IWidget]:
-        return [
-            cloudwatch.GraphWidget(
-                title="Books",
-                left=[
-                    self._app_metric("reconciliation", "reconciliation_mismatches", HOUR),
-                    self._app_metric("reconciliation", "reconciliation_behind", HOUR),
-                    self.alarms["ReconciliationRunFailed"].metric,
-                ],
-                right=[self._app_metric("reconciliation", "orders_checked", HOUR)],
-                width=12,
-            ),
-            cloudwatch.GraphWidget(
-                title="Lambda duration p99",
-                left=[f.metric_duration(statistic="p99") for _, f in self._functions(p)],
-                width=12,
-            ),
-        ]

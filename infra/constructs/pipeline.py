@@ -1,19 +1,17 @@
 """The functions and how events reach them: ingest -> SQS -> process -> outbox stream -> sender,
 plus the scheduled sweeper, waiting and statement pass, and the function the reconciliation's
 state machine runs (infra/constructs/reconciliation.py). Each function gets only the actions it
-uses."""
+uses (grants.py); the mappings, schedules and Stripe's partner bus that start them are
+triggers.py's."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 import aws_cdk as cdk
-from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
@@ -28,22 +26,25 @@ from functions.shared.environment import (
     WaitingSettings,
 )
 from functions.shared.observability import stage_metrics_namespace
-from functions.statement.sources import CADENCES, DAILY_SCHEDULED, HOURLY_SCHEDULED, SETTLE_SECONDS
 from infra import settings
-from infra.config import PROVIDERS, ApiType, StackConfig, sender_identities
+from infra.config import PROVIDERS, ApiType, StackConfig
+from infra.constructs.grants import allow, grant, ses_configuration_sets, ses_identities
 from infra.constructs.lambdas import FunctionSpec, UmavezFunction, powertools_layer
 from infra.constructs.queues import WebhookQueues, secure_queue
 from infra.constructs.secrets import ProviderSecrets
 from infra.constructs.storage import Storage
-from infra.mappings import OUTBOX_MAPPING, PROCESS_MAPPING
+from infra.constructs.triggers import (
+    STATEMENT_EVERY,
+    SWEEP_EVERY,
+    WAITING_EVERY,
+    outbox_stream_source,
+    schedules,
+    stripe_by_eventbridge,
+    webhook_queue_source,
+)
 from infra.removal import kept
 
 PROCESS_TIMEOUT = cdk.Duration.seconds(settings.PROCESS_TIMEOUT_SECONDS)
-SWEEP_EVERY = cdk.Duration.minutes(settings.SCHEDULE_MINUTES["sweeper"])
-RECONCILE_EVERY = cdk.Duration.minutes(settings.SCHEDULE_MINUTES["reconciliation"])
-# A delivery waiting for its binding is applied within this long of the binding arriving.
-WAITING_EVERY = cdk.Duration.minutes(settings.SCHEDULE_MINUTES["waiting"])
-STATEMENT_EVERY = cdk.Duration.minutes(settings.SCHEDULE_MINUTES["statement"])
 
 # Keyword arguments of a settings model's `variables` (functions/shared/environment.py): each
 # function's environment is written from the model it reads, so a name is spelled once.
@@ -61,7 +62,7 @@ class Pipeline(Construct):
         self.queues = WebhookQueues(self, "Queues", consumer_timeout=PROCESS_TIMEOUT, retain=retain)
         self.secrets = self._secrets(config)
         self.bus = events.EventBus(self, "Bus", description="umavez domain events")
-        self.stripe_bus = self._stripe_by_eventbridge(config)
+        self.stripe_bus = stripe_by_eventbridge(self, config, self.queues)
         self.stripe_event_source = config.stripe_event_source if self.stripe_bus else None
         self.functions: list[UmavezFunction] = []
         self._layer = powertools_layer(self)
@@ -74,7 +75,7 @@ class Pipeline(Construct):
         self.sweeper = self._sweeper(config, senders)
         self.reconciliation = self._reconciliation_worker(config, stored)
         self.statement = self._statement(config, stored)
-        self._schedules()
+        schedules(self, self.sweeper, self.waiting, self.statement)
 
     def _secrets(self, config: StackConfig) -> ProviderSecrets:
         return ProviderSecrets(
@@ -181,20 +182,8 @@ class Pipeline(Construct):
         # to the sweeper for the e-mail once the address is learnt.
         allow(process, self.storage.outbox, "PutItem", "UpdateItem")
         self._read_provider_api_keys(process)
-        process.add_event_source(self._webhook_queue_source(config))
+        process.add_event_source(webhook_queue_source(self.queues, config))
         return process
-
-    def _webhook_queue_source(self, config: StackConfig) -> sources.SqsEventSource:
-        """The mapping's one definition (infra/mappings.py), which the local pollers run too;
-        its concurrency is the deployment's choice."""
-        mapping = replace(PROCESS_MAPPING, max_concurrency=config.process_max_concurrency)
-        return sources.SqsEventSource(
-            self.queues.queue,
-            batch_size=mapping.batch_size,
-            max_batching_window=cdk.Duration.seconds(mapping.max_batching_window_seconds),
-            report_batch_item_failures=mapping.report_batch_item_failures,
-            max_concurrency=mapping.max_concurrency,
-        )
 
     def _waiting(self, config: StackConfig, stored: SettingValues) -> lambda_.Function:
         waiting = self._function(
@@ -258,7 +247,7 @@ class Pipeline(Construct):
             retention_period=cdk.Duration.days(14),
             removal_policy=kept(config.retain_data),
         )
-        outbox.add_event_source(self._outbox_stream_source(failures))
+        outbox.add_event_source(outbox_stream_source(self.storage.outbox, failures))
         # The first try reads the item with its order in one BatchGetItem, and writes once.
         allow(outbox, self.storage.outbox, "BatchGetItem", "UpdateItem")
         # The order's financial status and recipient as of sending.
@@ -266,21 +255,6 @@ class Pipeline(Construct):
         allow(outbox, self.storage.ledger, "BatchGetItem", "GetItem")
         self._allow_sending(outbox, config)
         return outbox, failures
-
-    def _outbox_stream_source(self, failures: sqs.IQueue) -> sources.DynamoEventSource:
-        """The mapping's one definition (infra/mappings.py), which the local pollers run too."""
-        return sources.DynamoEventSource(
-            self.storage.outbox,
-            starting_position=lambda_.StartingPosition(OUTBOX_MAPPING.starting_position),
-            batch_size=OUTBOX_MAPPING.batch_size,
-            parallelization_factor=OUTBOX_MAPPING.parallelization_factor,
-            bisect_batch_on_error=OUTBOX_MAPPING.bisect_batch_on_error,
-            retry_attempts=OUTBOX_MAPPING.retry_attempts,
-            max_record_age=cdk.Duration.seconds(OUTBOX_MAPPING.max_record_age_seconds),
-            report_batch_item_failures=OUTBOX_MAPPING.report_batch_item_failures,
-            on_failure=sources.SqsDlq(failures),
-            filters=[lambda_.FilterCriteria.filter(dict(OUTBOX_MAPPING.filter_pattern))],
-        )
 
     def _sweeper(self, config: StackConfig, senders: SettingValues) -> lambda_.Function:
         sweeper = self._function(
@@ -421,77 +395,6 @@ class Pipeline(Construct):
             ],
         )
 
-    def _schedules(self) -> None:
-        """What starts the scheduled functions (the reconciliation's run has its own,
-        infra/constructs/reconciliation.py)."""
-        for construct_id, target, every in (
-            ("SweepSchedule", self.sweeper, SWEEP_EVERY),
-            ("WaitingSchedule", self.waiting, WAITING_EVERY),
-        ):
-            events.Rule(
-                self,
-                construct_id,
-                schedule=events.Schedule.rate(every),
-                targets=[targets.LambdaFunction(target, retry_attempts=2)],
-            )
-        # One rule, a target per provider read hourly: each provider's pass is a run of its own.
-        self._statement_rule(
-            "StatementSchedule", events.Schedule.rate(STATEMENT_EVERY), HOURLY_SCHEDULED
-        )
-        # A provider whose statement lists whole days is read once a day, once the day ended
-        # and settled: its rule fires at the first quarter hour after that, in UTC.
-        for provider in DAILY_SCHEDULED:
-            hour, minute = CADENCES[provider].settled_at_utc(SETTLE_SECONDS[provider])
-            self._statement_rule(
-                f"StatementDailySchedule{provider.capitalize()}",
-                events.Schedule.cron(hour=str(hour), minute=str(minute)),
-                (provider,),
-            )
-
-    def _statement_rule(
-        self, construct_id: str, schedule: events.Schedule, providers: tuple[str, ...]
-    ) -> None:
-        events.Rule(
-            self,
-            construct_id,
-            schedule=schedule,
-            targets=[
-                targets.LambdaFunction(
-                    self.statement,
-                    event=events.RuleTargetInput.from_object({"provider": provider}),
-                    retry_attempts=2,
-                )
-                for provider in providers
-            ],
-        )
-
-    def _stripe_by_eventbridge(self, config: StackConfig) -> events.EventBus | None:
-        """With `-c stripeIngress=eventbridge|both`: the partner event bus of Stripe's event
-        destination (its name is the partner event source's, which it associates), and a
-        rule that takes every event of that source to the webhook queue, EventBridge's envelope
-        as the body (functions/process/eventbridge.py). What EventBridge cannot deliver within a
-        day goes to the webhook DLQ, alarmed and redriven like any dead letter."""
-        source = config.stripe_event_source
-        if not config.stripe_ingress.by_eventbridge or source is None:
-            return None
-        bus = events.EventBus(self, "StripeBus", event_source_name=source)
-        events.Rule(
-            self,
-            "StripeEvents",
-            description="Stripe's events from its EventBridge destination to the webhook queue",
-            event_bus=bus,
-            event_pattern=events.EventPattern(source=[source]),
-            targets=[
-                targets.SqsQueue(
-                    self.queues.queue,
-                    dead_letter_queue=self.queues.dead_letters,
-                    max_event_age=cdk.Duration.hours(24),
-                    retry_attempts=185,
-                )
-            ],
-        )
-        return bus
-
 
 def stored_settings(storage: Storage, config: StackConfig) -> SettingValues:
     """Where every function's data lives, and how long what may expire is kept."""
@@ -501,38 +404,3 @@ def stored_settings(storage: Storage, config: StackConfig) -> SettingValues:
         # What expires: delivery audits and sent notifications, after this many days.
         "retention_days": config.retention_days,
     }
-
-
-def grant(function: lambda_.Function, actions: list[str], resources: list[str]) -> None:
-    function.add_to_role_policy(iam.PolicyStatement(actions=actions, resources=resources))
-
-
-def allow(
-    function: lambda_.Function, table: dynamodb.ITableV2, *actions: str, index: str | None = None
-) -> None:
-    """Exactly these DynamoDB actions, on the table itself or one named index: no wildcards."""
-    resource = f"{table.table_arn}/index/{index}" if index else table.table_arn
-    function.add_to_role_policy(
-        iam.PolicyStatement(actions=[f"dynamodb:{a}" for a in actions], resources=[resource])
-    )
-
-
-def ses_configuration_sets(name: str | None) -> list[str]:
-    """SES authorizes a send against the configuration set it uses too (the identity's
-    default one included): without this, every e-mail of such an identity is AccessDenied."""
-    if not name:
-        return []
-    return [
-        f"arn:{cdk.Aws.PARTITION}:ses:{cdk.Aws.REGION}:{cdk.Aws.ACCOUNT_ID}:configuration-set/{name}"
-    ]
-
-
-def ses_identities(sender: str) -> list[str]:
-    """SES checks IAM against the identity it sends as: the address when that is verified,
-    else its domain. Both, so whichever the operator verified works; a display name is not
-    an identity (`Loja <loja@example.com>` sends as loja@example.com or example.com)."""
-    address, domain = sender_identities(sender)
-    return [
-        f"arn:{cdk.Aws.PARTITION}:ses:{cdk.Aws.REGION}:{cdk.Aws.ACCOUNT_ID}:identity/{identity}"
-        for identity in (domain, address)
-    ]

@@ -13,8 +13,9 @@ from devstack.resources import DEVELOPMENT_SECRETS
 from devstack.stack import Drained, EmbeddedStack, InFlight, StageTimes
 from firedrill.checks import nothing_lost
 from firedrill.delivery import DeliveryLog, Providers, WallClock, run_stories
+from firedrill.operator_runs import attach_as_an_operator
 from firedrill.report import drains_line, server_facts, stage_facts
-from firedrill.run import DrillOptions, attach_as_an_operator
+from firedrill.run import DrillOptions
 from firedrill.stories import KINDS, SIMULATED_EVERY
 from firedrill.story import Expected, Post, Story
 from fixtures import stripe

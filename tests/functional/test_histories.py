@@ -26,13 +26,10 @@ from fixtures.shapes import unique
 from fixtures.simulators.asaas import AsaasSimulator
 from fixtures.simulators.mercadopago import MercadoPagoSimulator
 from fixtures.simulators.several import deposit_and_balance, two_cards
-from fixtures.simulators.stripe import (
-    ApiVersion,
-    Capture,
-    StripeCheckout,
-    StripeSimulator,
-    StripeSubscription,
-)
+from fixtures.simulators.stripe import StripeSimulator
+from fixtures.simulators.stripe_checkout import StripeCheckout
+from fixtures.simulators.stripe_objects import ApiVersion, Capture
+from fixtures.simulators.stripe_subscription import StripeSubscription
 from fixtures.simulators.stripe_thin import THIN_READ_VERSIONS, Destination
 from functions.shared.providers.stripe import NEWEST_KNOWN_API_VERSION
 from tests.support.clock import FakeClock

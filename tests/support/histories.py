@@ -29,7 +29,9 @@ from fixtures.simulators.asaas import AsaasSimulator
 from fixtures.simulators.books import TrueBooks
 from fixtures.simulators.mercadopago import MercadoPagoSimulator
 from fixtures.simulators.several import SeveralPayments
-from fixtures.simulators.stripe import StripeCheckout, StripeSimulator, StripeSubscription
+from fixtures.simulators.stripe import StripeSimulator
+from fixtures.simulators.stripe_checkout import StripeCheckout
+from fixtures.simulators.stripe_subscription import StripeSubscription
 from fixtures.simulators.stripe_thin import Destination, delivered, objects
 from fixtures.simulators.webhooks import Webhook
 from functions.outbox.channels import SesEmailChannel
