@@ -30,7 +30,7 @@ from firedrill.story import Post
 from fixtures import stripe
 from fixtures.shapes import shape, unique
 from ops.cli import main
-from ops.status import statement as statement_reading
+from ops.status_books import statement as statement_reading
 from ops.trace import LocalLogs, trace
 
 
