@@ -24,11 +24,13 @@ from devstack.calls import AwsCall
 from devstack.faults import Chance, FaultyChannel, every
 from devstack.front import ApiFront
 from devstack.lambdas import LambdaContext
+from devstack.local_aws import LocalAws
 from devstack.metering import Metering, acting_as, tag_calls
 from devstack.metrics import MetricFiles
 from devstack.metrics_report import METRICS_DIR
-from devstack.pollers import Every, Poller, SqsToLambda, StreamToLambda, event_id_of
+from devstack.pollers import Every, Poller
 from devstack.provider_apis import FakeProviderApis
+from devstack.queue_poller import SqsToLambda, event_id_of
 from devstack.reconciliation import LocalReconciliation
 from devstack.resources import (
     LOCAL_VISIBILITY_TIMEOUT_SECONDS,
@@ -37,8 +39,8 @@ from devstack.resources import (
     client,
     provision,
 )
-from devstack.server import LocalAws
 from devstack.sink import HttpSink, SinkRecorder, create_sink_table
+from devstack.stream_poller import StreamToLambda
 from functions.outbox.budget import HTTP_TIMEOUT_SECONDS
 from functions.outbox.channels import Channel, HttpChannel
 from functions.process.service import EffectProcessor
