@@ -12,14 +12,14 @@ from __future__ import annotations
 from costmodel.command import CapacityOptions, run_capacity, run_cost
 from costmodel.measurement import CostOptions
 from costmodel.per_event import embedded_drain_seconds
-from devstack.metrics_report import show as show_metrics
-from devstack.provider_apis import (
+from devstack.fake_registration import (
     FakeApiError,
     register_asaas_payment,
     register_mercadopago_order,
     register_mercadopago_payment,
     register_stripe_object,
 )
+from devstack.metrics_report import show as show_metrics
 from devstack.resources import (
     ASAAS_DEVELOPMENT_API_KEY,
     DEAD_LETTER_QUEUE_NAME,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from devstack.provider_apis import (
+from devstack.fake_registration import (
     register_asaas_payment,
     register_asaas_transaction,
     register_mercadopago_payment,
