@@ -18,6 +18,7 @@ from typing import Any, TextIO
 import boto3
 
 from devstack.calls import AwsCall
+from devstack.drain import Drained
 from devstack.resources import (
     ASAAS_DEVELOPMENT_API_KEY,
     DEVELOPMENT_SECRETS,
@@ -26,7 +27,7 @@ from devstack.resources import (
     client,
     put_stripe_event,
 )
-from devstack.stack import Drained, EmbeddedStack, Faults
+from devstack.stack import EmbeddedStack, Faults
 from firedrill.checks import (
     Check,
     EmbeddedReads,

@@ -19,6 +19,7 @@ from devstack.fake_registration import (
     register_mercadopago_payment,
     register_stripe_object,
 )
+from devstack.handlers import stack_log_path
 from devstack.metrics_report import show as show_metrics
 from devstack.resources import (
     ASAAS_DEVELOPMENT_API_KEY,
@@ -32,7 +33,7 @@ from devstack.resources import (
 )
 from devstack.sink import SINK_TABLE, sink_counts
 from devstack.stack import RECONCILE_EVERY_SECONDS as LOCAL_RECONCILE_EVERY_SECONDS
-from devstack.stack import EmbeddedStack, stack_log_path
+from devstack.stack import EmbeddedStack
 from firedrill.delivery import DeliveryLog, Providers
 from firedrill.run import (
     DEFAULT_DELIVERIES,

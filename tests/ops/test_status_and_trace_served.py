@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from devstack.fake_registration import register_asaas_webhook
+from devstack.handlers import stack_log_path
 from devstack.resources import ASAAS_DEVELOPMENT_API_KEY, DEAD_LETTER_QUEUE_NAME, client
-from devstack.stack import stack_log_path
 from fixtures import stripe
 from ops.cli import main
 from tests.support.served import Served, serving
