@@ -84,6 +84,7 @@ class AccountCalls:
         self._clients = clients
 
     def guarded(self, check: str, run: Callable[[], Finding]) -> Finding:
+        """The check's finding, or, when a call it made was refused, what the account said."""
         try:
             return run()
         except Unanswered as unanswered:

@@ -16,6 +16,7 @@ class Reading:
 
 
 def age_text(seconds: float) -> str:
+    """An age as the readings say it: in seconds, minutes, hours or days."""
     seconds = int(seconds)
     if seconds < 120:
         return f"{seconds} s"
