@@ -244,7 +244,7 @@ def warm_latency_stubbed_sqs(event: dict[str, Any]) -> dict[str, float]:
 def against_the_local_server(event: dict[str, Any], devnull: TextIO) -> dict[str, dict[str, float]]:
     """A real SQS endpoint: the local moto server, over HTTP. Cold start to the first answer,
     then warm latency."""
-    from devstack.server import LocalAws
+    from devstack.local_aws import LocalAws
 
     aws = LocalAws().start()
     try:

@@ -158,7 +158,7 @@ class Alternation:
 
 
 def measure(events: int, rounds: int, chunk: int, warmup: int) -> dict[str, Any]:
-    from devstack.server import LocalAws
+    from devstack.local_aws import LocalAws
 
     recorder = Recorder()
     servers = [LocalAws().start(), LocalAws().start()]

@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from devstack.local_aws import LocalAws
 from devstack.resources import client
-from devstack.server import LocalAws
 from fixtures import stripe
 from functions.process.service import EffectProcessor
 from functions.reconcile.service import CHECKPOINT_PK, CHECKPOINT_SK, Reconciler, Report, iso

@@ -47,31 +47,30 @@ thin event names are read back by id as Stripe's API serves them (`GET /v1/payme
 from __future__ import annotations
 
 import json
-import operator
-import re
 import threading
-import urllib.error
 import urllib.parse
-import urllib.request
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from devstack import provider_listings as listings
+from devstack.fake_registration import (
+    FAKE_ASAAS_PAYMENTS_PATH,
+    FAKE_ASAAS_STATEMENT_PATH,
+    FAKE_ASAAS_WEBHOOKS_PATH,
+    FAKE_ORDERS_PATH,
+    FAKE_PAYMENTS_PATH,
+    FAKE_STRIPE_PATH,
+)
+from devstack.provider_listings import Query, asaas_page, zoned
 from devstack.resources import (
     ASAAS_DEVELOPMENT_API_KEY,
     MERCADOPAGO_DEVELOPMENT_TOKEN,
     STRIPE_DEVELOPMENT_API_KEY,
 )
 
-FAKE_PAYMENTS_PATH = "/__fake__/v1/payments/"
-FAKE_ORDERS_PATH = "/__fake__/v1/orders/"
 ORDERS_PATH = "/v1/orders/"
 ORDERS_SEARCH_PATH = "/v1/orders"
-# The Orders API's search spans at most this many hours of creation dates.
-ORDERS_SEARCH_SPAN = timedelta(hours=720)
-FAKE_STRIPE_PATH = "/__fake__/v1/"
 # What a balance transaction's `source` may name, registered for its expansion.
 STRIPE_SOURCES = ("charges", "refunds", "disputes")
 # What a thin event may name, read by id (`GET /v1/{collection}/{id}`).
@@ -82,24 +81,10 @@ STRIPE_OBJECTS = (
     "invoices",
     "invoice_payments",
 )
-FAKE_ASAAS_PAYMENTS_PATH = "/__fake__/v3/payments/"
-FAKE_ASAAS_STATEMENT_PATH = "/__fake__/v3/financialTransactions/"
-FAKE_ASAAS_WEBHOOKS_PATH = "/__fake__/v3/webhooks/"
 ASAAS_PAYMENTS_PATH = "/v3/payments/"
 ASAAS_PAYMENTS_LIST = "/v3/payments"
 ASAAS_STATEMENT_PATH = "/v3/financialTransactions"
 ASAAS_WEBHOOKS_PATH = "/v3/webhooks"
-# The bounds of a list filter on a day field, as Asaas names them (`paymentDate[ge]`).
-_DAY_BOUNDS: dict[str, Callable[[str, str], bool]] = {"ge": operator.ge, "le": operator.le}
-_DAY_FILTER = re.compile(r"^(\w+)\[(ge|le)\]$")
-
-Query = dict[str, list[str]]
-_CREATED_BOUNDS: dict[str, Callable[[int, int], bool]] = {
-    "gte": operator.ge,
-    "gt": operator.gt,
-    "lte": operator.le,
-    "lt": operator.lt,
-}
 
 
 class FakeProviderApis:
@@ -177,7 +162,7 @@ class FakeProviderApis:
             return 400, {"message": f"the body must be an order whose id is {order_id!r}"}
         try:  # what the orders search sorts and filters by
             for field in ("created_date", "last_updated_date"):
-                _zoned(order[field])
+                zoned(order[field])
         except (KeyError, TypeError, ValueError):
             return 400, {"message": "an order needs zoned created_date and last_updated_date"}
         with self._lock:
@@ -236,28 +221,7 @@ class FakeProviderApis:
         return (200 if known else 201), stripe_object
 
     def balance_page(self, query: Query) -> dict[str, Any]:
-        """The lines in the `created` bounds, newest first; `source` expanded when asked."""
-        expand = "data.source" in query.get("expand[]", [])
-
-        def as_listed(line: dict[str, Any]) -> dict[str, Any]:
-            source = line.get("source")
-            if expand and isinstance(source, str) and source in self.stripe_objects:
-                return {**line, "source": self.stripe_objects[source]}
-            if not expand and isinstance(source, dict):
-                return {**line, "source": source["id"]}
-            return line
-
-        within = [
-            line
-            for line in self.balance_transactions.values()
-            if all(
-                holds(int(line["created"]), int(bound))
-                for name, holds in _CREATED_BOUNDS.items()
-                if (bound := _first(query, f"created[{name}]")) is not None
-            )
-        ]
-        listed = sorted(within, key=lambda line: (-int(line["created"]), line["id"]))
-        return _stripe_page([as_listed(line) for line in listed], query, "/v1/balance_transactions")
+        return listings.balance_page(self.balance_transactions.values(), self.stripe_objects, query)
 
     def register_asaas_transaction(self, line_id: str, body: bytes) -> tuple[int, dict[str, Any]]:
         """A line of Asaas's statement: 201 new, 200 replaced, 400 not one whose `id` is the
@@ -288,113 +252,24 @@ class FakeProviderApis:
         return (200 if known else 201), webhook
 
     def asaas_payment_list(self, query: Query) -> dict[str, Any]:
-        """The payments not deleted whose day fields (`dateCreated`, `paymentDate`, ...: the
-        day, `YYYY-MM-DD`) are within every `field[ge]`/`field[le]` bound asked; a payment
-        without that field is outside them."""
-        bounds = [
-            (matched.group(1), _DAY_BOUNDS[matched.group(2)], values[0])
-            for name, values in query.items()
-            if (matched := _DAY_FILTER.match(name))
-        ]
-        within = [
-            payment
-            for payment in self.asaas_payments.values()
-            if not payment.get("deleted")
-            and all(
-                payment.get(field) is not None and holds(str(payment[field])[:10], bound)
-                for field, holds, bound in bounds
-            )
-        ]
-        return _asaas_page(within, query)
+        return listings.asaas_payment_list(self.asaas_payments.values(), query)
 
     def asaas_statement(self, query: Query) -> dict[str, Any]:
-        """The lines dated startDate .. finishDate (days, inclusive), oldest first."""
-        first, last = _first(query, "startDate") or "", _first(query, "finishDate") or "9999"
-        within = sorted(
-            (t for t in self.asaas_transactions.values() if first <= str(t["date"]) <= last),
-            key=lambda t: (str(t["date"]), str(t["id"])),
-        )
-        return _asaas_page(within, query)
+        return listings.asaas_statement(self.asaas_transactions.values(), query)
 
     def refund_page(self, query: Query) -> dict[str, Any]:
-        refunds = self.refunds.get(_first(query, "charge") or "", [])
-        return _stripe_page(refunds, query, "/v1/refunds")
+        return listings.refund_page(self.refunds, query)
 
     def event_page(self, query: Query) -> dict[str, Any]:
-        """Events in the `created` bounds, of the `types[]` (or `type`) asked, newest first."""
-        types = set(query.get("types[]", []) + query.get("type", []))
-
-        def wanted(event: dict[str, Any]) -> bool:
-            created = int(event["created"])
-            for name, holds in _CREATED_BOUNDS.items():
-                bound = _first(query, f"created[{name}]")
-                if bound is not None and not holds(created, int(bound)):
-                    return False
-            return not types or event["type"] in types
-
-        listed = sorted(filter(wanted, self.events), key=lambda e: -int(e["created"]))
-        return _stripe_page(listed, query, "/v1/events")
+        return listings.event_page(self.events, query)
 
     def payment_search(self, query: Query) -> dict[str, Any]:
-        """Payments whose `range` date is within [begin_date, end_date], sorted, offset-paged."""
-        field = _first(query, "range") or "date_created"
-        begin, end = _first(query, "begin_date"), _first(query, "end_date")
-        found = [
-            p
-            for p in self.payments.values()
-            if (begin is None or _instant(begin) <= _instant(p[field]))
-            and (end is None or _instant(p[field]) <= _instant(end))
-        ]
-        sort = _first(query, "sort") or "date_created"
-        found.sort(key=lambda p: _instant(p[sort]), reverse=_first(query, "criteria") == "desc")
-        offset, limit = int(_first(query, "offset") or 0), int(_first(query, "limit") or 30)
-        return {
-            "paging": {"total": len(found), "limit": limit, "offset": offset},
-            "results": found[offset : offset + limit],
-        }
+        return listings.payment_search(self.payments.values(), query)
 
     def order_search(self, query: Query) -> tuple[int, dict[str, Any]]:
-        """Orders created within [begin_date, end_date] (both required, zoned, at most 720
-        hours apart, the start not in the future), sorted by `sort_by` (`created_date` or
-        `last_updated_date`; `sort_order` `asc` or `desc`, `desc` unless asked), paged by
-        `page` (from 1) and `page_size` (20 unless asked, at most 100); 400 with Mercado Pago's
-        codes otherwise. Paging's numbers are strings, as its answers have them."""
-        begin, end = _first(query, "begin_date"), _first(query, "end_date")
-        if begin is None or end is None:
-            return 400, {"code": "missing_required_params", "message": "begin_date, end_date"}
-        sort = _first(query, "sort_by") or "created_date"
-        order = _first(query, "sort_order") or "desc"
-        try:
-            since, until = _zoned(begin), _zoned(end)
-            number, size = int(_first(query, "page") or 1), int(_first(query, "page_size") or 20)
-        except (ValueError, OverflowError):
-            return 400, {"code": "invalid_parameter", "message": "dates or paging"}
-        if not (
-            since <= until <= since + ORDERS_SEARCH_SPAN
-            and since <= datetime.now(UTC)
-            and number >= 1
-            and 1 <= size <= 100
-            and sort in ("created_date", "last_updated_date")
-            and order in ("asc", "desc")
-        ):
-            return 400, {"code": "invalid_parameter", "message": "dates, paging or sorting"}
         with self._lock:
             known = list(self.orders.values())
-        found = sorted(
-            (o for o in known if since <= _zoned(o["created_date"]) <= until),
-            key=lambda o: _zoned(o[sort]),
-            reverse=order == "desc",
-        )
-        pages = -(-len(found) // size)
-        return 200, {
-            "data": found[(number - 1) * size : number * size],
-            "paging": {
-                "total": str(len(found)),
-                "total_pages": str(pages),
-                "offset": str((number - 1) * size),
-                "limit": str(size),
-            },
-        }
+        return listings.order_search(known, query)
 
     @property
     def url(self) -> str:
@@ -508,7 +383,7 @@ class _Request(BaseHTTPRequestHandler):
         elif path == ASAAS_PAYMENTS_LIST:
             self._answer(200, self.fake.asaas_payment_list(query))
         elif path == ASAAS_WEBHOOKS_PATH:
-            self._answer(200, _asaas_page(list(self.fake.asaas_webhooks.values()), query))
+            self._answer(200, asaas_page(list(self.fake.asaas_webhooks.values()), query))
         elif path.startswith(f"{ASAAS_WEBHOOKS_PATH}/") and (
             webhook := self.fake.asaas_webhooks.get(path.rsplit("/", 1)[-1])
         ):
@@ -528,123 +403,3 @@ class _Request(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         return
-
-
-class FakeApiError(Exception):
-    """The fake provider API could not be reached, or refused what it was given."""
-
-
-def register_mercadopago_payment(
-    api_url: str, token: str, payment: dict[str, Any], timeout_seconds: float = 5.0
-) -> bool:
-    """Registers (or replaces) a payment with the fake Mercado Pago API; True if it was new."""
-    url = f"{api_url.rstrip('/')}{FAKE_PAYMENTS_PATH}{payment['id']}"
-    headers = {"Authorization": f"Bearer {token}"}
-    return _put_fake(url, headers, payment, "Mercado Pago", timeout_seconds)
-
-
-def register_mercadopago_order(
-    api_url: str, token: str, order: dict[str, Any], timeout_seconds: float = 5.0
-) -> bool:
-    """Registers (or replaces) an order with the fake Mercado Pago Orders API; True if new."""
-    url = f"{api_url.rstrip('/')}{FAKE_ORDERS_PATH}{order['id']}"
-    return _put_fake(
-        url, {"Authorization": f"Bearer {token}"}, order, "Mercado Pago", timeout_seconds
-    )
-
-
-def register_asaas_payment(
-    api_url: str, api_key: str, payment: dict[str, Any], timeout_seconds: float = 5.0
-) -> bool:
-    """Registers (or replaces) a payment with the fake Asaas API; True if it was new."""
-    url = f"{api_url.rstrip('/')}{FAKE_ASAAS_PAYMENTS_PATH}{payment['id']}"
-    return _put_fake(url, {"access_token": api_key}, payment, "Asaas", timeout_seconds)
-
-
-def register_asaas_webhook(api_url: str, api_key: str, webhook: dict[str, Any]) -> bool:
-    """Registers (or replaces) one of the account's webhooks with the fake Asaas API (a queue
-    paused: `"interrupted": true`); True if it was new."""
-    url = f"{api_url.rstrip('/')}{FAKE_ASAAS_WEBHOOKS_PATH}{webhook['id']}"
-    return _put_fake(url, {"access_token": api_key}, webhook, "Asaas", 5.0)
-
-
-def register_asaas_transaction(api_url: str, api_key: str, line: dict[str, Any]) -> bool:
-    """Registers (or replaces) a line of Asaas's statement with the fake; True if it was new."""
-    url = f"{api_url.rstrip('/')}{FAKE_ASAAS_STATEMENT_PATH}{line['id']}"
-    return _put_fake(url, {"access_token": api_key}, line, "Asaas", 5.0)
-
-
-def register_stripe_object(
-    api_url: str, api_key: str, collection: str, stripe_object: dict[str, Any]
-) -> bool:
-    """Registers (or replaces) what Stripe's books hold with the fake Stripe API: a balance
-    transaction (`balance_transactions`) or an object by id (`STRIPE_OBJECTS`: the sources a
-    line names, the objects a thin event names). True if it was new."""
-    url = f"{api_url.rstrip('/')}{FAKE_STRIPE_PATH}{collection}/{stripe_object['id']}"
-    return _put_fake(url, {"Authorization": f"Bearer {api_key}"}, stripe_object, "Stripe", 5.0)
-
-
-def _put_fake(
-    url: str, headers: dict[str, str], body: dict[str, Any], provider: str, timeout: float
-) -> bool:
-    api_url = url.split("/__fake__/", 1)[0]
-    request = urllib.request.Request(  # noqa: S310 - the local fake, http on loopback
-        url,
-        data=json.dumps(body).encode(),
-        method="PUT",
-        headers={**headers, "Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
-            return int(response.status) == 201
-    except urllib.error.HTTPError as exc:
-        reason = exc.read().decode(errors="replace")
-        raise FakeApiError(
-            f"the fake {provider} API at {api_url} answered {exc.code}: {reason}"
-        ) from exc
-    except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-        raise FakeApiError(
-            f"no fake {provider} API at {api_url} (is `umavez serve` running?): {exc}"
-        ) from exc
-
-
-def _first(query: Query, name: str) -> str | None:
-    values = query.get(name)
-    return values[0] if values else None
-
-
-def _instant(stamp: str) -> datetime:
-    return datetime.fromisoformat(stamp)
-
-
-def _zoned(stamp: str) -> datetime:
-    """An ISO 8601 time with its zone; ValueError without one."""
-    moment = datetime.fromisoformat(stamp)
-    if moment.tzinfo is None:
-        raise ValueError(f"{stamp!r} names no time zone")
-    return moment
-
-
-def _asaas_page(items: Sequence[dict[str, Any]], query: Query) -> dict[str, Any]:
-    """A list as Asaas pages one: `offset`, `limit` (10 unless asked), `hasMore`."""
-    offset, limit = int(_first(query, "offset") or 0), int(_first(query, "limit") or 10)
-    return {
-        "object": "list",
-        "hasMore": offset + limit < len(items),
-        "totalCount": len(items),
-        "limit": limit,
-        "offset": offset,
-        "data": list(items[offset : offset + limit]),
-    }
-
-
-def _stripe_page(items: Sequence[dict[str, Any]], query: Query, url: str) -> dict[str, Any]:
-    limit = int(_first(query, "limit") or 10)
-    after = _first(query, "starting_after")
-    start = next((n + 1 for n, item in enumerate(items) if item["id"] == after), 0)
-    return {
-        "object": "list",
-        "data": list(items[start : start + limit]),
-        "has_more": start + limit < len(items),
-        "url": url,
-    }

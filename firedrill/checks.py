@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from devstack.drain import Drained
 from devstack.resources import client
 from devstack.sink import sink_counts
-from devstack.stack import Drained, EmbeddedStack
+from devstack.stack import EmbeddedStack
 from firedrill.delivery import DeliveryLog
 from firedrill.story import Story
 from functions.outbox.templates import emails_customer

@@ -7,8 +7,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from devstack.drain import Drained
 from devstack.metrics_report import by_function
-from devstack.stack import Drained, EmbeddedStack, StageTimes
+from devstack.stack import EmbeddedStack, StageTimes
 from firedrill.checks import Check
 from firedrill.delivery import DeliveryLog
 from firedrill.story import Story

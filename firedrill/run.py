@@ -14,8 +14,9 @@ from typing import TextIO
 import boto3
 
 from devstack.calls import AwsCall
+from devstack.drain import Drained
 from devstack.resources import DEVELOPMENT_SECRETS, client, put_stripe_event
-from devstack.stack import Drained, EmbeddedStack, Faults
+from devstack.stack import EmbeddedStack, Faults
 from firedrill.checks import (
     Check,
     EmbeddedReads,

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from devstack.provider_apis import (
+from devstack.fake_registration import (
     register_asaas_payment,
     register_asaas_transaction,
     register_mercadopago_payment,

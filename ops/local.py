@@ -12,14 +12,15 @@ from __future__ import annotations
 from costmodel.command import CapacityOptions, run_capacity, run_cost
 from costmodel.measurement import CostOptions
 from costmodel.per_event import embedded_drain_seconds
-from devstack.metrics_report import show as show_metrics
-from devstack.provider_apis import (
+from devstack.fake_registration import (
     FakeApiError,
     register_asaas_payment,
     register_mercadopago_order,
     register_mercadopago_payment,
     register_stripe_object,
 )
+from devstack.handlers import stack_log_path
+from devstack.metrics_report import show as show_metrics
 from devstack.resources import (
     ASAAS_DEVELOPMENT_API_KEY,
     DEAD_LETTER_QUEUE_NAME,
@@ -32,7 +33,7 @@ from devstack.resources import (
 )
 from devstack.sink import SINK_TABLE, sink_counts
 from devstack.stack import RECONCILE_EVERY_SECONDS as LOCAL_RECONCILE_EVERY_SECONDS
-from devstack.stack import EmbeddedStack, stack_log_path
+from devstack.stack import EmbeddedStack
 from firedrill.delivery import DeliveryLog, Providers
 from firedrill.run import (
     DEFAULT_DELIVERIES,

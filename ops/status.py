@@ -14,28 +14,26 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from functions.process.provider_api import ProviderApiRefusedError
 from functions.process.waiting import RECHECK_STUCK_SECONDS
-from functions.reconcile.service import CHECKPOINT_PK, LAST_RUN_SK
 from functions.shared import tables
-from functions.shared.dynamo import from_attributes, to_attributes
+from functions.shared.dynamo import from_attributes
 from functions.shared.errors import UmavezError
 from functions.shared.failures import FailureRecords
-from functions.statement.service import LAST_RUN_PK as STATEMENT_RUNS_PK
 from functions.store import queries
 from infra.settings import MAX_RECEIVE_COUNT
 from ops.asaas_webhooks import AsaasWebhooks, advice, no_webhook_to_umavez
 from ops.dlq import DeadLetters, LastFailures
+from ops.status_books import failed_runs, reconciliation, statement
+from ops.status_reading import Reading, age_text
 
 # A delivery waiting longer than this needs a person (the `WaitingOverAnHour` alarm).
 WAITING_LIMIT_SECONDS: Final = 3600
-# A run's mismatches stay on the screen this long after it found them.
-MISMATCHES_SHOWN_SECONDS: Final = 86_400
 # A notification due this long ago and still not taken: the sweeper is not running.
 OVERDUE_AFTER_SECONDS: Final = 15 * 60
 # The window CloudWatch is asked about for the queue's oldest message (the alarm's period).
@@ -65,14 +63,6 @@ class Pipeline:
     created_at: float | None = None
     # Asaas's webhooks API with the stack's key; None: not read.
     asaas_webhooks: AsaasWebhooksReader | None = None
-
-
-@dataclass(frozen=True)
-class Reading:
-    name: str
-    summary: str
-    needs_person: bool
-    facts: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -156,10 +146,10 @@ def webhook_queue(sqs: Any, cloudwatch: Any, queue_url: str, now: float) -> Read
     )
     limit = int(attributes.get("VisibilityTimeout", 30)) * receives
     oldest = _oldest_message_age(cloudwatch, queue_url.rsplit("/", 1)[-1], now)
-    age = "no datapoint in 5 min" if oldest is None else f"oldest {_age(oldest)}"
+    age = "no datapoint in 5 min" if oldest is None else f"oldest {age_text(oldest)}"
     return Reading(
         "webhook queue",
-        f"{visible} queued, {in_flight} in flight, {age} (limit {_age(limit)})",
+        f"{visible} queued, {in_flight} in flight, {age} (limit {age_text(limit)})",
         oldest is not None and oldest > limit,
         {
             "queued": visible,
@@ -210,7 +200,7 @@ def parked(dynamodb: Any, ledger_table: str, partition: str, name: str, now: flo
     else:
         needs = bool(since)
         hint = "; `umavez show unmatched`, then `attach`" if needs else ""
-    text = f"{len(since)}" + (f", oldest {_age(oldest)}" if oldest is not None else "") + hint
+    text = f"{len(since)}" + (f", oldest {age_text(oldest)}" if oldest is not None else "") + hint
     return Reading(name, text, needs, {"count": len(since), "oldest_seconds": oldest})
 
 
@@ -221,7 +211,7 @@ def rechecks(dynamodb: Any, ledger_table: str, now: float) -> Reading:
     oldest = int(now - min(since)) if since else None
     needs = oldest is not None and oldest > RECHECK_STUCK_SECONDS
     text = f"{len(since)} charges with a refund pending" + (
-        f", oldest {_age(oldest)}" if oldest is not None else ""
+        f", oldest {age_text(oldest)}" if oldest is not None else ""
     )
     hint = "; see its refunds in the provider's dashboard" if needs else ""
     return Reading("re-checks", text + hint, needs, {"count": len(since), "oldest_seconds": oldest})
@@ -246,97 +236,6 @@ def notifications(dynamodb: Any, outbox_table: str, now: float) -> Reading:
         bool(dead or overdue),
         {"dead": dead, "overdue": overdue},
     )
-
-
-def reconciliation(
-    dynamodb: Any,
-    ledger_table: str,
-    every_seconds: float,
-    now: float,
-    failed_runs: Sequence[str] = (),
-    created_at: float | None = None,
-) -> Reading:
-    """The last run's summary, the last mismatches any run found, and the runs that failed.
-    A person is needed when the last run found mismatches or stopped behind, when it is older
-    than two periods (the schedule stopped), when a run found mismatches in the last day (each
-    order is checked by one run only: the runs after it say nothing of it), or when a run
-    failed (its window is checked again by the next, which may fail the same way)."""
-    item = dynamodb.get_item(
-        TableName=ledger_table,
-        Key=to_attributes({tables.PARTITION_KEY: CHECKPOINT_PK, tables.SORT_KEY: LAST_RUN_SK}),
-        ConsistentRead=True,
-    ).get("Item")
-    run = from_attributes(item) if item else {}
-    problems: list[str] = []
-    facts: dict[str, Any] = {"ran_at": run.get("ran_at"), "failed_runs": list(failed_runs)}
-    if run.get("ran_at"):
-        age = now - datetime.fromisoformat(str(run["ran_at"])).timestamp()
-        mismatches = _counts(run.get("mismatches"))
-        caught_up = bool(run.get("caught_up", True))
-        problems += [f"{k} {v}" for k, v in sorted(mismatches.items())]
-        problems += [] if caught_up else ["stopped at its cap, behind"]
-        problems += [f"no run for {_age(age)}"] if age > 2 * every_seconds else []
-        text = f"last run {_age(age)} ago, {int(run.get('orders_checked', 0))} orders"
-        facts |= {
-            "orders_checked": int(run.get("orders_checked", 0)),
-            "mismatches": mismatches,
-            "caught_up": caught_up,
-            "age_seconds": int(age),
-        }
-    elif created_at is not None and now - created_at > 2 * every_seconds:
-        text = "no run recorded"
-        problems.append(f"none since the stack was created {_age(now - created_at)} ago")
-    else:
-        text = "no run recorded yet"
-    if run.get("last_mismatch_at") and run.get("last_mismatch_at") != run.get("ran_at"):
-        found_age = now - datetime.fromisoformat(str(run["last_mismatch_at"])).timestamp()
-        found = _counts(run.get("last_mismatches"))
-        facts |= {"last_mismatch_at": str(run["last_mismatch_at"]), "last_mismatches": found}
-        if found_age <= MISMATCHES_SHOWN_SECONDS and found:
-            listed = ", ".join(f"{k} {v}" for k, v in sorted(found.items()))
-            problems.append(
-                f"{listed} found {_age(found_age)} ago (the logs' `books mismatch` lines)"
-            )
-    if failed_runs:
-        problems.append(f"{len(failed_runs)} runs failed: {', '.join(failed_runs[:3])}")
-    text += ", " + ("; ".join(problems) if problems else "0 mismatches")
-    return Reading("reconciliation", text, bool(problems), facts)
-
-
-def statement(dynamodb: Any, ledger_table: str, now: float) -> Reading:
-    """Each provider's last statement pass (`umavez statement`): what it booked that no
-    delivery brought, and its mismatches. A person is needed while a last pass found any: each
-    is a movement booked wrong, or money the provider never moved."""
-    response = dynamodb.query(
-        TableName=ledger_table,
-        KeyConditionExpression="#pk = :pk",
-        ExpressionAttributeNames={"#pk": tables.PARTITION_KEY},
-        ExpressionAttributeValues={":pk": {"S": STATEMENT_RUNS_PK}},
-        ConsistentRead=True,
-    )
-    runs = [from_attributes(item) for item in response.get("Items", [])]
-    if not runs:
-        return Reading("statement", "no pass recorded yet (`umavez statement PROVIDER`)", False)
-    told, problems, facts = [], [], {}
-    for run in runs:
-        provider = str(run[tables.SORT_KEY])
-        age = now - datetime.fromisoformat(str(run["ran_at"])).timestamp()
-        found = _counts(run.get("mismatches"))
-        told.append(
-            f"{provider} {_age(age)} ago: {int(run.get('booked', 0))} booked that no delivery "
-            f"brought, {sum(found.values())} mismatches"
-        )
-        problems += [f"{provider} {kind} {n}" for kind, n in sorted(found.items())]
-        facts[provider] = {
-            "ran_at": str(run["ran_at"]),
-            "since": run.get("since"),
-            "until": run.get("until"),
-            "booked": int(run.get("booked", 0)),
-            "mismatches": found,
-            "details": run.get("details", []),
-        }
-    text = "; ".join(told) + (" (" + ", ".join(problems) + ")" if problems else "")
-    return Reading("statement", text, bool(problems), facts)
 
 
 def asaas_webhooks(read: AsaasWebhooksReader | None, now: float) -> Reading:
@@ -366,26 +265,6 @@ def asaas_webhooks(read: AsaasWebhooksReader | None, now: float) -> Reading:
         return Reading(name, "; ".join(advice(w, now) for w in state.stopped), True, facts)
     shown = ", ".join(w.shown() for w in state.umavez)
     return Reading(name, f"{shown}: enabled, queue running", False, facts)
-
-
-def failed_runs(stepfunctions: Any, state_machine_arn: str, since: float) -> list[str]:
-    """The state machine's executions that failed, timed out or were stopped since `since`
-    (the newest first, as ListExecutions answers)."""
-    failed = []
-    for status in ("FAILED", "TIMED_OUT", "ABORTED"):
-        pages = stepfunctions.get_paginator("list_executions").paginate(
-            stateMachineArn=state_machine_arn, statusFilter=status
-        )
-        for page in pages:
-            started = [e for e in page["executions"] if e["startDate"].timestamp() >= since]
-            failed += [f"{e['name']} {status.lower()}" for e in started]
-            if len(started) < len(page["executions"]):
-                break  # older ones follow: the newest come first
-    return failed
-
-
-def _counts(value: Any) -> dict[str, int]:
-    return {str(k): int(v) for k, v in dict(value or {}).items() if int(v)}
 
 
 def alarms(client: Clients, stack_name: str | None) -> Reading:
@@ -442,14 +321,3 @@ def _partition(dynamodb: Any, table: str, partition: str, since: str, now: float
     for page in pages:
         for item in page["Items"]:
             yield int(from_attributes(item).get(since, now))
-
-
-def _age(seconds: float) -> str:
-    seconds = int(seconds)
-    if seconds < 120:
-        return f"{seconds} s"
-    if seconds < 2 * 3600:
-        return f"{seconds // 60} min"
-    if seconds < 2 * 86_400:
-        return f"{seconds // 3600} h"
-    return f"{seconds // 86_400} d"

@@ -10,7 +10,7 @@ import pytest
 
 from costmodel.measurement import MIX, Measurement
 from costmodel.per_event import embedded_drain_seconds, load_measurement
-from devstack.stack import Drained, InFlight
+from devstack.drain import Drained, InFlight
 from firedrill.delivery import DeliveryLog
 from firedrill.run import BURST_PREDICTION_FACTOR, DrillOptions, burst_check, run_embedded
 

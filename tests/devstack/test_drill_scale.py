@@ -9,8 +9,9 @@ from collections.abc import Callable
 
 import pytest
 
+from devstack.drain import Drained, InFlight
 from devstack.resources import DEVELOPMENT_SECRETS
-from devstack.stack import Drained, EmbeddedStack, InFlight, StageTimes
+from devstack.stack import EmbeddedStack, StageTimes
 from firedrill.checks import nothing_lost
 from firedrill.delivery import DeliveryLog, Providers, WallClock, run_stories
 from firedrill.operator_runs import attach_as_an_operator

@@ -10,13 +10,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from devstack.provider_apis import (
+from devstack.fake_registration import (
     FakeApiError,
-    FakeProviderApis,
     register_asaas_payment,
     register_asaas_webhook,
     register_mercadopago_payment,
 )
+from devstack.provider_apis import FakeProviderApis
 from devstack.resources import ASAAS_DEVELOPMENT_API_KEY, MERCADOPAGO_DEVELOPMENT_TOKEN
 from functions.process.asaas_api import AsaasApi, ProviderApiRefusedError
 

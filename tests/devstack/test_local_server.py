@@ -18,8 +18,8 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
+from devstack.local_aws import YIELDING_NICENESS, LocalAws
 from devstack.resources import client, provision
-from devstack.server import YIELDING_NICENESS, LocalAws
 
 T = TypeVar("T")
 TABLE = "local-ledger"
@@ -567,7 +567,7 @@ def test_a_split_server_serves_dynamodb_from_a_process_of_its_own() -> None:
 
 PRIORITIES_OF_TWO_STACKS = """
 import json, os, threading
-from devstack.server import LocalAws
+from devstack.local_aws import LocalAws
 from devstack.speedups import loopback_calls
 
 def look():
@@ -627,7 +627,7 @@ def test_a_server_whose_stack_was_killed_exits_on_its_own() -> None:
         [
             sys.executable,
             "-c",
-            "import time; from devstack.server import LocalAws;"
+            "import time; from devstack.local_aws import LocalAws;"
             "aws = LocalAws(split_dynamodb=True).start();"
             "print(aws.port, aws.service_endpoints['dynamodb'].rsplit(':', 1)[1], flush=True);"
             "time.sleep(120)",

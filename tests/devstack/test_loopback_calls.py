@@ -20,7 +20,7 @@ from botocore.config import Config
 from botocore.credentials import Credentials
 from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeoutError
 
-from devstack.server import LocalAws
+from devstack.local_aws import LocalAws
 from devstack.speedups import loopback_calls
 
 FROZEN = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)

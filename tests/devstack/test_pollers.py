@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from devstack.pollers import SqsToLambda, by_partition_key, event_id_of
+from devstack.local_aws import LocalAws
+from devstack.queue_poller import SqsToLambda, event_id_of
 from devstack.resources import client
-from devstack.server import LocalAws
 from devstack.sink import SinkRecorder, create_sink_table, sink_counts
+from devstack.stream_poller import by_partition_key
 from infra.mappings import PROCESS_MAPPING
 
 # The process mapping, invoking with whatever a read returned (no batching window).

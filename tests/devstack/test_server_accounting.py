@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from devstack.accounting import CALLER_HEADER
+from devstack.local_aws import LocalAws
 from devstack.resources import client
-from devstack.server import LocalAws
 
 
 @pytest.fixture(scope="module")

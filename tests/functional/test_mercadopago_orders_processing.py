@@ -10,7 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from devstack.provider_apis import FakeProviderApis, register_mercadopago_order
+from devstack.fake_registration import register_mercadopago_order
+from devstack.provider_apis import FakeProviderApis
 from fixtures.shapes import EVENTS_DIR, shape
 from functions.process.mercadopago_api import MercadoPagoApi, ProviderApiUnavailableError
 from functions.process.service import EffectProcessor

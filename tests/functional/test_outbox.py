@@ -13,7 +13,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from devstack.faults import FaultyChannel, first
-from devstack.pollers import on_failure_message
+from devstack.stream_poller import on_failure_message
 from fixtures import stripe
 from fixtures.lambda_events import FakeLambdaContext
 from functions.outbox import handler, sweeper_handler

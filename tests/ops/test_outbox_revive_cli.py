@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from devstack.local_aws import LocalAws
 from devstack.resources import client
-from devstack.server import LocalAws
 from functions.outbox.channels import ChannelError
 from functions.outbox.sender import OutboxSender, SendPolicy, SendResult
 from functions.shared import tables

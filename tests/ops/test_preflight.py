@@ -24,13 +24,8 @@ from infra.settings import (
     pinned_powertools_version,
     powertools_layer_parameter,
 )
-from ops.preflight import (
-    Finding,
-    Options,
-    Preflight,
-    Verdict,
-    command,
-)
+from ops.preflight import Preflight, command
+from ops.preflight_calls import Finding, Options, Verdict
 from tests.ops.conftest import STRIPE_SOURCE
 from tests.support.asaas import asaas_webhook
 from tests.support.clients import answering

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from devstack.provider_apis import (
+from devstack.fake_registration import (
     register_asaas_payment,
     register_asaas_transaction,
     register_mercadopago_payment,
@@ -30,7 +30,7 @@ from firedrill.story import Post
 from fixtures import stripe
 from fixtures.shapes import shape, unique
 from ops.cli import main
-from ops.status import statement as statement_reading
+from ops.status_books import statement as statement_reading
 from ops.trace import LocalLogs, trace
 
 

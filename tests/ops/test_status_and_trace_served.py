@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from devstack.provider_apis import register_asaas_webhook
+from devstack.fake_registration import register_asaas_webhook
+from devstack.handlers import stack_log_path
 from devstack.resources import ASAAS_DEVELOPMENT_API_KEY, DEAD_LETTER_QUEUE_NAME, client
-from devstack.stack import stack_log_path
 from fixtures import stripe
 from ops.cli import main
 from tests.support.served import Served, serving

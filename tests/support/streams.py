@@ -6,7 +6,7 @@ from typing import Any
 
 import boto3
 
-from devstack.pollers import StreamRecords
+from devstack.stream_poller import StreamRecords
 
 
 class StreamReader:
