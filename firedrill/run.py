@@ -49,6 +49,7 @@ from firedrill.stories import stories, stories_for_deliveries
 from firedrill.story import Post, Story
 from functions.ingest.adapters import SqsQueue
 from functions.process.asaas_cash import LedgerCash
+from functions.process.interpreters import Interpreters
 from functions.process.service import EffectProcessor
 from functions.process.stripe_api import StripeApi
 from functions.process.waiting import Waiting
@@ -57,7 +58,6 @@ from functions.shared.domain import Outcome
 from functions.shared.dynamo import scan_items
 from functions.shared.errors import WriteContendedError
 from functions.shared.failures import FAILURE_SORT
-from functions.shared.providers import Interpreters
 from functions.shared.tables import RECHECK_PK, TableNames
 from infra.config import DEFAULT_API_TYPE, ApiType
 from ops import replay, replay_asaas, replay_mercadopago

@@ -29,8 +29,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from functions.process.asaas_api import BASE_URL, PLACEHOLDER, AsaasApi
-from functions.process.provider_api import ProviderApiUnavailableError
 from functions.shared.errors import UmavezError
+from functions.shared.provider_api import ProviderApiUnavailableError
 from functions.shared.providers.asaas import BRAZIL
 
 UMAVEZ_PATH: Final = "/webhooks/asaas"

@@ -31,10 +31,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.ingest.adapters import BATCH_ENTRIES
 from functions.process import stripe_api
-from functions.process.provider_api import get_json
 from functions.process.stripe_api import PLACEHOLDER  # an API credential's secret until set
 from functions.process.waiting import Message
 from functions.shared.errors import MalformedEventError, UmavezError
+from functions.shared.provider_api import get_json
 from functions.shared.providers.stripe import STRIPE_EVENTS
 from ops.outcomes import LedgerOutcomes, Tracked
 

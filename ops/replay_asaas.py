@@ -16,8 +16,8 @@ from functions.process.asaas_api import AsaasApi
 from functions.process.stripe_api import PLACEHOLDER  # an API credential's secret until set
 from functions.process.waiting import Message
 from functions.shared.errors import MalformedEventError
+from functions.shared.provider_fields import refused
 from functions.shared.providers import asaas
-from functions.shared.providers.fields import refused
 from ops.replay import PAGE_SIZE, Page, ReplayRefusedError, Resume, Window, checked_page_size
 
 ASAAS_PAYMENTS_LIST: Final = "asaas-payments-list"

@@ -19,13 +19,13 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from functions.process.provider_api import ProviderApiRefusedError
 from functions.process.waiting import RECHECK_STUCK_SECONDS
 from functions.reconcile.service import CHECKPOINT_PK, LAST_RUN_SK
 from functions.shared import tables
 from functions.shared.dynamo import from_attributes, to_attributes
 from functions.shared.errors import UmavezError
 from functions.shared.failures import FailureRecords
+from functions.shared.provider_api import ProviderApiRefusedError
 from functions.statement.service import LAST_RUN_PK as STATEMENT_RUNS_PK
 from infra.settings import MAX_RECEIVE_COUNT
 from ops.asaas_webhooks import AsaasWebhooks, advice, no_webhook_to_umavez

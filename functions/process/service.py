@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
+from functions.process.interpreters import Interpreters
 from functions.process.ledger_items import LedgerItems
 from functions.process.transaction import (
     Placed,
@@ -69,7 +70,6 @@ from functions.shared.errors import (
     WriteContendedError,
 )
 from functions.shared.outbox import outbox_id_for, reopen_for_email
-from functions.shared.providers import Interpreters
 from functions.shared.settings import DEFAULT_RETENTION_DAYS
 
 if TYPE_CHECKING:

@@ -16,8 +16,8 @@ import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from functions.process.provider_api import get_json
 from functions.shared.errors import MalformedEventError
+from functions.shared.provider_api import get_json
 from functions.shared.providers.stripe import StripeApiNotConfiguredError
 
 BASE_URL: Final = "https://api.stripe.com"

@@ -15,6 +15,7 @@ from aws_lambda_powertools.utilities.parameters import SecretsProvider
 from functions.process.asaas_api import BASE_URL as ASAAS_BASE_URL
 from functions.process.asaas_api import AsaasApi, AsaasApiNotConfiguredError
 from functions.process.asaas_cash import LedgerCash
+from functions.process.interpreters import Interpreters
 from functions.process.mercadopago_api import BASE_URL as MERCADOPAGO_BASE_URL
 from functions.process.mercadopago_api import MercadoPagoApi
 from functions.process.mercadopago_disputes import LedgerDisputes
@@ -24,7 +25,6 @@ from functions.process.stripe_api import StripeApi
 from functions.process.waiting import PARK_AFTER_RECEIVES, Waiting, waiting_from_env
 from functions.shared.environment import ProcessSettings
 from functions.shared.failures import FailureRecords
-from functions.shared.providers import Interpreters
 from functions.shared.providers.mercadopago import DisputeBooks, nothing_booked
 
 T = TypeVar("T")

@@ -33,13 +33,13 @@ from functions.process.asaas_api import AsaasApi
 from functions.shared.domain import VIA_STATEMENT, Delivery, Effect, Transition
 from functions.shared.errors import MalformedEventError
 from functions.shared.money import to_minor
+from functions.shared.provider_fields import refused
 from functions.shared.providers.asaas import (
     BRAZIL,
     CURRENCY,
     PROVIDER,
     statement_readings,
 )
-from functions.shared.providers.fields import refused
 from functions.statement.lines import Line
 from functions.statement.reading import read_page
 

@@ -28,12 +28,12 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from functions.process.mercadopago_api import BASE_URL
-from functions.process.provider_api import get_json
 from functions.process.stripe_api import PLACEHOLDER
 from functions.shared.domain import VIA_STATEMENT, Effect, Interpretation, Transition
 from functions.shared.errors import MalformedEventError
 from functions.shared.money import to_minor
-from functions.shared.providers.fields import refused
+from functions.shared.provider_api import get_json
+from functions.shared.provider_fields import refused
 from functions.shared.providers.mercadopago import (
     MONEY_RECEIVED,
     PROVIDER,

@@ -20,10 +20,10 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
-from functions.process.provider_api import get_json
 from functions.process.stripe_api import BASE_URL, PLACEHOLDER
 from functions.shared.errors import MalformedEventError
-from functions.shared.providers.fields import refused
+from functions.shared.provider_api import get_json
+from functions.shared.provider_fields import refused
 from functions.shared.providers.stripe import (
     PROVIDER,
     STATEMENT_MOVEMENTS,

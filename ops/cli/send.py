@@ -229,9 +229,9 @@ class _Outcomes:
     def __init__(self, args: argparse.Namespace, payment: dict[str, Any] | None) -> None:
         from functions.process.asaas_api import AsaasApi
         from functions.process.asaas_cash import LedgerCash
+        from functions.process.interpreters import Interpreters
         from functions.process.mercadopago_api import MercadoPagoApi
         from functions.process.stripe_api import StripeApi
-        from functions.shared.providers import Interpreters
         from ops.local import (
             ASAAS_DEVELOPMENT_API_KEY,
             MERCADOPAGO_DEVELOPMENT_TOKEN,

@@ -19,10 +19,10 @@ from functions.process.asaas_api import (
     ProviderApiUnavailableError,
 )
 from functions.process.asaas_cash import LedgerCash
+from functions.process.interpreters import Interpreters
 from functions.process.service import EffectProcessor, Processed
 from functions.shared.domain import COUNTED_OUTCOMES, Outcome, financial_status
 from functions.shared.errors import MalformedEventError
-from functions.shared.providers import Interpreters
 from tests.support.clock import FakeClock
 from tests.support.histories import RecordedChannel, RecordedEmail
 from tests.support.world import World

@@ -13,6 +13,7 @@ import pytest
 
 from devstack.provider_apis import FakeProviderApis
 from fixtures.shapes import EVENTS_DIR
+from functions.process.interpreters import Interpreters
 from functions.process.mercadopago_api import (
     MercadoPagoApi,
     ProviderApiRefusedError,
@@ -30,7 +31,6 @@ from functions.shared.domain import (
     financial_status,
 )
 from functions.shared.errors import MalformedEventError
-from functions.shared.providers import Interpreters
 from tests.support.clock import FakeClock
 from tests.support.world import World
 

@@ -21,6 +21,7 @@ from devstack.provider_apis import FakeProviderApis
 from fixtures import stripe
 from fixtures.lambda_events import sqs_record
 from functions.process.handler import handle_message
+from functions.process.interpreters import Interpreters
 from functions.process.waiting import (
     RECHECK_AFTER_SECONDS,
     RECHECK_AT_MOST_EVERY_SECONDS,
@@ -30,7 +31,6 @@ from functions.process.waiting import (
     Waiting,
 )
 from functions.shared.domain import NoEffect, Outcome
-from functions.shared.providers import Interpreters
 from tests.functional.test_ledger import (
     MP_TOKEN,
     STRIPE_KEY,

@@ -73,7 +73,7 @@ from functions.shared.domain import (
 )
 from functions.shared.errors import MalformedEventError
 from functions.shared.money import InvalidFieldError, to_minor
-from functions.shared.providers.fields import DecimalAmount, refused
+from functions.shared.provider_fields import DecimalAmount, refused
 
 PROVIDER: Final = "asaas"
 CURRENCY: Final = "brl"

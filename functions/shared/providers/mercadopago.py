@@ -77,7 +77,7 @@ from functions.shared.domain import (
     movement,
 )
 from functions.shared.money import InvalidFieldError, to_minor
-from functions.shared.providers.fields import MAX_EPOCH_SECONDS, Currency, DecimalAmount, refused
+from functions.shared.provider_fields import MAX_EPOCH_SECONDS, Currency, DecimalAmount, refused
 from functions.shared.providers.mercadopago_orders import TOPIC as ORDERS_TOPIC
 from functions.shared.providers.mercadopago_orders import OrderSource, order_effects
 

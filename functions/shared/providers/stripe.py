@@ -31,13 +31,13 @@ from functions.shared.domain import (
 )
 from functions.shared.errors import MalformedEventError, UmavezError
 from functions.shared.money import InvalidFieldError
-from functions.shared.providers import stripe_thin
-from functions.shared.providers.fields import (
+from functions.shared.provider_fields import (
     Currency,
     EpochSeconds,
     MinorUnits,
     refused,
 )
+from functions.shared.providers import stripe_thin
 
 PROVIDER: Final = "stripe"
 OBJECT: Final = "data.object"  # where each field this module names lives in the event
