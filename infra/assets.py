@@ -1,5 +1,6 @@
-"""What goes into a Lambda asset, without CDK: `functions/__init__.py`, `functions/shared` and
-the function's own package. Used by the stack's bundling and by the runtime import check."""
+"""What goes into a Lambda asset, without CDK: `functions/__init__.py`, `functions/shared`, the
+providers' packages it reads (functions/stripe/, …) and the function's own package. Used by the
+stack's bundling and by the runtime import check."""
 
 from __future__ import annotations
 

@@ -15,15 +15,26 @@ from infra.assets import ROOT
 from infra.reconciliation import RECONCILIATION
 
 # Each Lambda: its handler and the packages its asset holds besides `functions/__init__.py`.
+# A function that reads webhooks holds every provider's package (functions/stripe/, …).
+PROVIDER_PACKAGES: Final = ("stripe", "mercadopago", "asaas")
 LAMBDA_PACKAGES: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
-    "ingest": ("functions.ingest.handler.lambda_handler", ("shared", "ingest")),
-    "process": ("functions.process.handler.lambda_handler", ("shared", "process")),
-    "waiting": ("functions.process.waiting_handler.lambda_handler", ("shared", "process")),
+    "ingest": ("functions.ingest.handler.lambda_handler", ("shared", *PROVIDER_PACKAGES, "ingest")),
+    "process": (
+        "functions.process.handler.lambda_handler",
+        ("shared", *PROVIDER_PACKAGES, "process"),
+    ),
+    "waiting": (
+        "functions.process.waiting_handler.lambda_handler",
+        ("shared", *PROVIDER_PACKAGES, "process"),
+    ),
     "outbox": ("functions.outbox.handler.lambda_handler", ("shared", "outbox")),
     "sweeper": ("functions.outbox.sweeper_handler.lambda_handler", ("shared", "outbox")),
     "reconciliation": ("functions.reconcile.handler.lambda_handler", ("shared", "reconcile")),
     # The statement books what it finds through process's own processor.
-    "statement": ("functions.statement.handler.lambda_handler", ("shared", "process", "statement")),
+    "statement": (
+        "functions.statement.handler.lambda_handler",
+        ("shared", *PROVIDER_PACKAGES, "process", "statement"),
+    ),
 }
 # Each function's memory: more memory, more CPU. The cost model bills these as deployed.
 LAMBDA_MEMORY_MB: Final[dict[str, int]] = {

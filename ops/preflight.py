@@ -29,7 +29,7 @@ from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
 
-from functions.process.asaas_api import BASE_URL as ASAAS_BASE_URL
+from functions.asaas.api import BASE_URL as ASAAS_BASE_URL
 from functions.shared.errors import UmavezError
 from functions.shared.provider_api import ProviderApiRefusedError
 from infra.config import (

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
+from functions.asaas.models import PROVIDER, CashItem, cash_ref, is_cash_ref
 from functions.shared import tables
 from functions.shared.bindings import bound_orders
 from functions.shared.domain import COUNTED_OUTCOMES, Transition
 from functions.shared.dynamo import from_attributes, raise_unclassified, to_attributes
 from functions.shared.errors import WriteContendedError
-from functions.shared.providers.asaas import PROVIDER, CashItem, cash_ref, is_cash_ref
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

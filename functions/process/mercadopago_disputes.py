@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
+from functions.mercadopago.models import PROVIDER, RELEASED, BookedDispute
 from functions.shared import tables
 from functions.shared.bindings import Key, bound_orders, ledger_items
 from functions.shared.domain import COUNTED_OUTCOMES, Transition, key_of
 from functions.shared.dynamo import raise_unclassified
 from functions.shared.errors import WriteContendedError
-from functions.shared.providers.mercadopago import PROVIDER, RELEASED, BookedDispute
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

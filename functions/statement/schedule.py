@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Final
 
 from botocore.exceptions import ClientError
 
-from functions.process.asaas_api import AsaasApiNotConfiguredError
+from functions.asaas.api import AsaasApiNotConfiguredError
 from functions.shared import tables
 from functions.statement import service
 from functions.statement.cadence import HOURLY, Cadence

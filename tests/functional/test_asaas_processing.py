@@ -11,13 +11,13 @@ import pytest
 
 from devstack.provider_apis import FakeProviderApis
 from fixtures.shapes import EVENTS_DIR
-from functions.outbox.sender import OutboxSender, SendPolicy
-from functions.process.asaas_api import (
+from functions.asaas.api import (
     AsaasApi,
     AsaasApiNotConfiguredError,
     ProviderApiRefusedError,
     ProviderApiUnavailableError,
 )
+from functions.outbox.sender import OutboxSender, SendPolicy
 from functions.process.asaas_cash import LedgerCash
 from functions.process.interpreters import Interpreters
 from functions.process.service import EffectProcessor, Processed

@@ -12,8 +12,8 @@ import pytest
 
 from devstack.provider_apis import FakeProviderApis, register_mercadopago_order
 from fixtures.shapes import EVENTS_DIR, shape
+from functions.mercadopago.api import MercadoPagoApi, ProviderApiUnavailableError
 from functions.process.interpreters import Interpreters
-from functions.process.mercadopago_api import MercadoPagoApi, ProviderApiUnavailableError
 from functions.process.service import EffectProcessor
 from functions.shared.domain import Outcome, financial_status
 from tests.support.clock import FakeClock

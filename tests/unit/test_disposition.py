@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from functions.process.asaas_api import AsaasApiNotConfiguredError
+from functions.asaas.api import AsaasApiNotConfiguredError
 from functions.process.disposition import Disposition, disposition
 from functions.shared.domain import Outcome
 from functions.shared.errors import MalformedEventError, OrderNotYetKnownError

@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from functions.shared.errors import MalformedEventError
 from functions.shared.provider_api import get_json
-from functions.shared.providers.stripe import StripeApiNotConfiguredError
+from functions.stripe.models import StripeApiNotConfiguredError
 
 BASE_URL: Final = "https://api.stripe.com"
 PAGE_SIZE: Final = 100

@@ -1,1 +1,0 @@
-"""Provider adapters: turn a provider's raw payload into what it means for our orders."""
