@@ -1,3 +1,3 @@
-"""Mercado Pago: its signature check (signature.py), its map (events.py, the place to start),
-the entries of a payment (entries.py), its objects (models.py), its Orders API's orders
-(orders.py) and its API (api.py)."""
+"""Mercado Pago: its map (events.py, the place to start), the entries of a payment
+(entries.py), its notification and payment (models.py), its Orders API's orders (orders.py),
+its signature check (signature.py, ingest's) and its API client (api.py)."""
