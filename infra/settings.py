@@ -21,19 +21,22 @@ LAMBDA_PACKAGES: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
     "ingest": ("functions.ingest.handler.lambda_handler", ("shared", *PROVIDER_PACKAGES, "ingest")),
     "process": (
         "functions.process.handler.lambda_handler",
-        ("shared", *PROVIDER_PACKAGES, "process"),
+        ("shared", *PROVIDER_PACKAGES, "store", "process"),
     ),
     "waiting": (
         "functions.process.waiting_handler.lambda_handler",
-        ("shared", *PROVIDER_PACKAGES, "process"),
+        ("shared", *PROVIDER_PACKAGES, "store", "process"),
     ),
-    "outbox": ("functions.outbox.handler.lambda_handler", ("shared", "outbox")),
-    "sweeper": ("functions.outbox.sweeper_handler.lambda_handler", ("shared", "outbox")),
-    "reconciliation": ("functions.reconcile.handler.lambda_handler", ("shared", "reconcile")),
+    "outbox": ("functions.outbox.handler.lambda_handler", ("shared", "store", "outbox")),
+    "sweeper": ("functions.outbox.sweeper_handler.lambda_handler", ("shared", "store", "outbox")),
+    "reconciliation": (
+        "functions.reconcile.handler.lambda_handler",
+        ("shared", "store", "reconcile"),
+    ),
     # The statement books what it finds through process's own processor.
     "statement": (
         "functions.statement.handler.lambda_handler",
-        ("shared", *PROVIDER_PACKAGES, "process", "statement"),
+        ("shared", *PROVIDER_PACKAGES, "store", "process", "statement"),
     ),
 }
 # Each function's memory: more memory, more CPU. The cost model bills these as deployed.

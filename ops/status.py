@@ -27,6 +27,7 @@ from functions.shared.errors import UmavezError
 from functions.shared.failures import FailureRecords
 from functions.shared.provider_api import ProviderApiRefusedError
 from functions.statement.service import LAST_RUN_PK as STATEMENT_RUNS_PK
+from functions.store import queries
 from infra.settings import MAX_RECEIVE_COUNT
 from ops.asaas_webhooks import AsaasWebhooks, advice, no_webhook_to_umavez
 from ops.dlq import DeadLetters, LastFailures
@@ -228,11 +229,11 @@ def rechecks(dynamodb: Any, ledger_table: str, now: float) -> Reading:
 
 def notifications(dynamodb: Any, outbox_table: str, now: float) -> Reading:
     """Dead items (the due index's `dead` bucket) and items due long ago that nobody took."""
-    dead = sum(1 for _ in tables.due_index_ids(dynamodb, outbox_table, tables.OUTBOX_DEAD_BUCKET))
+    dead = sum(1 for _ in queries.due_index_ids(dynamodb, outbox_table, tables.OUTBOX_DEAD_BUCKET))
     overdue = sum(
         1
         for shard in range(tables.OUTBOX_DUE_SHARDS)
-        for _ in tables.due_index_ids(
+        for _ in queries.due_index_ids(
             dynamodb, outbox_table, f"due#{shard}", due_by=int(now - OVERDUE_AFTER_SECONDS)
         )
     )

@@ -15,21 +15,14 @@ index's `dead` bucket, never by a scan.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
-
-from botocore.exceptions import ClientError
+from typing import TYPE_CHECKING
 
 from functions.shared import tables
-from functions.shared.dynamo import (
-    from_attributes,
-    is_condition_failure,
-    raise_unclassified,
-    to_attributes,
-)
-from functions.shared.outbox import OutboxStatus, iso_time
+from functions.store import queries
+from functions.store.outbox import revive
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -67,47 +60,12 @@ class OutboxReviver:
 
     def revive(self, outbox_id: str) -> Revived:
         now = self._clock()
-        try:
-            response = self._db.update_item(
-                TableName=self._table,
-                Key=to_attributes({tables.OUTBOX_KEY: outbox_id}),
-                UpdateExpression=(
-                    "SET #status = :pending, #bucket = :bucket, #due = :now, "
-                    "revived_at = :revived_at, attempts = :zero ADD revivals :one"
-                ),
-                # Dead, or stuck outside the due index: pending, never handed to the sweeper
-                # (its first try was lost; reconciliation reports it as stuck).
-                ConditionExpression=(
-                    "#status = :dead OR (#status = :pending AND attribute_not_exists(#bucket))"
-                ),
-                ExpressionAttributeNames={
-                    "#status": "status",
-                    "#bucket": tables.OUTBOX_DUE_BUCKET,
-                    "#due": tables.OUTBOX_DUE_AT,
-                },
-                ExpressionAttributeValues=to_attributes(
-                    {
-                        ":pending": OutboxStatus.PENDING.value,
-                        ":dead": OutboxStatus.DEAD.value,
-                        ":bucket": tables.due_bucket(outbox_id),
-                        ":now": int(now),
-                        ":revived_at": iso_time(now),
-                        ":zero": 0,
-                        ":one": 1,
-                    }
-                ),
-                ReturnValues="ALL_OLD",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as exc:
-            if not is_condition_failure(exc):
-                raise_unclassified(exc, "UpdateItem")
-            old: Mapping[str, Any] = exc.response.get("Item", {})  # type: ignore[assignment]
-            found = from_attributes(old)
-            if not found:
+        revival = revive(self._db, self._table, outbox_id, now)
+        if not revival.held:
+            if not revival.item:
                 return Revived(outbox_id, ReviveResult.NOT_FOUND)
-            return Revived(outbox_id, ReviveResult.NOT_DEAD, status=found.get("status"))
-        before = from_attributes(response.get("Attributes", {}))
+            return Revived(outbox_id, ReviveResult.NOT_DEAD, status=revival.item.get("status"))
+        before = revival.item
         return Revived(
             outbox_id,
             ReviveResult.REVIVED,
@@ -119,7 +77,7 @@ class OutboxReviver:
 
     def dead(self) -> Iterator[str]:
         """Every dead item's id, oldest death first, page by page from the due index."""
-        return tables.due_index_ids(
+        return queries.due_index_ids(
             self._db, self._table, tables.OUTBOX_DEAD_BUCKET, page_size=self._page_size
         )
 

@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
@@ -37,7 +37,6 @@ from functions.shared import settings, tables
 from functions.shared.domain import financial_status
 from functions.shared.dynamo import (
     from_attributes,
-    is_condition_failure,
     raise_unclassified,
     to_attributes,
 )
@@ -48,9 +47,9 @@ from functions.shared.outbox import (
     OutboxItem,
     OutboxStatus,
     give_up_clock_start,
-    reopen_for_email,
 )
 from functions.shared.redaction import MAX_ERROR_CHARACTERS, redacted
+from functions.store.outbox import claim, reopen_for_email, update_held
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -90,11 +89,6 @@ class Sent:
     result: SendResult
     attempts: int = 0
     detail: str = ""
-
-
-# The condition of every write of the first try: the item is still new (pending, in no index).
-# It fails only if an earlier try of the same stream record handed the item to the sweeper.
-STILL_NEW: Final = "#status = :pending AND attribute_not_exists(#bucket)"
 
 
 # Told (outbox id, channel, why) when a sink answered that it takes no more notifications.
@@ -355,46 +349,19 @@ class OutboxSender:
         """The item as claimed, and whether it was taken over from a sender whose lease ran
         out (it died holding it). No limit on attempts: a revived item must be claimable."""
         now = int(self._clock())
-        pending = "#status = :pending" + (" AND #due <= :now" if only_if_due else "")
         lease_end = now + self._policy.lease_seconds
+        before = claim(
+            self._db,
+            self._table,
+            outbox_id,
+            token,
+            now=now,
+            lease_end=lease_end,
+            only_if_due=only_if_due,
+        )
+        if before is None:
+            return None
         bucket = tables.due_bucket(outbox_id)
-        try:
-            response = self._db.update_item(
-                TableName=self._table,
-                Key=to_attributes({tables.OUTBOX_KEY: outbox_id}),
-                # The bucket is set again so a lease that runs out is found by the sweeper.
-                UpdateExpression=(
-                    "SET #status = :sending, claim_token = :token, #due = :lease_end, "
-                    "#bucket = :bucket ADD attempts :one"
-                ),
-                ConditionExpression=(
-                    f"attribute_exists(#id) AND "
-                    f"(({pending}) OR (#status = :sending AND #due <= :now))"
-                ),
-                ExpressionAttributeNames={
-                    "#id": tables.OUTBOX_KEY,
-                    "#status": "status",
-                    "#due": tables.OUTBOX_DUE_AT,
-                    "#bucket": tables.OUTBOX_DUE_BUCKET,
-                },
-                ExpressionAttributeValues=to_attributes(
-                    {
-                        ":sending": OutboxStatus.SENDING.value,
-                        ":pending": OutboxStatus.PENDING.value,
-                        ":token": token,
-                        ":lease_end": lease_end,
-                        ":bucket": bucket,
-                        ":now": now,
-                        ":one": 1,
-                    }
-                ),
-                ReturnValues="ALL_OLD",
-            )
-        except ClientError as exc:
-            if is_condition_failure(exc):
-                return None
-            raise_unclassified(exc, "UpdateItem")
-        before = from_attributes(response["Attributes"])
         claimed = {
             **before,
             "status": OutboxStatus.SENDING.value,
@@ -470,31 +437,5 @@ class OutboxSender:
         """An update that only the current claim holder may make; without a claim (the
         first try), only while the item is still new, and it records the attempt. A failed
         condition raises LeaseLostError: someone else owns the item now."""
-        if token is None:
-            expression = expression.replace("SET ", "SET attempts = :attempts, ", 1)
-            values = {**values, ":attempts": 1, ":pending": OutboxStatus.PENDING.value}
-            condition = STILL_NEW
-        else:
-            values = {**values, ":token": token}
-            condition = "claim_token = :token"
-        names = {
-            "#status": "status",
-            "#bucket": tables.OUTBOX_DUE_BUCKET,
-            "#due": tables.OUTBOX_DUE_AT,
-            "#expires": tables.EXPIRES_AT,
-        }
-        try:
-            self._db.update_item(
-                TableName=self._table,
-                Key=to_attributes({tables.OUTBOX_KEY: outbox_id}),
-                UpdateExpression=expression,
-                ConditionExpression=condition,
-                ExpressionAttributeNames={
-                    k: v for k, v in names.items() if k in expression or k in condition
-                },
-                ExpressionAttributeValues=to_attributes(values),
-            )
-        except ClientError as exc:
-            if is_condition_failure(exc):
-                raise LeaseLostError(outbox_id) from exc
-            raise_unclassified(exc, "UpdateItem")
+        if not update_held(self._db, self._table, outbox_id, token, expression, values):
+            raise LeaseLostError(outbox_id)

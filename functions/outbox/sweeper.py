@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Final
 
 from functions.outbox.sender import OutboxSender
 from functions.shared import tables
+from functions.store import queries
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -75,6 +76,6 @@ class Sweeper:
         grace leaves fresh items to the stream. At most max_items per shard in one sweep."""
         cutoff = int(self._clock()) - self._grace
         for bucket in tables.due_buckets():
-            yield from tables.due_index_ids(
+            yield from queries.due_index_ids(
                 self._db, self._table, bucket, due_by=cutoff, max_items=self._max_items
             )

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 from botocore.exceptions import ClientError
 
 from functions.asaas.models import PROVIDER, CashItem, cash_ref, is_cash_ref
-from functions.shared import tables
 from functions.shared.bindings import bound_orders
 from functions.shared.domain import COUNTED_OUTCOMES, Transition
-from functions.shared.dynamo import from_attributes, raise_unclassified, to_attributes
+from functions.shared.dynamo import from_attributes, raise_unclassified
 from functions.shared.errors import WriteContendedError
+from functions.store import queries
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -41,28 +41,14 @@ class LedgerCash:
             return ()  # a payment no order holds yet has booked nothing
         items: list[CashItem] = []
         query = {
-            "TableName": self._ledger,
-            "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :entries)",
-            "FilterExpression": "#payment = :payment AND begins_with(#ref, :cash)",
-            "ExpressionAttributeNames": {
-                "#pk": tables.PARTITION_KEY,
-                "#sk": tables.SORT_KEY,
-                "#payment": "payment",
-                "#ref": "external_ref",
-            },
-            "ExpressionAttributeValues": to_attributes(
-                {
-                    ":pk": tables.order_pk(order),
-                    ":entries": tables.EFFECT_SORT_PREFIX,
-                    ":payment": payment_id,
-                    ":cash": cash_ref(payment_id, None),
-                }
+            **queries.entries_with_ref_prefix(
+                self._ledger, order, payment_id, cash_ref(payment_id, None)
             ),
             # An undo must see the receipt written just before it, or it reverses the wrong one.
             "ConsistentRead": True,
         }
         try:
-            for page in self._db.get_paginator("query").paginate(**query):  # type: ignore[arg-type]
+            for page in self._db.get_paginator("query").paginate(**query):
                 for raw in page.get("Items", []):
                     item = from_attributes(raw)
                     ref = str(item.get("external_ref", ""))

@@ -1,10 +1,10 @@
 """Apply each effect exactly once: one TransactWriteItems, and the database decides.
 
 The transaction reserves the key (`attribute_not_exists`), moves the order only if the event
-is not older than the order's last one (the ordering guard is the Update's
-ConditionExpression) and writes the outbox item, all or nothing. Each item has a named slot
-(transaction.py): the cancellation reasons are read back by slot, and `decide` says what
-they mean.
+is not older than the order's last one (the ordering guard is the Update's condition) and
+writes the outbox item, all or nothing. Each item has a named slot
+(functions/store/transaction.py): the cancellation reasons are read back by slot, and
+`decide` (verdict.py) says what they mean.
 
 One BatchGetItem comes first, only to spare writes: a key already reserved is a duplicate
 without a transaction (a cancelled transaction is billed in full), an order whose last event
@@ -15,10 +15,10 @@ decides wrongly, and so it may be eventually consistent (half the read units): a
 lags sees less, never something false, and what it did not see the transaction decides.
 
 Every path an entry can take (applied, duplicate, stale, voided, conflict, bound, waiting)
-shares one read, one routing and the same items: ledger_items.py renders them, with the
-condition each is written under; the slots and the decision live in transaction.py. The
-broken-design harness replaces the items one at a time through this processor's `_reserve_key`,
-`_order_update`, `_outbox_put`, `_reversed_check`, `_capture_mark` and `_binding`.
+shares one read, one routing and the same items. The ledger store renders the items with the
+condition each is written under (functions/store/ledger.py), reads before writing (reads.py)
+and commits (transaction.py); the processor is given those parts, and the broken-design
+harness (tests/support/broken_designs.py) gives it a broken one at a time.
 """
 
 from __future__ import annotations
@@ -30,15 +30,7 @@ from typing import TYPE_CHECKING
 from botocore.exceptions import ClientError
 
 from functions.process.interpreters import Interpreters
-from functions.process.ledger_items import LedgerItems
-from functions.process.transaction import (
-    Placed,
-    Refusal,
-    Slot,
-    Transaction,
-    Verdict,
-    decide,
-)
+from functions.process.verdict import Verdict, decide
 from functions.shared import tables
 from functions.shared.bindings import bound_orders
 from functions.shared.domain import (
@@ -56,45 +48,31 @@ from functions.shared.domain import (
     ordering_token,
     top_up_ref,
 )
-from functions.shared.dynamo import (
-    cancellation_of,
-    from_attributes,
-    is_condition_failure,
-    raise_unclassified,
-    to_attributes,
-)
+from functions.shared.dynamo import raise_unclassified, to_attributes
 from functions.shared.errors import (
     CurrencyMismatchError,
     OrderNotYetKnownError,
     UnexpectedWriteError,
     WriteContendedError,
 )
-from functions.shared.outbox import outbox_id_for, reopen_for_email
+from functions.shared.outbox import outbox_id_for
 from functions.shared.settings import DEFAULT_RETENTION_DAYS
+from functions.store import queries
+from functions.store.ledger import LedgerItems
+from functions.store.outbox import reopen_for_email
+from functions.store.reads import Known, LedgerReads
+from functions.store.transaction import (
+    Committer,
+    Placed,
+    Refusal,
+    Slot,
+    Transaction,
+    commit,
+    is_condition_failure,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
-    from mypy_boto3_dynamodb.type_defs import (
-        TransactWriteItemTypeDef,
-        UpdateTypeDef,
-    )
-
-
-@dataclass(frozen=True)
-class Known:
-    """What the read before the transaction found: the effect key's item, the order, and the
-    order each named provider object is bound to."""
-
-    key_item: dict[str, object] | None
-    order: dict[str, object] | None
-    bound: dict[str, str]
-    # The entry a settling one settles (a verdict's opening, a refund's success), if written.
-    settled: dict[str, object] | None = None
-
-    def later_second_than(self, routed: RoutedEffect) -> bool:
-        """The order's last event is from a later second: this entry is stale for good."""
-        second = (self.order or {}).get("last_event_second")
-        return second is not None and int(str(second)) > routed.effect.delivery.created
 
 
 def _counted(entry: dict[str, object] | None) -> bool:
@@ -124,13 +102,24 @@ class EffectProcessor:
         clock: Callable[[], float],
         interpreters: Interpreters | None = None,
         retention_seconds: int = DEFAULT_RETENTION_DAYS * 86_400,
+        *,
+        items: LedgerItems | None = None,
+        reads: LedgerReads | None = None,
+        committer: Committer = commit,
+        keyed: Callable[[Effect, str], str] = effect_key,
     ) -> None:
+        """The store's parts (what it writes and under which condition, what it reads first,
+        how it commits) and the keying rule are passed in: the broken-design harness swaps
+        one of them to prove each guarantee's test fails without it."""
         self._db = dynamodb
         self._tables = table_names
         self._clock = clock
         self._interpret = interpreters or Interpreters.build()
         self._retention_seconds = retention_seconds
-        self._items = LedgerItems(table_names, clock, retention_seconds)
+        self._items = items or LedgerItems(table_names, clock, retention_seconds)
+        self._reads = reads or LedgerReads(dynamodb, table_names.ledger)
+        self._commit = committer
+        self._keyed = keyed
 
     def process(self, provider: str, raw_body: str) -> list[Processed]:
         """Each effect the delivery announces, in order, each in its own transaction."""
@@ -210,12 +199,12 @@ class EffectProcessor:
         )
 
     def _routed(self, effect: Effect, order_id: str) -> RoutedEffect:
-        return RoutedEffect(effect, order_id, effect_key(effect, order_id))
+        return RoutedEffect(effect, order_id, self._keyed(effect, order_id))
 
     # -- the transaction -------------------------------------------------------------------
 
     def _apply(self, routed: RoutedEffect) -> Processed:
-        known = self._read_before_writing(routed)
+        known = self._reads.before_writing(routed, self._bound_objects(routed))
         if known.key_item is not None:
             topped, captured_in_all = self._top_up(routed, known)
             if topped is None:
@@ -241,81 +230,9 @@ class EffectProcessor:
             self._refuse_other_currency(routed, known.order or {})
             return self._record_stale(routed, to_bind)
         transaction = self._applied(routed, to_bind)
-        try:
-            self._db.transact_write_items(TransactItems=transaction.items)
-        except ClientError as exc:
-            refusal = transaction.refusal(cancellation_of(exc, "TransactWriteItems"))
+        if (refusal := self._commit(self._db, transaction)) is not None:
             return self._after_refusal(routed, refusal, to_bind)
         return self._processed(routed, Outcome.APPLIED, routed.effect.note or "")
-
-    def _read_before_writing(self, routed: RoutedEffect) -> Known:
-        """One eventually consistent BatchGetItem: the effect key, the order, the objects to
-        bind (see the module's doc for why a lagging read is safe). A settling entry also
-        reads the entry it settles, consistently: what it posts is what that one counted."""
-        ledger = self._tables.ledger
-        objects = self._bound_objects(routed)
-        settles = routed.reversed_key
-        sorts = [tables.effect_sk(routed.key), tables.ORDER_SORT]
-        if settles is not None:
-            sorts.append(tables.effect_sk(settles))
-        keys = [
-            {tables.PARTITION_KEY: tables.order_pk(routed.order_id), tables.SORT_KEY: sk}
-            for sk in sorts
-        ] + [
-            {
-                tables.PARTITION_KEY: tables.ref_pk(routed.effect.delivery.provider, ref),
-                tables.SORT_KEY: tables.REF_SORT,
-            }
-            for ref in objects
-        ]
-        try:
-            response = self._db.batch_get_item(
-                RequestItems={
-                    ledger: {
-                        "Keys": [to_attributes(k) for k in keys],
-                        "ConsistentRead": settles is not None,
-                    }
-                }
-            )
-        except ClientError as exc:
-            raise_unclassified(exc, "BatchGetItem")
-        if settles is not None and response.get("UnprocessedKeys"):
-            # What the entry it settles counted must be known: never guess it.
-            raise WriteContendedError("BatchGetItem left the settled entry unread")
-        # Keys left unread (throttling) are simply not seen: the transaction decides for them.
-        found = [from_attributes(item) for item in response["Responses"].get(ledger, [])]
-        by_sort = {str(item[tables.SORT_KEY]): item for item in found}
-        return Known(
-            key_item=by_sort.get(tables.effect_sk(routed.key)),
-            order=by_sort.get(tables.ORDER_SORT),
-            bound={
-                str(item["ref"]): str(item["order_id"])
-                for item in found
-                if item[tables.SORT_KEY] == tables.REF_SORT
-            },
-            settled=by_sort.get(tables.effect_sk(settles)) if settles is not None else None,
-        )
-
-    def _capture_mark_of(self, routed: RoutedEffect) -> int:
-        """What the payment's capture mark says its entries counted, read consistently (0:
-        no mark, the payment was captured once)."""
-        effect = routed.effect
-        try:
-            response = self._db.get_item(
-                TableName=self._tables.ledger,
-                Key=to_attributes(
-                    {
-                        tables.PARTITION_KEY: tables.order_pk(routed.order_id),
-                        tables.SORT_KEY: tables.capture_sk(
-                            effect.delivery.provider, str(effect.payment)
-                        ),
-                    }
-                ),
-                ConsistentRead=True,
-            )
-        except ClientError as exc:
-            raise_unclassified(exc, "GetItem")
-        return int(str(from_attributes(response.get("Item", {})).get("captured", 0)))
 
     def _top_up(self, routed: RoutedEffect, known: Known) -> tuple[RoutedEffect | None, int | None]:
         """A payment captured again (multicapture, over-capture) announces what it captured in
@@ -333,7 +250,7 @@ class EffectProcessor:
             and effect.amount.minor > int(str(first["amount"]))
         ):
             return None, None  # the common duplicate: no more than its first entry, no read
-        counted = max(int(str(first["amount"])), self._capture_mark_of(routed))
+        counted = max(int(str(first["amount"])), self._reads.capture_mark(routed))
         if effect.amount.minor <= counted:
             return None, counted  # an earlier capture's total, announced after a later one
         captured = effect.amount.minor
@@ -371,7 +288,7 @@ class EffectProcessor:
 
     def _reverses_what_never_counted(self, routed: RoutedEffect, known: Known) -> bool:
         """A reversal whose entry the consistent read found not counted (absent or voided):
-        the transaction's own check (`_reversed_check`) would refuse it the same way."""
+        the transaction's own check (the store's `reversed_check`) would refuse it the same way."""
         return routed.reversed_key is not None and not _counted(known.settled)
 
     def _after_refusal(
@@ -452,38 +369,13 @@ class EffectProcessor:
 
     def _applied(self, routed: RoutedEffect, to_bind: tuple[str, ...]) -> Transaction:
         return Transaction.of(
-            Placed(Slot.KEY, self._reserve_key(routed, Outcome.APPLIED)),
-            Placed(Slot.ORDER, {"Update": self._order_update(routed)}),
-            Placed(Slot.OUTBOX, self._outbox_put(routed, late=False)),
-            self._reversed_check(routed),
-            self._capture_mark(routed),
+            Placed(Slot.KEY, self._items.key_reservation(routed, Outcome.APPLIED)),
+            Placed(Slot.ORDER, {"Update": self._items.order_update(routed)}),
+            Placed(Slot.OUTBOX, self._items.outbox_put(routed, late=False)),
+            self._items.reversed_check(routed),
+            self._items.capture_mark(routed),
             self._bindings(routed.effect.delivery.provider, routed.order_id, to_bind),
         )
-
-    # -- the items, rendered by ledger_items.py (each a point the broken-design harness
-    # replaces) -------------------------------------------------------------------------
-
-    def _reserve_key(
-        self, routed: RoutedEffect, outcome: Outcome, *, key: str | None = None
-    ) -> TransactWriteItemTypeDef:
-        return self._items.key_reservation(routed, outcome, key=key)
-
-    def _order_update(self, routed: RoutedEffect) -> UpdateTypeDef:
-        return self._items.order_update(routed)
-
-    def _outbox_put(
-        self, routed: RoutedEffect, *, late: bool, superseded: bool = False
-    ) -> TransactWriteItemTypeDef:
-        return self._items.outbox_put(routed, late=late, superseded=superseded)
-
-    def _reversed_check(self, routed: RoutedEffect) -> list[Placed]:
-        return self._items.reversed_check(routed)
-
-    def _capture_mark(self, routed: RoutedEffect) -> list[Placed]:
-        return self._items.capture_mark(routed)
-
-    def _binding(self, provider: str, order_id: str, ref: str) -> TransactWriteItemTypeDef:
-        return self._items.binding(provider, order_id, ref)
 
     # -- bindings: which order a provider object belongs to, first writer wins -------------
 
@@ -501,7 +393,8 @@ class EffectProcessor:
         """Conditional Puts: an object already bound to another order cancels the transaction,
         so one payment can never be credited to two orders, whichever event names it first."""
         return [
-            Placed(Slot.BINDING, self._binding(provider, order_id, ref), ref) for ref in objects
+            Placed(Slot.BINDING, self._items.binding(provider, order_id, ref), ref)
+            for ref in objects
         ]
 
     def _record_conflict(
@@ -553,12 +446,9 @@ class EffectProcessor:
         transaction = Transaction.of(
             self._bindings(delivery.provider, order_id, binding.objects), Placed(Slot.AUDIT, audit)
         )
-        try:
-            self._db.transact_write_items(TransactItems=transaction.items)
-        except ClientError as exc:
-            refusal = transaction.refusal(cancellation_of(exc, "TransactWriteItems"))
+        if (refusal := self._commit(self._db, transaction)) is not None:
             if refusal.contended:
-                raise WriteContendedError(f"binding cancelled: {refusal.codes}") from exc
+                raise WriteContendedError(f"binding cancelled: {refusal.codes}")
             if refusal.only_audit_refused:
                 if (refusal.found(Slot.AUDIT) or {}).get("outcome") == Outcome.BOUND.value:
                     # This delivery bound these objects already: a resend changes nothing.
@@ -568,7 +458,7 @@ class EffectProcessor:
             if (refused := refusal.binding()) is not None:
                 bound = (refused.found or {}).get("order_id")
                 return self._record_conflict(delivery, str(refused.ref), str(bound), order_id)
-            raise UnexpectedWriteError(f"binding cancelled: {refusal.codes}") from exc
+            raise UnexpectedWriteError(f"binding cancelled: {refusal.codes}")
         return Processed(delivery, Outcome.BOUND, order_id, detail=binding.reason)
 
     # -- stale: status guarded, money still counted and announced ---------------------------
@@ -584,21 +474,18 @@ class EffectProcessor:
         update = self._items.stale_update(routed)
         reason = "older than the order's last event: status kept, counted"
         transaction = Transaction.of(
-            Placed(Slot.KEY, self._reserve_key(routed, Outcome.STALE)),
+            Placed(Slot.KEY, self._items.key_reservation(routed, Outcome.STALE)),
             Placed(Slot.ORDER, {"Update": update}),
             Placed(
                 Slot.OUTBOX,
-                self._outbox_put(routed, late=True, superseded=self._superseded(routed)),
+                self._items.outbox_put(routed, late=True, superseded=self._superseded(routed)),
             ),
-            self._reversed_check(routed),
-            self._capture_mark(routed),
+            self._items.reversed_check(routed),
+            self._items.capture_mark(routed),
             self._bindings(routed.effect.delivery.provider, routed.order_id, to_bind),
             Placed(Slot.AUDIT, self._items.entry_audit(routed, Outcome.STALE, reason)),
         )
-        try:
-            self._db.transact_write_items(TransactItems=transaction.items)
-        except ClientError as exc:
-            refusal = transaction.refusal(cancellation_of(exc, "TransactWriteItems"))
+        if (refusal := self._commit(self._db, transaction)) is not None:
             return self._after_refusal(routed, refusal, to_bind, stale=True)
         return self._processed(routed, Outcome.STALE, "status change discarded, amount counted")
 
@@ -612,27 +499,9 @@ class EffectProcessor:
         if effect.payment is None:
             return True
         pages = self._db.get_paginator("query").paginate(
-            TableName=self._tables.ledger,
-            KeyConditionExpression="#pk = :pk AND begins_with(#sk, :entry)",
-            FilterExpression="#payment = :payment AND #token > :token AND #outcome IN (:a, :s)",
-            ExpressionAttributeNames={
-                "#pk": tables.PARTITION_KEY,
-                "#sk": tables.SORT_KEY,
-                "#payment": "payment",
-                "#token": "ordering_token",
-                "#outcome": "outcome",
-            },
-            ExpressionAttributeValues=to_attributes(
-                {
-                    ":pk": tables.order_pk(routed.order_id),
-                    ":entry": tables.EFFECT_SORT_PREFIX,
-                    ":payment": effect.payment,
-                    ":token": ordering_token(effect),
-                    ":a": Outcome.APPLIED.value,
-                    ":s": Outcome.STALE.value,
-                }
+            **queries.newer_counted_entries(
+                self._tables.ledger, routed.order_id, effect.payment, ordering_token(effect)
             ),
-            ProjectionExpression="#pk",
             ConsistentRead=True,
         )
         try:
@@ -656,8 +525,10 @@ class EffectProcessor:
         reason = "reverses an entry that never counted: both keys voided"
         effect = routed.effect
         transaction = Transaction.of(
-            Placed(Slot.VOIDED, self._reserve_key(routed, Outcome.VOIDED, key=reversed_key)),
-            Placed(Slot.KEY, self._reserve_key(routed, Outcome.VOIDED)),
+            Placed(
+                Slot.VOIDED, self._items.key_reservation(routed, Outcome.VOIDED, key=reversed_key)
+            ),
+            Placed(Slot.KEY, self._items.key_reservation(routed, Outcome.VOIDED)),
             # The voided object is bound where it was voided: its other entries are routed
             # here (`_route`), where the void makes them duplicates, whichever order its
             # payment is bound to later.
@@ -668,23 +539,20 @@ class EffectProcessor:
             if effect.audited
             else [],
         )
-        try:
-            self._db.transact_write_items(TransactItems=transaction.items)
-        except ClientError as exc:
-            refusal = transaction.refusal(cancellation_of(exc, "TransactWriteItems"))
+        if (refusal := self._commit(self._db, transaction)) is not None:
             if refusal.failed(Slot.KEY):
                 return self._processed(routed, Outcome.DUPLICATE, "reversal already recorded")
             if refusal.failed(Slot.VOIDED):
                 # The reversed entry was counted meanwhile: the reversal now applies normally.
-                raise WriteContendedError("reversed entry recorded concurrently") from exc
+                raise WriteContendedError("reversed entry recorded concurrently")
             if refusal.contended:
-                raise WriteContendedError(f"void cancelled: {refusal.codes}") from exc
+                raise WriteContendedError(f"void cancelled: {refusal.codes}")
             if (binding := refusal.binding()) is not None:
                 bound = (binding.found or {}).get("order_id")
                 return self._record_conflict(
                     effect.delivery, str(binding.ref), str(bound), routed.order_id, routed.key
                 )
-            raise UnexpectedWriteError(f"void cancelled: {refusal.codes}") from exc
+            raise UnexpectedWriteError(f"void cancelled: {refusal.codes}")
         return self._processed(routed, Outcome.VOIDED, reason)
 
     def _refuse_other_currency(self, routed: RoutedEffect, order: dict[str, object]) -> None:

@@ -34,18 +34,10 @@ from typing import TYPE_CHECKING, Any, Final
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from functions.process.ledger_items import LedgerItems
-from functions.process.transaction import Placed, Slot, Transaction
 from functions.shared import settings, tables
 from functions.shared.bindings import binding_key, bound_orders, ledger_items
 from functions.shared.domain import Outcome
-from functions.shared.dynamo import (
-    cancellation_of,
-    from_attributes,
-    is_condition_failure,
-    raise_unclassified,
-    to_attributes,
-)
+from functions.shared.dynamo import from_attributes, raise_unclassified, to_attributes
 from functions.shared.environment import WaitingSettings
 from functions.shared.errors import (
     BindingConflictError,
@@ -54,6 +46,9 @@ from functions.shared.errors import (
     UnexpectedWriteError,
     WriteContendedError,
 )
+from functions.store import queries
+from functions.store.ledger import LedgerItems
+from functions.store.transaction import Placed, Slot, Transaction, commit, is_condition_failure
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -374,26 +369,19 @@ class Waiting:
     def _bind(self, provider: str, object_id: str, order_id: str) -> None:
         binding = self._items.binding(provider, order_id, object_id, int(self._clock()))
         transaction = Transaction.of(Placed(Slot.BINDING, binding, object_id))
-        try:
-            self._db.transact_write_items(TransactItems=transaction.items)
-        except ClientError as exc:
-            refusal = transaction.refusal(cancellation_of(exc, "TransactWriteItems"))
+        if (refusal := commit(self._db, transaction)) is not None:
             if refusal.contended:
-                raise WriteContendedError(f"attach contended: {refusal.codes}") from exc
+                raise WriteContendedError(f"attach contended: {refusal.codes}")
             bound = (refusal.found(Slot.BINDING) or {}).get("order_id")
             raise BindingConflictError(
                 f"{provider} {object_id} is already bound to order {bound}", str(bound)
-            ) from exc
+            )
 
     # -- plumbing --------------------------------------------------------------------------
 
     def _partition(self, partition: str) -> Iterator[dict[str, Any]]:
         pages = self._db.get_paginator("query").paginate(
-            TableName=self._tables.ledger,
-            KeyConditionExpression="#pk = :pk",
-            ExpressionAttributeNames={"#pk": tables.PARTITION_KEY},
-            ExpressionAttributeValues={":pk": {"S": partition}},
-            ConsistentRead=True,
+            **queries.partition(self._tables.ledger, partition), ConsistentRead=True
         )
         for page in pages:
             yield from map(from_attributes, page["Items"])
@@ -450,13 +438,10 @@ class Waiting:
             ),
             Placed(Slot.PARKED, self._parked_delete(parked)),
         )
-        try:
-            self._db.transact_write_items(TransactItems=transaction.items)
-        except ClientError as exc:
-            refusal = transaction.refusal(cancellation_of(exc, "TransactWriteItems"))
+        if (refusal := commit(self._db, transaction)) is not None:
             if refusal.failed(Slot.PARKED) or refusal.contended:
                 return False
-            raise UnexpectedWriteError(f"unmatched move: {refusal.codes}") from exc
+            raise UnexpectedWriteError(f"unmatched move: {refusal.codes}")
         return True
 
     def _parked_delete(self, key: dict[str, Any]) -> TransactWriteItemTypeDef:
@@ -502,17 +487,14 @@ class Waiting:
         }
         moves = [Placed(Slot.PARKED, self._parked_delete(parked)), Placed(Slot.DORMANT, keep)]
         transaction = Transaction.of(Placed(Slot.AUDIT, audit), *moves)
-        try:
-            self._db.transact_write_items(TransactItems=transaction.items)
-        except ClientError as exc:
-            refusal = transaction.refusal(cancellation_of(exc, "TransactWriteItems"))
+        if (refusal := commit(self._db, transaction)) is not None:
             if refusal.failed(Slot.PARKED) or refusal.contended:
                 return False
             if refusal.failed(Slot.AUDIT):
                 # The delivery has its record already: it only stops waiting.
                 self._db.transact_write_items(TransactItems=Transaction.of(*moves).items)
                 return True
-            raise UnexpectedWriteError(f"ignored move: {refusal.codes}") from exc
+            raise UnexpectedWriteError(f"ignored move: {refusal.codes}")
         return True
 
 

@@ -30,8 +30,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-from botocore.exceptions import ClientError
-
 from functions.reconcile.units import (
     MAX_ORDERS_PER_RUN,
     MAX_UNITS_PER_RUN,
@@ -45,12 +43,12 @@ from functions.shared.bindings import BATCH_GET_LIMIT
 from functions.shared.domain import COUNTED_OUTCOMES
 from functions.shared.dynamo import (
     from_attributes,
-    is_condition_failure,
     scan_items,
     to_attributes,
 )
 from functions.shared.outbox import OutboxStatus, outbox_id_for
 from functions.shared.settings import DEFAULT_RETENTION_DAYS
+from functions.store import checkpoints, queries
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -231,11 +229,7 @@ class Reconciler:
         cursor = unit.cursor
         while report.orders_read < self._per_invocation:
             query: dict[str, Any] = {
-                "TableName": self._tables.ledger,
-                "IndexName": tables.LEDGER_CHANGES_INDEX,
-                "KeyConditionExpression": "#bucket = :bucket",
-                "ExpressionAttributeNames": {"#bucket": tables.CHANGES_BUCKET},
-                "ExpressionAttributeValues": {":bucket": {"S": unit.bucket}},
+                **queries.changed(self._tables.ledger, unit.bucket),
                 # Exactly what is left of this invocation's share: its cursor is then the
                 # last order it read, and the next invocation starts right after it.
                 "Limit": min(self._per_invocation - report.orders_read, QUERY_PAGE_ITEMS),
@@ -383,10 +377,7 @@ class Reconciler:
     def _order_items(self, order_id: str) -> list[dict[str, Any]]:
         """The order and its entries, in one consistent Query."""
         return self._query_all(
-            TableName=self._tables.ledger,
-            KeyConditionExpression="#pk = :pk",
-            ExpressionAttributeNames={"#pk": tables.PARTITION_KEY},
-            ExpressionAttributeValues={":pk": {"S": tables.order_pk(order_id)}},
+            **queries.partition(self._tables.ledger, tables.order_pk(order_id)),
             ConsistentRead=True,
         )
 
@@ -539,7 +530,7 @@ class Reconciler:
     def _bucket_ids(self, bucket: str, report: Report) -> list[str]:
         """At most BACKLOG_READ_LIMIT ids of the bucket; one more there is reported."""
         ids = list(
-            tables.due_index_ids(
+            queries.due_index_ids(
                 self._db, self._tables.outbox, bucket, max_items=BACKLOG_READ_LIMIT + 1
             )
         )
@@ -557,10 +548,7 @@ class Reconciler:
 
     def _check_unmatched(self, report: Report) -> None:
         unmatched = self._query_all(
-            TableName=self._tables.ledger,
-            KeyConditionExpression="#pk = :pk",
-            ExpressionAttributeNames={"#pk": tables.PARTITION_KEY},
-            ExpressionAttributeValues={":pk": {"S": tables.UNMATCHED_PK}},
+            **queries.partition(self._tables.ledger, tables.UNMATCHED_PK),
             # A lagging read could miss a delivery the waiting re-drive just moved here.
             ConsistentRead=True,
         )
@@ -582,7 +570,7 @@ class Reconciler:
         """Orders in one partition of the `changed` index (keys only: about 80 keys per read
         unit, a page of ~13,000 per request)."""
         pages = self._db.get_paginator("query").paginate(
-            **tables.changed_query(self._tables.ledger, bucket), Select="COUNT"
+            **queries.changed(self._tables.ledger, bucket), Select="COUNT"
         )
         return sum(int(page["Count"]) for page in pages)
 
@@ -630,37 +618,14 @@ class Reconciler:
         saves, and the other's save is refused rather than writing over it with the window it
         had read. False when refused. Saving the same checkpoint again succeeds: a finish step
         retried after its save went through is not an overlap."""
-        same = "(checked_until = :until AND lagged_until = :lagged)"
-        values = {":until": checked_until, ":lagged": lagged_until}
-        if read:
-            condition: dict[str, Any] = {
-                "ConditionExpression": f"checked_until = :read OR {same}",
-                "ExpressionAttributeValues": to_attributes({":read": read, **values}),
-            }
-        else:
-            condition = {
-                "ConditionExpression": f"attribute_not_exists(checked_until) OR {same}",
-                "ExpressionAttributeValues": to_attributes(values),
-            }
-        try:
-            self._db.put_item(
-                TableName=self._tables.ledger,
-                Item=to_attributes(
-                    {
-                        tables.PARTITION_KEY: CHECKPOINT_PK,
-                        tables.SORT_KEY: CHECKPOINT_SK,
-                        "checked_until": checked_until,
-                        "lagged_until": lagged_until,
-                        "saved_at": iso(self._clock()),
-                    }
-                ),
-                **condition,
-            )
-        except ClientError as exc:
-            if is_condition_failure(exc):
-                return False
-            raise
-        return True
+        item = {
+            tables.PARTITION_KEY: CHECKPOINT_PK,
+            tables.SORT_KEY: CHECKPOINT_SK,
+            "checked_until": checked_until,
+            "lagged_until": lagged_until,
+            "saved_at": iso(self._clock()),
+        }
+        return checkpoints.save_passes(self._db, self._tables.ledger, item, read)
 
     def _record_run(self, report: Report) -> None:
         """The run's summary beside the checkpoint, when its checkpoint was saved (an

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
@@ -18,16 +17,7 @@ if TYPE_CHECKING:
 _serializer: Final = TypeSerializer()
 _deserializer: Final = TypeDeserializer()
 
-CONDITION_FAILED: Final = "ConditionalCheckFailed"
-# Codes that mean "nothing was written, the same request may succeed later".
-CONTENDED_REASONS: Final = frozenset(
-    {
-        "TransactionConflict",
-        "ThrottlingError",
-        "ProvisionedThroughputExceeded",
-        "RequestLimitExceeded",
-    }
-)
+# Codes of a failed request that mean "nothing was written, the same request may succeed later".
 CONTENDED_ERRORS: Final = frozenset(
     {
         "ThrottlingException",
@@ -88,48 +78,8 @@ def _plain_number(value: Any) -> Any:
     return value
 
 
-@dataclass(frozen=True)
-class Cancellation:
-    """Why a TransactWriteItems was cancelled, by the position of each item."""
-
-    codes: tuple[str | None, ...]
-    items: tuple[Mapping[str, Any] | None, ...]
-
-    def failed_condition(self, position: int) -> bool:
-        return position < len(self.codes) and self.codes[position] == CONDITION_FAILED
-
-    def old_item(self, position: int) -> dict[str, Any] | None:
-        item = self.items[position] if position < len(self.items) else None
-        return from_attributes(item) if item else None
-
-    @property
-    def contended(self) -> bool:
-        return any(code in CONTENDED_REASONS for code in self.codes)
-
-
-def cancellation_of(exc: ClientError, operation: str) -> Cancellation:
-    """Return the cancellation, or raise the typed error for a failure that is not one."""
-    if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
-        raise_unclassified(exc, operation)
-    reasons: Sequence[Mapping[str, Any]] = exc.response.get("CancellationReasons", [])
-    return Cancellation(
-        codes=tuple(_reason_code(reason) for reason in reasons),
-        items=tuple(reason.get("Item") for reason in reasons),
-    )
-
-
-def is_condition_failure(exc: ClientError) -> bool:
-    """A single-item write whose ConditionExpression did not hold."""
-    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
-
-
 def raise_unclassified(exc: ClientError, operation: str) -> NoReturn:
     code = exc.response.get("Error", {}).get("Code", "")
     if code in CONTENDED_ERRORS:
         raise WriteContendedError(f"{operation}: {code}") from exc
     raise UnexpectedWriteError(f"{operation}: {code or 'unknown error'}") from exc
-
-
-def _reason_code(reason: Mapping[str, Any]) -> str | None:
-    code = reason.get("Code")
-    return None if code in (None, "None") else str(code)

@@ -7,14 +7,10 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final
 
-from botocore.exceptions import ClientError
 from pydantic import BaseModel, ConfigDict, Field
 
-from functions.shared import tables
-from functions.shared.dynamo import is_condition_failure, raise_unclassified, to_attributes
-
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb import DynamoDBClient
+    pass
 
 # The e-mail channel's name in an item's `channels_sent`: a notification that left before the
 # order knew whom to e-mail is re-opened (`reopen_for_email`).
@@ -101,48 +97,3 @@ def give_up_clock_start(item: Mapping[str, Any]) -> float:
 def iso_time(epoch_seconds: float) -> str:
     """The format `created_at` is written in (UTC, milliseconds)."""
     return datetime.fromtimestamp(epoch_seconds, tz=UTC).isoformat(timespec="milliseconds")
-
-
-def reopen_for_email(db: DynamoDBClient, outbox_table: str, outbox_id: str, now: float) -> bool:
-    """A notification sent before its order knew whom to e-mail (its try found no recipient
-    and sent EventBridge only) goes back to the sweeper, which sends it through the channels
-    that have not taken it, the e-mail once (the sender decides, by the e-mail policy, whether
-    it is e-mailed at all). Only a sent item the policy owes the e-mail (`email_owed`, set by
-    the try that lacked a recipient): one not sent yet reads the recipient when it is, one not
-    e-mailed by policy is never re-opened. Both sides call it: process once it taught the
-    order its recipient, the sender once its try is recorded, if the order learned one
-    meanwhile; whichever comes second finds the item sent. Whether this call re-opened it."""
-    try:
-        db.update_item(
-            TableName=outbox_table,
-            Key=to_attributes({tables.OUTBOX_KEY: outbox_id}),
-            UpdateExpression=(
-                "SET #status = :pending, #bucket = :bucket, #due = :now, "
-                f"revived_at = :revived_at REMOVE sent_at, #expires, {EMAIL_OWED}"
-            ),
-            ConditionExpression=(
-                f"#status = :sent AND {EMAIL_OWED} = :owed AND NOT contains(channels_sent, :email)"
-            ),
-            ExpressionAttributeNames={
-                "#status": "status",
-                "#bucket": tables.OUTBOX_DUE_BUCKET,
-                "#due": tables.OUTBOX_DUE_AT,
-                "#expires": tables.EXPIRES_AT,
-            },
-            ExpressionAttributeValues=to_attributes(
-                {
-                    ":pending": OutboxStatus.PENDING.value,
-                    ":sent": OutboxStatus.SENT.value,
-                    ":email": EMAIL_CHANNEL,
-                    ":owed": True,
-                    ":bucket": tables.due_bucket(outbox_id),
-                    ":now": int(now),
-                    ":revived_at": iso_time(now),
-                }
-            ),
-        )
-    except ClientError as exc:
-        if not is_condition_failure(exc):
-            raise_unclassified(exc, "UpdateItem")
-        return False
-    return True

@@ -16,7 +16,6 @@ The outbox is its own table because its stream feeds the sender and nothing else
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -96,63 +95,9 @@ def due_buckets() -> list[str]:
     return [f"due#{shard}" for shard in range(OUTBOX_DUE_SHARDS)]
 
 
-def due_index_ids(
-    dynamodb: Any,
-    table: str,
-    bucket: str,
-    *,
-    due_by: int | None = None,
-    max_items: int | None = None,
-    page_size: int | None = None,
-) -> Iterator[str]:
-    """The outbox ids in one bucket of the due index (a `due#k` shard or `dead`), oldest
-    first, optionally only those due by `due_by` (epoch seconds)."""
-    condition = "#bucket = :bucket" + (" AND #at <= :due_by" if due_by is not None else "")
-    names = {"#bucket": OUTBOX_DUE_BUCKET, **({"#at": OUTBOX_DUE_AT} if due_by is not None else {})}
-    values: dict[str, Any] = {":bucket": {"S": bucket}}
-    if due_by is not None:
-        values[":due_by"] = {"N": str(due_by)}
-    paging = {"MaxItems": max_items, "PageSize": page_size}
-    pages = dynamodb.get_paginator("query").paginate(
-        TableName=table,
-        IndexName=OUTBOX_DUE_INDEX,
-        KeyConditionExpression=condition,
-        ExpressionAttributeNames=names,
-        ExpressionAttributeValues=values,
-        PaginationConfig={k: v for k, v in paging.items() if v is not None},
-    )
-    for page in pages:
-        for item in page["Items"]:
-            yield str(item[OUTBOX_KEY]["S"])
-
-
 def changes_bucket(order_id: str, updated_at: str) -> str:
     """`updated_at` is ISO-8601: its first 13 characters are the hour (`2026-11-30T06`)."""
     return f"{updated_at[:13]}#{shard_of(order_id, CHANGES_SHARDS)}"
-
-
-def changed_query(table: str, bucket: str) -> dict[str, Any]:
-    """Query arguments for one partition of the `changed` index (keys only)."""
-    return {
-        "TableName": table,
-        "IndexName": LEDGER_CHANGES_INDEX,
-        "KeyConditionExpression": "#bucket = :bucket",
-        "ExpressionAttributeNames": {"#bucket": CHANGES_BUCKET},
-        "ExpressionAttributeValues": {":bucket": {"S": bucket}},
-    }
-
-
-def entries_query(table: str, order_id: str) -> dict[str, Any]:
-    """Query arguments for an order's entries: its partition's items under the entry prefix."""
-    return {
-        "TableName": table,
-        "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :entry)",
-        "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#sk": SORT_KEY},
-        "ExpressionAttributeValues": {
-            ":pk": {"S": order_pk(order_id)},
-            ":entry": {"S": EFFECT_SORT_PREFIX},
-        },
-    }
 
 
 def changes_buckets(stamp: str) -> list[str]:

@@ -21,8 +21,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
-from botocore.exceptions import ClientError
-
 from functions.asaas.api import AsaasApiNotConfiguredError
 from functions.shared import tables
 from functions.statement import service
@@ -30,6 +28,7 @@ from functions.statement.cadence import HOURLY, Cadence
 from functions.statement.reading import StatementInterruptedError, StatementNotConfiguredError
 from functions.statement.service import StatementPass, StatementReport
 from functions.statement.sources import CADENCES, EDGE_SECONDS, SETTLE_SECONDS, StatementReader
+from functions.store import checkpoints
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -186,24 +185,4 @@ class StatementSchedule:
 
     def _advance(self, provider: str, previous: int | None, until: int) -> bool:
         """The checkpoint moved from `previous` to `until`; False when another run moved it."""
-        condition = (
-            "attribute_not_exists(checked_until)"
-            if previous is None
-            else "checked_until = :previous"
-        )
-        values = {":until": {"N": str(until)}}
-        if previous is not None:
-            values[":previous"] = {"N": str(previous)}
-        try:
-            self._db.update_item(
-                TableName=self._ledger,
-                Key={tables.PARTITION_KEY: {"S": CHECKPOINT_PK}, tables.SORT_KEY: {"S": provider}},
-                UpdateExpression="SET checked_until = :until",
-                ConditionExpression=condition,
-                ExpressionAttributeValues=values,
-            )
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                return False
-            raise
-        return True
+        return checkpoints.advance(self._db, self._ledger, CHECKPOINT_PK, provider, previous, until)

@@ -24,8 +24,6 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-from botocore.exceptions import ClientError
-
 from functions.process.service import EffectProcessor, Processed
 from functions.shared import tables
 from functions.shared.bindings import bound_orders
@@ -37,9 +35,12 @@ from functions.shared.domain import (
     Outcome,
     Transition,
 )
-from functions.shared.dynamo import cancellation_of, from_attributes, to_attributes
+from functions.shared.dynamo import from_attributes, to_attributes
 from functions.shared.errors import OrderNotYetKnownError, WriteContendedError
 from functions.statement.lines import Line
+from functions.store import queries
+from functions.store.fees import fee_record
+from functions.store.transaction import commit
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -377,48 +378,22 @@ class StatementPass:
             "currency": line.settlement_currency,
             "line_created": line.created,
         }
-        order_key = {
-            tables.PARTITION_KEY: tables.order_pk(order_id),
-            tables.SORT_KEY: tables.ORDER_SORT,
-        }
-        transaction: list[Any] = [
-            {
-                "Put": {
-                    "TableName": self._tables.ledger,
-                    "Item": to_attributes(item),
-                    "ConditionExpression": "attribute_not_exists(#pk)",
-                    "ExpressionAttributeNames": {"#pk": tables.PARTITION_KEY},
-                }
-            },
-            {
-                "Update": {
-                    "TableName": self._tables.ledger,
-                    "Key": to_attributes(order_key),
-                    "UpdateExpression": "ADD fee_total :fee, net_total :net "
-                    "SET settlement_currency = if_not_exists(settlement_currency, :cur)",
-                    "ConditionExpression": "attribute_exists(#pk)",
-                    "ExpressionAttributeNames": {"#pk": tables.PARTITION_KEY},
-                    "ExpressionAttributeValues": to_attributes(
-                        {
-                            ":fee": line.fee,
-                            ":net": line.net,
-                            ":cur": line.settlement_currency,
-                        }
-                    ),
-                }
-            },
-        ]
+        transaction = fee_record(
+            self._tables.ledger,
+            order_id,
+            item,
+            fee=line.fee,
+            net=line.net,
+            currency=line.settlement_currency,
+        )
         for attempt in range(1, CONTENDED_TRIES + 1):
-            try:
-                self._db.transact_write_items(TransactItems=transaction)
-            except ClientError as exc:
-                cancellation = cancellation_of(exc, "TransactWriteItems")
-                if not cancellation.contended:
-                    return 0  # recorded before (or the order is gone): nothing to add
-                if attempt == CONTENDED_TRIES:
-                    raise WriteContendedError(f"recording {line.line_id}'s fee") from exc
-                continue
-            return 1
+            refusal = commit(self._db, transaction)
+            if refusal is None:
+                return 1
+            if not refusal.contended:
+                return 0  # recorded before (or the order is gone): nothing to add
+            if attempt == CONTENDED_TRIES:
+                raise WriteContendedError(f"recording {line.line_id}'s fee")
         return 0
 
     # -- the match -----------------------------------------------------------------------
@@ -473,7 +448,7 @@ class StatementPass:
         while hour <= now:
             for bucket in tables.changes_buckets(hour.isoformat()):
                 pages = self._db.get_paginator("query").paginate(
-                    **tables.changed_query(self._tables.ledger, bucket)
+                    **queries.changed(self._tables.ledger, bucket)
                 )
                 for page in pages:
                     for key in page["Items"]:
@@ -485,7 +460,7 @@ class StatementPass:
 
     def _entries(self, order_id: str) -> list[dict[str, Any]]:
         pages = self._db.get_paginator("query").paginate(
-            **tables.entries_query(self._tables.ledger, order_id), ConsistentRead=True
+            **queries.entries(self._tables.ledger, order_id), ConsistentRead=True
         )
         return [from_attributes(item) for page in pages for item in page["Items"]]
 

@@ -1,113 +1,194 @@
 """Deliberately broken processors: each simplifies one guarantee away.
 
-The guarantee tests are run against these to prove that each would be caught
-(tests/functional/test_broken_designs_are_caught.py).
+Each is the real processor given one broken part through its constructor: a store that
+renders an item without its condition, reads a reversed entry as counted or commits the
+outbox item apart, or another keying rule. No private method is overridden, so the processor's
+internals can change freely. The guarantee tests are run against these to prove that each
+would be caught (tests/functional/test_broken_designs_are_caught.py).
 """
 
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING
+from dataclasses import replace
+from typing import TYPE_CHECKING, ClassVar
 
-from functions.process.service import EffectProcessor, Known, Processed
-from functions.process.transaction import Placed, Slot, Transaction
+from functions.process.interpreters import Interpreters
+from functions.process.service import EffectProcessor
 from functions.shared import tables
-from functions.shared.domain import Effect, Outcome, RoutedEffect
+from functions.shared.domain import COUNTED_OUTCOMES, Effect, Outcome, RoutedEffect, effect_key
 from functions.shared.dynamo import to_attributes
+from functions.shared.settings import DEFAULT_RETENTION_DAYS
+from functions.store.ledger import LedgerItems
+from functions.store.reads import Known, LedgerReads
+from functions.store.transaction import Placed, Refusal, Slot, Transaction, commit
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef, UpdateTypeDef
 
+CONDITION_FIELDS = (
+    "ConditionExpression",
+    "ExpressionAttributeNames",
+    "ExpressionAttributeValues",
+    "ReturnValuesOnConditionCheckFailure",
+)
 
-class CheckThenInsert(EffectProcessor):
+
+def unconditioned(item: TransactWriteItemTypeDef) -> TransactWriteItemTypeDef:
+    """The same Put, written whatever is there."""
+    for field in CONDITION_FIELDS:
+        item["Put"].pop(field, None)  # type: ignore[misc]
+    return item
+
+
+class BrokenDesign(EffectProcessor):
+    """The processor, built through its constructor with the parts a design below replaces."""
+
+    items_kind: ClassVar[type[LedgerItems]] = LedgerItems
+    reads_kind: ClassVar[type[LedgerReads]] = LedgerReads
+
+    def __init__(
+        self,
+        dynamodb: DynamoDBClient,
+        table_names: tables.TableNames,
+        clock: Callable[[], float],
+        interpreters: Interpreters | None = None,
+        retention_seconds: int = DEFAULT_RETENTION_DAYS * 86_400,
+    ) -> None:
+        super().__init__(
+            dynamodb,
+            table_names,
+            clock,
+            interpreters,
+            retention_seconds,
+            items=self.items_kind(table_names, clock, retention_seconds),
+            reads=self.reads_kind(dynamodb, table_names.ledger),
+            committer=type(self).committed,
+            keyed=type(self).keyed,
+        )
+
+    @staticmethod
+    def committed(db: DynamoDBClient, transaction: Transaction) -> Refusal | None:
+        return commit(db, transaction)
+
+    @staticmethod
+    def keyed(effect: Effect, order_id: str) -> str:
+        return effect_key(effect, order_id)
+
+
+class _NoKeyCondition(LedgerItems):
+    def key_reservation(
+        self, routed: RoutedEffect, outcome: Outcome, *, key: str | None = None
+    ) -> TransactWriteItemTypeDef:
+        return unconditioned(super().key_reservation(routed, outcome, key=key))
+
+    def outbox_put(
+        self, routed: RoutedEffect, *, late: bool, superseded: bool = False
+    ) -> TransactWriteItemTypeDef:
+        return unconditioned(super().outbox_put(routed, late=late, superseded=superseded))
+
+
+class CheckThenInsert(BrokenDesign):
     """Reads the key, then writes without conditions: two readers both see 'absent'."""
 
-    def _apply(self, routed: RoutedEffect) -> Processed:
-        existing = self._db.get_item(
-            TableName=self._tables.ledger,
-            Key={
-                tables.PARTITION_KEY: {"S": tables.order_pk(routed.order_id)},
-                tables.SORT_KEY: {"S": tables.effect_sk(routed.key)},
-            },
-            ConsistentRead=True,
-        )
-        if "Item" in existing:
-            return self._processed(routed, Outcome.DUPLICATE)
-        transaction = self._applied(routed, self._bound_objects(routed))
-        for slot in (Slot.KEY, Slot.OUTBOX):
-            put = transaction.item(slot)["Put"]
-            del put["ConditionExpression"], put["ExpressionAttributeNames"]
-        self._db.transact_write_items(TransactItems=transaction.items)
-        return self._processed(routed, Outcome.APPLIED)
+    items_kind = _NoKeyCondition
 
 
-class EventIdKey(EffectProcessor):
+class EventIdKey(BrokenDesign):
     """Keys by the provider's event id: catches literal redelivery only."""
 
-    def _routed(self, effect: Effect, order_id: str) -> RoutedEffect:
-        key = hashlib.sha256(effect.delivery.event_id.encode()).hexdigest()
-        return RoutedEffect(effect, order_id, key)
+    @staticmethod
+    def keyed(effect: Effect, order_id: str) -> str:
+        return hashlib.sha256(effect.delivery.event_id.encode()).hexdigest()
 
 
-class NoOrderingGuard(EffectProcessor):
-    """Updates the order whatever its last_event_at: an old event sends it back whenever the
-    read before writing did not already see the newer one."""
-
-    def _order_update(self, routed: RoutedEffect) -> UpdateTypeDef:
-        update = super()._order_update(routed)
+class _UnguardedOrder(LedgerItems):
+    def order_update(self, routed: RoutedEffect) -> UpdateTypeDef:
+        update = super().order_update(routed)
         update["ConditionExpression"] = "attribute_not_exists(#currency) OR #currency = :currency"
         return update
 
 
-class OutboxOutsideTransaction(EffectProcessor):
+class NoOrderingGuard(BrokenDesign):
+    """Updates the order whatever its last_event_at: an old event sends it back whenever the
+    read before writing did not already see the newer one."""
+
+    items_kind = _UnguardedOrder
+
+
+class OutboxOutsideTransaction(BrokenDesign):
     """Commits the effect, then writes the outbox item in a second request."""
 
-    def _applied(self, routed: RoutedEffect, to_bind: tuple[str, ...]) -> Transaction:
-        return super()._applied(routed, to_bind).without(Slot.OUTBOX)
+    @staticmethod
+    def committed(db: DynamoDBClient, transaction: Transaction) -> Refusal | None:
+        outbox = [p.item for p in transaction.placed if p.slot is Slot.OUTBOX]
+        refusal = commit(db, transaction.without(Slot.OUTBOX))
+        if refusal is None:
+            for item in outbox:
+                db.put_item(**item["Put"])
+        return refusal
 
-    def _apply(self, routed: RoutedEffect) -> Processed:
-        processed = super()._apply(routed)
-        if processed.outcome is Outcome.APPLIED:
-            self._db.put_item(**self._outbox_put(routed, late=False)["Put"])
-        return processed
 
-
-class StaleNotAnnounced(EffectProcessor):
-    """Counts a late movement but tells nobody: downstream books miss money that moved."""
-
-    def _outbox_put(
+class _LateUnannounced(LedgerItems):
+    def outbox_put(
         self, routed: RoutedEffect, *, late: bool, superseded: bool = False
     ) -> TransactWriteItemTypeDef:
         if not late:
-            return super()._outbox_put(routed, late=late)
+            return super().outbox_put(routed, late=late)
         # Something harmless in the outbox item's slot.
         item = {tables.PARTITION_KEY: f"UNANNOUNCED#{routed.key}", tables.SORT_KEY: "-"}
         return {"Put": {"TableName": self._tables.ledger, "Item": to_attributes(item)}}
 
 
-class LastBindingWins(EffectProcessor):
+class StaleNotAnnounced(BrokenDesign):
+    """Counts a late movement but tells nobody: downstream books miss money that moved."""
+
+    items_kind = _LateUnannounced
+
+
+class _LastWriterBinds(LedgerItems):
+    def binding(
+        self, provider: str, order_id: str, ref: str, attached_at: int | None = None
+    ) -> TransactWriteItemTypeDef:
+        return unconditioned(super().binding(provider, order_id, ref, attached_at))
+
+
+class LastBindingWins(BrokenDesign):
     """Binds a payment to whichever order the latest event names: one payment, two credits."""
 
-    def _binding(self, provider: str, order_id: str, ref: str) -> TransactWriteItemTypeDef:
-        put = super()._binding(provider, order_id, ref)
-        for field in (
-            "ConditionExpression",
-            "ExpressionAttributeNames",
-            "ExpressionAttributeValues",
-            "ReturnValuesOnConditionCheckFailure",
-        ):
-            put["Put"].pop(field)  # type: ignore[misc]
-        return put
+    items_kind = _LastWriterBinds
 
 
-class ReversalWithoutCheck(EffectProcessor):
-    """Takes a failed refund's amount back whether or not the refund ever counted."""
-
-    def _reversed_check(self, routed: RoutedEffect) -> list[Placed]:
+class _NoReversedCheck(LedgerItems):
+    def reversed_check(self, routed: RoutedEffect) -> list[Placed]:
         return []
 
-    def _reverses_what_never_counted(self, routed: RoutedEffect, known: Known) -> bool:
-        return False
+
+class _ReversedReadAsCounted(LedgerReads):
+    """Says the entry a reversal reverses counted, whatever the ledger holds."""
+
+    def before_writing(self, routed: RoutedEffect, objects: tuple[str, ...]) -> Known:
+        known = super().before_writing(routed, objects)
+        settled = known.settled
+        if routed.reversed_key is None or (settled and settled.get("outcome") in COUNTED_OUTCOMES):
+            return known
+        amount = routed.effect.amount
+        counted = {
+            "outcome": Outcome.APPLIED.value,
+            "amount": amount.minor,
+            "currency": amount.currency,
+        }
+        return replace(known, settled=counted)
+
+
+class ReversalWithoutCheck(BrokenDesign):
+    """Takes a failed refund's amount back whether or not the refund ever counted."""
+
+    items_kind = _NoReversedCheck
+    reads_kind = _ReversedReadAsCounted
 
 
 BROKEN_DESIGNS = (

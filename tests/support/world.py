@@ -11,6 +11,7 @@ from functions.asaas.models import PROVIDER as ASAAS
 from functions.process.service import EffectProcessor, Processed
 from functions.shared import books, tables
 from functions.shared.dynamo import from_attributes, scan_items
+from functions.store import queries
 from functions.stripe.models import PROVIDER as STRIPE
 from tests.support.asaas import AsaasAsDelivered
 
@@ -84,7 +85,7 @@ class World:
     def effects(self, order_id: str) -> list[dict[str, Any]]:
         """The order's entries: its partition's items under the entry prefix."""
         pages = self.dynamodb.get_paginator("query").paginate(
-            **tables.entries_query(self.tables.ledger, order_id)
+            **queries.entries(self.tables.ledger, order_id)
         )
         return [from_attributes(item) for page in pages for item in page["Items"]]
 

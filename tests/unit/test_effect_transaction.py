@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from functions.process.transaction import Placed, Slot, Transaction, Verdict, decide
-from functions.shared.dynamo import CONDITION_FAILED, Cancellation
+from functions.process.verdict import Verdict, decide
+from functions.store.transaction import CONDITION_FAILED, Cancellation, Placed, Slot, Transaction
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef

@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from functions.process.transaction import Placed, Slot
 from functions.shared import tables
 from functions.shared.domain import (
     TRANSITION_RULES,
@@ -25,6 +24,7 @@ from functions.shared.domain import (
 )
 from functions.shared.dynamo import to_attributes
 from functions.shared.outbox import OutboxStatus, outbox_id_for
+from functions.store.transaction import Placed, Slot
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import (

@@ -1,23 +1,37 @@
-"""The effect transaction by named slots: what each item of a TransactWriteItems is for, what a
-cancellation says about each, and what that decides.
+"""A TransactWriteItems by named slots, and what DynamoDB says when it refuses one.
 
 DynamoDB answers a cancelled transaction with one reason per item, by position. The items are
-built here with the slot each occupies (`Transaction`), the reasons are read back by slot
-(`Refusal`), and the decision is plain code over them (`decide`): no caller counts positions,
-and the decision is tested without DynamoDB (tests/unit/test_effect_transaction.py).
+placed here with the slot each occupies (`Transaction`), and the reasons are read back by slot
+(`Refusal`), so that no caller counts positions. `commit` runs a transaction and returns its
+refusal, if any: the verdicts over a refusal are plain code (functions/process/verdict.py).
+This module is the only place in functions/ that reads a cancellation's reasons.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Final
 
-from functions.shared.dynamo import Cancellation
+from botocore.exceptions import ClientError
+
+from functions.shared.dynamo import from_attributes, raise_unclassified
 
 if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+
+CONDITION_FAILED: Final = "ConditionalCheckFailed"
+# Codes that mean "nothing was written, the same request may succeed later".
+CONTENDED_REASONS: Final = frozenset(
+    {
+        "TransactionConflict",
+        "ThrottlingError",
+        "ProvisionedThroughputExceeded",
+        "RequestLimitExceeded",
+    }
+)
 
 
 class Slot(StrEnum):
@@ -35,6 +49,8 @@ class Slot(StrEnum):
     PARKED = "parked"  # a parked delivery's removal: refused, re-driven or attached meanwhile
     UNMATCHED = "unmatched"  # the delivery as unmatched money
     DORMANT = "dormant"  # a delivery that only binds, kept past its wait
+    # The statement's:
+    FEE = "fee"  # a statement line's fee, recorded once: refused, recorded before
 
 
 @dataclass(frozen=True)
@@ -114,32 +130,55 @@ class Transaction:
         return Refusal(refused, cancellation.contended, cancellation.codes)
 
 
-class Verdict(StrEnum):
-    """What a refused effect transaction means."""
+@dataclass(frozen=True)
+class Cancellation:
+    """Why a TransactWriteItems was cancelled, by the position of each item."""
 
-    DUPLICATE = "duplicate"  # the key was reserved first: this entry exists
-    RETRY = "retry"  # contention (another transaction on these items): SQS delivers it again
-    CONFLICT = "conflict"  # an object is bound to another order: recorded, not applied
-    VOID = "void"  # it reverses an entry that never counted: both keys voided
-    STALE = "stale"  # the order has a later event: counted and announced, status kept
-    UNEXPECTED = "unexpected"  # nothing above: fail loudly, the record goes back to SQS
+    codes: tuple[str | None, ...]
+    items: tuple[Mapping[str, Any] | None, ...]
+
+    def failed_condition(self, position: int) -> bool:
+        return position < len(self.codes) and self.codes[position] == CONDITION_FAILED
+
+    def old_item(self, position: int) -> dict[str, Any] | None:
+        item = self.items[position] if position < len(self.items) else None
+        return from_attributes(item) if item else None
+
+    @property
+    def contended(self) -> bool:
+        return any(code in CONTENDED_REASONS for code in self.codes)
 
 
-def decide(refusal: Refusal, *, stale_attempt: bool) -> Verdict:
-    """In this order: a reserved key says the entry exists whatever else failed; contention
-    (or a capture mark moved by another capture) is retried before anything is concluded from
-    it; a binding held by another order is a
-    conflict; a reversal of what never counted is void; the order's guard makes the entry
-    stale, on the first attempt only (the stale transaction guards no status)."""
-    if refusal.failed(Slot.KEY):
-        return Verdict.DUPLICATE
-    if refusal.contended or refusal.failed(Slot.CAPTURED):
-        # A capture mark moved since it was read: another capture counted; read it again.
-        return Verdict.RETRY
-    if refusal.binding() is not None:
-        return Verdict.CONFLICT
-    if refusal.failed(Slot.REVERSED):
-        return Verdict.VOID
-    if not stale_attempt and refusal.failed(Slot.ORDER):
-        return Verdict.STALE
-    return Verdict.UNEXPECTED
+def cancellation_of(exc: ClientError, operation: str) -> Cancellation:
+    """Return the cancellation, or raise the typed error for a failure that is not one."""
+    if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
+        raise_unclassified(exc, operation)
+    reasons: Sequence[Mapping[str, Any]] = exc.response.get("CancellationReasons", [])
+    return Cancellation(
+        codes=tuple(_reason_code(reason) for reason in reasons),
+        items=tuple(reason.get("Item") for reason in reasons),
+    )
+
+
+# How a transaction is committed: `commit`, or (in the broken-design harness) a broken one.
+Committer = Callable[["DynamoDBClient", Transaction], "Refusal | None"]
+
+
+def commit(db: DynamoDBClient, transaction: Transaction) -> Refusal | None:
+    """Write the transaction, all or nothing: None once written, else what refused it. A
+    failure that is no cancellation raises its typed error (retryable or not)."""
+    try:
+        db.transact_write_items(TransactItems=transaction.items)
+    except ClientError as exc:
+        return transaction.refusal(cancellation_of(exc, "TransactWriteItems"))
+    return None
+
+
+def is_condition_failure(exc: ClientError) -> bool:
+    """A single-item write whose condition did not hold."""
+    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+
+def _reason_code(reason: Mapping[str, Any]) -> str | None:
+    code = reason.get("Code")
+    return None if code in (None, "None") else str(code)

@@ -1,0 +1,111 @@
+"""What the processor reads before it writes: the prefetch of one entry (its key, its order,
+the bindings of the objects it names, the entry it settles) and a payment's capture mark."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from botocore.exceptions import ClientError
+
+from functions.shared import tables
+from functions.shared.domain import RoutedEffect
+from functions.shared.dynamo import from_attributes, raise_unclassified, to_attributes
+from functions.shared.errors import WriteContendedError
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+
+@dataclass(frozen=True)
+class Known:
+    """What the read before the transaction found: the effect key's item, the order, and the
+    order each named provider object is bound to."""
+
+    key_item: dict[str, object] | None
+    order: dict[str, object] | None
+    bound: dict[str, str]
+    # The entry a settling one settles (a verdict's opening, a refund's success), if written.
+    settled: dict[str, object] | None = None
+
+    def later_second_than(self, routed: RoutedEffect) -> bool:
+        """The order's last event is from a later second: this entry is stale for good."""
+        second = (self.order or {}).get("last_event_second")
+        return second is not None and int(str(second)) > routed.effect.delivery.created
+
+
+class LedgerReads:
+    """The reads of one stack's ledger table."""
+
+    def __init__(self, dynamodb: DynamoDBClient, ledger: str) -> None:
+        self._db = dynamodb
+        self._ledger = ledger
+
+    def before_writing(self, routed: RoutedEffect, objects: tuple[str, ...]) -> Known:
+        """One eventually consistent BatchGetItem: the effect key, the order, the objects to
+        bind (what it saw can only stay true, so a lagging read sees less, never something
+        false; the transaction decides the rest). A settling entry also reads the entry it
+        settles, consistently: what it posts is what that one counted."""
+        ledger = self._ledger
+        settles = routed.reversed_key
+        sorts = [tables.effect_sk(routed.key), tables.ORDER_SORT]
+        if settles is not None:
+            sorts.append(tables.effect_sk(settles))
+        keys = [
+            {tables.PARTITION_KEY: tables.order_pk(routed.order_id), tables.SORT_KEY: sk}
+            for sk in sorts
+        ] + [
+            {
+                tables.PARTITION_KEY: tables.ref_pk(routed.effect.delivery.provider, ref),
+                tables.SORT_KEY: tables.REF_SORT,
+            }
+            for ref in objects
+        ]
+        try:
+            response = self._db.batch_get_item(
+                RequestItems={
+                    ledger: {
+                        "Keys": [to_attributes(k) for k in keys],
+                        "ConsistentRead": settles is not None,
+                    }
+                }
+            )
+        except ClientError as exc:
+            raise_unclassified(exc, "BatchGetItem")
+        if settles is not None and response.get("UnprocessedKeys"):
+            # What the entry it settles counted must be known: never guess it.
+            raise WriteContendedError("BatchGetItem left the settled entry unread")
+        # Keys left unread (throttling) are simply not seen: the transaction decides for them.
+        found = [from_attributes(item) for item in response["Responses"].get(ledger, [])]
+        by_sort = {str(item[tables.SORT_KEY]): item for item in found}
+        return Known(
+            key_item=by_sort.get(tables.effect_sk(routed.key)),
+            order=by_sort.get(tables.ORDER_SORT),
+            bound={
+                str(item["ref"]): str(item["order_id"])
+                for item in found
+                if item[tables.SORT_KEY] == tables.REF_SORT
+            },
+            settled=by_sort.get(tables.effect_sk(settles)) if settles is not None else None,
+        )
+
+    def capture_mark(self, routed: RoutedEffect) -> int:
+        """What the payment's capture mark says its entries counted, read consistently (0:
+        no mark, the payment was captured once)."""
+        effect = routed.effect
+        try:
+            response = self._db.get_item(
+                TableName=self._ledger,
+                Key=to_attributes(
+                    {
+                        tables.PARTITION_KEY: tables.order_pk(routed.order_id),
+                        tables.SORT_KEY: tables.capture_sk(
+                            effect.delivery.provider, str(effect.payment)
+                        ),
+                    }
+                ),
+                ConsistentRead=True,
+            )
+        except ClientError as exc:
+            raise_unclassified(exc, "GetItem")
+        return int(str(from_attributes(response.get("Item", {})).get("captured", 0)))
