@@ -3,8 +3,9 @@
 The transaction reserves the key (`attribute_not_exists`), moves the order only if the event
 is not older than the order's last one (the ordering guard is the Update's condition) and
 writes the outbox item, all or nothing. Each item has a named slot
-(functions/store/transaction.py): the cancellation reasons are read back by slot, and
-`decide` (verdict.py) says what they mean.
+(functions/store/transaction.py): the cancellation reasons are read back by slot. What an
+entry does, and what a refusal means for it, is plain code over what was read (core.py);
+this processor reads, routes, asks the core and carries its plan out.
 
 One BatchGetItem comes first, only to spare writes: a key already reserved is a duplicate
 without a transaction (a cancelled transaction is billed in full), an order whose last event
@@ -29,28 +30,24 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
+from functions.process import core
 from functions.process.interpreters import Interpreters
-from functions.process.verdict import Verdict, decide
 from functions.shared import tables
 from functions.shared.bindings import bound_orders
 from functions.shared.domain import (
-    COUNTED_OUTCOMES,
     Binding,
     Delivery,
     Effect,
     Interpretation,
-    Money,
     NoEffect,
     Outcome,
     RoutedEffect,
     Transition,
     effect_key,
     ordering_token,
-    top_up_ref,
 )
 from functions.shared.dynamo import raise_unclassified, to_attributes
 from functions.shared.errors import (
-    CurrencyMismatchError,
     OrderNotYetKnownError,
     UnexpectedWriteError,
     WriteContendedError,
@@ -60,11 +57,10 @@ from functions.shared.settings import DEFAULT_RETENTION_DAYS
 from functions.store import queries
 from functions.store.ledger import LedgerItems
 from functions.store.outbox import reopen_for_email
-from functions.store.reads import Known, LedgerReads
+from functions.store.reads import LedgerReads
 from functions.store.transaction import (
     Committer,
     Placed,
-    Refusal,
     Slot,
     Transaction,
     commit,
@@ -73,10 +69,6 @@ from functions.store.transaction import (
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
-
-
-def _counted(entry: dict[str, object] | None) -> bool:
-    return entry is not None and entry.get("outcome") in COUNTED_OUTCOMES
 
 
 @dataclass(frozen=True)
@@ -204,150 +196,43 @@ class EffectProcessor:
     # -- the transaction -------------------------------------------------------------------
 
     def _apply(self, routed: RoutedEffect) -> Processed:
-        known = self._reads.before_writing(routed, self._bound_objects(routed))
-        if known.key_item is not None:
-            topped, captured_in_all = self._top_up(routed, known)
-            if topped is None:
-                return self._duplicate(
-                    routed, known.key_item, "effect key already reserved", captured_in_all
-                )
-            # Its key was not read: reserved already (a lagging read of the mark), the
-            # transaction says so.
-            routed, known = topped, replace(known, key_item=None)
-        for ref in self._bound_objects(routed):
-            bound = known.bound.get(ref)
-            if bound is not None and bound != routed.order_id:
-                return self._record_conflict(
-                    routed.effect.delivery, ref, bound, routed.order_id, routed.key
-                )
-        routed = self._as_settled(routed, known.settled)
-        # Bindings this order already holds are not written again: they never change.
-        to_bind = tuple(r for r in self._bound_objects(routed) if r not in known.bound)
-        if not to_bind and self._reverses_what_never_counted(routed, known):
-            # The guarded transaction could only be cancelled (and billed) before voiding.
+        known = self._reads.before_writing(routed, core.bound_objects(routed))
+        mark = self._reads.capture_mark(routed) if core.needs_capture_mark(routed, known) else None
+        return self._carry_out(core.plan(routed, known, mark))
+
+    def _carry_out(self, plan: core.Plan) -> Processed:
+        """The plan written through the store; a refused transaction is planned again."""
+        if isinstance(plan, core.Fail):
+            raise plan.error
+        if isinstance(plan, core.Duplicate):
+            return self._duplicate(plan)
+        routed = plan.routed
+        if isinstance(plan, core.Conflict):
+            delivery = routed.effect.delivery
+            return self._record_conflict(
+                delivery, plan.ref, plan.bound_order, routed.order_id, routed.key
+            )
+        if isinstance(plan, core.Void):
             return self._void(routed)
-        if known.later_second_than(routed):
-            self._refuse_other_currency(routed, known.order or {})
-            return self._record_stale(routed, to_bind)
-        transaction = self._applied(routed, to_bind)
+        if isinstance(plan, core.Stale):
+            transaction = self._stale(routed, plan.to_bind)
+        else:
+            transaction = self._applied(routed, plan.to_bind)
         if (refusal := self._commit(self._db, transaction)) is not None:
-            return self._after_refusal(routed, refusal, to_bind)
+            return self._carry_out(core.after_refusal(plan, refusal))
+        if isinstance(plan, core.Stale):
+            return self._processed(routed, Outcome.STALE, "status change discarded, amount counted")
         return self._processed(routed, Outcome.APPLIED, routed.effect.note or "")
 
-    def _top_up(self, routed: RoutedEffect, known: Known) -> tuple[RoutedEffect | None, int | None]:
-        """A payment captured again (multicapture, over-capture) announces what it captured in
-        all; its entries counted less: the difference is an entry of its own, keyed by the
-        total it brings the payment to, moving the payment's capture mark (its condition
-        serializes two captures counted at once). Anything not more is a duplicate. Also what
-        the payment's entries counted in all, when the mark was read for it."""
-        effect, first = routed.effect, known.key_item or {}
-        if not (
-            effect.captured_so_far
-            and effect.payment
-            and effect.transition is Transition.PAID
-            and _counted(first)
-            and first.get("currency") == effect.amount.currency
-            and effect.amount.minor > int(str(first["amount"]))
-        ):
-            return None, None  # the common duplicate: no more than its first entry, no read
-        counted = max(int(str(first["amount"])), self._reads.capture_mark(routed))
-        if effect.amount.minor <= counted:
-            return None, counted  # an earlier capture's total, announced after a later one
-        captured = effect.amount.minor
-        topped = replace(
-            effect,
-            external_ref=top_up_ref(effect.payment, captured),
-            amount=Money(captured - counted, effect.amount.currency),
-            note=f"captured {captured} in all; its entries counted {counted} before",
+    def _duplicate(self, duplicate: core.Duplicate) -> Processed:
+        """A duplicate, with what it says (core.duplicate_detail); if it names the customer
+        the counted one did not, the order learns it."""
+        if not duplicate.first.get("named_recipient"):
+            self._learn_recipient(duplicate.routed)
+        detail, disagrees = core.duplicate_detail(duplicate)
+        return self._processed(
+            duplicate.routed, Outcome.DUPLICATE, detail, amount_disagrees=disagrees
         )
-        return (
-            RoutedEffect(
-                topped,
-                routed.order_id,
-                effect_key(topped, routed.order_id),
-                captured_before=counted,
-            ),
-            counted,
-        )
-
-    def _as_settled(self, routed: RoutedEffect, settled: dict[str, object] | None) -> RoutedEffect:
-        """A settling entry posts what the entry it settles counted, not what its own event
-        says: a Stripe verdict computed from balance transactions could differ from an opening
-        booked from the dispute's amount (an event without them), an Asaas verdict from an
-        opening read before a refund landed; either way money stayed held for good."""
-        if settled is None or not _counted(settled):
-            return routed
-        amount = Money(int(str(settled["amount"])), str(settled["currency"]))
-        if amount == routed.effect.amount:
-            return routed
-        note = (
-            f"settles the {amount.minor} {amount.currency} its entry counted"
-            f" ({routed.effect.amount.minor} {routed.effect.amount.currency} announced)"
-        )
-        return replace(routed, effect=replace(routed.effect, amount=amount, note=note))
-
-    def _reverses_what_never_counted(self, routed: RoutedEffect, known: Known) -> bool:
-        """A reversal whose entry the consistent read found not counted (absent or voided):
-        the transaction's own check (the store's `reversed_check`) would refuse it the same way."""
-        return routed.reversed_key is not None and not _counted(known.settled)
-
-    def _after_refusal(
-        self,
-        routed: RoutedEffect,
-        refusal: Refusal,
-        to_bind: tuple[str, ...],
-        *,
-        stale: bool = False,
-    ) -> Processed:
-        """What the refused transaction means (transaction.decide), carried out."""
-        kind = "stale transaction" if stale else "transaction"
-        verdict = decide(refusal, stale_attempt=stale)
-        if verdict is Verdict.DUPLICATE:
-            first = refusal.found(Slot.KEY) or {}
-            return self._duplicate(routed, first, f"{kind}: effect key already reserved")
-        if verdict is Verdict.RETRY:
-            raise WriteContendedError(f"{kind} cancelled: {refusal.codes}")
-        if (binding := refusal.binding()) is not None:
-            bound = (binding.found or {}).get("order_id")
-            return self._record_conflict(
-                routed.effect.delivery, str(binding.ref), str(bound), routed.order_id, routed.key
-            )
-        if verdict is Verdict.VOID:
-            return self._void(routed)
-        if verdict is Verdict.STALE:
-            self._refuse_other_currency(routed, refusal.found(Slot.ORDER) or {})
-            return self._record_stale(routed, to_bind)
-        raise UnexpectedWriteError(f"{kind} cancelled: {refusal.codes}")
-
-    def _duplicate(
-        self,
-        routed: RoutedEffect,
-        first: dict[str, object],
-        detail: str,
-        captured_in_all: int | None = None,
-    ) -> Processed:
-        """A duplicate; if it names another amount than the entry that counted, say so (a
-        mis-map), unless it is an earlier capture of the payment announced late; if it names
-        the customer the counted one did not, the order learns it."""
-        if not first.get("named_recipient"):
-            self._learn_recipient(routed)
-        counted = first.get("amount")
-        if counted is not None and _earlier_capture(
-            routed.effect, int(str(counted)), captured_in_all
-        ):
-            return self._processed(
-                routed, Outcome.DUPLICATE, f"{detail}; an earlier capture's total, counted"
-            )
-        if counted is not None and int(str(counted)) != routed.effect.amount.minor:
-            return self._processed(
-                routed,
-                Outcome.DUPLICATE,
-                f"{detail}; amounts disagree: {routed.effect.delivery.event_type} says "
-                f"{routed.effect.amount.minor}, {first.get('event_type')} "
-                f"{first.get('event_id')} counted {counted}",
-                amount_disagrees=True,
-            )
-        return self._processed(routed, Outcome.DUPLICATE, detail)
 
     def _learn_recipient(self, routed: RoutedEffect) -> None:
         """payment_intent.succeeded often names no e-mail and its charge.succeeded does: the
@@ -378,16 +263,6 @@ class EffectProcessor:
         )
 
     # -- bindings: which order a provider object belongs to, first writer wins -------------
-
-    @staticmethod
-    def _bound_objects(routed: RoutedEffect) -> tuple[str, ...]:
-        """The objects this entry binds: a payment's own ids, and the payment of an entry that
-        names its order itself (a refund whose metadata names an order must agree)."""
-        effect = routed.effect
-        objects = effect.registers
-        if effect.order_id and effect.payment:
-            objects = (*objects, effect.payment)
-        return tuple(dict.fromkeys(objects))
 
     def _bindings(self, provider: str, order_id: str, objects: tuple[str, ...]) -> list[Placed]:
         """Conditional Puts: an object already bound to another order cancels the transaction,
@@ -463,9 +338,9 @@ class EffectProcessor:
 
     # -- stale: status guarded, money still counted and announced ---------------------------
 
-    def _record_stale(self, routed: RoutedEffect, to_bind: tuple[str, ...]) -> Processed:
-        """Record the key as stale, post the entry and announce it flagged late; the lifecycle
-        status stays untouched.
+    def _stale(self, routed: RoutedEffect, to_bind: tuple[str, ...]) -> Transaction:
+        """The key recorded as stale, the entry posted and announced flagged late; the
+        lifecycle status stays untouched.
 
         Sums commute, so a payment that arrives after its own refund still adds to paid_total
         and the books balance; downstream books (EventBridge consumers) must balance too, so
@@ -473,7 +348,7 @@ class EffectProcessor:
         """
         update = self._items.stale_update(routed)
         reason = "older than the order's last event: status kept, counted"
-        transaction = Transaction.of(
+        return Transaction.of(
             Placed(Slot.KEY, self._items.key_reservation(routed, Outcome.STALE)),
             Placed(Slot.ORDER, {"Update": update}),
             Placed(
@@ -485,9 +360,6 @@ class EffectProcessor:
             self._bindings(routed.effect.delivery.provider, routed.order_id, to_bind),
             Placed(Slot.AUDIT, self._items.entry_audit(routed, Outcome.STALE, reason)),
         )
-        if (refusal := self._commit(self._db, transaction)) is not None:
-            return self._after_refusal(routed, refusal, to_bind, stale=True)
-        return self._processed(routed, Outcome.STALE, "status change discarded, amount counted")
 
     def _superseded(self, routed: RoutedEffect) -> bool:
         """Whether a movement of the same payment newer than this stale one counted already:
@@ -555,14 +427,6 @@ class EffectProcessor:
             raise UnexpectedWriteError(f"void cancelled: {refusal.codes}")
         return self._processed(routed, Outcome.VOIDED, reason)
 
-    def _refuse_other_currency(self, routed: RoutedEffect, order: dict[str, object]) -> None:
-        currency = order.get("currency")
-        if currency is not None and currency != routed.effect.amount.currency:
-            raise CurrencyMismatchError(
-                f"order {routed.order_id} is in {currency}, "
-                f"effect {routed.key} in {routed.effect.amount.currency}"
-            )
-
     # -- deliveries that change nothing ----------------------------------------------------
 
     def _record_no_change(self, delivery: Delivery, outcome: Outcome, reason: str) -> Processed:
@@ -583,15 +447,3 @@ class EffectProcessor:
         return Processed(
             routed.effect.delivery, outcome, routed.order_id, routed.key, detail, amount_disagrees
         )
-
-
-def _earlier_capture(effect: Effect, first_counted: int, captured_in_all: int | None) -> bool:
-    """A payment captured several times announces each capture's total: one no more than
-    what its entries counted in all (the capture mark, read for it), or less than its first
-    entry by an event that shows the payment partly captured, is a capture counted already,
-    not two readings of one movement that disagree."""
-    if not effect.captured_so_far or effect.amount.minor == first_counted:
-        return False
-    if captured_in_all is not None and effect.amount.minor <= captured_in_all:
-        return True
-    return effect.partly_captured and effect.amount.minor < first_counted
