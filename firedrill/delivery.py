@@ -21,8 +21,8 @@ from typing import Protocol
 from botocore.exceptions import BotoCoreError, ClientError
 
 from firedrill.story import Post, Story
-from functions.ingest.providers.mercadopago import manifest
-from functions.shared.providers.mercadopago import Notification
+from functions.mercadopago.models import Notification
+from functions.mercadopago.signature import manifest
 
 PROVIDER_TIMEOUT_SECONDS = 3.0
 INCIDENT_TIMEOUT_SECONDS = 0.15

@@ -26,15 +26,15 @@ from firedrill.delivery import DeliveryLog, Providers
 from firedrill.story import Post, Story
 from functions.ingest.adapters import SqsQueue
 from functions.process.asaas_cash import LedgerCash
-from functions.process.stripe_api import StripeApi
+from functions.process.interpreters import Interpreters
 from functions.process.waiting import Waiting
 from functions.reconcile.service import CHECKPOINT_PK
 from functions.shared.domain import Outcome
 from functions.shared.dynamo import scan_items
 from functions.shared.errors import WriteContendedError
 from functions.shared.failures import FAILURE_SORT
-from functions.shared.providers import Interpreters
 from functions.shared.tables import RECHECK_PK, TableNames
+from functions.stripe.api import StripeApi
 from ops import replay, replay_asaas, replay_mercadopago
 from ops.outcomes import LedgerOutcomes, Tracked
 

@@ -33,9 +33,9 @@ from devstack.stack import EmbeddedStack
 from firedrill.checks import Check
 from firedrill.story import Post, Story
 from fixtures.shapes import unique
+from functions.asaas.models import BRAZIL
+from functions.asaas.models import MONEY_IN as ASAAS_MONEY_IN
 from functions.shared.errors import UmavezError
-from functions.shared.providers.asaas import BRAZIL
-from functions.shared.providers.asaas import MONEY_IN as ASAAS_MONEY_IN
 from functions.statement.service import MOVEMENT_MISSING, StatementReport
 from functions.statement.sources import SCHEDULED
 

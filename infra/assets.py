@@ -1,7 +1,7 @@
 """What goes into a Lambda asset, without CDK: `functions/__init__.py`, `functions/shared`, the
-ledger store (`functions/store`) where the function writes the ledger, and the function's own
-package (infra/settings.py lists them). Used by the stack's bundling and by the runtime import
-check."""
+providers' packages where the function reads webhooks (functions/stripe/, …), the ledger store
+(`functions/store`) where the function writes the ledger, and the function's own package
+(infra/settings.py lists them). Used by the stack's bundling and by the runtime import check."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from email.utils import getaddresses
 from enum import StrEnum
 from typing import Any, Final, TypeVar
 
-from functions.ingest.providers.asaas import PUBLISHED_SOURCE_IPS
+from functions.asaas.signature import PUBLISHED_SOURCE_IPS
 from functions.shared import settings
 from functions.shared.settings import PaymentMode
 from infra.mappings import DEFAULT_PROCESS_MAX_CONCURRENCY

@@ -15,10 +15,18 @@ from infra.assets import ROOT
 from infra.reconciliation import RECONCILIATION
 
 # Each Lambda: its handler and the packages its asset holds besides `functions/__init__.py`.
+# A function that reads webhooks holds every provider's package (functions/stripe/, …).
+PROVIDER_PACKAGES: Final = ("stripe", "mercadopago", "asaas")
 LAMBDA_PACKAGES: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
-    "ingest": ("functions.ingest.handler.lambda_handler", ("shared", "ingest")),
-    "process": ("functions.process.handler.lambda_handler", ("shared", "store", "process")),
-    "waiting": ("functions.process.waiting_handler.lambda_handler", ("shared", "store", "process")),
+    "ingest": ("functions.ingest.handler.lambda_handler", ("shared", *PROVIDER_PACKAGES, "ingest")),
+    "process": (
+        "functions.process.handler.lambda_handler",
+        ("shared", *PROVIDER_PACKAGES, "store", "process"),
+    ),
+    "waiting": (
+        "functions.process.waiting_handler.lambda_handler",
+        ("shared", *PROVIDER_PACKAGES, "store", "process"),
+    ),
     "outbox": ("functions.outbox.handler.lambda_handler", ("shared", "store", "outbox")),
     "sweeper": ("functions.outbox.sweeper_handler.lambda_handler", ("shared", "store", "outbox")),
     "reconciliation": (
@@ -28,7 +36,7 @@ LAMBDA_PACKAGES: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
     # The statement books what it finds through process's own processor.
     "statement": (
         "functions.statement.handler.lambda_handler",
-        ("shared", "store", "process", "statement"),
+        ("shared", *PROVIDER_PACKAGES, "store", "process", "statement"),
     ),
 }
 # Each function's memory: more memory, more CPU. The cost model bills these as deployed.

@@ -28,10 +28,10 @@ from typing import Any, Final
 from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from functions.process.asaas_api import BASE_URL, PLACEHOLDER, AsaasApi
-from functions.process.provider_api import ProviderApiUnavailableError
+from functions.asaas.api import BASE_URL, PLACEHOLDER, AsaasApi
+from functions.asaas.models import BRAZIL
 from functions.shared.errors import UmavezError
-from functions.shared.providers.asaas import BRAZIL
+from functions.shared.provider_api import ProviderApiUnavailableError
 
 UMAVEZ_PATH: Final = "/webhooks/asaas"
 HELD_FOR: Final = timedelta(days=14)  # how long Asaas keeps the events of a paused queue

@@ -19,12 +19,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from functions.process.interpreters import Interpreters
 from functions.process.messages import Message
 from functions.shared import tables
 from functions.shared.bindings import Key, binding_key, ledger_items
 from functions.shared.domain import Effect, Outcome, effect_key
 from functions.shared.errors import RetryableError, UmavezError
-from functions.shared.providers import Interpreters
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

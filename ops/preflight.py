@@ -26,7 +26,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, NoRegionError
 
-from functions.process.asaas_api import BASE_URL as ASAAS_BASE_URL
+from functions.asaas.api import BASE_URL as ASAAS_BASE_URL
 from infra.config import PROCESS_MAX_CONCURRENCY_RANGE, PROVIDERS
 from ops.preflight_account import API_LOGGING_ROLE, AccountChecks
 from ops.preflight_calls import (

@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
 
-from functions.process.asaas_api import BASE_URL as ASAAS_BASE_URL
+from functions.asaas.api import BASE_URL as ASAAS_BASE_URL
 from infra.config import PROVIDERS
 
 DEFAULT_PROCESS_MAX_CONCURRENCY: Final = 5

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from functions.process.provider_api import ProviderApiRefusedError
 from functions.shared.errors import UmavezError
+from functions.shared.provider_api import ProviderApiRefusedError
 from infra.settings import TEST_ALARM
 from ops.asaas_webhooks import advice, no_webhook_to_umavez, read_webhooks
 from ops.preflight_calls import AccountCalls, Finding, Missing, Options, Stack, Verdict

@@ -30,12 +30,12 @@ from typing import Any, Final, Protocol
 from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.ingest.adapters import BATCH_ENTRIES
-from functions.process import stripe_api
 from functions.process.messages import Message
-from functions.process.provider_api import get_json
-from functions.process.stripe_api import PLACEHOLDER  # an API credential's secret until set
 from functions.shared.errors import MalformedEventError, UmavezError
-from functions.shared.providers.stripe import STRIPE_EVENTS
+from functions.shared.provider_api import get_json
+from functions.stripe import api as stripe_api
+from functions.stripe.api import PLACEHOLDER  # an API credential's secret until set
+from functions.stripe.events import STRIPE_EVENTS
 from ops.outcomes import LedgerOutcomes, Tracked
 
 REPLAY_ATTRIBUTE: Final = "replay"

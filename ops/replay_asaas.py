@@ -11,13 +11,13 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from functions.process.asaas_api import BASE_URL as ASAAS_BASE_URL
-from functions.process.asaas_api import AsaasApi
+from functions.asaas import models as asaas
+from functions.asaas.api import BASE_URL as ASAAS_BASE_URL
+from functions.asaas.api import AsaasApi
 from functions.process.messages import Message
-from functions.process.stripe_api import PLACEHOLDER  # an API credential's secret until set
 from functions.shared.errors import MalformedEventError
-from functions.shared.providers import asaas
-from functions.shared.providers.fields import refused
+from functions.shared.provider_fields import refused
+from functions.stripe.api import PLACEHOLDER  # an API credential's secret until set
 from ops.replay import PAGE_SIZE, Page, ReplayRefusedError, Resume, Window, checked_page_size
 
 ASAAS_PAYMENTS_LIST: Final = "asaas-payments-list"

@@ -13,14 +13,14 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from functions.process.mercadopago_api import BASE_URL as MERCADOPAGO_BASE_URL
-from functions.process.mercadopago_api import MercadoPagoApi
+from functions.mercadopago.api import BASE_URL as MERCADOPAGO_BASE_URL
+from functions.mercadopago.api import MercadoPagoApi
 from functions.process.messages import Message
-from functions.process.provider_api import get_json
-from functions.process.stripe_api import PLACEHOLDER  # an API credential's secret until set
 from functions.shared.errors import MalformedEventError
-from functions.shared.providers.fields import refused
+from functions.shared.provider_api import get_json
+from functions.shared.provider_fields import refused
 from functions.statement.mercadopago import MercadoPagoPaymentsSearch
+from functions.stripe.api import PLACEHOLDER  # an API credential's secret until set
 from ops.replay import (
     PAGE_SIZE,
     Page,

@@ -28,9 +28,12 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
+from functions.asaas.models import AsaasPayment
+from functions.mercadopago import orders as mercadopago_orders
+from functions.mercadopago.events import Interpreter as MercadoPagoInterpreter
+from functions.mercadopago.models import Notification, Payment
 from functions.process.messages import Message
 from functions.shared.errors import UmavezError
-from functions.shared.providers import asaas, mercadopago, mercadopago_orders
 
 # Where each provider's event names itself (the fields ingest's envelope reads).
 EVENT_FIELDS: Final = {
@@ -87,7 +90,7 @@ def _event_id(provider: str, document: dict[str, Any]) -> str:
     """The id ingest's envelope reads; "" if the event names none."""
     if provider == "mercadopago" and isinstance(document.get("data"), dict):
         try:
-            return mercadopago.Notification.model_validate(document).event_id
+            return Notification.model_validate(document).event_id
         except ValidationError:
             return ""
     return str(document.get(EVENT_FIELDS[provider][0]) or "")
@@ -134,7 +137,7 @@ def _order(document: dict[str, Any]) -> dict[str, Any]:
         raise EventFileError(f"order id {order_id!r} is not alphanumeric")
     check = order_notification(document, datetime.now(UTC), 0)
     try:
-        mercadopago.Interpreter(lambda _: {}, orders=lambda _: document)(check)
+        MercadoPagoInterpreter(lambda _: {}, orders=lambda _: document)(check)
     except UmavezError as exc:
         raise EventFileError(f"process could not read this order: {exc}") from exc
     return document
@@ -167,7 +170,7 @@ def _payment(document: dict[str, Any]) -> dict[str, Any]:
     """The payment as process will read it from the API: its fields, its id (the API client
     takes alphanumeric ids only), its dates and amounts."""
     try:
-        payment = mercadopago.Payment.model_validate(document)
+        payment = Payment.model_validate(document)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(map(str, e['loc'])) or 'payment'}: {e['msg']}" for e in exc.errors()
@@ -178,7 +181,7 @@ def _payment(document: dict[str, Any]) -> dict[str, Any]:
         raise EventFileError(f"payment id {payment_id!r} is not alphanumeric")
     check = mercadopago_notification(document, PAYMENT_UPDATED, datetime.now(UTC), 0)
     try:
-        mercadopago.Interpreter(lambda _: document)(check)
+        MercadoPagoInterpreter(lambda _: document)(check)
     except UmavezError as exc:
         raise EventFileError(f"process could not read this payment: {exc}") from exc
     return document
@@ -211,7 +214,7 @@ def read_asaas(text: str) -> dict[str, Any]:
     if not isinstance(payment, dict):
         raise EventFileError("an Asaas payment event carries its payment: `payment` is missing")
     try:
-        asaas.AsaasPayment.model_validate(payment)
+        AsaasPayment.model_validate(payment)
     except ValidationError as exc:
         problems = "; ".join(
             f"payment.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()

@@ -19,12 +19,12 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from functions.process.provider_api import ProviderApiRefusedError
 from functions.process.waiting import RECHECK_STUCK_SECONDS
 from functions.shared import tables
 from functions.shared.dynamo import from_attributes
 from functions.shared.errors import UmavezError
 from functions.shared.failures import FailureRecords
+from functions.shared.provider_api import ProviderApiRefusedError
 from functions.store import queries
 from infra.settings import MAX_RECEIVE_COUNT
 from ops.asaas_webhooks import AsaasWebhooks, advice, no_webhook_to_umavez

@@ -23,16 +23,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, Protocol
 
+from functions.asaas.models import PROVIDER as ASAAS
+from functions.mercadopago.models import PROVIDER as MERCADOPAGO
 from functions.shared import tables
 from functions.shared.bindings import ledger_items
 from functions.shared.dynamo import from_attributes
 from functions.shared.money import render
 from functions.shared.outbox import outbox_id_for
-from functions.shared.providers import asaas, mercadopago, stripe
 from functions.shared.redaction import redacted
+from functions.stripe.models import PROVIDER as STRIPE
 from ops.state import order_view
 
-PROVIDERS: Final = (stripe.PROVIDER, mercadopago.PROVIDER, asaas.PROVIDER)
+PROVIDERS: Final = (STRIPE, MERCADOPAGO, ASAAS)
 # The fields a log line is found by: the ids every function's lines carry.
 ID_FIELDS: Final = ("event_id", "order_id", "outbox_id")
 # Logs Insights answers at most 10,000 rows a query; an order's journey is far below.

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Final
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
 from botocore.exceptions import BotoCoreError, ClientError
 
-from functions.ingest.errors import UnavailableError
+from functions.shared.rejections import UnavailableError
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

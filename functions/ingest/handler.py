@@ -19,13 +19,13 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from functions.asaas.signature import AsaasVerifier
 from functions.ingest.adapters import SecretsManagerStore, SqsQueue
 from functions.ingest.environment import IngestSettings
-from functions.ingest.errors import RejectedError, UnauthenticatedError, UnavailableError
-from functions.ingest.providers.asaas import AsaasVerifier
 from functions.ingest.request import from_proxy_event, provider_of, source_ip
 from functions.ingest.service import VERIFIERS, Ignored, WebhookIngest
 from functions.shared.observability import powertools, with_request_id
+from functions.shared.rejections import RejectedError, UnauthenticatedError, UnavailableError
 
 logger, tracer, metrics = powertools("ingest")
 SECRET_CACHE_SECONDS = 300

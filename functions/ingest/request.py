@@ -12,24 +12,13 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
 
-from functions.ingest.errors import MalformedRequestError
+from functions.shared.rejections import MalformedRequestError
+from functions.shared.webhooks import WebhookRequest
 
 HTTP_API_PAYLOAD_VERSION = "2.0"
-
-
-@dataclass(frozen=True)
-class WebhookRequest:
-    method: str
-    provider: str
-    headers: Mapping[str, str]
-    query: Mapping[str, str]
-    body: bytes
-    # The caller's address as API Gateway saw it (None outside API Gateway): for allow-lists.
-    source_ip: str | None = None
 
 
 def from_proxy_event(event: Mapping[str, Any]) -> WebhookRequest:

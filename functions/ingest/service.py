@@ -8,18 +8,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from functions.ingest.errors import (
+from functions.asaas.signature import AsaasVerifier
+from functions.mercadopago.signature import MercadoPagoVerifier
+from functions.shared.rejections import (
     MalformedRequestError,
     MethodNotAllowedError,
     PayloadTooLargeError,
     UnknownRouteError,
 )
-from functions.ingest.providers import Envelope, WebhookVerifier
-from functions.ingest.providers.asaas import AsaasVerifier
-from functions.ingest.providers.mercadopago import MercadoPagoVerifier
-from functions.ingest.providers.stripe import StripeVerifier
-from functions.ingest.request import WebhookRequest
 from functions.shared.settings import PaymentMode
+from functions.shared.webhooks import Envelope, WebhookRequest, WebhookVerifier
+from functions.stripe.signature import StripeVerifier
 
 MAX_BODY_BYTES: Final = 256 * 1024
 VERIFIERS: Final[Mapping[str, WebhookVerifier]] = {

@@ -1,5 +1,5 @@
 """What the ledger holds of an Asaas payment's cash receipts, for its map
-(`functions/shared/providers/asaas.py`, "CashBooks"): each receipt and each undo's reversal,
+(`functions/asaas/models.py`, "CashBooks"): each receipt and each undo's reversal,
 whether it counted, and when its delivery was stamped.
 
 One consistent Query of the order's entries of the payment whose ref is a cash ref, after one
@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
+from functions.asaas.models import PROVIDER, CashItem, cash_ref, is_cash_ref
 from functions.shared.bindings import bound_orders
 from functions.shared.domain import COUNTED_OUTCOMES, Transition
 from functions.shared.dynamo import from_attributes, raise_unclassified
 from functions.shared.errors import WriteContendedError
-from functions.shared.providers.asaas import PROVIDER, CashItem, cash_ref, is_cash_ref
 from functions.store import queries
 
 if TYPE_CHECKING:

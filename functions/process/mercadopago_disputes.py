@@ -1,5 +1,5 @@
 """What the ledger holds of a Mercado Pago payment's disputes, for its map
-(`functions/shared/providers/mercadopago.py`, "DisputeBooks"): which of the dispute's keys, the
+(`functions/mercadopago/models.py`, "DisputeBooks"): which of the dispute's keys, the
 one of today and the two used before, have an opening that counted, what it withdrew, and
 whether its verdict counted too.
 
@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
+from functions.mercadopago.models import PROVIDER, RELEASED, BookedDispute
 from functions.shared import tables
 from functions.shared.bindings import Key, bound_orders, ledger_items
 from functions.shared.domain import COUNTED_OUTCOMES, Transition, key_of
 from functions.shared.dynamo import raise_unclassified
 from functions.shared.errors import WriteContendedError
-from functions.shared.providers.mercadopago import PROVIDER, RELEASED, BookedDispute
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

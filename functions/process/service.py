@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from botocore.exceptions import ClientError
 
 from functions.process import core
+from functions.process.interpreters import Interpreters
 from functions.shared import tables
 from functions.shared.bindings import bound_orders
 from functions.shared.domain import (
@@ -52,7 +53,6 @@ from functions.shared.errors import (
     WriteContendedError,
 )
 from functions.shared.outbox import outbox_id_for
-from functions.shared.providers import Interpreters
 from functions.shared.settings import DEFAULT_RETENTION_DAYS
 from functions.store import queries
 from functions.store.ledger import LedgerItems

@@ -12,20 +12,20 @@ from typing import Any, Final, TypeVar
 import boto3
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
-from functions.process.asaas_api import BASE_URL as ASAAS_BASE_URL
-from functions.process.asaas_api import AsaasApi, AsaasApiNotConfiguredError
+from functions.asaas.api import BASE_URL as ASAAS_BASE_URL
+from functions.asaas.api import AsaasApi, AsaasApiNotConfiguredError
+from functions.mercadopago.api import BASE_URL as MERCADOPAGO_BASE_URL
+from functions.mercadopago.api import MercadoPagoApi
+from functions.mercadopago.models import DisputeBooks, nothing_booked
 from functions.process.asaas_cash import LedgerCash
-from functions.process.mercadopago_api import BASE_URL as MERCADOPAGO_BASE_URL
-from functions.process.mercadopago_api import MercadoPagoApi
+from functions.process.interpreters import Interpreters
 from functions.process.mercadopago_disputes import LedgerDisputes
 from functions.process.service import EffectProcessor
-from functions.process.stripe_api import BASE_URL as STRIPE_BASE_URL
-from functions.process.stripe_api import StripeApi
 from functions.process.waiting import PARK_AFTER_RECEIVES, Waiting, waiting_from_env
 from functions.shared.environment import ProcessSettings
 from functions.shared.failures import FailureRecords
-from functions.shared.providers import Interpreters
-from functions.shared.providers.mercadopago import DisputeBooks, nothing_booked
+from functions.stripe.api import BASE_URL as STRIPE_BASE_URL
+from functions.stripe.api import StripeApi
 
 T = TypeVar("T")
 SECRET_CACHE_SECONDS: Final = 300

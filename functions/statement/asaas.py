@@ -29,17 +29,13 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from functions.process.asaas_api import AsaasApi
+from functions.asaas.api import AsaasApi
+from functions.asaas.events import statement_readings
+from functions.asaas.models import BRAZIL, CURRENCY, PROVIDER
 from functions.shared.domain import VIA_STATEMENT, Delivery, Effect, Transition
 from functions.shared.errors import MalformedEventError
 from functions.shared.money import to_minor
-from functions.shared.providers.asaas import (
-    BRAZIL,
-    CURRENCY,
-    PROVIDER,
-    statement_readings,
-)
-from functions.shared.providers.fields import refused
+from functions.shared.provider_fields import refused
 from functions.statement.lines import Line
 from functions.statement.reading import read_page
 

@@ -27,24 +27,24 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from functions.process.mercadopago_api import BASE_URL
-from functions.process.provider_api import get_json
-from functions.process.stripe_api import PLACEHOLDER
-from functions.shared.domain import VIA_STATEMENT, Effect, Interpretation, Transition
-from functions.shared.errors import MalformedEventError
-from functions.shared.money import to_minor
-from functions.shared.providers.fields import refused
-from functions.shared.providers.mercadopago import (
+from functions.mercadopago.api import BASE_URL
+from functions.mercadopago.events import Interpreter
+from functions.mercadopago.models import (
     MONEY_RECEIVED,
     PROVIDER,
     DisputeBooks,
-    Interpreter,
     dispute_refs,
     nothing_booked,
 )
-from functions.shared.providers.mercadopago_orders import TOPIC as ORDERS_TOPIC
+from functions.mercadopago.orders import TOPIC as ORDERS_TOPIC
+from functions.shared.domain import VIA_STATEMENT, Effect, Interpretation, Transition
+from functions.shared.errors import MalformedEventError
+from functions.shared.money import to_minor
+from functions.shared.provider_api import get_json
+from functions.shared.provider_fields import refused
 from functions.statement.lines import Line
 from functions.statement.reading import ATTEMPTS, StatementNotConfiguredError, read_page
+from functions.stripe.api import PLACEHOLDER
 
 PAGE_SIZE: Final = 100
 # A payment's last update reaches the search within seconds; a window is read once its end is

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final, TypeVar
 
-from functions.process.provider_api import ProviderApiUnavailableError
 from functions.shared.errors import UmavezError
+from functions.shared.provider_api import ProviderApiUnavailableError
 
 RETRIED_STATUSES: Final = frozenset({429, 500, 502, 503, 504})
 ATTEMPTS: Final = 5  # a page read at most this many times: pauses of 1, 2, 4 and 8 s

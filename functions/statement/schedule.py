@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
-from functions.process.asaas_api import AsaasApiNotConfiguredError
+from functions.asaas.api import AsaasApiNotConfiguredError
 from functions.shared import tables
 from functions.statement import service
 from functions.statement.cadence import HOURLY, Cadence

@@ -10,15 +10,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
-from functions.process.asaas_api import BASE_URL as ASAAS_BASE_URL
-from functions.process.asaas_api import AsaasApi
-from functions.process.mercadopago_api import BASE_URL as MERCADOPAGO_BASE_URL
-from functions.process.stripe_api import BASE_URL as STRIPE_BASE_URL
-from functions.shared.providers.asaas import BRAZIL
-from functions.shared.providers.mercadopago import DisputeBooks
+from functions.asaas.api import BASE_URL as ASAAS_BASE_URL
+from functions.asaas.api import AsaasApi
+from functions.asaas.models import BRAZIL
+from functions.mercadopago.api import BASE_URL as MERCADOPAGO_BASE_URL
+from functions.mercadopago.models import DisputeBooks
 from functions.statement import asaas, mercadopago, service, stripe
 from functions.statement.cadence import HOURLY, Cadence, daily
 from functions.statement.lines import Line
+from functions.stripe.api import BASE_URL as STRIPE_BASE_URL
 
 PROVIDERS: Final = ("stripe", "mercadopago", "asaas")
 # How often the stack's schedule reads each provider's statement. Asaas's is listed by whole

@@ -20,18 +20,18 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
-from functions.process.provider_api import get_json
-from functions.process.stripe_api import BASE_URL, PLACEHOLDER
 from functions.shared.errors import MalformedEventError
-from functions.shared.providers.fields import refused
-from functions.shared.providers.stripe import (
-    PROVIDER,
+from functions.shared.provider_api import get_json
+from functions.shared.provider_fields import refused
+from functions.statement.lines import Line
+from functions.statement.reading import StatementNotConfiguredError, read_page
+from functions.stripe.api import BASE_URL, PLACEHOLDER
+from functions.stripe.balance import (
     STATEMENT_MOVEMENTS,
     ListedBalanceTransaction,
     statement_readings,
 )
-from functions.statement.lines import Line
-from functions.statement.reading import StatementNotConfiguredError, read_page
+from functions.stripe.models import PROVIDER
 
 PAGE_SIZE: Final = 100  # the most Stripe lists a page
 # A movement's line exists once the movement does (a charge's at its capture, a refund's at its

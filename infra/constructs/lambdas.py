@@ -1,7 +1,7 @@
 """A Lambda function the way every umavez function is built: arm64, JSON logs, X-Ray,
 its own log group with retention, its own role (no managed policies), and an asset that holds
-only the packages infra/settings.py lists for it (`functions/shared`, the ledger store, its
-own), copied without Docker."""
+only the packages infra/settings.py lists for it (`functions/shared`, the providers' packages
+it reads, the ledger store, its own), copied without Docker."""
 
 from __future__ import annotations
 

@@ -77,7 +77,7 @@ def _where(parser: argparse.ArgumentParser) -> None:
 def run_status(args: argparse.Namespace) -> int:
     import functools
 
-    from functions.process.asaas_api import BASE_URL as ASAAS_BASE_URL
+    from functions.asaas.api import BASE_URL as ASAAS_BASE_URL
     from ops.asaas_webhooks import SECRET, read_webhooks, stack_key
     from ops.status import Pipeline, read_status
 

@@ -20,7 +20,7 @@ from ops.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from functions.shared.providers import Interpreters
+    from functions.process.interpreters import Interpreters
     from ops.outcomes import Result
     from ops.replay import Page, Window
 
@@ -125,11 +125,11 @@ def _replay_sources(
 ) -> tuple[Sources, Interpreters]:
     """What the provider's replay reads, in turn, and the interpreters its outcomes are read
     with; ReplayRefusedError when it cannot be done as asked (nothing read)."""
-    from functions.process.asaas_api import BASE_URL as ASAAS_BASE_URL
+    from functions.asaas.api import BASE_URL as ASAAS_BASE_URL
     from functions.process.asaas_cash import LedgerCash
-    from functions.process.stripe_api import BASE_URL as STRIPE_BASE_URL
-    from functions.process.stripe_api import StripeApi
-    from functions.shared.providers import Interpreters
+    from functions.process.interpreters import Interpreters
+    from functions.stripe.api import BASE_URL as STRIPE_BASE_URL
+    from functions.stripe.api import StripeApi
     from ops import replay, replay_asaas
 
     secret = secret_reader(args.endpoint_url, args.stage or ("local" if local else "prod"))
@@ -156,8 +156,8 @@ def _replay_sources(
 def _mercadopago_sources(
     args: argparse.Namespace, token: Callable[[], str], api_url: str | None, window: Window
 ) -> tuple[Sources, Interpreters]:
-    from functions.process.mercadopago_api import BASE_URL as MERCADOPAGO_BASE_URL
-    from functions.shared.providers import Interpreters
+    from functions.mercadopago.api import BASE_URL as MERCADOPAGO_BASE_URL
+    from functions.process.interpreters import Interpreters
     from ops import replay, replay_mercadopago
 
     base_url = api_url or MERCADOPAGO_BASE_URL

@@ -227,11 +227,11 @@ class _Outcomes:
     """What a sent event became, read from the ledger as `replay` reads it; then its order."""
 
     def __init__(self, args: argparse.Namespace, payment: dict[str, Any] | None) -> None:
-        from functions.process.asaas_api import AsaasApi
+        from functions.asaas.api import AsaasApi
+        from functions.mercadopago.api import MercadoPagoApi
         from functions.process.asaas_cash import LedgerCash
-        from functions.process.mercadopago_api import MercadoPagoApi
-        from functions.process.stripe_api import StripeApi
-        from functions.shared.providers import Interpreters
+        from functions.process.interpreters import Interpreters
+        from functions.stripe.api import StripeApi
         from ops.local import (
             ASAAS_DEVELOPMENT_API_KEY,
             MERCADOPAGO_DEVELOPMENT_TOKEN,

@@ -53,7 +53,7 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from functions.process.asaas_api import AsaasApiNotConfiguredError
+    from functions.asaas.api import AsaasApiNotConfiguredError
     from functions.process.mercadopago_disputes import LedgerDisputes
     from functions.process.service import EffectProcessor
     from functions.shared.tables import TableNames

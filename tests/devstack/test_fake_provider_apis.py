@@ -18,7 +18,7 @@ from devstack.fake_registration import (
 )
 from devstack.provider_apis import FakeProviderApis
 from devstack.resources import ASAAS_DEVELOPMENT_API_KEY, MERCADOPAGO_DEVELOPMENT_TOKEN
-from functions.process.asaas_api import AsaasApi, ProviderApiRefusedError
+from functions.asaas.api import AsaasApi, ProviderApiRefusedError
 
 TOKEN = MERCADOPAGO_DEVELOPMENT_TOKEN
 

@@ -11,18 +11,18 @@ import pytest
 
 from devstack.provider_apis import FakeProviderApis
 from fixtures.shapes import EVENTS_DIR
-from functions.outbox.sender import OutboxSender, SendPolicy
-from functions.process.asaas_api import (
+from functions.asaas.api import (
     AsaasApi,
     AsaasApiNotConfiguredError,
     ProviderApiRefusedError,
     ProviderApiUnavailableError,
 )
+from functions.outbox.sender import OutboxSender, SendPolicy
 from functions.process.asaas_cash import LedgerCash
+from functions.process.interpreters import Interpreters
 from functions.process.service import EffectProcessor, Processed
 from functions.shared.domain import COUNTED_OUTCOMES, Outcome, financial_status
 from functions.shared.errors import MalformedEventError
-from functions.shared.providers import Interpreters
 from tests.support.clock import FakeClock
 from tests.support.histories import RecordedChannel, RecordedEmail
 from tests.support.world import World

@@ -17,9 +17,9 @@ from costmodel.statement import (
 )
 from devstack.capacity import Units
 from fixtures import stripe
-from functions.shared.providers.stripe import ListedBalanceTransaction
 from functions.statement.service import StatementPass
 from functions.statement.stripe import line_of
+from functions.stripe.balance import ListedBalanceTransaction
 from tests.functional.test_capacity_of_processing import T0, Captured, TableStore, billed
 from tests.support.clock import FakeClock
 from tests.support.world import TABLES, World

@@ -31,7 +31,7 @@ from fixtures.simulators.stripe_checkout import StripeCheckout
 from fixtures.simulators.stripe_objects import ApiVersion, Capture
 from fixtures.simulators.stripe_subscription import StripeSubscription
 from fixtures.simulators.stripe_thin import THIN_READ_VERSIONS, Destination
-from functions.shared.providers.stripe import NEWEST_KNOWN_API_VERSION
+from functions.stripe.models import NEWEST_KNOWN_API_VERSION
 from tests.support.clock import FakeClock
 from tests.support.histories import History, Simulator, emptied
 from tests.support.pipeline import Pipeline, pipeline_on_moto

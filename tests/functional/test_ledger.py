@@ -12,10 +12,10 @@ import pytest
 from devstack.provider_apis import FakeProviderApis
 from fixtures import stripe
 from fixtures.shapes import EVENTS_DIR
+from functions.process.interpreters import Interpreters
 from functions.process.service import EffectProcessor
-from functions.process.stripe_api import StripeApi
 from functions.shared.domain import Outcome, financial_status
-from functions.shared.providers import Interpreters
+from functions.stripe.api import StripeApi
 from tests.functional.test_mercadopago_and_asaas_processing import NOTIFICATION, processor_with
 from tests.support.clients import RequestCounter
 from tests.support.clock import FakeClock

@@ -13,11 +13,12 @@ import pytest
 
 from devstack.provider_apis import FakeProviderApis
 from fixtures.shapes import EVENTS_DIR
-from functions.process.mercadopago_api import (
+from functions.mercadopago.api import (
     MercadoPagoApi,
     ProviderApiRefusedError,
     ProviderApiUnavailableError,
 )
+from functions.process.interpreters import Interpreters
 from functions.process.mercadopago_disputes import LedgerDisputes
 from functions.process.service import EffectProcessor
 from functions.shared.domain import (
@@ -30,7 +31,6 @@ from functions.shared.domain import (
     financial_status,
 )
 from functions.shared.errors import MalformedEventError
-from functions.shared.providers import Interpreters
 from tests.support.clock import FakeClock
 from tests.support.world import World
 

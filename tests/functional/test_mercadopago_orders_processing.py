@@ -13,10 +13,10 @@ import pytest
 from devstack.fake_registration import register_mercadopago_order
 from devstack.provider_apis import FakeProviderApis
 from fixtures.shapes import EVENTS_DIR, shape
-from functions.process.mercadopago_api import MercadoPagoApi, ProviderApiUnavailableError
+from functions.mercadopago.api import MercadoPagoApi, ProviderApiUnavailableError
+from functions.process.interpreters import Interpreters
 from functions.process.service import EffectProcessor
 from functions.shared.domain import Outcome, financial_status
-from functions.shared.providers import Interpreters
 from tests.support.clock import FakeClock
 from tests.support.world import World
 

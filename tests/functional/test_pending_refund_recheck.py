@@ -21,6 +21,7 @@ from devstack.provider_apis import FakeProviderApis
 from fixtures import stripe
 from fixtures.lambda_events import sqs_record
 from functions.process.handler import handle_message
+from functions.process.interpreters import Interpreters
 from functions.process.messages import RECHECK_GENERATION, Message
 from functions.process.waiting import (
     RECHECK_AFTER_SECONDS,
@@ -29,7 +30,6 @@ from functions.process.waiting import (
     Waiting,
 )
 from functions.shared.domain import NoEffect, Outcome
-from functions.shared.providers import Interpreters
 from tests.functional.test_ledger import (
     MP_TOKEN,
     STRIPE_KEY,

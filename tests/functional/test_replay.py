@@ -19,10 +19,10 @@ import pytest
 from fixtures import stripe
 from fixtures.shapes import EVENTS_DIR, shape, unique
 from functions.ingest.adapters import SqsQueue
-from functions.ingest.errors import UnavailableError
 from functions.process.asaas_cash import LedgerCash
-from functions.process.stripe_api import PLACEHOLDER, StripeApi
-from functions.shared.providers import Interpreters
+from functions.process.interpreters import Interpreters
+from functions.shared.rejections import UnavailableError
+from functions.stripe.api import PLACEHOLDER, StripeApi
 from ops.outcomes import PENDING, LedgerOutcomes, Result, Tracked
 from ops.replay import (
     REPLAY_ATTRIBUTE,

@@ -13,7 +13,7 @@ import pytest
 
 from devstack.provider_apis import FakeProviderApis
 from fixtures.shapes import shape, unique
-from functions.process.asaas_api import AsaasApi
+from functions.asaas.api import AsaasApi
 from functions.shared.domain import Outcome
 from functions.statement.asaas import AsaasStatement, known_to_asaas, statement_lines
 from functions.statement.service import (

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from fixtures.shapes import shape, unique
+from functions.process.interpreters import Interpreters
 from functions.process.mercadopago_disputes import LedgerDisputes
 from functions.process.service import EffectProcessor, Processed
 from functions.shared.domain import Outcome
-from functions.shared.providers import Interpreters
 from functions.statement.mercadopago import outside_payments_search, payment_lines
 from functions.statement.service import (
     AMOUNT_DIFFERS,

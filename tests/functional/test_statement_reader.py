@@ -10,7 +10,7 @@ import pytest
 
 from devstack.provider_apis import FakeProviderApis
 from fixtures import stripe
-from functions.process.provider_api import ProviderApiRefusedError
+from functions.shared.provider_api import ProviderApiRefusedError
 from functions.statement.reading import (
     ATTEMPTS,
     StatementInterruptedError,

@@ -12,13 +12,13 @@ import pytest
 
 from fixtures import stripe
 from functions.shared.errors import MalformedEventError
-from functions.shared.providers.stripe import ListedBalanceTransaction
 from functions.statement import handler
 from functions.statement.reading import StatementInterruptedError, StatementNotConfiguredError
 from functions.statement.schedule import WINDOW_SECONDS, StatementSchedule
 from functions.statement.service import EDGE_SECONDS, StatementPass
 from functions.statement.sources import SETTLE_SECONDS, StatementRead
 from functions.statement.stripe import line_of
+from functions.stripe.balance import ListedBalanceTransaction
 from tests.support.clock import FakeClock
 from tests.support.world import World
 

@@ -15,9 +15,9 @@ import pytest
 
 from devstack.provider_apis import FakeProviderApis
 from fixtures.shapes import shape, unique
+from functions.asaas.models import BRAZIL
 from functions.process.mercadopago_disputes import LedgerDisputes
 from functions.shared.domain import Outcome
-from functions.shared.providers.asaas import BRAZIL
 from functions.statement import handler
 from functions.statement.schedule import StatementSchedule
 from functions.statement.service import StatementPass

@@ -14,7 +14,6 @@ from fixtures import stripe
 from functions.outbox.channels import EventBridgeChannel
 from functions.outbox.sender import OutboxSender, SendResult
 from functions.shared.domain import Outcome
-from functions.shared.providers.stripe import ListedBalanceTransaction
 from functions.statement.service import (
     AMOUNT_DIFFERS,
     ENTRY_UNKNOWN,
@@ -23,6 +22,7 @@ from functions.statement.service import (
     StatementReport,
 )
 from functions.statement.stripe import line_of
+from functions.stripe.balance import ListedBalanceTransaction
 from tests.support.clients import RequestCounter, conflicting_once
 from tests.support.clock import FakeClock
 from tests.support.sinks import Sinks

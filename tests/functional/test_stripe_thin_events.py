@@ -14,7 +14,7 @@ from fixtures.lambda_events import FakeLambdaContext, sqs_event, sqs_record
 from fixtures.stripe import object_of, thin_of
 from functions.ingest.adapters import SqsQueue
 from functions.process import handler
-from functions.shared.providers.stripe import NEWEST_KNOWN_API_VERSION
+from functions.stripe.models import NEWEST_KNOWN_API_VERSION
 from tests.functional.test_stripe_eventbridge import through_eventbridge
 from tests.support.pipeline import Pipeline, pipeline_on_moto
 

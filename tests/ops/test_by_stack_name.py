@@ -19,8 +19,8 @@ from devstack.resources import (
 )
 from fixtures import stripe
 from fixtures.shapes import EVENTS_DIR, shape
+from functions.asaas.models import BRAZIL
 from functions.shared import tables
-from functions.shared.providers.asaas import BRAZIL
 from ops.cli import main
 from ops.cli.mistakes import MISTAKE
 from tests.ops.conftest import NAMES, STACK

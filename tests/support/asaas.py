@@ -9,9 +9,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from functions.process.asaas_cash import LedgerCash
+from functions.process.interpreters import Interpreters
 from functions.process.service import EffectProcessor
 from functions.shared import tables
-from functions.shared.providers import Interpreters
 
 if TYPE_CHECKING:
     from collections.abc import Callable

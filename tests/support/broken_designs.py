@@ -13,11 +13,11 @@ import hashlib
 from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
+from functions.process.interpreters import Interpreters
 from functions.process.service import EffectProcessor
 from functions.shared import tables
 from functions.shared.domain import COUNTED_OUTCOMES, Effect, Outcome, RoutedEffect, effect_key
 from functions.shared.dynamo import to_attributes
-from functions.shared.providers import Interpreters
 from functions.shared.settings import DEFAULT_RETENTION_DAYS
 from functions.store.ledger import LedgerItems
 from functions.store.reads import Known, LedgerReads

@@ -34,6 +34,7 @@ from fixtures.simulators.stripe_checkout import StripeCheckout
 from fixtures.simulators.stripe_subscription import StripeSubscription
 from fixtures.simulators.stripe_thin import Destination, delivered, objects
 from fixtures.simulators.webhooks import Webhook
+from functions.mercadopago.models import Notification
 from functions.outbox.channels import SesEmailChannel
 from functions.outbox.sender import OutboxSender, SendPolicy
 from functions.outbox.sweeper import Sweeper
@@ -48,8 +49,6 @@ from functions.shared.domain import (
     financial_status,
 )
 from functions.shared.outbox import OutboxItem, OutboxStatus
-from functions.shared.providers.mercadopago import Notification
-from functions.shared.providers.stripe import ListedBalanceTransaction
 from functions.statement import asaas as asaas_statement
 from functions.statement.lines import Line
 from functions.statement.mercadopago import payment_lines
@@ -60,6 +59,7 @@ from functions.statement.service import (
     StatementPass,
 )
 from functions.statement.stripe import line_of
+from functions.stripe.balance import ListedBalanceTransaction
 from infra.settings import MAX_RECEIVE_COUNT, PROCESS_BATCH_SIZE
 from tests.support.clock import FakeClock
 from tests.support.pipeline import Pipeline

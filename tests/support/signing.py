@@ -8,7 +8,7 @@ import secrets
 
 import stripe
 
-from functions.ingest.providers.mercadopago import manifest
+from functions.mercadopago.signature import manifest
 
 
 def generated_secret(prefix: str = "whsec_test_") -> str:

@@ -7,12 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from functions.asaas.models import PROVIDER as ASAAS
 from functions.process.service import EffectProcessor, Processed
 from functions.shared import books, tables
 from functions.shared.dynamo import from_attributes, scan_items
-from functions.shared.providers.asaas import PROVIDER as ASAAS
-from functions.shared.providers.stripe import PROVIDER as STRIPE
 from functions.store import queries
+from functions.stripe.models import PROVIDER as STRIPE
 from tests.support.asaas import AsaasAsDelivered
 
 if TYPE_CHECKING:

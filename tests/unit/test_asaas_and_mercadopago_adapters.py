@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from fixtures.shapes import EVENTS_DIR
+from functions.process.interpreters import Interpreters
 from functions.shared.domain import (
     Effect,
     Interpretation,
@@ -21,7 +22,6 @@ from functions.shared.domain import (
 )
 from functions.shared.errors import MalformedEventError
 from functions.shared.money import InvalidFieldError
-from functions.shared.providers import Interpreters
 from tests.support.asaas import AsaasAsDelivered
 
 

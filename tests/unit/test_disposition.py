@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from functions.process.asaas_api import AsaasApiNotConfiguredError
+from functions.asaas.api import AsaasApiNotConfiguredError
 from functions.process.disposition import Disposition, disposition
-from functions.process.provider_api import ProviderApiUnavailableError
 from functions.shared.domain import Outcome
 from functions.shared.errors import MalformedEventError, OrderNotYetKnownError
+from functions.shared.provider_api import ProviderApiUnavailableError
 
 UNBOUND = OrderNotYetKnownError("pi_1 names no order yet")
 

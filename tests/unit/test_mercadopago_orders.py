@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from fixtures.shapes import EVENTS_DIR, shape
+from functions.process.interpreters import Interpreters
 from functions.shared.domain import Effect, Interpretation, Money, NoEffect, Transition, effect_key
 from functions.shared.money import InvalidFieldError
-from functions.shared.providers import Interpreters
 
 ORDER_NOTIFICATION = (EVENTS_DIR / "mercadopago" / "order.notification.json").read_text()
 

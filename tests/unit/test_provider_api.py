@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from functions.process.provider_api import ProviderApiUnavailableError, get_json
+from functions.shared.provider_api import ProviderApiUnavailableError, get_json
 
 
 @pytest.mark.parametrize(

@@ -16,8 +16,9 @@ from fixtures.lambda_events import (
     api_gateway_event,
     http_api_event,
 )
-from functions.ingest.errors import MalformedRequestError
-from functions.ingest.request import WebhookRequest, from_proxy_event, source_ip
+from functions.ingest.request import from_proxy_event, source_ip
+from functions.shared.rejections import MalformedRequestError
+from functions.shared.webhooks import WebhookRequest
 
 BODY = '{"id": "evt_1", "description": "Café ✓"}'.encode()
 

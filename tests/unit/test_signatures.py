@@ -10,11 +10,11 @@ import stripe
 
 from fixtures.shapes import EVENTS_DIR
 from fixtures.stripe import fixture_text
-from functions.ingest.errors import MalformedRequestError, UnauthenticatedError
-from functions.ingest.providers.asaas import AsaasVerifier
-from functions.ingest.providers.mercadopago import MercadoPagoVerifier, manifest
-from functions.ingest.providers.stripe import StripeVerifier
-from functions.ingest.request import WebhookRequest
+from functions.asaas.signature import AsaasVerifier
+from functions.mercadopago.signature import MercadoPagoVerifier, manifest
+from functions.shared.rejections import MalformedRequestError, UnauthenticatedError
+from functions.shared.webhooks import WebhookRequest
+from functions.stripe.signature import StripeVerifier
 from tests.support.signing import generated_secret, mercadopago_signature, stripe_signature
 
 NOW = 1_764_460_800

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from functions.shared.providers.asaas import BRAZIL
+from functions.asaas.models import BRAZIL
 from functions.statement.cadence import HOURLY, daily
 
 DAILY = daily(BRAZIL)

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from fixtures.stripe import fixture_text
+from functions.process.interpreters import Interpreters
 from functions.shared.domain import (
     Binding,
     Effect,
@@ -18,7 +19,6 @@ from functions.shared.domain import (
 )
 from functions.shared.errors import MalformedEventError
 from functions.shared.money import InvalidFieldError, InvalidMoneyError
-from functions.shared.providers import Interpreters
 
 INTENT = "pi_3QpLqRJz8fEoYh0N1kWc2DxT"
 CHARGE = "ch_3QpLqRJz8fEoYh0N1Yt9sLq2"

@@ -10,11 +10,11 @@ import pytest
 
 from fixtures.stripe import fixture_text
 from functions.shared.domain import Effect
-from functions.shared.providers.stripe import (
+from functions.stripe.events import interpret
+from functions.stripe.models import (
     KNOWN_API_VERSIONS,
     NEWEST_KNOWN_API_VERSION,
     ApiVersionFieldError,
-    interpret,
 )
 
 NEWER = "2027-01-27.elm"  # made up: later than any version Stripe had published

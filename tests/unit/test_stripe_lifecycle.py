@@ -12,7 +12,8 @@ import pytest
 from fixtures.shapes import EVENTS_DIR
 from fixtures.stripe import fixture_text
 from functions.shared.domain import Effect, Interpretation, Money, NoEffect, Transition, effect_key
-from functions.shared.providers.stripe import Interpreter, StripeApiNotConfiguredError
+from functions.stripe.events import Interpreter
+from functions.stripe.models import StripeApiNotConfiguredError
 
 CHARGE = "ch_3QpLqRJz8fEoYh0N1Yt9sLq2"
 INTENT = "pi_3QpLqRJz8fEoYh0N1kWc2DxT"

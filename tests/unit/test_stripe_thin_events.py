@@ -14,12 +14,9 @@ from fixtures import stripe
 from fixtures.stripe import fixture_text, object_of, thin_of
 from functions.shared.domain import Effect, Interpretation, NoEffect, Transition
 from functions.shared.errors import MalformedEventError
-from functions.shared.providers.stripe import (
-    NEWEST_KNOWN_API_VERSION,
-    Interpreter,
-    StripeApiNotConfiguredError,
-)
-from functions.shared.providers.stripe_thin import ThinEventError
+from functions.stripe.events import Interpreter
+from functions.stripe.models import NEWEST_KNOWN_API_VERSION, StripeApiNotConfiguredError
+from functions.stripe.thin import ThinEventError
 
 T0 = 1_780_000_000
 

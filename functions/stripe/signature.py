@@ -5,16 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from functions.ingest.errors import MalformedRequestError, UnauthenticatedError
-from functions.ingest.providers import (
+from functions.shared.rejections import MalformedRequestError, UnauthenticatedError
+from functions.shared.webhooks import (
     Envelope,
+    WebhookRequest,
     check_freshness,
     hmac_matches,
     optional_flag,
     parse_signed_header,
     require_text,
 )
-from functions.ingest.request import WebhookRequest
 
 HEADER: Final = "stripe-signature"
 TOLERANCE_SECONDS: Final = 300

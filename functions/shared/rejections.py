@@ -1,4 +1,5 @@
-"""Why ingest refuses a request: each maps to one HTTP status and one metric reason."""
+"""Why ingest refuses a request (itself, or a provider's signature check): each maps to one HTTP
+status and one metric reason."""
 
 from __future__ import annotations
 

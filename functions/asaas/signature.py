@@ -23,9 +23,8 @@ import secrets as random_bytes
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from functions.ingest.errors import UnauthenticatedError
-from functions.ingest.providers import Envelope, require_text
-from functions.ingest.request import WebhookRequest
+from functions.shared.rejections import UnauthenticatedError
+from functions.shared.webhooks import Envelope, WebhookRequest, require_text
 
 HEADER: Final = "asaas-access-token"
 # Where Asaas sends production webhooks from (its "official IP addresses" page).

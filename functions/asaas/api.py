@@ -20,8 +20,8 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from functions.process.provider_api import ProviderApiRefusedError, ProviderApiUnavailableError
 from functions.shared.errors import MalformedEventError, UmavezError
+from functions.shared.provider_api import ProviderApiRefusedError, ProviderApiUnavailableError
 
 BASE_URL: Final = "https://api.asaas.com"
 PLACEHOLDER: Final = "set-me"

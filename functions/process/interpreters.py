@@ -1,12 +1,25 @@
-"""Provider adapters: turn a provider's raw payload into what it means for our orders."""
+"""The providers by name: each one's adapter, turning its raw payload into what it means for our
+orders."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+from functions.asaas.events import Interpreter as AsaasInterpreter
+from functions.asaas.models import PROVIDER as ASAAS
+from functions.asaas.models import CashBooks, nothing_in_cash
+from functions.asaas.models import PaymentSource as AsaasPayments
+from functions.mercadopago.events import Interpreter as MercadoPagoInterpreter
+from functions.mercadopago.models import PROVIDER as MERCADOPAGO
+from functions.mercadopago.models import DisputeBooks, nothing_booked
+from functions.mercadopago.models import PaymentSource as MercadoPagoPayments
+from functions.mercadopago.orders import OrderSource
 from functions.shared.domain import Interpretation
 from functions.shared.errors import UnknownProviderError
-from functions.shared.providers import asaas, mercadopago, mercadopago_orders, stripe, stripe_thin
+from functions.stripe.events import Interpreter as StripeInterpreter
+from functions.stripe.models import PROVIDER as STRIPE
+from functions.stripe.models import RefundSource
+from functions.stripe.thin import RelatedObjectSource
 
 # One delivery can announce several effects (a Mercado Pago payment that was paid, then
 # refunded twice); each is applied in its own transaction, in order.
@@ -29,13 +42,13 @@ class Interpreters:
     @classmethod
     def build(
         cls,
-        mercadopago_payments: mercadopago.PaymentSource | None = None,
-        stripe_refunds: stripe.RefundSource | None = None,
-        mercadopago_disputes: mercadopago.DisputeBooks = mercadopago.nothing_booked,
-        asaas_payments: asaas.PaymentSource | None = None,
-        asaas_cash: asaas.CashBooks = asaas.nothing_in_cash,
-        mercadopago_orders: mercadopago_orders.OrderSource | None = None,
-        stripe_related: stripe_thin.RelatedObjectSource | None = None,
+        mercadopago_payments: MercadoPagoPayments | None = None,
+        stripe_refunds: RefundSource | None = None,
+        mercadopago_disputes: DisputeBooks = nothing_booked,
+        asaas_payments: AsaasPayments | None = None,
+        asaas_cash: CashBooks = nothing_in_cash,
+        mercadopago_orders: OrderSource | None = None,
+        stripe_related: RelatedObjectSource | None = None,
     ) -> Interpreters:
         """Mercado Pago needs its payments API, and what the ledger holds of a payment's
         dispute (the key it was booked under, what it withdrew); Asaas its payments API (its
@@ -45,12 +58,12 @@ class Interpreters:
         not given has no adapter; Mercado Pago's orders are read only where its Orders API is
         given (an `order` notification is no effect elsewhere)."""
         by_provider: dict[str, Interpreter] = {
-            stripe.PROVIDER: stripe.Interpreter(stripe_refunds, stripe_related)
+            STRIPE: StripeInterpreter(stripe_refunds, stripe_related)
         }
         if asaas_payments is not None:
-            by_provider[asaas.PROVIDER] = asaas.Interpreter(asaas_payments, asaas_cash)
+            by_provider[ASAAS] = AsaasInterpreter(asaas_payments, asaas_cash)
         if mercadopago_payments is not None:
-            by_provider[mercadopago.PROVIDER] = mercadopago.Interpreter(
+            by_provider[MERCADOPAGO] = MercadoPagoInterpreter(
                 mercadopago_payments, mercadopago_disputes, mercadopago_orders
             )
         return cls(by_provider)

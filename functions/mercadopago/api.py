@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from functions.process.provider_api import (
+from functions.shared.errors import MalformedEventError
+from functions.shared.provider_api import (
     ProviderApiRefusedError,
     ProviderApiUnavailableError,
     get_json,
 )
-from functions.shared.errors import MalformedEventError
 
 BASE_URL: Final = "https://api.mercadopago.com"
 __all__ = ["BASE_URL", "MercadoPagoApi", "ProviderApiRefusedError", "ProviderApiUnavailableError"]

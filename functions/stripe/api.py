@@ -16,9 +16,9 @@ import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from functions.process.provider_api import get_json
 from functions.shared.errors import MalformedEventError
-from functions.shared.providers.stripe import StripeApiNotConfiguredError
+from functions.shared.provider_api import get_json
+from functions.stripe.models import StripeApiNotConfiguredError
 
 BASE_URL: Final = "https://api.stripe.com"
 PAGE_SIZE: Final = 100

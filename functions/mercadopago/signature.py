@@ -6,16 +6,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from functions.ingest.errors import UnauthenticatedError
-from functions.ingest.providers import (
+from functions.shared.rejections import UnauthenticatedError
+from functions.shared.webhooks import (
     Envelope,
+    WebhookRequest,
     check_freshness,
     hmac_matches,
     optional_flag,
     parse_signed_header,
     require_text,
 )
-from functions.ingest.request import WebhookRequest
 
 HEADER: Final = "x-signature"
 REQUEST_ID_HEADER: Final = "x-request-id"

@@ -41,7 +41,7 @@ from functions.shared.domain import (
     movement,
 )
 from functions.shared.money import InvalidFieldError, to_minor
-from functions.shared.providers.fields import Currency, DecimalAmount, refused
+from functions.shared.provider_fields import Currency, DecimalAmount, refused
 
 TOPIC: Final = "order"
 PAYMENT_MOVED_MONEY: Final = frozenset({"processed", "refunded", "charged_back"})

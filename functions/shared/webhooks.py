@@ -1,4 +1,5 @@
-"""Provider signature schemes behind one small interface: verify, then read the envelope.
+"""What every provider's signature check shares: the request as received, the one small
+interface (verify, then read the envelope), and the pieces of the signed headers.
 
 Only the standard library is used here: this is ingest's cold-start path.
 """
@@ -12,10 +13,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from functions.ingest.errors import MalformedRequestError, UnauthenticatedError
-from functions.ingest.request import WebhookRequest
+from functions.shared.rejections import MalformedRequestError, UnauthenticatedError
 
 HEX_SHA256: Final = re.compile(r"[0-9a-f]{64}")
+
+
+@dataclass(frozen=True)
+class WebhookRequest:
+    method: str
+    provider: str
+    headers: Mapping[str, str]
+    query: Mapping[str, str]
+    body: bytes
+    # The caller's address as API Gateway saw it (None outside API Gateway): for allow-lists.
+    source_ip: str | None = None
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
 
 from functions.shared.errors import MalformedEventError
-from functions.shared.providers.fields import refused
+from functions.shared.provider_fields import refused
 
 THIN_OBJECT: Final = "v2.core.event"
 V1_PREFIX: Final = "v1."
