@@ -12,13 +12,18 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from costmodel import headroom_report as report
-from costmodel.burst import burst
 from costmodel.cost_report import README_BEGIN, README_END, render_block, render_details
-from costmodel.headroom import model
+from costmodel.headroom import PerEvent, burst, model
 from costmodel.limits import Quotas, StackSettings
 from costmodel.markdown import replace_between
-from costmodel.measurement import CostOptions, Measurement, Prices, webhook_queue
-from costmodel.per_event import MEASURED_PATH, PerEvent, load_measurement
+from costmodel.measurement import (
+    MEASURED_PATH,
+    CostOptions,
+    Measurement,
+    Prices,
+    load_measurement,
+    webhook_queue,
+)
 from costmodel.scenarios import measure
 from costmodel.statement_prices import statement_model
 

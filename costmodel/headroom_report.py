@@ -11,11 +11,9 @@ from dataclasses import asdict
 from typing import Any
 
 from costmodel import statement as statement_pass
-from costmodel.burst import Burst, burst
-from costmodel.headroom import QUOTA_INCREASE, Capacity, Row, model
+from costmodel.headroom import QUOTA_INCREASE, Burst, Capacity, PerEvent, Row, burst, model
 from costmodel.limits import DAY, Quotas, StackSettings
 from costmodel.markdown import duration, headroom, number, row, table_head
-from costmodel.per_event import PerEvent
 from costmodel.statement_reads import WORKERS, hours_read_of_each_day_hour
 
 DOCS_BEGIN = "<!-- capacity:begin -->"

@@ -5,6 +5,7 @@ AWS, and the list prices of costmodel/prices.toml (model.py turns them into the 
 
 from __future__ import annotations
 
+import json
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from devstack.capacity import Units
 from infra import settings
 
 PRICES_PATH = Path(__file__).with_name("prices.toml")
+MEASURED_PATH = Path(__file__).with_name("measured.json")
 KINDS = ("new payment", "duplicate", "stale", "refund")
 MIX = "drill mix"
 # The stack's Lambda memory and schedules, as deployed.
@@ -256,3 +258,20 @@ def webhook_queue() -> str:
     from devstack.resources import WEBHOOK_QUEUE_NAME
 
     return WEBHOOK_QUEUE_NAME
+
+
+def load_measurement(path: Path = MEASURED_PATH) -> Measurement:
+    return Measurement.from_json(json.loads(path.read_text()))
+
+
+def embedded_drain_seconds(
+    deliveries: int, process_concurrency: int, measurement: Measurement | None = None
+) -> float:
+    """How long the embedded stack takes to drain `deliveries` queued at once (the burst
+    drill), from the drill mix as measured on this machine: process's wall-clock time per
+    delivery (its waits on the local server's lock included), spread over its pollers. The
+    outbox drains beside it, and finishes about one item's time later."""
+    sample = (measurement or load_measurement()).scenarios()[MIX]
+    process_ms = sample.functions["process"]["billed_ms"]
+    per_delivery = process_ms / 1000 / max(sample.events, 1)
+    return deliveries * per_delivery / max(process_concurrency, 1)

@@ -11,9 +11,8 @@ import pytest
 
 from costmodel.headroom_report import STATEMENT_BEGIN, STATEMENT_END, render_statement_block
 from costmodel.markdown import block_between
-from costmodel.measurement import Prices, Sample
+from costmodel.measurement import Prices, Sample, load_measurement
 from costmodel.model import bill
-from costmodel.per_event import load_measurement
 from costmodel.statement import (
     ALREADY_BOOKED,
     BOOKED_NOW,
