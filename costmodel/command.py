@@ -14,18 +14,19 @@ from typing import Any, TextIO
 from costmodel import headroom_report as report
 from costmodel.cost_report import README_BEGIN, README_END, render_block, render_details
 from costmodel.headroom import PerEvent, burst, model
-from costmodel.limits import Quotas, StackSettings
 from costmodel.markdown import replace_between
 from costmodel.measurement import (
     MEASURED_PATH,
     CostOptions,
     Measurement,
     Prices,
+    Quotas,
+    StackSettings,
     load_measurement,
     webhook_queue,
 )
 from costmodel.scenarios import measure
-from costmodel.statement_prices import statement_model
+from costmodel.statement import statement_model
 
 
 def run_cost(

@@ -9,7 +9,15 @@ from collections.abc import Mapping, Sequence
 
 from costmodel import markdown as md
 from costmodel import statement as statement_pass
-from costmodel.measurement import FUNCTION_MEMORY_MB, KINDS, MIX, Measurement, Prices, payer
+from costmodel.measurement import (
+    FUNCTION_MEMORY_MB,
+    KINDS,
+    MIX,
+    Measurement,
+    Prices,
+    of_kind,
+    payer,
+)
 from costmodel.model import (
     LINE_ITEMS,
     Bill,
@@ -17,7 +25,7 @@ from costmodel.model import (
     bill,
     fixed_monthly,
 )
-from costmodel.statement_prices import statement_model, statement_usd_per_payment
+from costmodel.statement import statement_model, statement_usd_per_payment
 from devstack.capacity import Units
 
 README_BEGIN = "<!-- cost:begin -->"
@@ -149,7 +157,7 @@ def render_details(measurement: Measurement, prices: Prices, webhook_queue: str)
         who = payer(key, webhook_queue)
         if who is None or key[1] != "dynamodb":
             continue
-        wru, rru = statement_pass.of_kind(units, "wru"), statement_pass.of_kind(units, "rru")
+        wru, rru = of_kind(units, "wru"), of_kind(units, "rru")
         usd = prices.dynamodb(units) / events * 1e6
         rows.append(
             (usd, who, key[2], key[3], units["requests"] / events, wru / events, rru / events)

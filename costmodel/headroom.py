@@ -14,14 +14,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 
-from costmodel.limits import Quotas, ReconciliationCapacity, StackSettings, reconciliation_capacity
 from costmodel.measurement import (
     MIX,
     Measurement,
     Prices,
+    Quotas,
+    ReconciliationCapacity,
     Sample,
+    StackSettings,
     lambda_milliseconds,
     payer,
+    reconciliation_capacity,
     webhook_queue,
 )
 

@@ -12,9 +12,9 @@ from typing import Any
 
 from costmodel import statement as statement_pass
 from costmodel.headroom import QUOTA_INCREASE, Burst, Capacity, PerEvent, Row, burst, model
-from costmodel.limits import DAY, Quotas, StackSettings
 from costmodel.markdown import duration, headroom, number, row, table_head
-from costmodel.statement_reads import WORKERS, hours_read_of_each_day_hour
+from costmodel.measurement import DAY, Quotas, StackSettings
+from costmodel.statement import WORKERS, hours_read_of_each_day_hour
 
 DOCS_BEGIN = "<!-- capacity:begin -->"
 DOCS_END = "<!-- capacity:end -->"

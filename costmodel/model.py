@@ -46,15 +46,14 @@ from costmodel.measurement import (
     lambda_milliseconds,
     payer,
 )
-from costmodel.statement_prices import (
+from costmodel.statement import (
     STATEMENT_PRICED_AS,
     movements_and_orders_changed,
+    period_seconds,
     statement_run_usd,
     statement_usd_per_movement,
     statement_usd_per_order_changed,
-    xray_usd,
 )
-from costmodel.statement_reads import period_seconds
 from devstack.capacity import Units
 from functions.shared.tables import CHANGES_SHARDS
 from infra.reconciliation import PASSES, RUNS_READING_AN_HOUR
@@ -201,8 +200,8 @@ LINE_ITEMS = (
     LineItem("DynamoDB index writes", "wru_index", "WRU", _rate("dynamodb_write_request_unit")),
     LineItem("DynamoDB reads", "rru", "RRU", _rate("dynamodb_read_request_unit")),
     LineItem("EventBridge", "eventbridge_events", "events", _rate("eventbridge_event")),
-    LineItem("X-Ray (HTTP API)", "xray_traces_http", "traces", xray_usd, rest=False),
-    LineItem("X-Ray (REST API)", "xray_traces_rest", "traces", xray_usd, http=False),
+    LineItem("X-Ray (HTTP API)", "xray_traces_http", "traces", Prices.xray_usd, rest=False),
+    LineItem("X-Ray (REST API)", "xray_traces_rest", "traces", Prices.xray_usd, http=False),
     LineItem("CloudWatch Logs", "log_bytes", "bytes", _per_byte("cloudwatch_logs_ingested_gb")),
     # Modeled, not measured (costmodel/statement.py): priced in dollars, shown in lines read.
     LineItem(

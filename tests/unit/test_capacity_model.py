@@ -24,9 +24,17 @@ from costmodel.headroom_report import (
     render_docs_block,
     render_summary_block,
 )
-from costmodel.limits import QUOTAS_PATH, Quotas, StackSettings, reconciliation_capacity
 from costmodel.markdown import block_between
-from costmodel.measurement import MEASURED_PATH, Measurement, Prices, load_measurement
+from costmodel.measurement import (
+    MEASURED_PATH,
+    QUOTAS_PATH,
+    Measurement,
+    Prices,
+    Quotas,
+    StackSettings,
+    load_measurement,
+    reconciliation_capacity,
+)
 from infra.reconciliation import RECONCILIATION
 from infra.reconciliation import reconciliation_capacity as fanout_capacity
 
