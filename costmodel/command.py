@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from costmodel import headroom_report as report
-from costmodel.cost_report import README_BEGIN, README_END, render_block, render_details
 from costmodel.headroom import PerEvent, burst, model
 from costmodel.markdown import replace_between
 from costmodel.measurement import (
@@ -25,6 +24,7 @@ from costmodel.measurement import (
     load_measurement,
     webhook_queue,
 )
+from costmodel.model import README_BEGIN, README_END, render_block, render_details
 from costmodel.scenarios import measure
 from costmodel.statement import statement_model
 
