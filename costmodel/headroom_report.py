@@ -1,6 +1,6 @@
-"""What `umavez capacity` prints and writes: the table at a rate (text or JSON), a burst's
-drain, and the generated sections of docs/performance.md (the components, the statement pass)
-and of the README (the short table)."""
+"""What `umavez capacity` prints (the table at a rate, text or JSON; a burst's drain) and the
+sections it generates: docs/performance.md's (the components, the statement pass) and the
+README's short table. Never edited by hand: the tests hold the pages to these functions."""
 
 from __future__ import annotations
 
@@ -25,8 +25,7 @@ SUMMARY_END = "<!-- capacity-summary:end -->"
 DOC_RATES = (10.0, 100.0, 1000.0)
 
 
-def describe(per_event: PerEvent) -> str:
-    e = per_event
+def describe(e: PerEvent) -> str:
     per_payment = e.deliveries_per_payment
 
     def ms(function: str, per: float) -> str:
@@ -60,16 +59,12 @@ def render_text(capacity: Capacity, per_event: PerEvent, burst_result: Burst | N
             f"{headroom(r.headroom).strip('*'):>9}  {r.unit}"
         )
     first = capacity.first_to_saturate()
-    lines += [
-        "",
-        f"  first to saturate: {first.component} ({headroom(first.headroom).strip('*')})",
-    ]
-    lines.append(f"    lifted by: {first.lift}")
     path = capacity.first_to_saturate(webhook_path_only=True)
+    lines += ["", f"  first to saturate: {first.component} ({_plain(first)})"]
+    lines.append(f"    lifted by: {first.lift}")
     if path is not first:
         lines.append(
-            f"  on a webhook's way: {path.component} ({headroom(path.headroom).strip('*')})"
-            f"; lifted by: {path.lift}"
+            f"  on a webhook's way: {path.component} ({_plain(path)}); lifted by: {path.lift}"
         )
     rest = capacity.first_to_saturate(rest=True)
     if rest is not first:
@@ -77,6 +72,10 @@ def render_text(capacity: Capacity, per_event: PerEvent, burst_result: Burst | N
     if burst_result is not None:
         lines += ["", *render_burst(burst_result)]
     return "\n".join(lines) + "\n"
+
+
+def _plain(r: Row) -> str:
+    return headroom(r.headroom).strip("*")
 
 
 def render_burst(result: Burst) -> list[str]:
@@ -129,8 +128,7 @@ def render_docs_block(
     rates: Sequence[float] = DOC_RATES,
     burst_deliveries: int = 1_000_000,
 ) -> str:
-    """The capacity section of docs/performance.md: generated, never edited by hand (a test
-    holds the page to this function's output for the committed measurement)."""
+    """The capacity section of docs/performance.md."""
     settings = settings or StackSettings()
     quotas = quotas or Quotas.load()
     models = [model(per_event, rate, settings, quotas) for rate in rates]
@@ -189,7 +187,7 @@ def rates_table(
     rates: Sequence[float], at_each: Sequence[Sequence[Row]], no_limit: str = "unlimited"
 ) -> list[str]:
     """A line per component: its unit, its limit (linked to its page) and, at each rate (the
-    rows `at_each` holds, in the same order), its load and headroom."""
+    rows of `at_each`, in the same order), its load and headroom."""
     columns = ["component", "unit", "limit", *(f"{r:,.0f}/s: load | headroom" for r in rates)]
     lines = table_head(columns, "llr" + "rr" * len(rates))
     for n, first in enumerate(at_each[0]):
@@ -210,13 +208,13 @@ def render_summary_block(
     """The README's short table: the rate, what gives first, what lifts it."""
     settings = settings or StackSettings()
     quotas = quotas or Quotas.load()
+    models = [model(per_event, rate, settings, quotas) for rate in rates]
     lines = [
         SUMMARY_BEGIN,
         "| payments/s | first to saturate on a webhook's way | every setting to change, "
         "tightest first |",
         "|---:|---|---|",
     ]
-    models = [model(per_event, rate, settings, quotas) for rate in rates]
     for m in models:
         first = m.first_to_saturate(webhook_path_only=True)
         # Each setting once, without where it lives: the performance page says that.
@@ -235,8 +233,8 @@ def render_summary_block(
         + (f" (behind at {', '.join(behind)} a second)" if behind else "")
         + ". Every component, quotas with sources, bursts: "
         "[docs/performance.md](docs/performance.md).",
+        SUMMARY_END,
     ]
-    lines.append(SUMMARY_END)
     return "\n".join(lines) + "\n"
 
 
@@ -252,8 +250,8 @@ def _period(load: statement_pass.PassLoad) -> str:
 
 
 def statement_rows(load: statement_pass.PassLoad, quotas: Quotas) -> list[Row]:
-    """One provider's pass at a rate (every payment this provider's), on its cadence: its API
-    calls against the provider's limit, one invocation's budget, the DynamoDB units it adds."""
+    """One provider's pass at a rate, on its cadence: its API calls against the provider's
+    limit, one invocation's budget, the DynamoDB units it adds."""
     provider = load.provider
     limit = load.limit
     one = load.payments_per_second_one_invocation_keeps_up_with
@@ -303,8 +301,7 @@ def statement_rows(load: statement_pass.PassLoad, quotas: Quotas) -> list[Row]:
 
 
 def statement_verdict(load: statement_pass.PassLoad) -> str:
-    """Whether one invocation and the provider's limit carry the rate, and what the deployment
-    must do where they do not."""
+    """Whether one invocation and the provider's limit carry the rate, and what to do if not."""
     budget = statement_pass.TIMEOUT_SECONDS
     needed = load.payments_per_second * load.lines_per_payment
     daily = load.period_seconds >= DAY
@@ -352,7 +349,7 @@ def render_statement_block(
     quotas: Quotas | None = None,
     rates: Sequence[float] = DOC_RATES,
 ) -> str:
-    """The statement pass's section of docs/performance.md: generated, like the capacity's."""
+    """The statement pass's section of docs/performance.md."""
     quotas = quotas or Quotas.load()
     loads = {
         provider: [model_.load(provider, rate) for rate in rates]
