@@ -230,7 +230,6 @@ class PassLoad:
     api_calls_per_second: float
     seconds_per_payment: float  # one invocation's, per payment of its window
     fixed_seconds: float  # one run's, whatever the lines
-    dynamodb_requests_per_second: float  # averaged over the passes' periods
     rru_per_second: float
     wru_per_second: float
     limit: ProviderLimit
@@ -353,15 +352,7 @@ class StatementModel:
         lines = self.lines_per_payment(provider)
         matched = self.matches_per_order_changed
         per_line = units_per_line(self.booked_now_share)
-        # Every scheduled provider's runs a second, and their fixed requests and units
-        runs = {p: 1 / period_seconds(p) for p in SCHEDULED_RUNS}
-        line_requests = {k: float(sum(v.values())) for k, v in LINE_REQUESTS.items()}
-        requests = payments_per_second * (
-            lines * mean_line(line_requests, self.booked_now_share)
-            + matched * sum(ORDER_MATCH_REQUESTS.values())
-        ) + sum(
-            n * (sum(PASS_REQUESTS.values()) + changed_index_queries(p)) for p, n in runs.items()
-        )
+        runs = {p: 1 / period_seconds(p) for p in SCHEDULED_RUNS}  # every provider's, a second
 
         def units(kind: str) -> float:
             per_payment = lines * of_kind(per_line, kind) + matched * of_kind(
@@ -377,7 +368,6 @@ class StatementModel:
             self.api_calls_per_second(provider, payments_per_second),
             self.seconds_per_payment(provider),
             run_fixed_ms(self.latency, self.assumptions, provider) / 1000,
-            requests,
             units("rru"),
             units("wru"),
             self.limits[provider],
