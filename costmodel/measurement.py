@@ -38,13 +38,10 @@ SCHEDULE_MINUTES = settings.SCHEDULE_MINUTES
 TRACE_STARTERS = ("outbox", "sweeper", "waiting", "reconciliation", "statement")
 # Requests no function made but AWS bills: Lambda's SQS event source mapping receives and
 # deletes on the webhook queue (DynamoDB Streams reads by a Lambda trigger are free).
-EVENT_SOURCE_SQS_OPERATIONS = {
-    "ReceiveMessage",
-    "DeleteMessage",
-    "DeleteMessageBatch",
-    "ChangeMessageVisibility",
-    "ChangeMessageVisibilityBatch",
-}
+EVENT_SOURCE_SQS_OPERATIONS = frozenset(
+    {"ReceiveMessage", "DeleteMessage", "DeleteMessageBatch"}
+    | {"ChangeMessageVisibility", "ChangeMessageVisibilityBatch"}
+)
 PROVIDER_API = "provider-api"
 PROVIDER_API_CALLER = "process"
 
@@ -162,27 +159,21 @@ class ProviderLimit:
 
 
 def load_provider_limits(path: Path = QUOTAS_PATH) -> dict[str, ProviderLimit]:
-    loaded = tomllib.loads(path.read_text())["provider_limits"]
     found = {}
-    for name, entry in loaded.items():
-        requests = entry.get("requests")
-        per_second = float(requests) / float(entry["per_seconds"]) if requests else None
+    for name, entry in tomllib.loads(path.read_text())["provider_limits"].items():
+        requests, per_seconds = entry.get("requests"), float(entry.get("per_seconds", 1))
         found[name] = ProviderLimit(
-            per_second,
-            str(entry["unit"]),
-            str(entry["title"]),
-            str(entry.get("source", "")),
-            str(entry["as_of"]),
-            str(entry.get("note", "")),
-            float(entry.get("per_seconds", 1)),
+            float(requests) / per_seconds if requests else None,
+            *(str(entry["unit"]), str(entry["title"]), str(entry.get("source", ""))),
+            *(str(entry["as_of"]), str(entry.get("note", ""))),
+            per_seconds,
         )
     return found
 
 
 def _ingest_secret_cache_seconds() -> float:
-    """How long ingest caches a secret. Imported when asked, not with this module: the handler's
-    module builds its logger, tracer and metrics from the environment as it is imported, and
-    the embedded stack imports it under its own."""
+    """How long ingest caches a secret. Imported when asked: the handler's module builds its
+    logger, tracer and metrics from the environment as it is imported."""
     from functions.ingest.handler import SECRET_CACHE_SECONDS
 
     return float(SECRET_CACHE_SECONDS)
