@@ -17,7 +17,6 @@ from costmodel.markdown import replace_between
 from costmodel.measurement import (
     MEASURED_PATH,
     CostOptions,
-    Measurement,
     Prices,
     Quotas,
     StackSettings,
@@ -44,10 +43,7 @@ def run_cost(
     prices = Prices.load()
     if xray_sampling is not None:
         prices.assumptions["xray_sampling"] = xray_sampling
-    if measured is not None:
-        measurement = Measurement.from_json(json.loads(measured.read_text()))
-    else:
-        measurement = measure(options, err)
+    measurement = load_measurement(measured) if measured is not None else measure(options, err)
     queue = webhook_queue()
     block = render_block(measurement, prices, queue)
     out.write("\n" + block)
@@ -56,7 +52,7 @@ def run_cost(
     if json_path is not None and measured is None:
         json_path.write_text(json.dumps(measurement.to_json(), indent=1))
     if readme is not None:
-        readme.write_text(replace_between(readme.read_text(), README_BEGIN, README_END, block))
+        _rewrite(readme, README_BEGIN, README_END, block)
         out.write(f"  {readme}: cost section rewritten\n")
     return 0
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from costmodel import statement as statement_pass
@@ -251,17 +251,20 @@ def _period(load: statement_pass.PassLoad) -> str:
 
 def statement_rows(load: statement_pass.PassLoad, quotas: Quotas) -> list[Row]:
     """One provider's pass at a rate, on its cadence: its API calls against the provider's
-    limit, one invocation's budget, the DynamoDB units it adds."""
-    provider = load.provider
-    limit = load.limit
-    one = load.payments_per_second_one_invocation_keeps_up_with
+    limit, one invocation's budget, the DynamoDB units it adds (off a webhook's way)."""
+    provider, limit, budget = load.provider, load.limit, statement_pass.TIMEOUT_SECONDS
     calls = (
         "averaged over the hour"
         if load.period_seconds < DAY
         else f"the day's pass in one {limit.window_seconds / 3600:g}-hour quota window, and "
         "process's reads"
     )
-    return [
+    invocation = (
+        f"{provider}: one invocation, {budget} s ({load.seconds_per_line * 1000:.0f} ms a line)"
+    )
+    needed = f"{load.invocations_a_run_needed:,} invocations of {budget} s {_period(load)}"
+    one = load.payments_per_second_one_invocation_keeps_up_with
+    rows = [
         Row(
             f"{provider}: API calls ({calls})",
             load.api_calls_per_second,
@@ -269,35 +272,26 @@ def statement_rows(load: statement_pass.PassLoad, quotas: Quotas) -> list[Row]:
             "requests/s",
             limit.note,
             limit.source,
-            webhook_path=False,
         ),
         Row(
-            f"{provider}: one invocation, {statement_pass.TIMEOUT_SECONDS} s "
-            f"({load.seconds_per_line * 1000:.0f} ms a line)",
+            invocation,
             load.payments_per_second,
             one,
             "payments/s",
-            f"{load.invocations_a_run_needed:,} invocations of "
-            f"{statement_pass.TIMEOUT_SECONDS} s {_period(load)}",
+            needed,
             "costmodel/statement.py",
-            webhook_path=False,
-        ),
-        *(
-            Row(
-                f"{provider}: DynamoDB {kind} of the scheduled passes",
-                units,
-                quotas.value(f"dynamodb_table_{kind[:-1]}_units"),
-                unit,
-                QUOTA_INCREASE,
-                quotas.source(f"dynamodb_table_{kind[:-1]}_units"),
-                webhook_path=False,
-            )
-            for kind, units, unit in (
-                ("reads", load.rru_per_second, "RRU/s"),
-                ("writes", load.wru_per_second, "WRU/s"),
-            )
         ),
     ]
+    for kind, units, unit in (
+        ("reads", load.rru_per_second, "RRU/s"),
+        ("writes", load.wru_per_second, "WRU/s"),
+    ):
+        quota = f"dynamodb_table_{kind[:-1]}_units"
+        component = f"{provider}: DynamoDB {kind} of the scheduled passes"
+        rows.append(
+            Row(component, units, quotas.value(quota), unit, QUOTA_INCREASE, quotas.source(quota))
+        )
+    return [replace(r, webhook_path=False) for r in rows]
 
 
 def statement_verdict(load: statement_pass.PassLoad) -> str:
