@@ -72,8 +72,8 @@ class PerEvent:
         events, queue = max(sample.events, 1), webhook_queue()
         modeled = lambda_milliseconds(sample, prices)
 
-        def per(metric: str, *where: str | None, billed: bool = False) -> float:
-            return _sum(sample, metric, *where, billed=billed) / events
+        def per(metric: str, *where: str | None) -> float:
+            return _sum(sample, metric, *where) / events
 
         # As billed: the event source mapping's empty long polls are not traffic.
         queue_billed = _sum(sample, "billed", None, "sqs", None, queue, billed=True)
@@ -235,16 +235,17 @@ class At:
     def ingest_concurrency(self) -> float:
         return self.rate * self.e.seconds.get("ingest", 0.0)
 
+    def _busy(self, function: str, work: float, lanes: float) -> float:
+        """The concurrency a Lambda stage keeps busy, at most its lanes."""
+        return min(self.rate * work * self.e.seconds_per(function, work), lanes)
+
     @property
     def process_concurrency(self) -> float:
-        messages = self.e.queue_messages
-        busy = self.rate * messages * self.e.seconds_per("process", messages)
-        return min(busy, self.s.process_max_concurrency)
+        return self._busy("process", self.e.queue_messages, self.s.process_max_concurrency)
 
     @property
     def outbox_concurrency(self) -> float:
-        busy = self.rate * self.e.outbox_items * self.e.seconds_per("outbox", self.e.outbox_items)
-        return min(busy, self.outbox_lanes)
+        return self._busy("outbox", self.e.outbox_items, self.outbox_lanes)
 
     @property
     def scheduled_concurrency(self) -> float:
@@ -253,10 +254,8 @@ class At:
     @property
     def ingest_limit(self) -> float:
         """What the account leaves ingest: the others' concurrency at its most."""
-        s = self.s
-        return self.account - (
-            s.process_max_concurrency + self.outbox_lanes + self.scheduled_concurrency
-        )
+        most = self.s.process_max_concurrency + self.outbox_lanes + self.scheduled_concurrency
+        return self.account - most
 
     @property
     def waiting_every_minutes(self) -> float:
