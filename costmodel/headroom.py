@@ -15,18 +15,19 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 
 from costmodel.measurement import (
+    HOUR,
     MIX,
     Measurement,
     Prices,
     Quotas,
-    ReconciliationCapacity,
     Sample,
     StackSettings,
     lambda_milliseconds,
     payer,
-    reconciliation_capacity,
     webhook_queue,
 )
+from infra.reconciliation import RECONCILIATION
+from infra.reconciliation import reconciliation_capacity as fanout_capacity
 
 STACK_SETTINGS = "infra/settings.py"
 STACK_CONTEXT = "infra/config.py"
@@ -147,6 +148,54 @@ def _outbox_table(sample: Sample) -> str:
     """The outbox table's name: the table the sender reads by its key."""
     found = (r for c, s, _, r in sample.aws if c == "outbox" and s == "dynamodb" and "outbox" in r)
     return next(found, "outbox")
+
+
+@dataclass(frozen=True)
+class ReconciliationCapacity:
+    orders_read_per_run: float
+    runs_per_hour: float
+    reads_per_change: float
+    limited_by: str
+
+    @property
+    def changes_per_second(self) -> float:
+        """Orders changed a second (each changed order counted once an hour) it keeps up with."""
+        return self.orders_read_per_run * self.runs_per_hour / self.reads_per_change / HOUR
+
+
+def reconciliation_capacity(
+    settings: StackSettings, seconds_per_order: float, hour_fraction: float
+) -> ReconciliationCapacity:
+    """The scheduled check's sustained capacity: its fan-out's model (infra/reconciliation.py:
+    32 units at once within a 45-minute budget, at most `max_orders_per_run` orders read a
+    run), at `seconds_per_order` (checked: a Query and a read of its outbox items; half of it
+    for an order another run's window reads again) and with each pass reading `hour_fraction`
+    of an hour again (the `changed` index knows the hour only)."""
+    fanout = replace(
+        RECONCILIATION,
+        max_orders_per_run=settings.reconciliation_max_orders_per_run,
+        run_every_seconds=int(settings.reconciliation_every_seconds),
+        reads_of_an_hour=1 + hour_fraction,
+    )
+    if seconds_per_order:
+        fanout = replace(
+            fanout,
+            seconds_per_order_query=seconds_per_order / 2,
+            seconds_per_outbox_read=seconds_per_order / 2,
+        )
+    changes = fanout_capacity(fanout)
+    by_cap = fanout.max_orders_per_run / (fanout.run_every_seconds * fanout.reads_per_change)
+    limited_by = (
+        "its cap on orders a run"
+        if changes >= by_cap
+        else f"its {fanout.max_concurrency} workers' time within the run's budget"
+    )
+    return ReconciliationCapacity(
+        orders_read_per_run=changes * fanout.run_every_seconds * fanout.reads_per_change,
+        runs_per_hour=HOUR / settings.reconciliation_every_seconds,
+        reads_per_change=fanout.reads_per_change,
+        limited_by=limited_by,
+    )
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,6 @@ from functions.shared.tables import CHANGES_SHARDS, OUTBOX_DUE_SHARDS
 from infra import settings
 from infra.mappings import DEFAULT_PROCESS_MAX_CONCURRENCY
 from infra.reconciliation import RECONCILIATION
-from infra.reconciliation import reconciliation_capacity as fanout_capacity
 
 HOUR = 3600.0
 DAY = 24 * HOUR
@@ -210,57 +209,6 @@ class StackSettings:
     secret_cache_seconds: float = field(default_factory=_ingest_secret_cache_seconds)
     changed_index_shards: int = CHANGES_SHARDS
     due_index_shards: int = OUTBOX_DUE_SHARDS
-
-
-# -- the reconciliation -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ReconciliationCapacity:
-    orders_read_per_run: float
-    runs_per_hour: float
-    reads_per_change: float
-    limited_by: str
-
-    @property
-    def changes_per_second(self) -> float:
-        """Orders changed a second (each changed order counted once an hour) it keeps up with."""
-        return self.orders_read_per_run * self.runs_per_hour / self.reads_per_change / HOUR
-
-
-def reconciliation_capacity(
-    settings: StackSettings, seconds_per_order: float, hour_fraction: float
-) -> ReconciliationCapacity:
-    """The scheduled check's sustained capacity: its fan-out's model (infra/reconciliation.py:
-    32 units at once within a 45-minute budget, at most `max_orders_per_run` orders read a
-    run), at `seconds_per_order` (checked: a Query and a read of its outbox items; half of it
-    for an order another run's window reads again) and with each pass reading `hour_fraction`
-    of an hour again (the `changed` index knows the hour only)."""
-    fanout = replace(
-        RECONCILIATION,
-        max_orders_per_run=settings.reconciliation_max_orders_per_run,
-        run_every_seconds=int(settings.reconciliation_every_seconds),
-        reads_of_an_hour=1 + hour_fraction,
-    )
-    if seconds_per_order:
-        fanout = replace(
-            fanout,
-            seconds_per_order_query=seconds_per_order / 2,
-            seconds_per_outbox_read=seconds_per_order / 2,
-        )
-    changes = fanout_capacity(fanout)
-    by_cap = fanout.max_orders_per_run / (fanout.run_every_seconds * fanout.reads_per_change)
-    limited_by = (
-        "its cap on orders a run"
-        if changes >= by_cap
-        else f"its {fanout.max_concurrency} workers' time within the run's budget"
-    )
-    return ReconciliationCapacity(
-        orders_read_per_run=changes * fanout.run_every_seconds * fanout.reads_per_change,
-        runs_per_hour=HOUR / settings.reconciliation_every_seconds,
-        reads_per_change=fanout.reads_per_change,
-        limited_by=limited_by,
-    )
 
 
 # -- what was measured -------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from costmodel.headroom import PerEvent, Stage, burst, model
+from costmodel.headroom import PerEvent, Stage, burst, model, reconciliation_capacity
 from costmodel.headroom_report import (
     DOCS_BEGIN,
     DOCS_END,
@@ -33,7 +33,6 @@ from costmodel.measurement import (
     Quotas,
     StackSettings,
     load_measurement,
-    reconciliation_capacity,
 )
 from infra.reconciliation import RECONCILIATION
 from infra.reconciliation import reconciliation_capacity as fanout_capacity
