@@ -29,6 +29,9 @@ QUOTAS_PATH = Path(__file__).with_name("quotas.toml")
 MEASURED_PATH = Path(__file__).with_name("measured.json")
 KINDS = ("new payment", "duplicate", "stale", "refund")
 MIX = "drill mix"
+# DynamoDB's request units as the server accounts them (`kind:table[/index]`).
+TABLE_WRU_METRICS = ("wru_transaction", "wru_standard")  # an index's, `wru_index`, apart
+RRU_METRICS = ("rru_strong", "rru_eventual", "rru_transaction")
 # The stack's Lambda memory and schedules, as deployed.
 FUNCTION_MEMORY_MB = settings.LAMBDA_MEMORY_MB
 SCHEDULE_MINUTES = settings.SCHEDULE_MINUTES
@@ -163,8 +166,11 @@ def load_provider_limits(path: Path = QUOTAS_PATH) -> dict[str, ProviderLimit]:
         requests, per_seconds = entry.get("requests"), float(entry.get("per_seconds", 1))
         found[name] = ProviderLimit(
             float(requests) / per_seconds if requests else None,
-            *(str(entry["unit"]), str(entry["title"]), str(entry.get("source", ""))),
-            *(str(entry["as_of"]), str(entry.get("note", ""))),
+            str(entry["unit"]),
+            str(entry["title"]),
+            str(entry.get("source", "")),
+            str(entry["as_of"]),
+            str(entry.get("note", "")),
             per_seconds,
         )
     return found

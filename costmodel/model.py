@@ -21,7 +21,9 @@ from costmodel.measurement import (
     KINDS,
     MIX,
     PROVIDER_API,
+    RRU_METRICS,
     SCHEDULE_MINUTES,
+    TABLE_WRU_METRICS,
     TRACE_STARTERS,
     Measurement,
     Prices,
@@ -39,10 +41,7 @@ README_BEGIN = "<!-- cost:begin -->"
 README_END = "<!-- cost:end -->"
 SES = "SES e-mail"
 COLUMNS = (*KINDS, MIX)
-DYNAMODB_METRICS = (
-    *("wru_transaction", "wru_standard", "wru_index"),
-    *("rru_strong", "rru_eventual", "rru_transaction"),
-)
+DYNAMODB_METRICS = (*TABLE_WRU_METRICS, "wru_index", *RRU_METRICS)
 # The services billed by one counter of theirs: the quantity it goes to, and the counter.
 BILLED_AS = {
     "dynamodbstreams": ("streams_reads", "requests"),
@@ -63,7 +62,7 @@ def usage(
     statement passes spend on its movements (in dollars: modeled, priced as Stripe's)."""
     used = _requests_usage(sample, webhook_queue)
     _lambda_usage(sample, prices, used)
-    used["rru"] = sum(used[m] for m in ("rru_strong", "rru_eventual", "rru_transaction"))
+    used["rru"] = sum(used[m] for m in RRU_METRICS)
     if statement is not None:
         movements, orders = statement_pass.movements_and_orders_changed(sample)
         reads = statement.reads[STATEMENT_PRICED_AS].reads_of_each_row

@@ -158,8 +158,14 @@ def provider_reads(assumptions: Mapping[str, float]) -> dict[str, ProviderRead]:
         "mercadopago": ProviderRead("mercadopago", 1, mercadopago.PAGE_SIZE, 0, 0, edges),
         "asaas": ProviderRead(
             "asaas",
-            *(2 + refunds, asaas.PAGE_SIZE, 1, lagging, days_read_of_each_day()),
-            *(period_seconds("asaas"), 1 + lagging + refunds, workers),
+            2 + refunds,
+            asaas.PAGE_SIZE,
+            1,
+            lagging,
+            days_read_of_each_day(),
+            period_seconds("asaas"),
+            1 + lagging + refunds,
+            workers,
         ),
     }
 
