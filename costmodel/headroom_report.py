@@ -129,8 +129,7 @@ def render_docs_block(
     burst_deliveries: int = 1_000_000,
 ) -> str:
     """The capacity section of docs/performance.md."""
-    settings = settings or StackSettings()
-    quotas = quotas or Quotas.load()
+    settings, quotas = settings or StackSettings(), quotas or Quotas.load()
     models = [model(per_event, rate, settings, quotas) for rate in rates]
     lines = [
         DOCS_BEGIN,
@@ -206,8 +205,7 @@ def render_summary_block(
     rates: Sequence[float] = DOC_RATES,
 ) -> str:
     """The README's short table: the rate, what gives first, what lifts it."""
-    settings = settings or StackSettings()
-    quotas = quotas or Quotas.load()
+    settings, quotas = settings or StackSettings(), quotas or Quotas.load()
     models = [model(per_event, rate, settings, quotas) for rate in rates]
     lines = [
         SUMMARY_BEGIN,
