@@ -12,15 +12,20 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from costmodel import headroom_report as report
-from costmodel.burst import burst
-from costmodel.cost_report import README_BEGIN, README_END, render_block, render_details
-from costmodel.headroom import model
-from costmodel.limits import Quotas, StackSettings
+from costmodel.headroom import PerEvent, burst, model
 from costmodel.markdown import replace_between
-from costmodel.measurement import CostOptions, Measurement, Prices, webhook_queue
-from costmodel.per_event import MEASURED_PATH, PerEvent, load_measurement
+from costmodel.measurement import (
+    MEASURED_PATH,
+    CostOptions,
+    Prices,
+    Quotas,
+    StackSettings,
+    load_measurement,
+    webhook_queue,
+)
+from costmodel.model import README_BEGIN, README_END, render_block, render_details
 from costmodel.scenarios import measure
-from costmodel.statement_prices import statement_model
+from costmodel.statement import statement_model
 
 
 def run_cost(
@@ -38,10 +43,7 @@ def run_cost(
     prices = Prices.load()
     if xray_sampling is not None:
         prices.assumptions["xray_sampling"] = xray_sampling
-    if measured is not None:
-        measurement = Measurement.from_json(json.loads(measured.read_text()))
-    else:
-        measurement = measure(options, err)
+    measurement = load_measurement(measured) if measured is not None else measure(options, err)
     queue = webhook_queue()
     block = render_block(measurement, prices, queue)
     out.write("\n" + block)
@@ -50,7 +52,7 @@ def run_cost(
     if json_path is not None and measured is None:
         json_path.write_text(json.dumps(measurement.to_json(), indent=1))
     if readme is not None:
-        readme.write_text(replace_between(readme.read_text(), README_BEGIN, README_END, block))
+        _rewrite(readme, README_BEGIN, README_END, block)
         out.write(f"  {readme}: cost section rewritten\n")
     return 0
 

@@ -1,22 +1,20 @@
-"""What `umavez capacity` prints and writes: the table at a rate (text or JSON), a burst's
-drain, and the generated sections of docs/performance.md (the components, the statement pass)
-and of the README (the short table)."""
+"""What `umavez capacity` prints (the table at a rate, text or JSON; a burst's drain) and the
+sections it generates: docs/performance.md's (the components, the statement pass) and the
+README's short table. Never edited by hand: the tests hold the pages to these functions."""
 
 from __future__ import annotations
 
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from costmodel import statement as statement_pass
-from costmodel.burst import Burst, burst
-from costmodel.headroom import QUOTA_INCREASE, Capacity, Row, model
-from costmodel.limits import DAY, Quotas, StackSettings
+from costmodel.headroom import QUOTA_INCREASE, Burst, Capacity, PerEvent, Row, burst, model
 from costmodel.markdown import duration, headroom, number, row, table_head
-from costmodel.per_event import PerEvent
-from costmodel.statement_reads import WORKERS, hours_read_of_each_day_hour
+from costmodel.measurement import DAY, Quotas, StackSettings
+from costmodel.statement import WORKERS, hours_read_of_each_day_hour
 
 DOCS_BEGIN = "<!-- capacity:begin -->"
 DOCS_END = "<!-- capacity:end -->"
@@ -27,8 +25,7 @@ SUMMARY_END = "<!-- capacity-summary:end -->"
 DOC_RATES = (10.0, 100.0, 1000.0)
 
 
-def describe(per_event: PerEvent) -> str:
-    e = per_event
+def describe(e: PerEvent) -> str:
     per_payment = e.deliveries_per_payment
 
     def ms(function: str, per: float) -> str:
@@ -62,16 +59,12 @@ def render_text(capacity: Capacity, per_event: PerEvent, burst_result: Burst | N
             f"{headroom(r.headroom).strip('*'):>9}  {r.unit}"
         )
     first = capacity.first_to_saturate()
-    lines += [
-        "",
-        f"  first to saturate: {first.component} ({headroom(first.headroom).strip('*')})",
-    ]
-    lines.append(f"    lifted by: {first.lift}")
     path = capacity.first_to_saturate(webhook_path_only=True)
+    lines += ["", f"  first to saturate: {first.component} ({_plain(first)})"]
+    lines.append(f"    lifted by: {first.lift}")
     if path is not first:
         lines.append(
-            f"  on a webhook's way: {path.component} ({headroom(path.headroom).strip('*')})"
-            f"; lifted by: {path.lift}"
+            f"  on a webhook's way: {path.component} ({_plain(path)}); lifted by: {path.lift}"
         )
     rest = capacity.first_to_saturate(rest=True)
     if rest is not first:
@@ -79,6 +72,10 @@ def render_text(capacity: Capacity, per_event: PerEvent, burst_result: Burst | N
     if burst_result is not None:
         lines += ["", *render_burst(burst_result)]
     return "\n".join(lines) + "\n"
+
+
+def _plain(r: Row) -> str:
+    return headroom(r.headroom).strip("*")
 
 
 def render_burst(result: Burst) -> list[str]:
@@ -131,10 +128,8 @@ def render_docs_block(
     rates: Sequence[float] = DOC_RATES,
     burst_deliveries: int = 1_000_000,
 ) -> str:
-    """The capacity section of docs/performance.md: generated, never edited by hand (a test
-    holds the page to this function's output for the committed measurement)."""
-    settings = settings or StackSettings()
-    quotas = quotas or Quotas.load()
+    """The capacity section of docs/performance.md."""
+    settings, quotas = settings or StackSettings(), quotas or Quotas.load()
     models = [model(per_event, rate, settings, quotas) for rate in rates]
     lines = [
         DOCS_BEGIN,
@@ -191,7 +186,7 @@ def rates_table(
     rates: Sequence[float], at_each: Sequence[Sequence[Row]], no_limit: str = "unlimited"
 ) -> list[str]:
     """A line per component: its unit, its limit (linked to its page) and, at each rate (the
-    rows `at_each` holds, in the same order), its load and headroom."""
+    rows of `at_each`, in the same order), its load and headroom."""
     columns = ["component", "unit", "limit", *(f"{r:,.0f}/s: load | headroom" for r in rates)]
     lines = table_head(columns, "llr" + "rr" * len(rates))
     for n, first in enumerate(at_each[0]):
@@ -210,15 +205,14 @@ def render_summary_block(
     rates: Sequence[float] = DOC_RATES,
 ) -> str:
     """The README's short table: the rate, what gives first, what lifts it."""
-    settings = settings or StackSettings()
-    quotas = quotas or Quotas.load()
+    settings, quotas = settings or StackSettings(), quotas or Quotas.load()
+    models = [model(per_event, rate, settings, quotas) for rate in rates]
     lines = [
         SUMMARY_BEGIN,
         "| payments/s | first to saturate on a webhook's way | every setting to change, "
         "tightest first |",
         "|---:|---|---|",
     ]
-    models = [model(per_event, rate, settings, quotas) for rate in rates]
     for m in models:
         first = m.first_to_saturate(webhook_path_only=True)
         # Each setting once, without where it lives: the performance page says that.
@@ -237,8 +231,8 @@ def render_summary_block(
         + (f" (behind at {', '.join(behind)} a second)" if behind else "")
         + ". Every component, quotas with sources, bursts: "
         "[docs/performance.md](docs/performance.md).",
+        SUMMARY_END,
     ]
-    lines.append(SUMMARY_END)
     return "\n".join(lines) + "\n"
 
 
@@ -254,18 +248,21 @@ def _period(load: statement_pass.PassLoad) -> str:
 
 
 def statement_rows(load: statement_pass.PassLoad, quotas: Quotas) -> list[Row]:
-    """One provider's pass at a rate (every payment this provider's), on its cadence: its API
-    calls against the provider's limit, one invocation's budget, the DynamoDB units it adds."""
-    provider = load.provider
-    limit = load.limit
-    one = load.payments_per_second_one_invocation_keeps_up_with
+    """One provider's pass at a rate, on its cadence: its API calls against the provider's
+    limit, one invocation's budget, the DynamoDB units it adds (off a webhook's way)."""
+    provider, limit, budget = load.provider, load.limit, statement_pass.TIMEOUT_SECONDS
     calls = (
         "averaged over the hour"
         if load.period_seconds < DAY
         else f"the day's pass in one {limit.window_seconds / 3600:g}-hour quota window, and "
         "process's reads"
     )
-    return [
+    invocation = (
+        f"{provider}: one invocation, {budget} s ({load.seconds_per_line * 1000:.0f} ms a line)"
+    )
+    needed = f"{load.invocations_a_run_needed:,} invocations of {budget} s {_period(load)}"
+    one = load.payments_per_second_one_invocation_keeps_up_with
+    rows = [
         Row(
             f"{provider}: API calls ({calls})",
             load.api_calls_per_second,
@@ -273,40 +270,30 @@ def statement_rows(load: statement_pass.PassLoad, quotas: Quotas) -> list[Row]:
             "requests/s",
             limit.note,
             limit.source,
-            webhook_path=False,
         ),
         Row(
-            f"{provider}: one invocation, {statement_pass.TIMEOUT_SECONDS} s "
-            f"({load.seconds_per_line * 1000:.0f} ms a line)",
+            invocation,
             load.payments_per_second,
             one,
             "payments/s",
-            f"{load.invocations_a_run_needed:,} invocations of "
-            f"{statement_pass.TIMEOUT_SECONDS} s {_period(load)}",
+            needed,
             "costmodel/statement.py",
-            webhook_path=False,
-        ),
-        *(
-            Row(
-                f"{provider}: DynamoDB {kind} of the scheduled passes",
-                units,
-                quotas.value(f"dynamodb_table_{kind[:-1]}_units"),
-                unit,
-                QUOTA_INCREASE,
-                quotas.source(f"dynamodb_table_{kind[:-1]}_units"),
-                webhook_path=False,
-            )
-            for kind, units, unit in (
-                ("reads", load.rru_per_second, "RRU/s"),
-                ("writes", load.wru_per_second, "WRU/s"),
-            )
         ),
     ]
+    for kind, units, unit in (
+        ("reads", load.rru_per_second, "RRU/s"),
+        ("writes", load.wru_per_second, "WRU/s"),
+    ):
+        quota = f"dynamodb_table_{kind[:-1]}_units"
+        component = f"{provider}: DynamoDB {kind} of the scheduled passes"
+        rows.append(
+            Row(component, units, quotas.value(quota), unit, QUOTA_INCREASE, quotas.source(quota))
+        )
+    return [replace(r, webhook_path=False) for r in rows]
 
 
 def statement_verdict(load: statement_pass.PassLoad) -> str:
-    """Whether one invocation and the provider's limit carry the rate, and what the deployment
-    must do where they do not."""
+    """Whether one invocation and the provider's limit carry the rate, and what to do if not."""
     budget = statement_pass.TIMEOUT_SECONDS
     needed = load.payments_per_second * load.lines_per_payment
     daily = load.period_seconds >= DAY
@@ -354,7 +341,7 @@ def render_statement_block(
     quotas: Quotas | None = None,
     rates: Sequence[float] = DOC_RATES,
 ) -> str:
-    """The statement pass's section of docs/performance.md: generated, like the capacity's."""
+    """The statement pass's section of docs/performance.md."""
     quotas = quotas or Quotas.load()
     loads = {
         provider: [model_.load(provider, rate) for rate in rates]

@@ -6,8 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-HOUR = 3600.0
-DAY = 24 * HOUR
+from costmodel.measurement import DAY, HOUR
 
 
 def _span(text: str, begin: str, end: str) -> tuple[int, int]:

@@ -1,72 +1,47 @@
-"""`umavez cost` / `make cost`: the cost per million events, measured on the embedded stack.
+"""`umavez cost`: the cost per million events, and the cost section of docs/cost.md.
 
-The embedded stack runs with its server accounting every request (`--account-capacity`,
-`devstack/accounting.py`: DynamoDB request units from the items written and read, SQS
-64 KB chunks, EventBridge entries, SES recipients) under the function that made it, and with
-every handler metered (`devstack/metering.py`: invocations, duration, log bytes). Then:
-
-- **per kind**, dedicated scenarios of `per_kind` deliveries each: new payments (Stripe
-  `payment_intent.succeeded`, the customer e-mailed), the same events again (duplicates),
-  payments older than their order's refund (stale: the refund is delivered first, unmeasured),
-  full refunds of the new payments (`refund.created` naming no order: found through the
-  payment's binding). Each scenario: counters before, deliveries, drain, one reconciliation run
-  (what the hourly run reads for these orders), counters after;
-- **the drill mix**: the fire drill's stories (`firedrill/stories.py`) for `orders` orders,
-  without faults: retries, resends, forgeries, every provider and kind in their proportions.
-
-Per million events = (the scenario's counters x list price) / its deliveries x 10^6; a delivery
-is one HTTP request to the webhook API (a provider's retry is another). What is not traffic is
-left out of those numbers and priced per month instead: the scheduled functions' runs (each
-run's idle cost is measured, and subtracted from the scenarios as many times as they ran:
-the local schedules are seconds, AWS's minutes), the event source mapping's empty long polls,
-and the local stack's own requests (drain, checks, sinks). Prices: `costmodel/prices.toml`.
-
-Lambda duration is the handlers' own work, measured (wall clock minus the time spent waiting
-on AWS calls), plus the calls they made, counted, at typical AWS latencies (`[latency_ms]` in
-the prices file): the local moto server is one lock for every request and much slower than
-AWS, so the local wall-clock time (printed too) is only an upper bound.
-
-Long on purpose: the prices, the usage of each AWS service per sample and the rendered bill
-form one model that `tests/unit/test_cost_model.py` checks against docs/cost.md.
+Per million events = (a scenario's counters x list price) / its deliveries x 10^6; a delivery is
+one HTTP request to the webhook API (a provider's retry is another). What is not traffic is
+priced per month instead: the scheduled functions' runs (each run's measured idle cost, taken out
+of the scenarios as many times as they ran), the event source mapping's empty long polls, the
+secrets' reads. Lambda duration is modeled in AWS (measurement.py `lambda_milliseconds`). The
+page's section keeps its shape whatever the numbers: `tests/unit/test_cost_model.py` holds it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from costmodel import markdown as md
 from costmodel import statement as statement_pass
 from costmodel.measurement import (
     FUNCTION_MEMORY_MB,
+    KINDS,
+    MIX,
     PROVIDER_API,
+    RRU_METRICS,
     SCHEDULE_MINUTES,
+    TABLE_WRU_METRICS,
     TRACE_STARTERS,
+    Measurement,
     Prices,
     Sample,
     lambda_milliseconds,
+    of_kind,
     payer,
 )
-from costmodel.statement_prices import (
-    STATEMENT_PRICED_AS,
-    movements_and_orders_changed,
-    statement_run_usd,
-    statement_usd_per_movement,
-    statement_usd_per_order_changed,
-    xray_usd,
-)
-from costmodel.statement_reads import period_seconds
+from costmodel.statement import STATEMENT_PRICED_AS, period_seconds, statement_run_usd
 from devstack.capacity import Units
 from functions.shared.tables import CHANGES_SHARDS
 from infra.reconciliation import PASSES, RUNS_READING_AN_HOUR
 
-DYNAMODB_METRICS = (
-    "wru_transaction",
-    "wru_standard",
-    "wru_index",
-    "rru_strong",
-    "rru_eventual",
-    "rru_transaction",
-)
+README_BEGIN = "<!-- cost:begin -->"
+README_END = "<!-- cost:end -->"
+SES = "SES e-mail"
+COLUMNS = (*KINDS, MIX)
+DYNAMODB_METRICS = (*TABLE_WRU_METRICS, "wru_index", *RRU_METRICS)
 # The services billed by one counter of theirs: the quantity it goes to, and the counter.
 BILLED_AS = {
     "dynamodbstreams": ("streams_reads", "requests"),
@@ -84,28 +59,26 @@ def usage(
     statement: statement_pass.StatementModel | None = None,
 ) -> Units:
     """What AWS would meter over the sample, in billing units; with `statement`, what the
-    scheduled statement passes spend on the sample's movements (in dollars: modeled, not
-    metered; a line priced as Stripe's hourly pass reads it)."""
+    statement passes spend on its movements (in dollars: modeled, priced as Stripe's)."""
     used = _requests_usage(sample, webhook_queue)
     _lambda_usage(sample, prices, used)
-    used["rru"] = sum(used[m] for m in ("rru_strong", "rru_eventual", "rru_transaction"))
+    used["rru"] = sum(used[m] for m in RRU_METRICS)
     if statement is not None:
-        movements, orders = movements_and_orders_changed(sample)
+        movements, orders = statement_pass.movements_and_orders_changed(sample)
         reads = statement.reads[STATEMENT_PRICED_AS].reads_of_each_row
         used["statement_lines"] = movements * reads
-        used["statement_usd"] = movements * statement_usd_per_movement(
+        used["statement_usd"] = movements * statement_pass.statement_usd_per_movement(
             statement, prices, STATEMENT_PRICED_AS
-        ) + orders * statement_usd_per_order_changed(statement, prices)
+        ) + orders * statement_pass.statement_usd_per_order_changed(statement, prices)
     return used
 
 
 def _requests_usage(sample: Sample, webhook_queue: str) -> Units:
-    """The billed requests, in each service's billing units."""
     used = Units()
     for key, units in sample.aws.items():
+        service = key[1]
         if payer(key, webhook_queue) is None:
             continue
-        service = key[1]
         if service == "dynamodb":
             for metric, amount in units.items():
                 kind = metric.split(":", 1)[0]
@@ -143,13 +116,12 @@ def _lambda_usage(sample: Sample, prices: Prices, used: Units) -> None:
     used["api_requests"] = sample.invocations("ingest")
     log_bytes += used["api_requests"] * (a["api_access_log_bytes"] + overhead)
     used["log_bytes"] = log_bytes
-    # Traces as the stack starts them (infra/constructs/pipeline.py): one per sampled webhook,
-    # started by ingest at Lambda's fixed rate with the HTTP API, by the REST stage at the
-    # stack's `xraySampling`; process continues it; the stream and the schedules start their own.
+    # A trace per sampled webhook (infra/constructs/pipeline.py): started by ingest at Lambda's
+    # rate with the HTTP API, by the REST stage at `xraySampling`; the stream and the schedules
+    # start their own.
     lambda_rate = a["lambda_xray_sampling"]
-    own_traces = (
-        sum(sample.invocations(f) for f in TRACE_STARTERS if f in sample.functions) * lambda_rate
-    )
+    starters = sum(sample.invocations(f) for f in TRACE_STARTERS if f in sample.functions)
+    own_traces = starters * lambda_rate
     used["xray_traces_http"] = used["api_requests"] * lambda_rate + own_traces
     used["xray_traces_rest"] = used["api_requests"] * a["xray_sampling"] + own_traces
 
@@ -159,60 +131,41 @@ class LineItem:
     name: str
     quantity: str  # a key of `usage`
     unit: str
-    price: Callable[[Prices], float]
+    priced_by: str  # a price of prices.toml (`_gb`: per GB); "xray": a trace; "": dollars
     http: bool = True  # in the HTTP API total
     rest: bool = True  # in the REST + WAF total
     shown: str = ""  # the quantity the per-event table shows, when not the one priced
 
-
-def _rate(name: str) -> Callable[[Prices], float]:
-    return lambda prices: prices.rate(name)
-
-
-def _per_byte(name: str) -> Callable[[Prices], float]:
-    return lambda prices: prices.rate(name) / 2**30
+    def price(self, prices: Prices) -> float:
+        if self.priced_by in ("", "xray"):
+            return prices.xray_usd() if self.priced_by else 1.0
+        rate = prices.rate(self.priced_by)
+        return rate / 2**30 if self.priced_by.endswith("_gb") else rate
 
 
-LINE_ITEMS = (
-    LineItem(
-        "API Gateway HTTP API",
-        "api_requests",
-        "requests",
-        _rate("api_gateway_http_request"),
-        rest=False,
-    ),
-    LineItem(
-        "API Gateway REST API",
-        "api_requests",
-        "requests",
-        _rate("api_gateway_rest_request"),
-        http=False,
-    ),
-    LineItem("WAF", "api_requests", "requests", _rate("waf_request"), http=False),
-    LineItem("Lambda requests", "lambda_invocations", "invocations", _rate("lambda_request")),
-    LineItem("Lambda duration", "lambda_gb_seconds", "GB-s", _rate("lambda_arm_gb_second")),
-    LineItem("SQS", "sqs_requests", "requests", _rate("sqs_request")),
-    LineItem(
-        "DynamoDB transactions", "wru_transaction", "WRU", _rate("dynamodb_write_request_unit")
-    ),
-    LineItem(
-        "DynamoDB standard writes", "wru_standard", "WRU", _rate("dynamodb_write_request_unit")
-    ),
-    LineItem("DynamoDB index writes", "wru_index", "WRU", _rate("dynamodb_write_request_unit")),
-    LineItem("DynamoDB reads", "rru", "RRU", _rate("dynamodb_read_request_unit")),
-    LineItem("EventBridge", "eventbridge_events", "events", _rate("eventbridge_event")),
-    LineItem("X-Ray (HTTP API)", "xray_traces_http", "traces", xray_usd, rest=False),
-    LineItem("X-Ray (REST API)", "xray_traces_rest", "traces", xray_usd, http=False),
-    LineItem("CloudWatch Logs", "log_bytes", "bytes", _per_byte("cloudwatch_logs_ingested_gb")),
-    # Modeled, not measured (costmodel/statement.py): priced in dollars, shown in lines read.
-    LineItem(
-        "Statement pass (hourly)",
-        "statement_usd",
-        "lines",
-        lambda prices: 1.0,
-        shown="statement_lines",
-    ),
-    LineItem("SES e-mail", "ses_messages", "messages", _rate("ses_message"), False, False),
+WRU, RRU = "dynamodb_write_request_unit", "dynamodb_read_request_unit"
+API = ("api_requests", "requests")
+LINE_ITEMS = tuple(
+    LineItem(*item)
+    for item in (
+        ("API Gateway HTTP API", *API, "api_gateway_http_request", True, False),
+        ("API Gateway REST API", *API, "api_gateway_rest_request", False),
+        ("WAF", *API, "waf_request", False),
+        ("Lambda requests", "lambda_invocations", "invocations", "lambda_request"),
+        ("Lambda duration", "lambda_gb_seconds", "GB-s", "lambda_arm_gb_second"),
+        ("SQS", "sqs_requests", "requests", "sqs_request"),
+        ("DynamoDB transactions", "wru_transaction", "WRU", WRU),
+        ("DynamoDB standard writes", "wru_standard", "WRU", WRU),
+        ("DynamoDB index writes", "wru_index", "WRU", WRU),
+        ("DynamoDB reads", "rru", "RRU", RRU),
+        ("EventBridge", "eventbridge_events", "events", "eventbridge_event"),
+        ("X-Ray (HTTP API)", "xray_traces_http", "traces", "xray", True, False),
+        ("X-Ray (REST API)", "xray_traces_rest", "traces", "xray", False),
+        ("CloudWatch Logs", "log_bytes", "bytes", "cloudwatch_logs_ingested_gb"),
+        # Modeled, not measured (statement.py): priced in dollars, shown in lines read.
+        ("Statement pass (hourly)", "statement_usd", "lines", "", True, True, "statement_lines"),
+        (SES, "ses_messages", "messages", "ses_message", False, False),
+    )
 )
 
 
@@ -255,125 +208,233 @@ class MonthlyItem:
 
 
 def reconciliation_transitions_per_run() -> int:
-    """A run's state transitions when every unit it may plan holds changes: Plan, the Map and
-    Finish, and per unit one check, its Choice and its Succeed (a unit of more orders than one
-    invocation reads adds two a further invocation). A unit is one pass of one hour of one
-    shard, and each pass reads two hours (the one it started in again)."""
-    units = PASSES * RUNS_READING_AN_HOUR * CHANGES_SHARDS
-    return 3 + 3 * units
+    """When every unit it may plan holds changes: Plan, the Map and Finish, and per unit (a
+    pass of an hour of a shard; each pass reads two hours) a check, its Choice, its Succeed."""
+    return 3 + 3 * PASSES * RUNS_READING_AN_HOUR * CHANGES_SHARDS
 
 
 def fixed_monthly(
     idle: Mapping[str, Sample], prices: Prices, webhook_queue: str
 ) -> list[MonthlyItem]:
-    """What the stack costs a month whatever the events: the scheduled runs, then what stands."""
-    return [*_scheduled_monthly(idle, prices, webhook_queue), *_standing_monthly(prices)]
-
-
-def _scheduled_monthly(
-    idle: Mapping[str, Sample], prices: Prices, webhook_queue: str
-) -> list[MonthlyItem]:
-    """The schedules' runs, each as its measured idle run (the statement's: modeled), and the
-    statement's custom metrics."""
-    a = prices.assumptions
+    """What the stack costs a month whatever the events: the scheduled runs (each as its
+    measured idle run; the statement's modeled), then what stands."""
+    a, rate = prices.assumptions, prices.rate
     hours = a["hours_per_month"]
     items = []
     for function, minutes in SCHEDULE_MINUTES.items():
-        if function not in idle:
-            continue
-        runs = hours * 60 / minutes
-        one = bill(Sample(1, idle[function].aws, idle[function].functions), prices, webhook_queue)
-        items.append(
-            MonthlyItem(
-                f"{function} (every {minutes} min)",
-                f"{runs:,.0f} runs x ${one.http_total / 1e6:.7f} measured idle run",
-                runs * one.http_total / 1e6,
-            )
-        )
+        if run := idle.get(function):
+            runs = hours * 60 / minutes
+            one = bill(Sample(1, run.aws, run.functions), prices, webhook_queue).http_total
+            how = f"{runs:,.0f} runs x ${one / 1e6:.7f} measured idle run"
+            items.append(MonthlyItem(f"{function} (every {minutes} min)", how, runs * one / 1e6))
     # A run per provider on its cadence: Stripe's and Mercado Pago's hourly, Asaas's daily.
-    statement_runs = {p: hours * 3600 / period_seconds(p) for p in statement_pass.SCHEDULED_RUNS}
+    scheduled = statement_pass.SCHEDULED_RUNS
+    statement_runs = {p: hours * 3600 / period_seconds(p) for p in scheduled}
     runs = sum(statement_runs.values())
     usd = sum(n * statement_run_usd(prices, p) for p, n in statement_runs.items())
-    every = ", ".join(
-        f"{p} every {period_seconds(p) / 3600:g} h" for p in statement_pass.SCHEDULED_RUNS
-    )
-    items.append(
+    every = ", ".join(f"{p} every {period_seconds(p) / 3600:g} h" for p in scheduled)
+    metrics = a["statement_custom_metrics"]
+    pollers, poll_seconds = a["sqs_event_source_pollers"], a["sqs_long_poll_seconds"]
+    polls = pollers * hours * 3600 / poll_seconds
+    # Secrets are read through a 5-minute cache: the calls follow the warm containers.
+    warm, per_container = a["warm_containers"], a["secrets_read_per_container"]
+    reads = warm * per_container * hours * 60 / 5
+    reconciliations = hours * 60 / SCHEDULE_MINUTES["reconciliation"]
+    transitions = reconciliation_transitions_per_run()
+    rules = a["waf_rules"]
+    return [
+        *items,
         MonthlyItem(
             f"statement (a run per provider: {every})",
             f"{runs:,.0f} runs x ${usd / runs:.7f} a run with nothing to book (modeled: a cold "
             "start, its secret, its checkpoint, the `changed` index, its record, a page)",
             usd,
-        )
-    )
-    metrics = a["statement_custom_metrics"]
-    items.append(
+        ),
         MonthlyItem(
             "CloudWatch metrics of the statement",
             f"{metrics:.0f} custom metrics (EMF, by service only: windows, lines, booked, "
             "mismatches and one per kind, interrupted, lag)",
-            metrics * prices.rate("cloudwatch_custom_metric_month"),
-        )
-    )
-    return items
-
-
-def _standing_monthly(prices: Prices) -> list[MonthlyItem]:
-    """The event source's long polls, the secrets and their reads, the reconciliation's state
-    machine, and what is billed by the month: a key, a dashboard, the WAF."""
-    a = prices.assumptions
-    hours = a["hours_per_month"]
-    items = []
-    polls = a["sqs_event_source_pollers"] * hours * 3600 / a["sqs_long_poll_seconds"]
-    items.append(
+            metrics * rate("cloudwatch_custom_metric_month"),
+        ),
         MonthlyItem(
             "SQS long polls of the event source mapping",
-            f"{polls:,.0f} empty receives ({a['sqs_event_source_pollers']:.0f} pollers, "
-            f"{a['sqs_long_poll_seconds']:.0f} s)",
-            polls * prices.rate("sqs_request"),
-        )
-    )
-    secrets = a["secrets"]
-    items.append(
+            f"{polls:,.0f} empty receives ({pollers:.0f} pollers, {poll_seconds:.0f} s)",
+            polls * rate("sqs_request"),
+        ),
         MonthlyItem(
             "Secrets Manager",
-            f"{secrets:.0f} secrets",
-            secrets * prices.rate("secrets_manager_secret_month"),
-        )
-    )
-    # Functions read their secrets through a 5-minute cache: the calls follow the containers
-    # kept warm, not the events (a short local run, all cold starts, would bill them per event).
-    reads = a["warm_containers"] * a["secrets_read_per_container"] * hours * 60 / 5
-    items.append(
+            f"{a['secrets']:.0f} secrets",
+            a["secrets"] * rate("secrets_manager_secret_month"),
+        ),
         MonthlyItem(
             "Secrets Manager reads",
-            f"{reads:,.0f} reads ({a['warm_containers']:.0f} warm ingest and process "
-            f"containers x {a['secrets_read_per_container']:.1f} secrets, every 5 min)",
-            reads * prices.rate("secrets_manager_api_call"),
-        )
-    )
-    runs = hours * 60 / SCHEDULE_MINUTES["reconciliation"]
-    transitions = reconciliation_transitions_per_run()
-    items.append(
+            f"{reads:,.0f} reads ({warm:.0f} warm ingest and process containers x "
+            f"{per_container:.1f} secrets, every 5 min)",
+            reads * rate("secrets_manager_api_call"),
+        ),
         MonthlyItem(
             "Step Functions (the reconciliation's runs)",
-            f"{runs:,.0f} runs x {transitions} state transitions at most "
-            f"(every shard of the hours read holding changes)",
-            runs * transitions * prices.rate("step_functions_state_transition"),
-        )
-    )
-    items.append(MonthlyItem("KMS key (alarm topic)", "1 key", prices.rate("kms_key_month")))
-    items.append(
-        MonthlyItem(
-            "CloudWatch dashboard", "1 dashboard", prices.rate("cloudwatch_dashboard_month")
-        )
-    )
-    rules = a["waf_rules"]
-    items.append(
+            f"{reconciliations:,.0f} runs x {transitions} state transitions at most (every "
+            "shard of the hours read holding changes)",
+            reconciliations * transitions * rate("step_functions_state_transition"),
+        ),
+        MonthlyItem("KMS key (alarm topic)", "1 key", rate("kms_key_month")),
+        MonthlyItem("CloudWatch dashboard", "1 dashboard", rate("cloudwatch_dashboard_month")),
         MonthlyItem(
             "WAF web ACL",
             f"1 web ACL, {rules:.0f} rules",
-            prices.rate("waf_web_acl_month") + rules * prices.rate("waf_rule_month"),
+            rate("waf_web_acl_month") + rules * rate("waf_rule_month"),
             rest_only=True,
+        ),
+    ]
+
+
+# -- the page's section and the terminal's details ------------------------------------------------
+
+
+def render_block(measurement: Measurement, prices: Prices, webhook_queue: str) -> str:
+    """The cost section of docs/cost.md, its markers included."""
+    statement = statement_pass.statement_model(measurement, prices)
+    scenarios = measurement.scenarios().items()
+    bills = {name: bill(sample, prices, webhook_queue, statement) for name, sample in scenarios}
+    options, a = measurement.options, prices.assumptions
+    lines = [
+        README_BEGIN,
+        f"Measured by `make cost` (`umavez cost --orders {options['orders']} --per-kind "
+        f"{options['per_kind']}`) on {measurement.measured_on}, on the embedded stack; list "
+        "prices in us-east-1 from `costmodel/prices.toml`, arm64, X-Ray: the REST stage "
+        f"samples {a['xray_sampling']:.0%} (`xraySampling`), Lambda "
+        f"{a['lambda_xray_sampling']:.0%} of the traces it starts. Each kind: "
+        f"{options['per_kind']} deliveries of its own; the drill mix: "
+        f"{bills[MIX].events if MIX in bills else 0:,} deliveries (HTTP requests, retries "
+        f"and forgeries included) of {options['orders']} orders, without faults.",
+        "",
+        *_per_million([bills.get(c) for c in COLUMNS]),
+        "",
+        "What each event used (per event, in billing units):",
+        "",
+        *_per_event([bills.get(c) for c in COLUMNS]),
+        "",
+        *render_statement_block(statement, prices),
+        "",
+        "Fixed per month (not per event):",
+        "",
+        *_monthly(fixed_monthly(measurement.idle, prices, webhook_queue)),
+        README_END,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _per_million(bills: Sequence[Bill | None]) -> list[str]:
+    """A column per scenario, "-" where it was not measured."""
+    lines = md.table_head(["per million events", *COLUMNS], "l" + "r" * len(COLUMNS))
+    for item in LINE_ITEMS:
+        if item.name != SES:
+            cells = [md.usd(b.per_million[item.name]) if b else "-" for b in bills]
+            lines.append(md.row([item.name, *cells]))
+    for label, rest in (("**total, HTTP API**", False), ("**total, REST API + WAF**", True)):
+        totals = [(b.rest_total if rest else b.http_total) if b else None for b in bills]
+        lines.append(md.row([label, *("-" if t is None else f"**{md.usd(t)}**" for t in totals)]))
+    ses = [md.usd(b.per_million[SES]) if b else "-" for b in bills]
+    return [*lines, md.row([f"{SES} (not in the totals)", *ses])]
+
+
+def _per_event(bills: Sequence[Bill | None]) -> list[str]:
+    lines = md.table_head(["per event", "unit", *COLUMNS], "ll" + "r" * len(COLUMNS))
+    for item in LINE_ITEMS:
+        if item.name in ("API Gateway REST API", "WAF"):
+            continue
+        name = "API Gateway / WAF" if item.name == "API Gateway HTTP API" else item.name
+        used = [md.quantity(b.quantities[item.name]) if b else "-" for b in bills]
+        lines.append(md.row([name, item.unit, *used]))
+    return lines
+
+
+def _monthly(monthly: Sequence[MonthlyItem]) -> list[str]:
+    lines = md.table_head(["item", "how", "per month"], "llr")
+    for entry in monthly:
+        name = f"{entry.name} (REST + WAF only)" if entry.rest_only else entry.name
+        lines.append(md.row([name, entry.how, md.usd(entry.usd)]))
+    http = sum(e.usd for e in monthly if not e.rest_only)
+    return [
+        *lines,
+        f"| **total, HTTP API** | | **{md.usd(http)}** |",
+        f"| **total, REST API + WAF** | | **{md.usd(sum(e.usd for e in monthly))}** |",
+    ]
+
+
+def render_statement_block(model: statement_pass.StatementModel, prices: Prices) -> list[str]:
+    """The statement pass per million payments of one provider: its reads differ, its
+    DynamoDB per line does not."""
+    booked_now = prices.assumptions["statement_booked_now_share"]
+    lines = [
+        "The statement pass per million payments of one provider (modeled, costmodel/statement.py:"
+        f" {model.movements_per_payment:g} movements a payment, {booked_now:.0%}"
+        " of them booked now, each order matched by the scheduled passes (Stripe's and Mercado"
+        " Pago's hourly, Asaas's daily: each Brazil day once); the line above is priced as"
+        " Stripe's):",
+        "",
+        "| per million payments | API calls | lines read | Lambda duration | DynamoDB | total |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for provider in statement_pass.PROVIDERS_A_RUN:
+        usd = statement_pass.statement_usd_per_payment(model, prices, provider)
+        calls = model.reads[provider].calls_per_payment() * 1e6
+        read = model.lines_per_payment(provider) * 1e6
+        lines.append(
+            f"| {provider} | {md.quantity(calls)} | {md.quantity(read)} | "
+            f"{md.usd(usd['Lambda duration'] * 1e6)} | {md.usd(usd['DynamoDB'] * 1e6)} | "
+            f"**{md.usd(sum(usd.values()) * 1e6)}** |"
         )
+    return lines
+
+
+def shape(block: str) -> str:
+    """The block with every number masked: what the generator fixes, not what it measured."""
+    return re.sub(r"\d[\d,.]*", "#", block)
+
+
+def render_details(measurement: Measurement, prices: Prices, webhook_queue: str) -> str:
+    """For the terminal: where the drill mix's DynamoDB capacity and Lambda time go."""
+    scenarios = measurement.scenarios()
+    name = MIX if MIX in scenarios else KINDS[0]
+    sample = scenarios[name]
+    events = max(sample.events, 1)
+    out = [f"\n  DynamoDB per event, {name} (by who pays, request and table):"]
+    rows = []
+    for key, units in sample.aws.items():
+        who = payer(key, webhook_queue)
+        if who is None or key[1] != "dynamodb":
+            continue
+        wru, rru = of_kind(units, "wru"), of_kind(units, "rru")
+        usd = prices.dynamodb(units) / events * 1e6
+        rows.append(
+            (usd, who, key[2], key[3], units["requests"] / events, wru / events, rru / events)
+        )
+    for usd, who, operation, table, requests, wru, rru in sorted(rows, reverse=True):
+        out.append(
+            f"    {who:<24} {operation:<20} {table:<16} {requests:6.2f} req  "
+            f"{wru:6.2f} WRU  {rru:6.2f} RRU  {md.usd(usd):>8}/M"
+        )
+    out.append(f"\n  Lambda per event, {name} (local wall clock; own work; modeled in AWS):")
+    waits, calls = Units(), Units()
+    for (caller, service, operation, _), units in sample.aws.items():
+        waits[caller] += units["requests"] * prices.latency(service, operation)
+        calls[caller] += units["requests"]
+    for function, meters in sorted(sample.functions.items()):
+        runs = meters["invocations"]
+        if function not in FUNCTION_MEMORY_MB or not runs:
+            continue
+        modeled = (meters["compute_ms"] + waits[function]) / runs + 0.5
+        out.append(
+            f"    {function:<16} {runs / events:5.2f} invocations of "
+            f"{FUNCTION_MEMORY_MB[function]:>4} MB: {meters['billed_ms'] / runs:7.1f} ms local, "
+            f"{meters['compute_ms'] / runs:6.1f} ms own work + {calls[function] / runs:5.1f} "
+            f"AWS calls = {modeled:6.1f} ms modeled; "
+            f"{(meters['log_bytes'] + meters['emf_bytes']) / runs:5.0f} log bytes"
+        )
+    out.append(
+        f"\n  not billed: {measurement.excluded_requests:,} requests the local stack made itself "
+        "(drain, sinks, checks, polling)\n"
     )
-    return items
+    return "\n".join(out)

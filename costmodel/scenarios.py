@@ -110,77 +110,40 @@ class _Scenarios:
 
     def warm_up(self) -> None:
         """A warm container: imports done, clients created (cold starts are not per event)."""
-        from firedrill.story import Post
-        from fixtures import stripe
-
         self._err.write("  warming up the functions\n")
         payments = self._payments(2)
-        paid = [
-            Post("stripe", stripe.payment_intent_succeeded(o, pi, AMOUNT, self._now - 900, ch))
-            for o, pi, ch in payments
-        ]
+        paid = _paid(payments, self._now - 900)
         self._deliver(paid)
         self._stack.drain()
-        self._deliver([Post("stripe", p.body) for p in paid])
-        refunds = [
-            Post(
-                "stripe",
-                stripe.refund_created(pi, stripe.unique("re"), AMOUNT, self._now - 800, ch),
-            )
-            for _, pi, ch in payments
-        ]
-        self._deliver(refunds)
+        self._deliver(_again(paid))
+        self._deliver(_refunds(payments, self._now - 800))
         self._settle_and_reconcile()
         self._stack.sweeper.run_now()
         self._stack.waiting.run_now()
 
     def idle_runs(self) -> dict[str, Sample]:
-        """One run of each scheduled function with nothing to do: its fixed cost."""
-        idle = {}  # the warm-up ended with a reconciliation run: nothing changed since
-        for function, poller in (
-            ("sweeper", self._stack.sweeper),
-            ("waiting", self._stack.waiting),
-            ("reconciliation", self._stack.reconciliation),
-        ):
+        """One run of each scheduled function with nothing to do (the warm-up ended with a
+        reconciliation run): its fixed cost, per run (the waiting schedule keeps running)."""
+        idle = {}
+        for function in ("sweeper", "waiting", "reconciliation"):
             before = self.snapshot()
-            poller.run_now()
+            getattr(self._stack, function).run_now()
             ran = self.snapshot().minus(before).only(function)
-            # The waiting schedule keeps running meanwhile: per run.
             idle[function] = ran.scaled(1 / max(ran.invocations(function), 1))
             idle[function].events = 1
         return idle
 
     def kinds(self, n: int) -> dict[str, Sample]:
-        from firedrill.story import Post
-        from fixtures import stripe
-
         at = self._now - 600
         payments = self._payments(n)
-        new = [
-            Post("stripe", stripe.payment_intent_succeeded(o, pi, AMOUNT, at, ch))
-            for o, pi, ch in payments
-        ]
+        new = _paid(payments, at)
         samples = {"new payment": self._phase("new payments", new)}
-        samples["duplicate"] = self._phase("duplicates", [Post(p.provider, p.body) for p in new])
-        refunds = [
-            Post("stripe", stripe.refund_created(pi, stripe.unique("re"), AMOUNT, at + 60, ch))
-            for _, pi, ch in payments
-        ]
-        samples["refund"] = self._phase("refunds", refunds)
+        samples["duplicate"] = self._phase("duplicates", _again(new))
+        samples["refund"] = self._phase("refunds", _refunds(payments, at + 60))
         older = self._payments(n)
-        newer_refunds = [
-            Post(
-                "stripe",
-                stripe.refund_created(pi, stripe.unique("re"), AMOUNT, at + 60, ch, order),
-            )
-            for order, pi, ch in older
-        ]
-        self._phase("refunds naming their order (before the stale payments)", newer_refunds)
-        stale = [
-            Post("stripe", stripe.payment_intent_succeeded(o, pi, AMOUNT, at, ch))
-            for o, pi, ch in older
-        ]
-        samples["stale"] = self._phase("stale payments", stale)
+        refunds_first = _refunds(older, at + 60, naming_order=True)
+        self._phase("refunds naming their order (before the stale payments)", refunds_first)
+        samples["stale"] = self._phase("stale payments", _paid(older, at))
         return {kind: samples[kind] for kind in KINDS}
 
     def mix(self, orders: int) -> Sample:
@@ -209,3 +172,37 @@ class _Scenarios:
         for story in drill:
             if story.unmatched_object:
                 room.attach("stripe", story.unmatched_object, story.order_id)
+
+
+def _again(posts: Sequence[Any]) -> list[Any]:
+    """The same events delivered again."""
+    from firedrill.story import Post
+
+    return [Post(p.provider, p.body) for p in posts]
+
+
+def _paid(payments: Sequence[tuple[str, str, str]], at: int) -> list[Any]:
+    from firedrill.story import Post
+    from fixtures import stripe
+
+    return [
+        Post("stripe", stripe.payment_intent_succeeded(order, intent, AMOUNT, at, charge))
+        for order, intent, charge in payments
+    ]
+
+
+def _refunds(
+    payments: Sequence[tuple[str, str, str]], at: int, *, naming_order: bool = False
+) -> list[Any]:
+    from firedrill.story import Post
+    from fixtures import stripe
+
+    return [
+        Post(
+            "stripe",
+            stripe.refund_created(
+                intent, stripe.unique("re"), AMOUNT, at, charge, order if naming_order else None
+            ),
+        )
+        for order, intent, charge in payments
+    ]

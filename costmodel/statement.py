@@ -1,23 +1,11 @@
-"""The statement pass as a scheduled function: what its runs and its lines use, and whether it
-keeps up (`make cost` prices it, `make capacity` holds it to its budget and the providers' limits).
-
-The pass is not part of the measured scenarios (it reads the providers' books, which the
-embedded stack's scenarios do not keep): it is modeled from counts measured elsewhere.
-
-- **DynamoDB per line, per changed order and per pass**: measured on moto and held by
-  tests/functional/test_statement_stripe.py (requests) and
-  tests/functional/test_capacity_of_the_statement.py (request units);
-- **provider API calls**: the readers' own page sizes (`functions/statement/`), and how much of
-  the provider's books each pass reads again (an hourly pass its edges; Asaas's daily pass
-  none: each day once), against the provider's limit over its own window (Asaas's 12 hours,
-  shared with process's reads of each Asaas event);
-- **durations**: each call at the latencies of `[latency_ms]` in costmodel/prices.toml, plus
-  the own work of process on the same path (measured by `make cost`: reading a movement that
-  is booked already is a duplicate's work, booking one a new payment's);
-- **the providers' limits**: `[provider_limits]` in costmodel/quotas.toml, each with its page.
-
-Nothing here imports the bill or the stage table: they price and render what it counts.
-"""
+"""The statement pass as a scheduled function: what its runs and lines use, what they cost, and
+whether it keeps up (`make cost` prices it, `make capacity` holds it to its budget and the
+providers' limits). The scenarios keep no provider's books, so it is modeled from counts measured
+elsewhere: its DynamoDB requests and units per line, order and pass (held by
+tests/functional/test_statement_stripe.py and test_capacity_of_the_statement.py); its API calls
+from the readers' page sizes and how much of the books each pass reads again (an hourly pass its
+edges, Asaas's daily pass each day once); its durations at `[latency_ms]` of prices.toml plus
+process's own work on the same path; the providers' limits of quotas.toml."""
 
 from __future__ import annotations
 
@@ -26,38 +14,48 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from costmodel.limits import DAY, HOUR, ProviderLimit
-from costmodel.statement_reads import (
-    WORKERS,
-    ProviderRead,
-    period_seconds,
-    run_after_window_seconds,
+from costmodel.measurement import (
+    DAY,
+    HOUR,
+    Measurement,
+    Prices,
+    ProviderLimit,
+    Sample,
+    load_provider_limits,
+    of_kind,
 )
+from devstack.capacity import Units
 from functions.shared.tables import CHANGES_SHARDS
+from functions.statement import asaas, mercadopago, stripe
+from functions.statement.schedule import BOOKING_WORKERS
+from functions.statement.service import EDGE_SECONDS
 from functions.statement.sources import CADENCES, PROVIDERS, SCHEDULED
+from functions.statement.sources import EDGE_SECONDS as PROVIDER_EDGE_SECONDS
+from functions.statement.sources import SETTLE_SECONDS as PROVIDER_SETTLE_SECONDS
 from infra import settings
 
-# The scheduled function (infra/settings.py `LAMBDA_PACKAGES["statement"]`).
 FUNCTION: Final = "statement"
 MEMORY_MB: Final = settings.LAMBDA_MEMORY_MB[FUNCTION]
 TIMEOUT_SECONDS: Final = settings.STATEMENT_TIMEOUT_SECONDS
-# Each provider's pass on its cadence (functions/statement/sources.py `CADENCES`): Stripe's and
-# Mercado Pago's hourly (one rule, a target each), Asaas's daily (a rule of its own).
+# Stripe's and Mercado Pago's passes hourly (one rule, a target each), Asaas's daily.
 PROVIDERS_A_RUN: Final = PROVIDERS
 SCHEDULED_RUNS: Final = SCHEDULED
+# The provider whose reads price the line in the cost per event (the scenarios are Stripe's).
+STATEMENT_PRICED_AS = "stripe"
+WORKERS: Final = BOOKING_WORKERS  # lines booked side by side by one invocation
+EVERY_MINUTES: Final = settings.SCHEDULE_MINUTES["statement"]
+SETTLE_SECONDS: Final = stripe.SETTLE_SECONDS  # a pass's window ends this long ago
 ALREADY_BOOKED: Final = "already booked"
 BOOKED_NOW: Final = "booked now"
-# DynamoDB requests a line costs, by whether a webhook booked its movement first: its binding
-# and the processor's read (2 BatchGetItem), its payment's entries (Query), its fee and net
-# (TransactWriteItems); a movement booked now, its effect's own transaction too.
+# A line's DynamoDB requests: its binding and the processor's read (2 BatchGetItem), its
+# payment's entries (Query), its fee and net (TransactWriteItems); booked now, its effect's too.
 LINE_REQUESTS: Final[dict[str, dict[str, int]]] = {
     ALREADY_BOOKED: {"BatchGetItem": 2, "Query": 1, "TransactWriteItems": 1},
     BOOKED_NOW: {"BatchGetItem": 2, "Query": 1, "TransactWriteItems": 2},
 }
-# Their request units: two bindings read consistently (1 RRU each), the key, the order and
-# the two objects eventually (0.5 each), the payment's entries (one 4 KB page), the fee item and
-# the order in a transaction (2 WRU each); booked now, the effect's five items (four in the
-# ledger, the outbox item: 2 WRU each) and the new order's entry in the `changed` index.
+# Their units: two bindings read consistently, the key, the order and the two objects
+# eventually, the entries (one 4 KB page), the fee item and the order in a transaction; booked
+# now, the effect's five items (2 WRU each) and the order's entry in the `changed` index.
 LINE_UNITS: Final[dict[str, dict[str, float]]] = {
     ALREADY_BOOKED: {"rru_strong": 3, "rru_eventual": 2, "wru_transaction": 4},
     BOOKED_NOW: {"rru_strong": 3, "rru_eventual": 2, "wru_transaction": 14, "wru_index": 1},
@@ -68,42 +66,128 @@ ORDER_MATCH_UNITS: Final[dict[str, float]] = {"rru_strong": 1}
 # Once a pass: the checkpoint read and moved on, the run's record put.
 PASS_REQUESTS: Final[dict[str, int]] = {"GetItem": 1, "PutItem": 1, "UpdateItem": 1}
 PASS_UNITS: Final[dict[str, float]] = {"rru_strong": 1, "wru_standard": 2}
-# The `changed` index's partitions a pass reads: every shard of each clock hour from its
-# window's start to now (keys only, eventually consistent: the minimum 0.5 RRU each at these
-# sizes): two hours for an hourly pass, 25 for a day's read a quarter hour after it.
+# Each shard of each clock hour of the `changed` index a pass reads: keys only, the minimum.
 CHANGED_INDEX_RRU: Final = 0.5
-
-
-def changed_index_queries(provider: str) -> int:
-    return (math.floor(period_seconds(provider) / HOUR) + 1) * CHANGES_SHARDS
-
-
-# -- time and request units ---------------------------------------------------------------------
 
 Latency = Callable[[str, str], float]  # milliseconds of one call: (service, operation)
 
 
+# -- what each provider's pass reads, and how often ----------------------------------------------
+
+
+def period_seconds(provider: str) -> float:
+    """How often the provider's books are read, and the window read then: the hourly rule's
+    interval, or a day."""
+    cadence = CADENCES[provider]
+    return float(cadence.window_seconds) if cadence.by_day else EVERY_MINUTES * 60.0
+
+
+def run_after_window_seconds(provider: str) -> float:
+    """How long after its window's end a pass runs: the settle lag, or the daily rule's time
+    after the zone's midnight (its settle lag, to the next quarter hour)."""
+    cadence = CADENCES[provider]
+    if not cadence.by_day:
+        return float(PROVIDER_SETTLE_SECONDS[provider])
+    hour, minute = cadence.settled_at_utc(PROVIDER_SETTLE_SECONDS[provider])
+    midnight_hour, midnight_minute = cadence.settled_at_utc(0)
+    minutes = (hour - midnight_hour) * 60 + minute - midnight_minute
+    return float(minutes % (24 * 60) * 60)
+
+
+def hours_read_of_each_hour() -> float:
+    """Hourly passes reading each hour of books listed by time (Stripe, Mercado Pago): its
+    own, `EDGE_SECONDS` before it and up to now."""
+    return (HOUR + EDGE_SECONDS + SETTLE_SECONDS) / HOUR
+
+
+def days_read_of_each_day(provider: str = "asaas") -> float:
+    """Daily passes reading each day of books listed by day (Asaas): once, no edges."""
+    return (DAY + 2 * PROVIDER_EDGE_SECONDS[provider]) / DAY
+
+
+def hours_read_of_each_day_hour() -> float:
+    """Why Asaas's pass is daily: hourly, each pass (at the half hour) would read its window's
+    whole day so far, and the first of a day the day before too: the mean hours read per hour."""
+    read = 0.0
+    for hour in range(24):
+        now = hour + 0.5
+        first = now - (HOUR + SETTLE_SECONDS + EDGE_SECONDS) / HOUR
+        read += now + (24 if first < 0 else 0)
+    return read / 24
+
+
+@dataclass(frozen=True)
+class ProviderRead:
+    """One provider's pass per payment: its rows in pages, the objects read one by one, how
+    often each is read again and how often it runs; and process's calls against that limit."""
+
+    provider: str
+    rows_per_payment: float  # its own, its refunds', its fee's
+    page_size: int
+    gets_per_row_read: float  # objects read one by one each time its rows are read
+    gets_per_payment_once: float  # objects read once (the match's own lookups)
+    reads_of_each_row: float  # passes reading each row (edges, whole days)
+    period_seconds: float = HOUR
+    process_calls_per_payment: float = 0.0  # Asaas's quota is the account's, any endpoint
+    gets_at_once: int = 1  # the payments a read names (its readers, its workers)
+
+    def calls_per_payment(self) -> float:
+        pages = self.rows_per_payment / self.page_size
+        return self.reads_of_each_row * (pages + self.gets_per_row_read) + (
+            self.gets_per_payment_once
+        )
+
+    def pages_per_payment(self) -> float:
+        return self.reads_of_each_row * self.rows_per_payment / self.page_size
+
+    def gets_per_payment(self) -> float:
+        return self.reads_of_each_row * self.gets_per_row_read + self.gets_per_payment_once
+
+
+def provider_reads(assumptions: Mapping[str, float]) -> dict[str, ProviderRead]:
+    """Stripe: a balance transaction per charge and refund. Mercado Pago: a payment per search
+    result, its refunds inside. Asaas: its receipt, its fee and a row per refund, each payment
+    named read once a pass; the lagging (card payments, credited a month later) asked for by
+    the match; process reads a payment per event (its receipt, a card's confirmation, refunds)."""
+    refunds = assumptions["statement_refunds_per_payment"]
+    lagging = assumptions["statement_asaas_lagging_share"]
+    edges = hours_read_of_each_hour()
+    workers = min(asaas.PAYMENT_READERS, WORKERS)
+    return {
+        "stripe": ProviderRead("stripe", 1 + refunds, stripe.PAGE_SIZE, 0, 0, edges),
+        "mercadopago": ProviderRead("mercadopago", 1, mercadopago.PAGE_SIZE, 0, 0, edges),
+        "asaas": ProviderRead(
+            "asaas",
+            2 + refunds,
+            asaas.PAGE_SIZE,
+            1,
+            lagging,
+            days_read_of_each_day(),
+            period_seconds("asaas"),
+            1 + lagging + refunds,
+            workers,
+        ),
+    }
+
+
+# -- time and request units ---------------------------------------------------------------------
+
+
 @dataclass(frozen=True)
 class OwnWork:
-    """Milliseconds of the function's own work, measured on process's same path."""
+    """Milliseconds of own work per line, measured on process's same path."""
 
     already_booked_ms: float  # a duplicate's
     booked_now_ms: float  # a new payment's
 
 
-def of_kind(units: Mapping[str, float], kind: str) -> float:
-    """Request units of one kind (`rru`, `wru`), whatever their consistency or index."""
-    return sum(v for k, v in units.items() if k.startswith(kind))
+def changed_index_queries(provider: str) -> int:
+    """Every shard of each clock hour from the window's start to now."""
+    return (math.floor(period_seconds(provider) / HOUR) + 1) * CHANGES_SHARDS
 
 
 def _dynamodb_ms(requests: Mapping[str, float], latency: Latency) -> float:
     return sum(n * latency("dynamodb", operation) for operation, n in requests.items())
-
-
-def line_ms(kind: str, latency: Latency, own: OwnWork) -> float:
-    """One line booked or found booked: its DynamoDB calls and the processor's own work."""
-    work = own.booked_now_ms if kind == BOOKED_NOW else own.already_booked_ms
-    return _dynamodb_ms(LINE_REQUESTS[kind], latency) + work
 
 
 def mean_line(values: Mapping[str, float], booked_now_share: float) -> float:
@@ -115,9 +199,8 @@ def order_match_ms(latency: Latency) -> float:
 
 
 def run_fixed_ms(latency: Latency, assumptions: Mapping[str, float], provider: str) -> float:
-    """A pass with nothing to book: a cold start (an hourly function finds no warm container),
-    its secret, its checkpoint, the `changed` index, its record, its checkpoint moved, and one
-    page of the provider's books."""
+    """A pass with nothing to book: a cold start (an hourly function keeps no container warm),
+    its secret, its checkpoint, the `changed` index, its record, and a page of the books."""
     return (
         assumptions["statement_cold_start_ms"]
         + latency("secretsmanager", "GetSecretValue")
@@ -133,12 +216,6 @@ def units_per_line(booked_now_share: float) -> dict[str, float]:
     return {kind: mean_line(by_line, booked_now_share) for kind, by_line in of.items()}
 
 
-def requests_per_line(booked_now_share: float) -> float:
-    return mean_line(
-        {k: float(sum(v.values())) for k, v in LINE_REQUESTS.items()}, booked_now_share
-    )
-
-
 def run_fixed_units(provider: str) -> dict[str, float]:
     index = changed_index_queries(provider) * CHANGED_INDEX_RRU
     return {**PASS_UNITS, "rru_eventual": PASS_UNITS.get("rru_eventual", 0.0) + index}
@@ -149,30 +226,25 @@ def run_fixed_units(provider: str) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class PassLoad:
-    """One provider's pass (hourly, or daily) at a rate of payments a second, all of them this
-    provider's; the match reads every order changed, whichever provider's, in each provider's
-    pass."""
+    """One provider's pass at a rate of payments a second, all of them this provider's (its
+    match reads every order changed, whichever provider's)."""
 
     provider: str
     payments_per_second: float
-    lines_per_payment: float  # lines booked (or found booked) per payment, each time read
-    # The pass's calls (and process's against the same limit) a second, averaged over the
-    # limit's window (the hour at least; a daily pass's calls all fall in one 12-hour window)
+    lines_per_payment: float  # each time read
+    # Its calls and process's against the limit, averaged over the limit's window
     api_calls_per_second: float
-    seconds_per_payment: float  # one invocation's time, per payment of its window
+    seconds_per_payment: float  # one invocation's, per payment of its window
     fixed_seconds: float  # one run's, whatever the lines
-    dynamodb_requests_per_second: float  # the scheduled passes', averaged over their periods
     rru_per_second: float
     wru_per_second: float
     limit: ProviderLimit
-    period_seconds: float = HOUR  # how often the pass runs, and the window it reads
+    period_seconds: float = HOUR
 
     @property
     def work_seconds_a_run(self) -> float:
-        return (
-            self.fixed_seconds
-            + self.payments_per_second * self.period_seconds * self.seconds_per_payment
-        )
+        payments = self.payments_per_second * self.period_seconds
+        return self.fixed_seconds + payments * self.seconds_per_payment
 
     @property
     def keeps_up(self) -> bool:
@@ -180,25 +252,22 @@ class PassLoad:
 
     @property
     def payments_per_second_one_invocation_keeps_up_with(self) -> float:
-        return max(TIMEOUT_SECONDS - self.fixed_seconds, 0.0) / (
-            self.period_seconds * self.seconds_per_payment
-        )
+        budget = max(TIMEOUT_SECONDS - self.fixed_seconds, 0.0)
+        return budget / (self.period_seconds * self.seconds_per_payment)
 
     @property
     def invocations_a_run_needed(self) -> int:
-        """Invocations of its 900 s a run's work takes, were it split among them."""
         return max(1, math.ceil(self.work_seconds_a_run / TIMEOUT_SECONDS))
 
     @property
     def payments_a_day_within_limit(self) -> float | None:
-        """The most payments a day the provider's limit carries (None: no published limit)."""
         if self.limit.per_second is None or not self.payments_per_second:
             return None
         return self.limit.per_second / (self.api_calls_per_second / self.payments_per_second) * DAY
 
     @property
     def lines_per_second_booked(self) -> float:
-        """Lines one invocation books a second, its workers together (the match aside)."""
+        """By one invocation, its workers together (the match aside)."""
         return 1 / self.seconds_per_line if self.seconds_per_line else math.inf
 
     @property
@@ -212,8 +281,6 @@ class PassLoad:
 
 @dataclass(frozen=True)
 class StatementModel:
-    """What the model counts with: latencies, own work, the assumptions, the providers."""
-
     latency: Latency
     own: OwnWork
     assumptions: Mapping[str, float]
@@ -225,17 +292,14 @@ class StatementModel:
         return self.assumptions["statement_booked_now_share"]
 
     def orders_read_per_order_changed(self, provider: str) -> float:
-        """Passes of one provider reading an order changed: the pass of its window and, as the
-        `changed` index knows the hour only, the next pass reads again the part of the hour
-        before its window: for an hourly pass, `statement_hour_fraction` of it (the rule fires
-        at a minute of the hour nobody chose, like the reconciliation's); for a daily one, the
-        orders changed between the day's end and its run, once more."""
+        """The `changed` index knows the hour only: the next pass reads again the part of the
+        hour before its window (`statement_hour_fraction`, hourly: the rule fires at a minute
+        nobody chose), or the orders changed between the day's end and its run (daily)."""
         if not CADENCES[provider].by_day:
             return 1 + self.assumptions["statement_hour_fraction"]
         return 1 + run_after_window_seconds(provider) / period_seconds(provider)
 
     def lines_per_payment(self, provider: str) -> float:
-        """Lines booked per payment, each time its rows are read: its own, one per refund."""
         refunds = self.assumptions["statement_refunds_per_payment"]
         return self.reads[provider].reads_of_each_row * (1 + refunds)
 
@@ -244,42 +308,35 @@ class StatementModel:
         return 1 + self.assumptions["statement_refunds_per_payment"]
 
     def seconds_per_payment(self, provider: str, *, with_match: bool = True) -> float:
-        """One invocation's time per payment of the hour: its lines (as often as they are read),
-        its pages and one-by-one reads, and (`with_match`) its share of the match."""
+        """One invocation's time per payment: its lines as often as read, its pages and
+        one-by-one reads, and (`with_match`) its share of the match. `WORKERS` lines at once;
+        their own work (CPU) one after another, whatever the workers."""
         read = self.reads[provider]
         lines = self.lines_per_payment(provider)
-        line = mean_line(
-            {k: line_ms(k, self.latency, self.own) for k in LINE_REQUESTS}, self.booked_now_share
-        )
-        waited = lines * line
+        own = self.own
+        line_ms = {k: _dynamodb_ms(v, self.latency) for k, v in LINE_REQUESTS.items()}
+        line_ms[ALREADY_BOOKED] += own.already_booked_ms
+        line_ms[BOOKED_NOW] += own.booked_now_ms
+        waited = lines * mean_line(line_ms, self.booked_now_share)
         if with_match:
             waited += self.orders_read_per_order_changed(provider) * order_match_ms(self.latency)
-        # BOOKING_WORKERS lines (and orders matched) at once; their own work (CPU, as measured
-        # on process) one after another, whatever the workers.
-        own = lines * mean_line(
-            {ALREADY_BOOKED: self.own.already_booked_ms, BOOKED_NOW: self.own.booked_now_ms},
-            self.booked_now_share,
-        )
+        own_work = {ALREADY_BOOKED: own.already_booked_ms, BOOKED_NOW: own.booked_now_ms}
         milliseconds = (
-            max(waited / WORKERS, own)
+            max(waited / WORKERS, lines * mean_line(own_work, self.booked_now_share))
             + read.pages_per_payment() * self.latency("provider-api", "page")
             + read.gets_per_payment() * self.latency("provider-api", "GET") / read.gets_at_once
         )
         return milliseconds / 1000
 
     def seconds_per_movement(self, provider: str) -> float:
-        """Lambda time per movement the provider's books list (a payment, a refund)."""
         return self.seconds_per_payment(provider, with_match=False) / self.movements_per_payment
 
     def units_per_movement(self, provider: str) -> dict[str, float]:
-        """DynamoDB request units per movement: its line, as often as the passes read it."""
         reads = self.reads[provider].reads_of_each_row
         return {k: reads * v for k, v in units_per_line(self.booked_now_share).items()}
 
     @property
     def matches_per_order_changed(self) -> float:
-        """Each provider's pass reads every order changed: each order read by
-        `orders_read_per_order_changed` of each scheduled provider's passes."""
         return sum(self.orders_read_per_order_changed(p) for p in SCHEDULED_RUNS)
 
     def seconds_per_order_changed(self) -> float:
@@ -288,14 +345,9 @@ class StatementModel:
     def units_per_order_changed(self) -> dict[str, float]:
         return {k: self.matches_per_order_changed * v for k, v in ORDER_MATCH_UNITS.items()}
 
-    def fixed_seconds(self, provider: str) -> float:
-        return run_fixed_ms(self.latency, self.assumptions, provider) / 1000
-
     def api_calls_per_second(self, provider: str, payments_per_second: float) -> float:
-        """The pass's calls and process's against the same limit, a second, averaged over the
-        limit's window (the hour at least, a run's period at most): an hourly pass's over the
-        hour; a daily pass's, all in one 12-hour quota window of Asaas's, twice its day's
-        average."""
+        """Averaged over the limit's window (the hour at least, a run's period at most): a
+        daily pass's calls all fall in one 12-hour window of Asaas's, twice its day's average."""
         read = self.reads[provider]
         window = self.limits[provider].window_seconds
         averaged_over = min(read.period_seconds, max(HOUR, window))
@@ -306,14 +358,7 @@ class StatementModel:
         lines = self.lines_per_payment(provider)
         matched = self.matches_per_order_changed
         per_line = units_per_line(self.booked_now_share)
-        # Every scheduled provider's runs, a second (averaged), and their fixed requests and units
-        runs = {p: 1 / period_seconds(p) for p in SCHEDULED_RUNS}
-        requests = payments_per_second * (
-            lines * requests_per_line(self.booked_now_share)
-            + matched * sum(ORDER_MATCH_REQUESTS.values())
-        ) + sum(
-            n * (sum(PASS_REQUESTS.values()) + changed_index_queries(p)) for p, n in runs.items()
-        )
+        runs = {p: 1 / period_seconds(p) for p in SCHEDULED_RUNS}  # every provider's, a second
 
         def units(kind: str) -> float:
             per_payment = lines * of_kind(per_line, kind) + matched * of_kind(
@@ -328,10 +373,92 @@ class StatementModel:
             lines,
             self.api_calls_per_second(provider, payments_per_second),
             self.seconds_per_payment(provider),
-            self.fixed_seconds(provider),
-            requests,
+            run_fixed_ms(self.latency, self.assumptions, provider) / 1000,
             units("rru"),
             units("wru"),
             self.limits[provider],
             self.reads[provider].period_seconds,
         )
+
+
+# -- in dollars ---------------------------------------------------------------------------------
+
+
+def movements_and_orders_changed(sample: Sample) -> tuple[float, float]:
+    """What the books list for the sample: a line per effect process committed (its
+    transaction; the cancelled ones moved nothing), and the orders that entered an hour of the
+    `changed` index (1 WRU each at these sizes), which every provider's pass matches."""
+    movements = 0.0
+    orders = 0.0
+    for (caller, service, operation, _), units in sample.aws.items():
+        if caller != "process" or service != "dynamodb":
+            continue
+        for metric, amount in units.items():
+            if metric.startswith("wru_index:") and metric.endswith("/changed"):
+                orders += amount
+        if operation == "TransactWriteItems":
+            cancelled = sum(v for k, v in units.items() if k.startswith("cancelled_transactions"))
+            movements += units["requests"] - cancelled
+    return movements, orders
+
+
+def statement_model(measurement: Measurement, prices: Prices) -> StatementModel:
+    """A line booked already is read as a duplicate delivery is, one booked now as a new
+    payment: their measured own work per event."""
+    scenarios = measurement.scenarios()
+
+    def per_event(kind: str) -> float:
+        sample = scenarios[kind]
+        return sample.functions.get("process", Units())["compute_ms"] / max(sample.events, 1)
+
+    own = OwnWork(per_event("duplicate"), per_event("new payment"))
+    limits = load_provider_limits()
+    return StatementModel(
+        prices.latency, own, prices.assumptions, provider_reads(prices.assumptions), limits
+    )
+
+
+def _lambda_usd(seconds: float, prices: Prices) -> float:
+    return seconds * (MEMORY_MB / 1024) * prices.rate("lambda_arm_gb_second")
+
+
+def statement_usd_per_movement(model: StatementModel, prices: Prices, provider: str) -> float:
+    """A movement's line, as often as the provider's passes read it."""
+    return prices.dynamodb(model.units_per_movement(provider)) + _lambda_usd(
+        model.seconds_per_movement(provider), prices
+    )
+
+
+def statement_usd_per_order_changed(model: StatementModel, prices: Prices) -> float:
+    """An order changed, matched by every provider's pass."""
+    return prices.dynamodb(model.units_per_order_changed()) + _lambda_usd(
+        model.seconds_per_order_changed(), prices
+    )
+
+
+def statement_usd_per_payment(
+    model: StatementModel, prices: Prices, provider: str
+) -> dict[str, float]:
+    """A payment of `provider`'s (its movements, its order matched), by what bills it."""
+    movements = model.movements_per_payment
+    lines = prices.dynamodb(model.units_per_movement(provider)) * movements
+    match = prices.dynamodb(model.units_per_order_changed())
+    seconds = model.seconds_per_movement(provider) * movements + model.seconds_per_order_changed()
+    return {"Lambda duration": _lambda_usd(seconds, prices), "DynamoDB": lines + match}
+
+
+def statement_run_usd(prices: Prices, provider: str = STATEMENT_PRICED_AS) -> float:
+    """A pass with nothing to book: its invocation and time, its DynamoDB units, its secret's
+    read (the 5-minute cache outlives no hour), a trace (X-Ray's reservoir of one a second
+    samples every run) and its log bytes."""
+    a = prices.assumptions
+    seconds = run_fixed_ms(prices.latency, a, provider) / 1000
+    log_bytes = a["statement_log_bytes_per_run"]
+    return (
+        prices.rate("lambda_request")
+        + _lambda_usd(seconds, prices)
+        + prices.dynamodb(run_fixed_units(provider))
+        + prices.rate("secrets_manager_api_call")
+        + prices.xray_usd()
+        + log_bytes * prices.rate("cloudwatch_logs_ingested_gb") / 2**30
+    )

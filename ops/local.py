@@ -10,8 +10,7 @@ load moto.
 from __future__ import annotations
 
 from costmodel.command import CapacityOptions, run_capacity, run_cost
-from costmodel.measurement import CostOptions
-from costmodel.per_event import embedded_drain_seconds
+from costmodel.measurement import CostOptions, embedded_drain_seconds
 from devstack.fake_registration import (
     FakeApiError,
     register_asaas_payment,

@@ -8,8 +8,7 @@ import re
 
 import pytest
 
-from costmodel.measurement import MIX, Measurement
-from costmodel.per_event import embedded_drain_seconds, load_measurement
+from costmodel.measurement import MIX, Measurement, embedded_drain_seconds, load_measurement
 from devstack.drain import Drained, InFlight
 from firedrill.delivery import DeliveryLog
 from firedrill.run import BURST_PREDICTION_FACTOR, DrillOptions, burst_check, run_embedded

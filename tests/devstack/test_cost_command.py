@@ -9,9 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from costmodel.cost_report import render_block
 from costmodel.measurement import KINDS, MIX, CostOptions, Prices, payer
-from costmodel.model import bill
+from costmodel.model import bill, render_block
 from costmodel.scenarios import measure
 from devstack.resources import WEBHOOK_QUEUE_NAME
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from costmodel.measurement import FUNCTION_MEMORY_MB, SCHEDULE_MINUTES, TRACE_STARTERS, Prices
-from costmodel.statement import SCHEDULED_RUNS
-from costmodel.statement_reads import period_seconds
+from costmodel.statement import SCHEDULED_RUNS, period_seconds
 from tests.infra.conftest import Synthesized, scheduled_targets
 from tests.infra.test_stack import function, logical_id, statement_rules
 

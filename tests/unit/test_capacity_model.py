@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from costmodel.burst import burst
-from costmodel.headroom import Stage, model
+from costmodel.headroom import PerEvent, Stage, burst, model, reconciliation_capacity
 from costmodel.headroom_report import (
     DOCS_BEGIN,
     DOCS_END,
@@ -25,10 +24,16 @@ from costmodel.headroom_report import (
     render_docs_block,
     render_summary_block,
 )
-from costmodel.limits import QUOTAS_PATH, Quotas, StackSettings, reconciliation_capacity
 from costmodel.markdown import block_between
-from costmodel.measurement import Measurement, Prices
-from costmodel.per_event import MEASURED_PATH, PerEvent, load_measurement
+from costmodel.measurement import (
+    MEASURED_PATH,
+    QUOTAS_PATH,
+    Measurement,
+    Prices,
+    Quotas,
+    StackSettings,
+    load_measurement,
+)
 from infra.reconciliation import RECONCILIATION
 from infra.reconciliation import reconciliation_capacity as fanout_capacity
 

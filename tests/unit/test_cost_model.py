@@ -9,10 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from costmodel.cost_report import README_BEGIN, README_END, render_block, shape
 from costmodel.markdown import block_between, replace_between
 from costmodel.measurement import KINDS, MIX, PRICES_PATH, Measurement, Prices, Sample, without_idle
-from costmodel.model import LINE_ITEMS, bill, fixed_monthly, usage
+from costmodel.model import (
+    LINE_ITEMS,
+    README_BEGIN,
+    README_END,
+    bill,
+    fixed_monthly,
+    render_block,
+    shape,
+    usage,
+)
 from devstack.capacity import Units
 
 COST_PAGE = Path(__file__).resolve().parents[2] / "docs" / "cost.md"

@@ -11,9 +11,8 @@ import pytest
 
 from costmodel.headroom_report import STATEMENT_BEGIN, STATEMENT_END, render_statement_block
 from costmodel.markdown import block_between
-from costmodel.measurement import Prices, Sample
+from costmodel.measurement import Prices, Sample, load_measurement
 from costmodel.model import bill
-from costmodel.per_event import load_measurement
 from costmodel.statement import (
     ALREADY_BOOKED,
     BOOKED_NOW,
@@ -23,13 +22,11 @@ from costmodel.statement import (
     PROVIDERS_A_RUN,
     TIMEOUT_SECONDS,
     StatementModel,
-)
-from costmodel.statement_prices import statement_model
-from costmodel.statement_reads import (
     days_read_of_each_day,
     hours_read_of_each_day_hour,
     hours_read_of_each_hour,
     period_seconds,
+    statement_model,
 )
 from devstack.capacity import Units
 from tests.functional.test_statement_stripe import STATEMENT_REQUESTS
