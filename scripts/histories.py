@@ -72,9 +72,6 @@ def _worker(n: int, share: int, seed: int, reports: Path) -> tuple[int, str | No
             "UMAVEZ_HISTORIES": str(examples),
             "UMAVEZ_HISTORIES_SEED": str(seed + 1000 * run),
             "UMAVEZ_HISTORIES_REPORT": str(report),
-            # This process runs the history module alone: moto with the embedded stack's
-            # speed-ups, as its server process runs it.
-            "UMAVEZ_HISTORIES_FAST_MOTO": "1",
             # Thousands of histories: the functions' INFO lines and EMF blobs only slow them
             # down (a failure prints its history and violations anyway).
             "POWERTOOLS_LOG_LEVEL": "WARNING",

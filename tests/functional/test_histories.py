@@ -21,7 +21,6 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
-from devstack.speedups import moto_patches
 from fixtures.shapes import unique
 from fixtures.simulators.asaas import AsaasSimulator
 from fixtures.simulators.mercadopago import MercadoPagoSimulator
@@ -70,27 +69,19 @@ _STAGE: dict[str, Pipeline] = {}
 # Histories checked in this process; `make histories` sums its workers' (scripts/histories.py).
 _CHECKED: list[int] = [0]
 REPORT = os.environ.get("UMAVEZ_HISTORIES_REPORT")
-# Set by `make histories` (scripts/histories.py) for its dedicated workers.
-FAST_MOTO = os.environ.get("UMAVEZ_HISTORIES_FAST_MOTO") == "1"
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _pipeline() -> Iterator[None]:
-    # `make histories` runs this module alone in processes of its own, on moto with the
-    # embedded stack's speed-ups (each tested against moto's own answers in
-    # tests/devstack/test_local_server.py): half the time a history costs. In `make test` it
-    # shares its process with other tests, on moto as it is.
-    fast = FAST_MOTO
-    if fast:
-        moto_patches.install()
-    try:
-        with pytest.MonkeyPatch.context() as patch, pipeline_on_moto(patch) as pipeline:
-            _STAGE["pipeline"] = pipeline
-            yield
-            _STAGE.clear()
-    finally:
-        if fast:
-            moto_patches.uninstall()
+    # The tables on the project's own in-memory DynamoDB (its contract with moto:
+    # tests/devstack/test_memory_store.py); the queues, secrets and buses on moto.
+    with (
+        pytest.MonkeyPatch.context() as patch,
+        pipeline_on_moto(patch, tables_in_memory=True) as pipeline,
+    ):
+        _STAGE["pipeline"] = pipeline
+        yield
+        _STAGE.clear()
     if REPORT:
         Path(REPORT).write_text(str(_CHECKED[0]))
 

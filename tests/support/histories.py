@@ -686,15 +686,19 @@ def _event_identity(webhook: Webhook) -> str:
 def emptied(pipeline: Pipeline) -> None:
     """The pipeline as new: empty tables, queues and provider APIs (histories share one).
 
-    The tables are emptied in moto's own backend: deleting and creating them through the API
-    cost more than a short history does, and only their items (and stream records) differ
-    from a new table's."""
-    backend = get_backend("dynamodb")[DEFAULT_ACCOUNT_ID][pipeline.world.dynamodb.meta.region_name]
-    for name in (TABLES.ledger, TABLES.outbox):
-        table = backend.tables[name]
-        table.items = defaultdict(dict)
-        if table.stream_shard is not None:
-            table.stream_shard.items = []
+    The tables are emptied in their store (deleting and creating them through the API cost
+    more than a short history does, and only their items differ from a new table's)."""
+    if pipeline.memory is not None:
+        pipeline.memory.clear()
+    else:
+        backend = get_backend("dynamodb")[DEFAULT_ACCOUNT_ID][
+            pipeline.world.dynamodb.meta.region_name
+        ]
+        for name in (TABLES.ledger, TABLES.outbox):
+            table = backend.tables[name]
+            table.items = defaultdict(dict)
+            if table.stream_shard is not None:
+                table.stream_shard.items = []
     for url in (pipeline.queue_url, pipeline.dead_letter_url):
         while messages := pipeline.sqs.receive_message(
             QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=0

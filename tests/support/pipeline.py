@@ -1,12 +1,13 @@
-"""The pipeline after ingest, on moto and in-process: the tables, the webhook queue and its
-DLQ (the stack's redrive policy), the providers' fake APIs on loopback, the secrets the stack
-names, and the real process Lambda fed the way its SQS event source mapping feeds it."""
+"""The pipeline after ingest, in-process: the tables (on moto, or on the project's own
+in-memory DynamoDB, devstack/memory/), the webhook queue and its DLQ on moto (the stack's
+redrive policy), the providers' fake APIs on loopback, the secrets the stack names, and the
+real process Lambda fed the way its SQS event source mapping feeds it."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from devstack.memory.hook import MOTO_PASSES_DYNAMODB, memory_dynamodb
+from devstack.memory.operations import MemoryDynamoDB
 from devstack.provider_apis import FakeProviderApis
 from fixtures.lambda_events import FakeLambdaContext, sqs_event, sqs_record
 from functions.process import handler, wiring
@@ -41,6 +44,8 @@ class Pipeline:
     dead_letter_url: str
     apis: FakeProviderApis
     processed: list[MessageTypeDef] = field(default_factory=list)
+    # The in-memory DynamoDB the tables are on, if they are not on moto.
+    memory: MemoryDynamoDB | None = None
 
     def process(self) -> int:
         """Feeds the process Lambda until the queue is empty; returns how many records it got.
@@ -94,11 +99,16 @@ def _lambda_record(message: MessageTypeDef) -> dict[str, Any]:
 
 
 @contextmanager
-def pipeline_on_moto(monkeypatch: pytest.MonkeyPatch) -> Iterator[Pipeline]:
+def pipeline_on_moto(
+    monkeypatch: pytest.MonkeyPatch, *, tables_in_memory: bool = False
+) -> Iterator[Pipeline]:
+    """The pipeline; with `tables_in_memory`, its tables on the in-memory DynamoDB (its
+    contract with moto: tests/devstack/test_memory_store.py), ten times cheaper a request."""
     apis = FakeProviderApis(
         mercadopago_token=MERCADOPAGO_TOKEN, stripe_key=STRIPE_KEY, asaas_key=ASAAS_KEY
     ).start()
-    with mock_aws():
+    moto = mock_aws(config=MOTO_PASSES_DYNAMODB) if tables_in_memory else mock_aws()
+    with moto, memory_dynamodb() if tables_in_memory else nullcontext() as memory:
         dynamodb = boto3.client("dynamodb")
         for request in create_table_requests(TABLES):
             dynamodb.create_table(**request)
@@ -139,9 +149,11 @@ def pipeline_on_moto(monkeypatch: pytest.MonkeyPatch) -> Iterator[Pipeline]:
         wiring.effect_processor.cache_clear()
         wiring.waiting_room.cache_clear()
         wiring.failure_records.cache_clear()
-        world = World(serialized(dynamodb), TABLES, lambda db, names: wiring.effect_processor())
+        # The in-memory store is serializable by construction; moto needs the lock.
+        client = dynamodb if memory is not None else serialized(dynamodb)
+        world = World(client, TABLES, lambda db, names: wiring.effect_processor())
         try:
-            yield Pipeline(world, sqs, queue_url, dead_letter_url, apis)
+            yield Pipeline(world, sqs, queue_url, dead_letter_url, apis, memory=memory)
         finally:
             wiring.effect_processor.cache_clear()
             wiring.waiting_room.cache_clear()

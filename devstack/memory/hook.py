@@ -1,0 +1,102 @@
+"""DynamoDB answered from memory for every boto3 client of this process, through botocore's
+own request hook: the client validates, serializes and parses as against AWS, only the
+request never leaves the process. Other services go on to whatever answers them: moto's
+in-process mock in the tests, started with MOTO_PASSES_DYNAMODB so that it leaves DynamoDB
+to the store (botocore asks every before-send hook, and takes the first answer).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from io import BytesIO
+from typing import Any
+
+import boto3
+from botocore.awsrequest import AWSPreparedRequest, AWSResponse
+from botocore.handlers import BUILTIN_HANDLERS
+from moto.core.config import DefaultConfig
+
+from devstack.memory.operations import MemoryDynamoDB
+from devstack.memory.tables import DynamoError
+
+_ERROR_PREFIX = "com.amazonaws.dynamodb.v20120810#"
+_ANSWERED = "_answered_in_memory"
+# What moto, started beside the store, is told: DynamoDB is not its to answer (moto's own
+# passthrough setting; every other service it mocks as usual).
+# (moto replaces its "core" settings whole: the others are its defaults.)
+MOTO_PASSES_DYNAMODB: DefaultConfig = {
+    "core": {
+        "mock_credentials": True,
+        "passthrough": {"urls": [], "services": ["dynamodb"]},
+        "reset_boto3_session": True,
+        "service_whitelist": None,
+    }
+}
+_SERVER_ERRORS = frozenset({"InternalServerError"})
+
+
+class _Body(BytesIO):
+    def stream(self, **_: Any) -> Iterator[bytes]:
+        while chunk := self.read(65536):
+            yield chunk
+
+
+class _Answerer:
+    """The before-send hook: answers DynamoDB's requests while a store is active."""
+
+    def __init__(self) -> None:
+        self.store: MemoryDynamoDB | None = None
+
+    def __call__(
+        self, event_name: str, request: AWSPreparedRequest, **_: Any
+    ) -> AWSResponse | None:
+        parts = event_name.split(".")
+        if self.store is None or len(parts) < 3 or parts[1] != "dynamodb":
+            return None
+        # A client may carry the hook twice (from its session's built-in handlers and from
+        # the default session's registration): each request is answered once.
+        if getattr(request, _ANSWERED, False):
+            return None
+        setattr(request, _ANSWERED, True)
+        body: Any = request.body or b"{}"
+        params = json.loads(body if isinstance(body, bytes | bytearray | str) else body.read())
+        try:
+            status, answer = 200, self.store.handle(parts[2], params)
+        except DynamoError as error:
+            status = 500 if error.code in _SERVER_ERRORS else 400
+            answer = {
+                "__type": _ERROR_PREFIX + error.code,
+                "message": error.message,
+                **error.fields,
+            }
+        headers = {"Content-Type": "application/x-amz-json-1.0", "x-amzn-RequestId": "memory"}
+        raw = _Body(json.dumps(answer).encode())
+        return AWSResponse(request.url, status, headers, raw)  # type: ignore[arg-type]
+
+
+_ANSWERER = _Answerer()
+_HOOK_ID = "umavez-memory-dynamodb"
+# Before any other before-send hook (moto's among them), on every session made after this
+# import; it answers only while a store is active.
+BUILTIN_HANDLERS.insert(0, ("before-send", _ANSWERER))
+
+
+def _hooked_default_session() -> None:
+    """boto3's default session may have been made before this import (its handlers are
+    copied into each client it makes): the hook is registered on it too, first."""
+    events = boto3._get_default_session()._session.get_component("event_emitter")
+    events.register_first("before-send.dynamodb", _ANSWERER, unique_id=_HOOK_ID)
+
+
+@contextmanager
+def memory_dynamodb(store: MemoryDynamoDB | None = None) -> Iterator[MemoryDynamoDB]:
+    """DynamoDB in memory for the clients made inside this block (and until it ends)."""
+    _hooked_default_session()
+    previous = _ANSWERER.store
+    _ANSWERER.store = store or MemoryDynamoDB()
+    try:
+        yield _ANSWERER.store
+    finally:
+        _ANSWERER.store = previous
