@@ -25,7 +25,10 @@ from devstack.local_aws import LocalAws
 from devstack.resources import client
 from fixtures import stripe
 from functions.process.service import EffectProcessor
-from functions.reconcile.service import CHECKPOINT_PK, CHECKPOINT_SK, Reconciler, Report, iso
+from functions.reconcile.checkpoint import CHECKPOINT_PK, CHECKPOINT_SK
+from functions.reconcile.report import Report
+from functions.reconcile.service import Reconciler
+from functions.reconcile.stamps import iso
 from functions.shared import tables
 from functions.shared.dynamo import to_attributes
 from functions.shared.outbox import outbox_id_for

@@ -15,7 +15,7 @@ from typing import Any
 
 from devstack.capacity import Units
 from functions.process.waiting import WAIT_LIMIT_SECONDS
-from functions.reconcile.service import PENDING_DEADLINE_SECONDS
+from functions.reconcile.mismatches import PENDING_DEADLINE_SECONDS
 from functions.shared.settings import DEFAULT_OUTBOX_GIVE_UP_HOURS
 from functions.shared.tables import CHANGES_SHARDS, OUTBOX_DUE_SHARDS
 from infra import settings

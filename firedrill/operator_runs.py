@@ -28,7 +28,7 @@ from functions.ingest.adapters import SqsQueue
 from functions.process.asaas_cash import LedgerCash
 from functions.process.interpreters import Interpreters
 from functions.process.waiting import Waiting
-from functions.reconcile.service import CHECKPOINT_PK
+from functions.reconcile.checkpoint import CHECKPOINT_PK
 from functions.shared.domain import Outcome
 from functions.shared.dynamo import scan_items
 from functions.shared.errors import WriteContendedError

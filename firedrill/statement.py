@@ -36,7 +36,7 @@ from fixtures.shapes import unique
 from functions.asaas.models import BRAZIL
 from functions.asaas.models import MONEY_IN as ASAAS_MONEY_IN
 from functions.shared.errors import UmavezError
-from functions.statement.service import MOVEMENT_MISSING, StatementReport
+from functions.statement.report import MOVEMENT_MISSING, StatementReport
 from functions.statement.sources import SCHEDULED
 
 DISPUTE_FEE = 1500

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Final
 
-from functions.reconcile.service import CHECKPOINT_PK, LAST_RUN_SK
+from functions.reconcile.checkpoint import CHECKPOINT_PK, LAST_RUN_SK
 from functions.shared import tables
 from functions.shared.dynamo import from_attributes, to_attributes
 from functions.statement.service import LAST_RUN_PK as STATEMENT_RUNS_PK

@@ -17,7 +17,8 @@ import boto3
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from functions.reconcile.service import Reconciler, Report
+from functions.reconcile.report import Report
+from functions.reconcile.service import Reconciler
 from functions.reconcile.units import CHECK, FINISH, PLAN, RunPlan, Unit, UnitTotals
 from functions.shared.books import Mismatch
 from functions.shared.environment import ReconcileSettings

@@ -28,12 +28,13 @@ from functions.process.service import EffectProcessor
 from functions.shared.environment import StatementSettings
 from functions.shared.errors import MalformedEventError
 from functions.shared.observability import powertools, with_request_id
+from functions.statement.report import MISMATCH_KINDS
 from functions.statement.schedule import (
     BOOKING_WORKERS,
     ScheduledRun,
     StatementSchedule,
 )
-from functions.statement.service import MISMATCH_KINDS, StatementPass
+from functions.statement.service import StatementPass
 from functions.statement.sources import DEFAULT_API_URLS, PROVIDERS, StatementSource
 
 logger, tracer, metrics = powertools("statement")

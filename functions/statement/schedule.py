@@ -26,7 +26,8 @@ from functions.shared import tables
 from functions.statement import service
 from functions.statement.cadence import HOURLY, Cadence
 from functions.statement.reading import StatementInterruptedError, StatementNotConfiguredError
-from functions.statement.service import StatementPass, StatementReport
+from functions.statement.report import StatementReport
+from functions.statement.service import StatementPass
 from functions.statement.sources import CADENCES, EDGE_SECONDS, SETTLE_SECONDS, StatementReader
 from functions.store import checkpoints
 

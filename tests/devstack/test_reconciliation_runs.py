@@ -11,7 +11,8 @@ import pytest
 from devstack.reconciliation import LocalReconciliation, ReconciliationRunFailed
 from fixtures.lambda_events import FakeLambdaContext
 from functions.reconcile import handler
-from functions.reconcile.service import CHECKPOINT_SK, LAST_RUN_SK, Reconciler
+from functions.reconcile.checkpoint import CHECKPOINT_SK, LAST_RUN_SK
+from functions.reconcile.service import Reconciler
 from infra.reconciliation import RETRY_ATTEMPTS
 from tests.support.clock import FakeClock
 from tests.support.reconciliation import T0, stored, unbalanced_orders_over_hours

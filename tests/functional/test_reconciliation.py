@@ -19,13 +19,9 @@ from fixtures.lambda_events import FakeLambdaContext
 from functions.outbox.channels import EventBridgeChannel
 from functions.outbox.sender import OutboxSender
 from functions.reconcile import handler
-from functions.reconcile.service import (
-    CHECKPOINT_PK,
-    CHECKPOINT_SK,
-    LAST_RUN_SK,
-    Reconciler,
-    _groups,
-)
+from functions.reconcile.checkpoint import CHECKPOINT_PK, CHECKPOINT_SK, LAST_RUN_SK
+from functions.reconcile.reads import groups
+from functions.reconcile.service import Reconciler
 from functions.shared import tables
 from functions.shared.outbox import outbox_id_for
 from tests.support.clients import intercepted
@@ -564,10 +560,10 @@ def test_an_audit_holds_at_most_one_reads_worth_of_orders_when_there_is_nothing_
     orders = [(f"ord_{n}", [{"pk": f"ORDER#ord_{n}", "sk": tables.ORDER_SORT}]) for n in range(250)]
 
     # When the audit gathers them for its reads of 100 keys
-    groups = list(_groups(orders, lambda _items: [], keys_per_read=100))
+    gathered = list(groups(orders, lambda _items: [], keys_per_read=100))
 
     # Then no group holds more orders than a read's keys: memory stays flat
-    assert [len(group) for group in groups] == [100, 100, 50]
+    assert [len(group) for group in gathered] == [100, 100, 50]
 
 
 LEDGER_READS = frozenset({"GetItem", "BatchGetItem", "Query", "Scan"})

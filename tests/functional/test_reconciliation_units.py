@@ -8,12 +8,9 @@ from collections import Counter
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from functions.reconcile.service import (
-    CHECKPOINT_SK,
-    LAST_RUN_SK,
-    Reconciler,
-    Report,
-)
+from functions.reconcile.checkpoint import CHECKPOINT_SK, LAST_RUN_SK
+from functions.reconcile.report import Report
+from functions.reconcile.service import Reconciler
 from functions.reconcile.units import RunPlan, Unit, UnitTotals
 from functions.shared import tables
 from tests.support.clock import FakeClock

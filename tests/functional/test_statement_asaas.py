@@ -16,12 +16,8 @@ from fixtures.shapes import shape, unique
 from functions.asaas.api import AsaasApi
 from functions.shared.domain import Outcome
 from functions.statement.asaas import AsaasStatement, known_to_asaas, statement_lines
-from functions.statement.service import (
-    ENTRY_UNKNOWN,
-    MOVEMENT_MISSING,
-    StatementPass,
-    StatementReport,
-)
+from functions.statement.report import ENTRY_UNKNOWN, MOVEMENT_MISSING, StatementReport
+from functions.statement.service import StatementPass
 from tests.support.clock import FakeClock
 from tests.support.world import World
 

@@ -16,13 +16,13 @@ from functions.process.mercadopago_disputes import LedgerDisputes
 from functions.process.service import EffectProcessor, Processed
 from functions.shared.domain import Outcome
 from functions.statement.mercadopago import outside_payments_search, payment_lines
-from functions.statement.service import (
+from functions.statement.report import (
     AMOUNT_DIFFERS,
     ENTRY_UNKNOWN,
     MOVEMENT_MISSING,
-    StatementPass,
     StatementReport,
 )
+from functions.statement.service import StatementPass
 from tests.support.clock import FakeClock
 from tests.support.world import World
 

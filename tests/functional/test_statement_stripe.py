@@ -14,13 +14,13 @@ from fixtures import stripe
 from functions.outbox.channels import EventBridgeChannel
 from functions.outbox.sender import OutboxSender, SendResult
 from functions.shared.domain import Outcome
-from functions.statement.service import (
+from functions.statement.report import (
     AMOUNT_DIFFERS,
     ENTRY_UNKNOWN,
     MOVEMENT_MISSING,
-    StatementPass,
     StatementReport,
 )
+from functions.statement.service import StatementPass
 from functions.statement.stripe import line_of
 from functions.stripe.balance import ListedBalanceTransaction
 from tests.support.clients import RequestCounter, conflicting_once

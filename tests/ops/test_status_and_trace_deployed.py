@@ -19,7 +19,7 @@ from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
 
 from devstack.provider_apis import FakeProviderApis
 from devstack.resources import ASAAS_DEVELOPMENT_API_KEY
-from functions.reconcile.service import CHECKPOINT_PK, LAST_RUN_SK
+from functions.reconcile.checkpoint import CHECKPOINT_PK, LAST_RUN_SK
 from functions.shared import tables
 from functions.shared.dynamo import to_attributes
 from functions.shared.outbox import outbox_id_for

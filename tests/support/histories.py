@@ -52,12 +52,8 @@ from functions.shared.outbox import OutboxItem, OutboxStatus
 from functions.statement import asaas as asaas_statement
 from functions.statement.lines import Line
 from functions.statement.mercadopago import payment_lines
-from functions.statement.service import (
-    AMOUNT_DIFFERS,
-    ENTRY_UNKNOWN,
-    MOVEMENT_MISSING,
-    StatementPass,
-)
+from functions.statement.report import AMOUNT_DIFFERS, ENTRY_UNKNOWN, MOVEMENT_MISSING
+from functions.statement.service import StatementPass
 from functions.statement.stripe import line_of
 from functions.stripe.balance import ListedBalanceTransaction
 from infra.settings import MAX_RECEIVE_COUNT, PROCESS_BATCH_SIZE

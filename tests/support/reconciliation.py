@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from fixtures import stripe
-from functions.reconcile.service import CHECKPOINT_PK
+from functions.reconcile.checkpoint import CHECKPOINT_PK
 from functions.shared import tables
 from functions.shared.dynamo import from_attributes, to_attributes
 from tests.support.world import TABLES
