@@ -107,9 +107,9 @@ def test_the_table_is_folded_a_row_per_part_of_each_stage_against_its_quota(
     writes = Stage(
         "`{at.part}` writes",
         "WRU/s",
-        lambda at: at.rate * at.amount,
+        "rate * amount",
         "dynamodb_table_write_units",
-        parts=lambda at: at.e.write_units,
+        parts="e.write_units",
     )
 
     # When it is folded at 10 payments a second (20 deliveries)
