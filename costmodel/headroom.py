@@ -1,158 +1,30 @@
 """`umavez capacity`: what rate the deployed stack sustains, and what gives first.
 
-Each component on a webhook's way and each scheduled run is a `Stage` of `STAGES`: its load at a
-rate of payments a second (from what one delivery of the drill mix uses, `PerEvent`), its limit
+Each component on a webhook's way and each scheduled run is a stage of capacity.toml: its load at
+a rate of payments a second (from what one delivery of the drill mix uses, per_event.py), its limit
 (AWS's quotas, the stack's settings) and the setting that lifts it. `model` folds the table at a
 rate: headroom = limit / load; a Lambda stage's throughput = concurrency x batch / its duration.
-`burst`: a provider's backlog delivered at once, drained stage by stage, against the deadlines.
+burst.py: a provider's backlog delivered at once, drained stage by stage, against the deadlines.
 """
 
 from __future__ import annotations
 
 import math
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-from costmodel.measurement import (
-    HOUR,
-    MIX,
-    RRU_METRICS,
-    TABLE_WRU_METRICS,
-    Measurement,
-    Prices,
-    Quotas,
-    Sample,
-    StackSettings,
-    lambda_milliseconds,
-    payer,
-    webhook_queue,
-)
+from costmodel.measurement import HOUR, Quotas, StackSettings
+from costmodel.per_event import PerEvent
 from infra.reconciliation import RECONCILIATION
 from infra.reconciliation import reconciliation_capacity as fanout_capacity
 
 CAPACITY_PATH = Path(__file__).with_name("capacity.toml")
 QUOTA_INCREASE = "a quota increase request"
-
-
-@dataclass(frozen=True)
-class PerEvent:
-    """What one delivery of the drill mix used (an HTTP request to the webhook API), durations
-    modeled in AWS; a payment is one order's story in that mix, its retries included."""
-
-    measured_on: str
-    deliveries: int
-    orders: int
-    invocations: dict[str, float]  # by function
-    seconds: dict[str, float]  # by function, modeled in AWS
-    queue_messages: float  # webhook queue messages process received
-    queue_requests: float  # SQS requests on the webhook queue, as billed
-    write_units: dict[str, float]  # by table: transactional and standard writes
-    read_units: dict[str, float]  # by table, its indexes included
-    index_write_units: dict[str, float]  # by "table/index"
-    outbox_items: float  # new outbox items: the stream records the sender gets
-    put_events: float
-    emails: float  # SES recipients
-    waiting_redrives: float  # parked deliveries the waiting run re-enqueued
-    seconds_per_redrive: float  # the waiting run's calls for one, modeled in AWS
-    secrets_per_container: float  # secrets a warm ingest or process container reads
-
-    @property
-    def deliveries_per_payment(self) -> float:
-        return self.deliveries / max(self.orders, 1)
-
-    def seconds_per(self, function: str, work: float) -> float:
-        """Seconds one unit of `work` (a request, a message, an item, an order) takes."""
-        return self.seconds.get(function, 0.0) / work if work else 0.0
-
-    @classmethod
-    def of(cls, measurement: Measurement, prices: Prices) -> PerEvent:
-        scenarios = measurement.scenarios()
-        if MIX not in scenarios:
-            raise ValueError("the measurement has no drill mix: run `make cost` (orders > 0)")
-        sample = scenarios[MIX]
-        events, queue = max(sample.events, 1), webhook_queue()
-        modeled = lambda_milliseconds(sample, prices)
-
-        def per(metric: str, *where: str | None) -> float:
-            return _sum(sample, metric, *where) / events
-
-        # As billed: the event source mapping's empty long polls are not traffic.
-        queue_billed = _sum(sample, "billed", None, "sqs", None, queue, billed=True)
-        queue_empty = _sum(sample, "empty_receives", None, "sqs", None, queue, billed=True)
-        outbox = f"items_written:{_outbox_table(sample)}"
-        return cls(
-            measurement.measured_on,
-            sample.events,
-            int(measurement.options.get("orders", 0)),
-            {f: sample.invocations(f) / events for f in sample.functions},
-            {f: modeled[f] / 1000 / events for f in sample.functions},
-            per("messages", None, "sqs", None, queue),
-            (queue_billed - queue_empty) / events,
-            _by_table(sample, TABLE_WRU_METRICS, events),
-            _by_table(sample, RRU_METRICS, events),
-            _by_table(sample, ("wru_index",), events, keep_index=True),
-            per(outbox, "process", None, "TransactWriteItems"),
-            per("requests", None, "events"),
-            per("billed", None, "sesv2"),
-            per("requests", "waiting", "sqs", None, queue),
-            _redrive_seconds(sample, prices),
-            prices.assumptions["secrets_read_per_container"],
-        )
-
-
-def _sum(sample: Sample, metric: str, *key: str | None, billed: bool = False) -> float:
-    """A metric over the requests whose key (caller, service, operation, resource) matches
-    `key` where it is not None; `billed`: only those AWS bills."""
-    queue = webhook_queue()
-    return sum(
-        units[metric]
-        for found, units in sample.aws.items()
-        if all(want is None or have == want for have, want in zip(found, key, strict=False))
-        and (not billed or payer(found, queue) is not None)
-    )
-
-
-# One re-drive: the message back on the queue, the parked item removed. The run's other calls
-# are the same every run, and its local run-to-run time is noise (a schedule of seconds).
-REDRIVE_OPERATIONS = frozenset({"SendMessage", "DeleteItem", "TransactWriteItems"})
-
-
-def _redrive_seconds(sample: Sample, prices: Prices) -> float:
-    redrives = _sum(sample, "requests", "waiting", "sqs", "SendMessage")
-    milliseconds = sum(
-        units["requests"] * prices.latency(service, operation)
-        for (caller, service, operation, _), units in sample.aws.items()
-        if caller == "waiting" and operation in REDRIVE_OPERATIONS
-    )
-    return milliseconds / 1000 / redrives if redrives else 0.0
-
-
-def _by_table(
-    sample: Sample, kinds: Sequence[str], events: int, *, keep_index: bool = False
-) -> dict[str, float]:
-    """Request units by table (an index's reads count on its table; its writes on their own),
-    of the stack's functions and event source mappings."""
-    found: dict[str, float] = {}
-    for (caller, service, _, _), units in sample.aws.items():
-        if service != "dynamodb" or not caller:
-            continue
-        for metric, amount in units.items():
-            kind, _, where = metric.partition(":")
-            if kind in kinds:
-                name = where if keep_index else where.split("/", 1)[0]
-                found[name] = found.get(name, 0.0) + amount / events
-    return dict(sorted(found.items()))
-
-
-def _outbox_table(sample: Sample) -> str:
-    """The outbox table's name: the table the sender reads by its key."""
-    found = (r for c, s, _, r in sample.aws if c == "outbox" and s == "dynamodb" and "outbox" in r)
-    return next(found, "outbox")
 
 
 @dataclass(frozen=True)
@@ -461,7 +333,6 @@ def _stage(entry: Mapping[str, Any]) -> Stage:
 # The table, a row per component in the page's order, and what waits in a burst.
 CAPACITY_TABLE = tomllib.loads(CAPACITY_PATH.read_text())
 STAGES = tuple(_stage(entry) for entry in CAPACITY_TABLE["stage"])
-DEADLINES: list[dict[str, str]] = CAPACITY_TABLE["deadline"]
 
 
 def model(
@@ -474,95 +345,3 @@ def model(
     """The table folded at a rate: each stage's rows, its load against its limit."""
     at = At(per_event, payments_per_second, settings or StackSettings(), quotas or Quotas.load())
     return Capacity(payments_per_second, at.rate, [row for s in stages for row in s.rows(at)])
-
-
-# -- a burst: the API admits it at its tightest limit (the rest is refused with 429 and retried
-# by the provider), SQS holds what process has not taken yet, each later stage drains at its rate.
-
-
-@dataclass(frozen=True)
-class Deadline:
-    what: str
-    waits_seconds: float
-    limit_seconds: float
-    then: str  # what happens past the limit
-
-    @property
-    def kept(self) -> bool:
-        return self.waits_seconds <= self.limit_seconds
-
-
-@dataclass(frozen=True)
-class Burst:
-    deliveries: int
-    intake_per_second: float
-    intake_bottleneck: str
-    process_per_second: float
-    drain_seconds: float
-    queue_peak: float
-    outbox_seconds: float
-    email_seconds: float
-    reconciliation_seconds: float
-    deadlines: list[Deadline]
-
-
-def _row(capacity: Capacity, prefix: str) -> Row:
-    return next(r for r in capacity.rows if r.component.startswith(prefix))
-
-
-def _limit(row: Row) -> float:
-    return row.limit or math.inf
-
-
-def _intake(e: PerEvent, capacity: Capacity) -> tuple[float, str]:
-    """The rate the API takes deliveries in at, and what holds it: the tightest API limit on a
-    webhook's way, or the concurrency the account leaves ingest."""
-    gates = [
-        r
-        for r in capacity.applying()
-        if r.webhook_path and r.unit == "requests/s" and r.limit and "API" in r.component
-    ]
-    ingest = _row(capacity, "ingest")
-    seconds = e.seconds.get("ingest")
-    ingest_per_second = ingest.limit / seconds if ingest.limit and seconds else math.inf
-    gate = min(gates, key=_limit)
-    if _limit(gate) <= ingest_per_second:
-        return _limit(gate), gate.component
-    return ingest_per_second, "ingest"
-
-
-def burst(
-    per_event: PerEvent, deliveries: int, capacity: Capacity, settings: StackSettings
-) -> Burst:
-    e = per_event
-    intake_rate, intake_name = _intake(e, capacity)
-    process_rate = _limit(_row(capacity, "process")) / max(e.queue_messages, 1e-9)
-    drain = deliveries / min(intake_rate, process_rate)
-    queue_peak = max(0.0, deliveries * (1 - process_rate / intake_rate))
-    outbox = max(drain, deliveries * e.outbox_items / _limit(_row(capacity, "outbox")))
-    email = max(drain, deliveries * e.emails / _limit(_row(capacity, "SES sending rate")))
-    orders = deliveries / max(e.deliveries_per_payment, 1e-9)
-    reconciliation = orders / _limit(capacity.rows[-1])
-    waits = {
-        "refused": deliveries / intake_rate,
-        "drain": drain,
-        "outbox": outbox - drain,
-        "pending": max(outbox, email) - drain,
-        "email": email - drain,
-    }
-    deadlines = [
-        Deadline(d["what"], waits[d["wait"]], getattr(settings, d["limit"]), d["then"])
-        for d in DEADLINES
-    ]
-    return Burst(
-        deliveries,
-        intake_rate,
-        intake_name,
-        process_rate,
-        drain,
-        queue_peak,
-        outbox,
-        email,
-        reconciliation,
-        deadlines,
-    )

@@ -11,9 +11,11 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from costmodel import statement as statement_pass
-from costmodel.headroom import QUOTA_INCREASE, Burst, Capacity, PerEvent, Row, burst, model
+from costmodel.burst import Burst, burst
+from costmodel.headroom import QUOTA_INCREASE, Capacity, Row, model
 from costmodel.markdown import duration, headroom, number, row, table_head
 from costmodel.measurement import DAY, Quotas, StackSettings
+from costmodel.per_event import PerEvent
 from costmodel.statement import WORKERS, hours_read_of_each_day_hour
 
 DOCS_BEGIN = "<!-- capacity:begin -->"

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from costmodel.headroom import PerEvent, Stage, burst, model, reconciliation_capacity
+from costmodel.burst import burst
+from costmodel.headroom import Stage, model, reconciliation_capacity
 from costmodel.headroom_report import (
     DOCS_BEGIN,
     DOCS_END,
@@ -34,6 +35,7 @@ from costmodel.measurement import (
     StackSettings,
     load_measurement,
 )
+from costmodel.per_event import PerEvent
 from infra.reconciliation import RECONCILIATION
 from infra.reconciliation import reconciliation_capacity as fanout_capacity
 
