@@ -148,6 +148,7 @@ class LineItem:
 
 BILL = tomllib.loads(Path(__file__).with_name("bill.toml").read_text())
 LINE_ITEMS = tuple(LineItem(**item) for item in BILL["line_items"])
+TEXTS: dict[str, str] = BILL["texts"]
 
 
 @dataclass(frozen=True)
@@ -257,17 +258,13 @@ def render_block(measurement: Measurement, prices: Prices, webhook_queue: str) -
     statement = statement_pass.statement_model(measurement, prices)
     scenarios = measurement.scenarios().items()
     bills = {name: bill(sample, prices, webhook_queue, statement) for name, sample in scenarios}
-    options, a = measurement.options, prices.assumptions
+    mix = bills[MIX].events if MIX in bills else 0
+    intro = TEXTS["intro"].format(
+        o=measurement.options, m=measurement, a=prices.assumptions, mix=mix
+    )
     lines = [
         README_BEGIN,
-        f"Measured by `make cost` (`umavez cost --orders {options['orders']} --per-kind "
-        f"{options['per_kind']}`) on {measurement.measured_on}, on the embedded stack; list "
-        "prices in us-east-1 from `costmodel/prices.toml`, arm64, X-Ray: the REST stage "
-        f"samples {a['xray_sampling']:.0%} (`xraySampling`), Lambda "
-        f"{a['lambda_xray_sampling']:.0%} of the traces it starts. Each kind: "
-        f"{options['per_kind']} deliveries of its own; the drill mix: "
-        f"{bills[MIX].events if MIX in bills else 0:,} deliveries (HTTP requests, retries "
-        f"and forgeries included) of {options['orders']} orders, without faults.",
+        intro,
         "",
         *_per_million([bills.get(c) for c in COLUMNS]),
         "",
@@ -326,13 +323,8 @@ def _monthly(monthly: Sequence[MonthlyItem]) -> list[str]:
 def render_statement_block(model: statement_pass.StatementModel, prices: Prices) -> list[str]:
     """The statement pass per million payments of one provider: its reads differ, its
     DynamoDB per line does not."""
-    booked_now = prices.assumptions["statement_booked_now_share"]
     lines = [
-        "The statement pass per million payments of one provider (modeled, costmodel/statement.py:"
-        f" {model.movements_per_payment:g} movements a payment, {booked_now:.0%}"
-        " of them booked now, each order matched by the scheduled passes (Stripe's and Mercado"
-        " Pago's hourly, Asaas's daily: each Brazil day once); the line above is priced as"
-        " Stripe's):",
+        TEXTS["statement"].format(s=model, a=prices.assumptions),
         "",
         "| per million payments | API calls | lines read | Lambda duration | DynamoDB | total |",
         "|---|---:|---:|---:|---:|---:|",
