@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from costmodel import headroom_report as report
-from costmodel.headroom import PerEvent, burst, model
+from costmodel.burst import burst
+from costmodel.headroom import model
 from costmodel.markdown import replace_between
 from costmodel.measurement import (
     MEASURED_PATH,
@@ -24,6 +25,7 @@ from costmodel.measurement import (
     webhook_queue,
 )
 from costmodel.model import README_BEGIN, README_END, render_block, render_details
+from costmodel.per_event import PerEvent
 from costmodel.scenarios import measure
 from costmodel.statement import statement_model
 

@@ -1,155 +1,30 @@
 """`umavez capacity`: what rate the deployed stack sustains, and what gives first.
 
-Each component on a webhook's way and each scheduled run is a `Stage` of `STAGES`: its load at a
-rate of payments a second (from what one delivery of the drill mix uses, `PerEvent`), its limit
+Each component on a webhook's way and each scheduled run is a stage of capacity.toml: its load at
+a rate of payments a second (from what one delivery of the drill mix uses, per_event.py), its limit
 (AWS's quotas, the stack's settings) and the setting that lifts it. `model` folds the table at a
 rate: headroom = limit / load; a Lambda stage's throughput = concurrency x batch / its duration.
-`burst`: a provider's backlog delivered at once, drained stage by stage, against the deadlines.
+burst.py: a provider's backlog delivered at once, drained stage by stage, against the deadlines.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import tomllib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property
+from operator import attrgetter
+from pathlib import Path
+from typing import Any
 
-from costmodel.measurement import (
-    HOUR,
-    MIX,
-    RRU_METRICS,
-    TABLE_WRU_METRICS,
-    Measurement,
-    Prices,
-    Quotas,
-    Sample,
-    StackSettings,
-    lambda_milliseconds,
-    payer,
-    webhook_queue,
-)
+from costmodel.measurement import HOUR, Quotas, StackSettings
+from costmodel.per_event import PerEvent
 from infra.reconciliation import RECONCILIATION
 from infra.reconciliation import reconciliation_capacity as fanout_capacity
 
-STACK_SETTINGS = "infra/settings.py"
-STACK_CONTEXT = "infra/config.py"
+CAPACITY_PATH = Path(__file__).with_name("capacity.toml")
 QUOTA_INCREASE = "a quota increase request"
-
-
-@dataclass(frozen=True)
-class PerEvent:
-    """What one delivery of the drill mix used (an HTTP request to the webhook API), durations
-    modeled in AWS; a payment is one order's story in that mix, its retries included."""
-
-    measured_on: str
-    deliveries: int
-    orders: int
-    invocations: dict[str, float]  # by function
-    seconds: dict[str, float]  # by function, modeled in AWS
-    queue_messages: float  # webhook queue messages process received
-    queue_requests: float  # SQS requests on the webhook queue, as billed
-    write_units: dict[str, float]  # by table: transactional and standard writes
-    read_units: dict[str, float]  # by table, its indexes included
-    index_write_units: dict[str, float]  # by "table/index"
-    outbox_items: float  # new outbox items: the stream records the sender gets
-    put_events: float
-    emails: float  # SES recipients
-    waiting_redrives: float  # parked deliveries the waiting run re-enqueued
-    seconds_per_redrive: float  # the waiting run's calls for one, modeled in AWS
-    secrets_per_container: float  # secrets a warm ingest or process container reads
-
-    @property
-    def deliveries_per_payment(self) -> float:
-        return self.deliveries / max(self.orders, 1)
-
-    def seconds_per(self, function: str, work: float) -> float:
-        """Seconds one unit of `work` (a request, a message, an item, an order) takes."""
-        return self.seconds.get(function, 0.0) / work if work else 0.0
-
-    @classmethod
-    def of(cls, measurement: Measurement, prices: Prices) -> PerEvent:
-        scenarios = measurement.scenarios()
-        if MIX not in scenarios:
-            raise ValueError("the measurement has no drill mix: run `make cost` (orders > 0)")
-        sample = scenarios[MIX]
-        events, queue = max(sample.events, 1), webhook_queue()
-        modeled = lambda_milliseconds(sample, prices)
-
-        def per(metric: str, *where: str | None) -> float:
-            return _sum(sample, metric, *where) / events
-
-        # As billed: the event source mapping's empty long polls are not traffic.
-        queue_billed = _sum(sample, "billed", None, "sqs", None, queue, billed=True)
-        queue_empty = _sum(sample, "empty_receives", None, "sqs", None, queue, billed=True)
-        outbox = f"items_written:{_outbox_table(sample)}"
-        return cls(
-            measurement.measured_on,
-            sample.events,
-            int(measurement.options.get("orders", 0)),
-            {f: sample.invocations(f) / events for f in sample.functions},
-            {f: modeled[f] / 1000 / events for f in sample.functions},
-            per("messages", None, "sqs", None, queue),
-            (queue_billed - queue_empty) / events,
-            _by_table(sample, TABLE_WRU_METRICS, events),
-            _by_table(sample, RRU_METRICS, events),
-            _by_table(sample, ("wru_index",), events, keep_index=True),
-            per(outbox, "process", None, "TransactWriteItems"),
-            per("requests", None, "events"),
-            per("billed", None, "sesv2"),
-            per("requests", "waiting", "sqs", None, queue),
-            _redrive_seconds(sample, prices),
-            prices.assumptions["secrets_read_per_container"],
-        )
-
-
-def _sum(sample: Sample, metric: str, *key: str | None, billed: bool = False) -> float:
-    """A metric over the requests whose key (caller, service, operation, resource) matches
-    `key` where it is not None; `billed`: only those AWS bills."""
-    queue = webhook_queue()
-    return sum(
-        units[metric]
-        for found, units in sample.aws.items()
-        if all(want is None or have == want for have, want in zip(found, key, strict=False))
-        and (not billed or payer(found, queue) is not None)
-    )
-
-
-# One re-drive: the message back on the queue, the parked item removed. The run's other calls
-# are the same every run, and its local run-to-run time is noise (a schedule of seconds).
-REDRIVE_OPERATIONS = frozenset({"SendMessage", "DeleteItem", "TransactWriteItems"})
-
-
-def _redrive_seconds(sample: Sample, prices: Prices) -> float:
-    redrives = _sum(sample, "requests", "waiting", "sqs", "SendMessage")
-    milliseconds = sum(
-        units["requests"] * prices.latency(service, operation)
-        for (caller, service, operation, _), units in sample.aws.items()
-        if caller == "waiting" and operation in REDRIVE_OPERATIONS
-    )
-    return milliseconds / 1000 / redrives if redrives else 0.0
-
-
-def _by_table(
-    sample: Sample, kinds: Sequence[str], events: int, *, keep_index: bool = False
-) -> dict[str, float]:
-    """Request units by table (an index's reads count on its table; its writes on their own),
-    of the stack's functions and event source mappings."""
-    found: dict[str, float] = {}
-    for (caller, service, _, _), units in sample.aws.items():
-        if service != "dynamodb" or not caller:
-            continue
-        for metric, amount in units.items():
-            kind, _, where = metric.partition(":")
-            if kind in kinds:
-                name = where if keep_index else where.split("/", 1)[0]
-                found[name] = found.get(name, 0.0) + amount / events
-    return dict(sorted(found.items()))
-
-
-def _outbox_table(sample: Sample) -> str:
-    """The outbox table's name: the table the sender reads by its key."""
-    found = (r for c, s, _, r in sample.aws if c == "outbox" and s == "dynamodb" and "outbox" in r)
-    return next(found, "outbox")
 
 
 @dataclass(frozen=True)
@@ -233,14 +108,11 @@ class Capacity:
         return sorted((r for r in self.applying(rest) if r.headroom < 1), key=lambda r: r.headroom)
 
 
-def _throughput(lanes: float, batch: int, seconds: float) -> float | None:
-    return lanes * batch / seconds if seconds else None
-
-
 @dataclass(frozen=True)
 class At:
-    """A rate's figures for the stages: what one delivery uses (`e`), the settings (`s`), the
-    quotas (`q`); `part`, `amount`: the table or index a stage repeats over, and its figure."""
+    """A rate's figures, which the stages of capacity.toml name: what one delivery uses (`e`),
+    the settings (`s`), the quotas (`q`); `part`, `amount`: the table or index a stage repeats
+    over, and its figure."""
 
     e: PerEvent
     payments_per_second: float
@@ -283,6 +155,18 @@ class At:
         return self.s.outbox_batch_size * self.e.seconds_per("outbox", self.e.outbox_items)
 
     @property
+    def process_throughput(self) -> float | None:
+        """A Lambda stage's throughput: concurrency x batch / its duration."""
+        seconds = self.process_batch_seconds
+        lanes, batch = self.s.process_max_concurrency, self.s.process_batch_size
+        return lanes * batch / seconds if seconds else None
+
+    @property
+    def outbox_throughput(self) -> float | None:
+        seconds = self.outbox_batch_seconds
+        return self.outbox_lanes * self.s.outbox_batch_size / seconds if seconds else None
+
+    @property
     def ingest_concurrency(self) -> float:
         return self.rate * self.e.seconds.get("ingest", 0.0)
 
@@ -303,10 +187,54 @@ class At:
         return self.s.scheduled_functions + self.s.reconciliation_concurrency
 
     @property
+    def all_concurrency(self) -> float:
+        busy = self.ingest_concurrency + self.process_concurrency + self.outbox_concurrency
+        return busy + self.scheduled_concurrency
+
+    @property
     def ingest_limit(self) -> float:
         """What the account leaves ingest: the others' concurrency at its most."""
         most = self.s.process_max_concurrency + self.outbox_lanes + self.scheduled_concurrency
         return self.account - most
+
+    @property
+    def per_source_address(self) -> float:
+        return self.rate / self.q.assumptions["provider_source_addresses"]
+
+    @property
+    def waf_limit(self) -> float:
+        window = self.q.value("waf_rate_window_seconds")
+        return self.s.waf_requests_per_address_per_5_minutes / window
+
+    @property
+    def secret_reads(self) -> float:
+        warm = self.ingest_concurrency + self.process_concurrency
+        return warm * self.e.secrets_per_container / self.s.secret_cache_seconds
+
+    @property
+    def story_write_units(self) -> float:
+        """One order's partition: a payment's whole story, its busiest table's writes."""
+        return max(self.e.write_units.values(), default=0.0) * self.e.deliveries_per_payment
+
+    @property
+    def new_table_peak(self) -> dict[str, float]:
+        """Each table's writes and reads as one linear combination, in write units."""
+        write, read = self.e.write_units, self.e.read_units
+        q = self.q.value
+        ratio = q("dynamodb_new_table_write_units") / q("dynamodb_new_table_read_units")
+        return {t: write.get(t, 0.0) + read.get(t, 0.0) * ratio for t in sorted({*write, *read})}
+
+    @property
+    def index_partitions(self) -> dict[str, float]:
+        """An index's writes spread over its shards (those of the hour, for `changed`)."""
+        shards = {"changed": self.s.changed_index_shards, "due": self.s.due_index_shards}
+        found: dict[str, float] = {}
+        for index, units in self.e.index_write_units.items():
+            name = index.split("/", 1)[-1]
+            n = shards.get(name, 1)
+            hour = " of the hour" if name == "changed" else ""
+            found[f"`{name}`: each of its {n} partitions{hour}"] = units / n
+        return found
 
     @property
     def waiting_every_minutes(self) -> float:
@@ -328,14 +256,23 @@ class At:
             self.q.assumptions["reconciliation_hour_fraction"],
         )
 
+    def figure(self, path: str) -> Any:
+        """A figure by its path in capacity.toml (`rate`, `e.emails`, `s.api_throttle_rate`)."""
+        return attrgetter(path)(self)
+
+    def product(self, paths: str) -> float:
+        """A load of capacity.toml: a figure, or a product of figures (`rate * e.emails`)."""
+        return float(math.prod(self.figure(path.strip()) for path in paths.split("*")))
+
 
 @dataclass(frozen=True)
 class AtLeast:
     """A lift: the setting and, over the limit, the value that carries the load (the limit
-    grows with the setting); `most`: the quota holding AWS's ceiling on it."""
+    grows with the setting, now the figure `current`); `most`: the quota holding AWS's ceiling
+    on it."""
 
     setting: str
-    current: Callable[[At], float]
+    current: str
     unit: str = ""
     most: str | None = None
     beyond: str = "and more"
@@ -343,7 +280,7 @@ class AtLeast:
     def __call__(self, at: At, load: float, limit: float | None) -> str:
         if limit is None or load <= limit:
             return self.setting
-        needed = math.ceil(self.current(at) * load / limit)
+        needed = math.ceil(at.figure(self.current) * load / limit)
         most = at.q.value(self.most) if self.most else None
         if most is not None and needed > most:
             return f"{self.setting} at its most ({most:,.0f}{self.unit}), {self.beyond}"
@@ -352,29 +289,29 @@ class AtLeast:
 
 @dataclass(frozen=True)
 class Stage:
-    """A component as data: `component` and a text `lift` are formatted with the rate's
-    figures (`{at.…}`); `source` names a quota of quotas.toml (its limit, unless `limit` says
-    otherwise, and its page) or where the stack sets the limit; `parts`: what it repeats over
-    (tables, indexes), each row's `at.part` and `at.amount`."""
+    """A component as data, a stage of capacity.toml (its header says each field)."""
 
     component: str
     unit: str
-    load: Callable[[At], float]
+    load: str
     source: str
-    limit: Callable[[At], float | None] | None = None
+    limit: str = ""
     lift: str | AtLeast = QUOTA_INCREASE
-    parts: Callable[[At], Mapping[str, float]] = lambda at: {"": 0.0}
+    parts: str = ""
+    no_limit: bool = False
     rest_only: bool = False
     webhook_path: bool = True
 
     def rows(self, at: At) -> Iterable[Row]:
-        for part, amount in self.parts(at).items():
+        parts: Mapping[str, float] = at.figure(self.parts) if self.parts else {"": 0.0}
+        for part, amount in parts.items():
             yield self.row(replace(at, part=part, amount=amount))
 
     def row(self, at: At) -> Row:
         quota = at.q.quotas.get(self.source)
-        load = self.load(at)
-        limit = self.limit(at) if self.limit else at.q.value(self.source)
+        load = at.product(self.load)
+        limit = at.figure(self.limit) if self.limit else at.q.value(self.source)
+        limit = None if self.no_limit else limit
         lift = self.lift(at, load, limit) if callable(self.lift) else self.lift.format(at=at)
         return Row(
             self.component.format(at=at),
@@ -388,210 +325,14 @@ class Stage:
         )
 
 
-def _new_table_peak(at: At) -> dict[str, float]:
-    """Each table's writes and reads as one linear combination, in write units."""
-    write, read = at.e.write_units, at.e.read_units
-    ratio = at.q.value("dynamodb_new_table_write_units") / at.q.value(
-        "dynamodb_new_table_read_units"
-    )
-    return {t: write.get(t, 0.0) + read.get(t, 0.0) * ratio for t in sorted({*write, *read})}
+def _stage(entry: Mapping[str, Any]) -> Stage:
+    lift = entry.get("lift", QUOTA_INCREASE)
+    return Stage(**{**entry, "lift": AtLeast(**lift) if isinstance(lift, dict) else lift})
 
 
-def _index_partitions(at: At) -> dict[str, float]:
-    """An index's writes spread over its shards (those of the hour, for `changed`)."""
-    shards = {"changed": at.s.changed_index_shards, "due": at.s.due_index_shards}
-    found: dict[str, float] = {}
-    for index, units in at.e.index_write_units.items():
-        name = index.split("/", 1)[-1]
-        n = shards.get(name, 1)
-        hour = " of the hour" if name == "changed" else ""
-        found[f"`{name}`: each of its {n} partitions{hour}"] = units / n
-    return found
-
-
-def _per_part(
-    component: str,
-    unit: str,
-    source: str,
-    parts: Callable[[At], Mapping[str, float]],
-    lift: str | AtLeast = QUOTA_INCREASE,
-) -> Stage:
-    """A stage a row per part (a table, an index), loaded with its amount per delivery."""
-    return Stage(component, unit, lambda at: at.rate * at.amount, source, lift=lift, parts=parts)
-
-
-def _secret_reads(at: At) -> float:
-    warm = at.ingest_concurrency + at.process_concurrency
-    return warm * at.e.secrets_per_container / at.s.secret_cache_seconds
-
-
-def _all_concurrency(at: At) -> float:
-    return (
-        at.ingest_concurrency
-        + at.process_concurrency
-        + at.outbox_concurrency
-        + at.scheduled_concurrency
-    )
-
-
-# The table, a row per component in the page's order.
-STAGES: tuple[Stage, ...] = (
-    Stage(
-        "API Gateway stage throttle (HTTP or REST)",
-        "requests/s",
-        lambda at: at.rate,
-        STACK_SETTINGS,
-        lambda at: at.s.api_throttle_rate,
-        AtLeast(
-            f"`API_THROTTLE_RATE` in {STACK_SETTINGS}", lambda at: at.s.api_throttle_rate, "/s"
-        ),
-    ),
-    Stage(
-        "API Gateway account quota (HTTP and REST APIs together)",
-        "requests/s",
-        lambda at: at.rate,
-        "api_gateway_account_rps",
-    ),
-    Stage(
-        "WAF rate rule per source address (REST + WAF only)",
-        "requests/s",
-        lambda at: at.rate / at.q.assumptions["provider_source_addresses"],
-        "waf_rate_window_seconds",
-        lambda at: (
-            at.s.waf_requests_per_address_per_5_minutes / at.q.value("waf_rate_window_seconds")
-        ),
-        "`providerIpAllowList` (the providers' addresses are never counted)",
-        rest_only=True,
-    ),
-    Stage(
-        "ingest Lambda ({at.ingest_ms:.0f} ms a request)",
-        "concurrent executions",
-        lambda at: at.ingest_concurrency,
-        "lambda_concurrent_executions",
-        lambda at: at.ingest_limit,
-        AtLeast("a Lambda concurrency quota", lambda at: at.account),
-    ),
-    Stage(
-        "SQS webhook queue (sends, receives, deletes)",
-        "requests/s",
-        lambda at: at.rate * at.e.queue_requests,
-        "sqs_in_flight_messages",
-        lambda at: None,
-        "none needed: a standard queue's API rate is unlimited",
-    ),
-    Stage(
-        "process at maximum concurrency {at.s.process_max_concurrency} "
-        "(batch {at.s.process_batch_size}: {at.process_batch_seconds:.2f} s)",
-        "messages/s",
-        lambda at: at.rate * at.e.queue_messages,
-        STACK_CONTEXT,
-        lambda at: _throughput(
-            at.s.process_max_concurrency, at.s.process_batch_size, at.process_batch_seconds
-        ),
-        AtLeast(
-            "`processMaxConcurrency`",
-            lambda at: at.s.process_max_concurrency,
-            most="sqs_event_source_maximum_concurrency",
-        ),
-    ),
-    _per_part(
-        "DynamoDB `{at.part}` writes",
-        "WRU/s",
-        "dynamodb_table_write_units",
-        lambda at: at.e.write_units,
-    ),
-    _per_part(
-        "DynamoDB `{at.part}` reads",
-        "RRU/s",
-        "dynamodb_table_read_units",
-        lambda at: at.e.read_units,
-    ),
-    _per_part(
-        "DynamoDB `{at.part}`, a new table's instant peak",
-        "WRU/s (reads at 1/3)",
-        "dynamodb_new_table_write_units",
-        _new_table_peak,
-        "warm throughput on the table, or a 30-minute ramp",
-    ),
-    Stage(
-        "one order's partition: a payment's whole story within a second",
-        "WRU/s",
-        lambda at: max(at.e.write_units.values(), default=0.0) * at.e.deliveries_per_payment,
-        "dynamodb_partition_write_units",
-        lift="none (a hard limit): one order takes this many stories a second",
-    ),
-    _per_part(
-        "index {at.part}",
-        "WRU/s",
-        "dynamodb_partition_write_units",
-        _index_partitions,
-        "more shards (`CHANGES_SHARDS`, `OUTBOX_DUE_SHARDS` in functions/shared/tables.py)",
-    ),
-    Stage(
-        "outbox stream mapping ({at.shards:.0f} shard x {at.s.outbox_parallelization_factor}, "
-        "batch {at.s.outbox_batch_size}: {at.outbox_batch_seconds:.2f} s)",
-        "items/s",
-        lambda at: at.rate * at.e.outbox_items,
-        "stream_parallelization_factor",
-        lambda at: _throughput(at.outbox_lanes, at.s.outbox_batch_size, at.outbox_batch_seconds),
-        AtLeast(
-            f"`OUTBOX_PARALLELIZATION_FACTOR` in {STACK_SETTINGS} (shards grow with the table)",
-            lambda at: at.s.outbox_parallelization_factor,
-            most="stream_parallelization_factor",
-            beyond="and more stream shards",
-        ),
-    ),
-    Stage(
-        "EventBridge PutEvents",
-        "requests/s",
-        lambda at: at.rate * at.e.put_events,
-        "eventbridge_put_events_tps",
-    ),
-    Stage(
-        "SES sending rate",
-        "e-mails/s",
-        lambda at: at.rate * at.e.emails,
-        "ses_send_rate",
-        lambda at: at.ses_rate,
-        AtLeast("the SES sending rate quota", lambda at: at.ses_rate, "/s"),
-    ),
-    Stage(
-        "Secrets Manager GetSecretValue (cached 5 min a container)",
-        "requests/s",
-        _secret_reads,
-        "secrets_manager_get_secret_value_tps",
-        lift="none needed (a hard limit)",
-    ),
-    Stage(
-        "Lambda account concurrency (all functions)",
-        "concurrent executions",
-        _all_concurrency,
-        "lambda_concurrent_executions",
-        lambda at: at.account,
-        "a Lambda concurrency quota increase",
-    ),
-    Stage(
-        "waiting run (every {at.waiting_every_minutes:.0f} min, "
-        "{at.s.waiting_timeout_seconds:.0f} s timeout)",
-        "re-drives/s",
-        lambda at: at.rate * at.e.waiting_redrives,
-        STACK_SETTINGS,
-        lambda at: at.waiting_limit,
-        f"its timeout (`WAITING_TIMEOUT_SECONDS` in {STACK_SETTINGS})",
-        webhook_path=False,
-    ),
-    Stage(
-        "reconciliation (hourly, {at.reconciliation.orders_read_per_run:,.0f} orders a run, "
-        "{at.reconciliation.reads_per_change:g} reads a change)",
-        "orders changed/s",
-        lambda at: at.payments_per_second,
-        "infra/reconciliation.py",
-        lambda at: at.reconciliation.changes_per_second,
-        "{at.reconciliation.limited_by}: the Map's `max_concurrency` (up to 40) in "
-        "infra/reconciliation.py, `CHANGES_SHARDS`, `MAX_ORDERS_PER_RUN`",
-        webhook_path=False,
-    ),
-)
+# The table, a row per component in the page's order, and what waits in a burst.
+CAPACITY_TABLE = tomllib.loads(CAPACITY_PATH.read_text())
+STAGES = tuple(_stage(entry) for entry in CAPACITY_TABLE["stage"])
 
 
 def model(
@@ -604,137 +345,3 @@ def model(
     """The table folded at a rate: each stage's rows, its load against its limit."""
     at = At(per_event, payments_per_second, settings or StackSettings(), quotas or Quotas.load())
     return Capacity(payments_per_second, at.rate, [row for s in stages for row in s.rows(at)])
-
-
-# -- a burst: the API admits it at its tightest limit (the rest is refused with 429 and retried
-# by the provider), SQS holds what process has not taken yet, each later stage drains at its rate.
-
-
-@dataclass(frozen=True)
-class Deadline:
-    what: str
-    waits_seconds: float
-    limit_seconds: float
-    then: str  # what happens past the limit
-
-    @property
-    def kept(self) -> bool:
-        return self.waits_seconds <= self.limit_seconds
-
-
-@dataclass(frozen=True)
-class Burst:
-    deliveries: int
-    intake_per_second: float
-    intake_bottleneck: str
-    process_per_second: float
-    drain_seconds: float
-    queue_peak: float
-    outbox_seconds: float
-    email_seconds: float
-    reconciliation_seconds: float
-    deadlines: list[Deadline]
-
-
-# What waits in a burst: (what, which wait, the setting bounding it, what happens past it).
-DEADLINES = (
-    (
-        "a delivery refused with 429 until the API takes it (the providers retry: Stripe for 3 "
-        "days)",
-        "refused",
-        "wait_limit_seconds",
-        "the provider stops retrying: `umavez replay` the window",
-    ),
-    (
-        "the last accepted delivery, in the webhook queue",
-        "drain",
-        "queue_retention_seconds",
-        "SQS deletes it unprocessed (queue retention)",
-    ),
-    (
-        "a parked delivery whose binding is still queued",
-        "drain",
-        "wait_limit_seconds",
-        "it moves to unmatched (money nobody can route: alarmed, attachable)",
-    ),
-    (
-        "a new outbox item, before its stream record is sent",
-        "outbox",
-        "outbox_stream_max_record_age_seconds",
-        "the mapping drops the record; the sweeper parks the item and sends it",
-    ),
-    (
-        "an outbox item still pending (the reconciliation's deadline)",
-        "pending",
-        "outbox_pending_deadline_seconds",
-        "the reconciliation reports it stuck (an alarm, nothing lost)",
-    ),
-    (
-        "an e-mail held back by SES's sending rate",
-        "email",
-        "outbox_give_up_seconds",
-        "the item is given up (dead, alarmed; `umavez outbox revive --all-dead`)",
-    ),
-)
-
-
-def _row(capacity: Capacity, prefix: str) -> Row:
-    return next(r for r in capacity.rows if r.component.startswith(prefix))
-
-
-def _limit(row: Row) -> float:
-    return row.limit or math.inf
-
-
-def _intake(e: PerEvent, capacity: Capacity) -> tuple[float, str]:
-    """The rate the API takes deliveries in at, and what holds it: the tightest API limit on a
-    webhook's way, or the concurrency the account leaves ingest."""
-    gates = [
-        r
-        for r in capacity.applying()
-        if r.webhook_path and r.unit == "requests/s" and r.limit and "API" in r.component
-    ]
-    ingest = _row(capacity, "ingest")
-    seconds = e.seconds.get("ingest")
-    ingest_per_second = ingest.limit / seconds if ingest.limit and seconds else math.inf
-    gate = min(gates, key=_limit)
-    if _limit(gate) <= ingest_per_second:
-        return _limit(gate), gate.component
-    return ingest_per_second, "ingest"
-
-
-def burst(
-    per_event: PerEvent, deliveries: int, capacity: Capacity, settings: StackSettings
-) -> Burst:
-    e = per_event
-    intake_rate, intake_name = _intake(e, capacity)
-    process_rate = _limit(_row(capacity, "process")) / max(e.queue_messages, 1e-9)
-    drain = deliveries / min(intake_rate, process_rate)
-    queue_peak = max(0.0, deliveries * (1 - process_rate / intake_rate))
-    outbox = max(drain, deliveries * e.outbox_items / _limit(_row(capacity, "outbox")))
-    email = max(drain, deliveries * e.emails / _limit(_row(capacity, "SES sending rate")))
-    orders = deliveries / max(e.deliveries_per_payment, 1e-9)
-    reconciliation = orders / _limit(capacity.rows[-1])
-    waits = {
-        "refused": deliveries / intake_rate,
-        "drain": drain,
-        "outbox": outbox - drain,
-        "pending": max(outbox, email) - drain,
-        "email": email - drain,
-    }
-    deadlines = [
-        Deadline(what, waits[wait], getattr(settings, limit), then)
-        for what, wait, limit, then in DEADLINES
-    ]
-    return Burst(
-        deliveries,
-        intake_rate,
-        intake_name,
-        process_rate,
-        drain,
-        queue_peak,
-        outbox,
-        email,
-        reconciliation,
-        deadlines,
-    )

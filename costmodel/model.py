@@ -11,8 +11,11 @@ page's section keeps its shape whatever the numbers: `tests/unit/test_cost_model
 from __future__ import annotations
 
 import re
+import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from costmodel import markdown as md
 from costmodel import statement as statement_pass
@@ -39,7 +42,7 @@ from infra.reconciliation import PASSES, RUNS_READING_AN_HOUR
 
 README_BEGIN = "<!-- cost:begin -->"
 README_END = "<!-- cost:end -->"
-SES = "SES e-mail"
+SES = "SES e-mail"  # its own row of the page, in neither total
 COLUMNS = (*KINDS, MIX)
 DYNAMODB_METRICS = (*TABLE_WRU_METRICS, "wru_index", *RRU_METRICS)
 # The services billed by one counter of theirs: the quantity it goes to, and the counter.
@@ -143,30 +146,9 @@ class LineItem:
         return rate / 2**30 if self.priced_by.endswith("_gb") else rate
 
 
-WRU, RRU = "dynamodb_write_request_unit", "dynamodb_read_request_unit"
-API = ("api_requests", "requests")
-LINE_ITEMS = tuple(
-    LineItem(*item)
-    for item in (
-        ("API Gateway HTTP API", *API, "api_gateway_http_request", True, False),
-        ("API Gateway REST API", *API, "api_gateway_rest_request", False),
-        ("WAF", *API, "waf_request", False),
-        ("Lambda requests", "lambda_invocations", "invocations", "lambda_request"),
-        ("Lambda duration", "lambda_gb_seconds", "GB-s", "lambda_arm_gb_second"),
-        ("SQS", "sqs_requests", "requests", "sqs_request"),
-        ("DynamoDB transactions", "wru_transaction", "WRU", WRU),
-        ("DynamoDB standard writes", "wru_standard", "WRU", WRU),
-        ("DynamoDB index writes", "wru_index", "WRU", WRU),
-        ("DynamoDB reads", "rru", "RRU", RRU),
-        ("EventBridge", "eventbridge_events", "events", "eventbridge_event"),
-        ("X-Ray (HTTP API)", "xray_traces_http", "traces", "xray", True, False),
-        ("X-Ray (REST API)", "xray_traces_rest", "traces", "xray", False),
-        ("CloudWatch Logs", "log_bytes", "bytes", "cloudwatch_logs_ingested_gb"),
-        # Modeled, not measured (statement.py): priced in dollars, shown in lines read.
-        ("Statement pass (hourly)", "statement_usd", "lines", "", True, True, "statement_lines"),
-        (SES, "ses_messages", "messages", "ses_message", False, False),
-    )
-)
+BILL = tomllib.loads(Path(__file__).with_name("bill.toml").read_text())
+LINE_ITEMS = tuple(LineItem(**item) for item in BILL["line_items"])
+TEXTS: dict[str, str] = BILL["texts"]
 
 
 @dataclass(frozen=True)
@@ -217,9 +199,8 @@ def fixed_monthly(
     idle: Mapping[str, Sample], prices: Prices, webhook_queue: str
 ) -> list[MonthlyItem]:
     """What the stack costs a month whatever the events: the scheduled runs (each as its
-    measured idle run; the statement's modeled), then what stands."""
-    a, rate = prices.assumptions, prices.rate
-    hours = a["hours_per_month"]
+    measured idle run; the statement's modeled), then what stands (bill.toml's `monthly`)."""
+    hours = prices.assumptions["hours_per_month"]
     items = []
     for function, minutes in SCHEDULE_MINUTES.items():
         if run := idle.get(function):
@@ -227,13 +208,22 @@ def fixed_monthly(
             one = bill(Sample(1, run.aws, run.functions), prices, webhook_queue).http_total
             how = f"{runs:,.0f} runs x ${one / 1e6:.7f} measured idle run"
             items.append(MonthlyItem(f"{function} (every {minutes} min)", how, runs * one / 1e6))
+    figures, usd = _standing(prices)
+    for key, text in BILL["monthly"].items():
+        name, how = text["name"].format(**figures), text["how"].format(**figures)
+        items.append(MonthlyItem(name, how, usd[key], text.get("rest_only", False)))
+    return items
+
+
+def _standing(prices: Prices) -> tuple[dict[str, Any], dict[str, float]]:
+    """The month's figures bill.toml's texts name, and each standing item's dollars."""
+    a, rate = prices.assumptions, prices.rate
+    hours = a["hours_per_month"]
     # A run per provider on its cadence: Stripe's and Mercado Pago's hourly, Asaas's daily.
     scheduled = statement_pass.SCHEDULED_RUNS
     statement_runs = {p: hours * 3600 / period_seconds(p) for p in scheduled}
     runs = sum(statement_runs.values())
-    usd = sum(n * statement_run_usd(prices, p) for p, n in statement_runs.items())
-    every = ", ".join(f"{p} every {period_seconds(p) / 3600:g} h" for p in scheduled)
-    metrics = a["statement_custom_metrics"]
+    statement_usd = sum(n * statement_run_usd(prices, p) for p, n in statement_runs.items())
     pollers, poll_seconds = a["sqs_event_source_pollers"], a["sqs_long_poll_seconds"]
     polls = pollers * hours * 3600 / poll_seconds
     # Secrets are read through a 5-minute cache: the calls follow the warm containers.
@@ -241,52 +231,23 @@ def fixed_monthly(
     reads = warm * per_container * hours * 60 / 5
     reconciliations = hours * 60 / SCHEDULE_MINUTES["reconciliation"]
     transitions = reconciliation_transitions_per_run()
-    rules = a["waf_rules"]
-    return [
-        *items,
-        MonthlyItem(
-            f"statement (a run per provider: {every})",
-            f"{runs:,.0f} runs x ${usd / runs:.7f} a run with nothing to book (modeled: a cold "
-            "start, its secret, its checkpoint, the `changed` index, its record, a page)",
-            usd,
-        ),
-        MonthlyItem(
-            "CloudWatch metrics of the statement",
-            f"{metrics:.0f} custom metrics (EMF, by service only: windows, lines, booked, "
-            "mismatches and one per kind, interrupted, lag)",
-            metrics * rate("cloudwatch_custom_metric_month"),
-        ),
-        MonthlyItem(
-            "SQS long polls of the event source mapping",
-            f"{polls:,.0f} empty receives ({pollers:.0f} pollers, {poll_seconds:.0f} s)",
-            polls * rate("sqs_request"),
-        ),
-        MonthlyItem(
-            "Secrets Manager",
-            f"{a['secrets']:.0f} secrets",
-            a["secrets"] * rate("secrets_manager_secret_month"),
-        ),
-        MonthlyItem(
-            "Secrets Manager reads",
-            f"{reads:,.0f} reads ({warm:.0f} warm ingest and process containers x "
-            f"{per_container:.1f} secrets, every 5 min)",
-            reads * rate("secrets_manager_api_call"),
-        ),
-        MonthlyItem(
-            "Step Functions (the reconciliation's runs)",
-            f"{reconciliations:,.0f} runs x {transitions} state transitions at most (every "
-            "shard of the hours read holding changes)",
-            reconciliations * transitions * rate("step_functions_state_transition"),
-        ),
-        MonthlyItem("KMS key (alarm topic)", "1 key", rate("kms_key_month")),
-        MonthlyItem("CloudWatch dashboard", "1 dashboard", rate("cloudwatch_dashboard_month")),
-        MonthlyItem(
-            "WAF web ACL",
-            f"1 web ACL, {rules:.0f} rules",
-            rate("waf_web_acl_month") + rules * rate("waf_rule_month"),
-            rest_only=True,
-        ),
-    ]
+    transition = rate("step_functions_state_transition")
+    every = ", ".join(f"{p} every {period_seconds(p) / 3600:g} h" for p in scheduled)
+    figures = {"a": a, "every": every, "runs": runs, "usd_a_run": statement_usd / runs}
+    figures |= {"polls": polls, "reads": reads, "reconciliations": reconciliations}
+    figures["transitions"] = transitions
+    usd = {
+        "statement": statement_usd,
+        "statement_metrics": a["statement_custom_metrics"] * rate("cloudwatch_custom_metric_month"),
+        "long_polls": polls * rate("sqs_request"),
+        "secrets": a["secrets"] * rate("secrets_manager_secret_month"),
+        "secret_reads": reads * rate("secrets_manager_api_call"),
+        "reconciliation_runs": reconciliations * transitions * transition,
+        "kms_key": rate("kms_key_month"),
+        "dashboard": rate("cloudwatch_dashboard_month"),
+        "waf_web_acl": rate("waf_web_acl_month") + a["waf_rules"] * rate("waf_rule_month"),
+    }
+    return figures, usd
 
 
 # -- the page's section and the terminal's details ------------------------------------------------
@@ -297,17 +258,13 @@ def render_block(measurement: Measurement, prices: Prices, webhook_queue: str) -
     statement = statement_pass.statement_model(measurement, prices)
     scenarios = measurement.scenarios().items()
     bills = {name: bill(sample, prices, webhook_queue, statement) for name, sample in scenarios}
-    options, a = measurement.options, prices.assumptions
+    mix = bills[MIX].events if MIX in bills else 0
+    intro = TEXTS["intro"].format(
+        o=measurement.options, m=measurement, a=prices.assumptions, mix=mix
+    )
     lines = [
         README_BEGIN,
-        f"Measured by `make cost` (`umavez cost --orders {options['orders']} --per-kind "
-        f"{options['per_kind']}`) on {measurement.measured_on}, on the embedded stack; list "
-        "prices in us-east-1 from `costmodel/prices.toml`, arm64, X-Ray: the REST stage "
-        f"samples {a['xray_sampling']:.0%} (`xraySampling`), Lambda "
-        f"{a['lambda_xray_sampling']:.0%} of the traces it starts. Each kind: "
-        f"{options['per_kind']} deliveries of its own; the drill mix: "
-        f"{bills[MIX].events if MIX in bills else 0:,} deliveries (HTTP requests, retries "
-        f"and forgeries included) of {options['orders']} orders, without faults.",
+        intro,
         "",
         *_per_million([bills.get(c) for c in COLUMNS]),
         "",
@@ -366,13 +323,8 @@ def _monthly(monthly: Sequence[MonthlyItem]) -> list[str]:
 def render_statement_block(model: statement_pass.StatementModel, prices: Prices) -> list[str]:
     """The statement pass per million payments of one provider: its reads differ, its
     DynamoDB per line does not."""
-    booked_now = prices.assumptions["statement_booked_now_share"]
     lines = [
-        "The statement pass per million payments of one provider (modeled, costmodel/statement.py:"
-        f" {model.movements_per_payment:g} movements a payment, {booked_now:.0%}"
-        " of them booked now, each order matched by the scheduled passes (Stripe's and Mercado"
-        " Pago's hourly, Asaas's daily: each Brazil day once); the line above is priced as"
-        " Stripe's):",
+        TEXTS["statement"].format(s=model, a=prices.assumptions),
         "",
         "| per million payments | API calls | lines read | Lambda duration | DynamoDB | total |",
         "|---|---:|---:|---:|---:|---:|",

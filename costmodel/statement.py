@@ -1,17 +1,18 @@
 """The statement pass as a scheduled function: what its runs and lines use, what they cost, and
 whether it keeps up (`make cost` prices it, `make capacity` holds it to its budget and the
-providers' limits). The scenarios keep no provider's books, so it is modeled from counts measured
-elsewhere: its DynamoDB requests and units per line, order and pass (held by
-tests/functional/test_statement_stripe.py and test_capacity_of_the_statement.py); its API calls
-from the readers' page sizes and how much of the books each pass reads again (an hourly pass its
-edges, Asaas's daily pass each day once); its durations at `[latency_ms]` of prices.toml plus
-process's own work on the same path; the providers' limits of quotas.toml."""
+providers' limits). The scenarios keep no provider's books, so it is modeled: its DynamoDB per
+line, order and pass as statement.toml counts it; its API calls from the readers' page sizes and
+how much of the books each pass reads again (an hourly pass its edges, Asaas's daily pass each
+day once); its durations at `[latency_ms]` of prices.toml plus process's own work on the same
+path; the providers' limits of quotas.toml."""
 
 from __future__ import annotations
 
 import math
+import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Final
 
 from costmodel.measurement import (
@@ -47,27 +48,15 @@ EVERY_MINUTES: Final = settings.SCHEDULE_MINUTES["statement"]
 SETTLE_SECONDS: Final = stripe.SETTLE_SECONDS  # a pass's window ends this long ago
 ALREADY_BOOKED: Final = "already booked"
 BOOKED_NOW: Final = "booked now"
-# A line's DynamoDB requests: its binding and the processor's read (2 BatchGetItem), its
-# payment's entries (Query), its fee and net (TransactWriteItems); booked now, its effect's too.
-LINE_REQUESTS: Final[dict[str, dict[str, int]]] = {
-    ALREADY_BOOKED: {"BatchGetItem": 2, "Query": 1, "TransactWriteItems": 1},
-    BOOKED_NOW: {"BatchGetItem": 2, "Query": 1, "TransactWriteItems": 2},
-}
-# Their units: two bindings read consistently, the key, the order and the two objects
-# eventually, the entries (one 4 KB page), the fee item and the order in a transaction; booked
-# now, the effect's five items (2 WRU each) and the order's entry in the `changed` index.
-LINE_UNITS: Final[dict[str, dict[str, float]]] = {
-    ALREADY_BOOKED: {"rru_strong": 3, "rru_eventual": 2, "wru_transaction": 4},
-    BOOKED_NOW: {"rru_strong": 3, "rru_eventual": 2, "wru_transaction": 14, "wru_index": 1},
-}
-# The match, per order changed since the window began (whichever provider's): its entries.
-ORDER_MATCH_REQUESTS: Final[dict[str, int]] = {"Query": 1}
-ORDER_MATCH_UNITS: Final[dict[str, float]] = {"rru_strong": 1}
-# Once a pass: the checkpoint read and moved on, the run's record put.
-PASS_REQUESTS: Final[dict[str, int]] = {"GetItem": 1, "PutItem": 1, "UpdateItem": 1}
-PASS_UNITS: Final[dict[str, float]] = {"rru_strong": 1, "wru_standard": 2}
-# Each shard of each clock hour of the `changed` index a pass reads: keys only, the minimum.
-CHANGED_INDEX_RRU: Final = 0.5
+# Its DynamoDB requests and units, counted on its code path (statement.toml says each).
+COUNTED: Final = tomllib.loads(Path(__file__).with_name("statement.toml").read_text())
+LINE_REQUESTS: Final[dict[str, dict[str, int]]] = COUNTED["line_requests"]
+LINE_UNITS: Final[dict[str, dict[str, float]]] = COUNTED["line_units"]
+ORDER_MATCH_REQUESTS: Final[dict[str, int]] = COUNTED["order_match"]["requests"]
+ORDER_MATCH_UNITS: Final[dict[str, float]] = COUNTED["order_match"]["units"]
+PASS_REQUESTS: Final[dict[str, int]] = COUNTED["pass"]["requests"]
+PASS_UNITS: Final[dict[str, float]] = COUNTED["pass"]["units"]
+CHANGED_INDEX_RRU: Final[float] = COUNTED["pass"]["changed_index_rru"]
 
 Latency = Callable[[str, str], float]  # milliseconds of one call: (service, operation)
 
@@ -313,14 +302,11 @@ class StatementModel:
         their own work (CPU) one after another, whatever the workers."""
         read = self.reads[provider]
         lines = self.lines_per_payment(provider)
-        own = self.own
-        line_ms = {k: _dynamodb_ms(v, self.latency) for k, v in LINE_REQUESTS.items()}
-        line_ms[ALREADY_BOOKED] += own.already_booked_ms
-        line_ms[BOOKED_NOW] += own.booked_now_ms
+        own_work = {ALREADY_BOOKED: self.own.already_booked_ms, BOOKED_NOW: self.own.booked_now_ms}
+        line_ms = {k: _dynamodb_ms(v, self.latency) + own_work[k] for k, v in LINE_REQUESTS.items()}
         waited = lines * mean_line(line_ms, self.booked_now_share)
         if with_match:
             waited += self.orders_read_per_order_changed(provider) * order_match_ms(self.latency)
-        own_work = {ALREADY_BOOKED: own.already_booked_ms, BOOKED_NOW: own.booked_now_ms}
         milliseconds = (
             max(waited / WORKERS, lines * mean_line(own_work, self.booked_now_share))
             + read.pages_per_payment() * self.latency("provider-api", "page")

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from costmodel.headroom import PerEvent, Stage, burst, model, reconciliation_capacity
+from costmodel.burst import burst
+from costmodel.headroom import Stage, model, reconciliation_capacity
 from costmodel.headroom_report import (
     DOCS_BEGIN,
     DOCS_END,
@@ -34,6 +35,7 @@ from costmodel.measurement import (
     StackSettings,
     load_measurement,
 )
+from costmodel.per_event import PerEvent
 from infra.reconciliation import RECONCILIATION
 from infra.reconciliation import reconciliation_capacity as fanout_capacity
 
@@ -107,9 +109,9 @@ def test_the_table_is_folded_a_row_per_part_of_each_stage_against_its_quota(
     writes = Stage(
         "`{at.part}` writes",
         "WRU/s",
-        lambda at: at.rate * at.amount,
+        "rate * amount",
         "dynamodb_table_write_units",
-        parts=lambda at: at.e.write_units,
+        parts="e.write_units",
     )
 
     # When it is folded at 10 payments a second (20 deliveries)
