@@ -41,6 +41,7 @@ import functions.process.handler
 import functions.process.waiting_handler
 import functions.reconcile.handler
 import functions.statement.handler  # noqa: F401
+from devstack.memory.hook import MOTO_PASSES_DYNAMODB, memory_dynamodb
 from functions.shared.tables import create_table_requests
 from tests.support.asaas import AsaasAsDelivered, processor_factory
 from tests.support.clients import serialized
@@ -114,11 +115,24 @@ def make_processor(clock: FakeClock, asaas_api: AsaasAsDelivered) -> ProcessorFa
 
 @pytest.fixture
 def dynamodb() -> Iterator[DynamoDBClient]:
+    """The stack's tables on the project's in-memory DynamoDB (its contract with moto:
+    tests/devstack/test_memory_store.py), everything else on moto. A test that reads a
+    table's stream takes `moto_dynamodb` instead: the store keeps no streams."""
+    with mock_aws(config=MOTO_PASSES_DYNAMODB), memory_dynamodb():
+        yield _with_tables(boto3.client("dynamodb"))
+
+
+@pytest.fixture
+def moto_dynamodb() -> Iterator[DynamoDBClient]:
+    """The stack's tables on moto, with their streams."""
     with mock_aws():
-        client = boto3.client("dynamodb")
-        for request in create_table_requests(TABLES):
-            client.create_table(**request)
-        yield client
+        yield _with_tables(boto3.client("dynamodb"))
+
+
+def _with_tables(client: DynamoDBClient) -> DynamoDBClient:
+    for request in create_table_requests(TABLES):
+        client.create_table(**request)
+    return client
 
 
 @pytest.fixture

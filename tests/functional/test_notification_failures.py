@@ -72,6 +72,12 @@ class ScriptedSink:
 
 
 @pytest.fixture
+def dynamodb(moto_dynamodb: DynamoDBClient) -> DynamoDBClient:
+    """This module reads the outbox table's stream: its tables are on moto, which keeps one."""
+    return moto_dynamodb
+
+
+@pytest.fixture
 def sinks(dynamodb: DynamoDBClient) -> Sinks:
     return Sinks()
 

@@ -70,6 +70,12 @@ OLD_MAX_ATTEMPTS = 8  # what used to make an item dead, whatever its age
 
 
 @pytest.fixture
+def dynamodb(moto_dynamodb: DynamoDBClient) -> DynamoDBClient:
+    """This module reads the outbox table's stream: its tables are on moto, which keeps one."""
+    return moto_dynamodb
+
+
+@pytest.fixture
 def sinks(dynamodb: DynamoDBClient) -> Sinks:
     return Sinks()
 

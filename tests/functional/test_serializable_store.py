@@ -1,10 +1,13 @@
-"""The local DynamoDB the parallel tests use is serializable, like the real one."""
+"""The local DynamoDBs the parallel tests use are serializable, like the real one: moto behind
+the lock of tests/support/clients.py, and the in-memory store (devstack/memory/) as it is."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import pytest
 from botocore.exceptions import ClientError
 
 from tests.support.clients import serialized
@@ -56,11 +59,19 @@ def race_one_transaction(client: DynamoDBClient, key: str) -> list[str]:
     return sorted(results)
 
 
+@pytest.mark.parametrize(
+    ("tables", "wrapped"),
+    [("moto_dynamodb", serialized), ("dynamodb", lambda client: client)],
+    ids=["moto-serialized", "memory-bare"],
+)
 def test_concurrent_identical_transactions_have_exactly_one_winner(
-    dynamodb: DynamoDBClient,
+    request: pytest.FixtureRequest,
+    tables: str,
+    wrapped: Callable[[DynamoDBClient], DynamoDBClient],
 ) -> None:
-    # Given the serialized client the parallel tests use
-    store = serialized(dynamodb)
+    # Given a client the parallel tests use: moto behind its lock, or the memory store bare
+    dynamodb: DynamoDBClient = request.getfixturevalue(tables)
+    store = wrapped(dynamodb)
 
     # When eight clients send the same conditional transaction at once, round after round
     rounds = [race_one_transaction(store, f"key-{n}") for n in range(ROUNDS)]
