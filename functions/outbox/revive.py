@@ -1,6 +1,7 @@
 """Bring dead outbox items back to life once their sink is fixed (`umavez outbox revive`), and
 hand a stuck one (pending outside the due index: its stream try was lost, as reconciliation
-reports) to the sweeper the same way.
+reports) to the sweeper the same way, and one sent without the e-mail it is owed (its order
+learned its customer unseen) back for its e-mail.
 
 A revived item is the same notification: same outbox id, so the same idempotency key every
 sink dedupes on. Reviving is a conditional update that only acts on a `dead` item; it makes
@@ -21,8 +22,9 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from functions.shared import tables
+from functions.shared.outbox import EMAIL_OWED
 from functions.store import queries
-from functions.store.outbox import revive
+from functions.store.outbox import reopen_for_email, revive
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -30,6 +32,9 @@ if TYPE_CHECKING:
 
 class ReviveResult(StrEnum):
     REVIVED = "revived"
+    # Sent without the e-mail it is owed (reconciliation's `email_owed_outbox_item`): handed
+    # back to the sweeper, which sends it through the e-mail only.
+    REOPENED = "reopened"
     NOT_DEAD = "not_dead"  # pending, sending or sent: nothing to revive, left as it is
     NOT_FOUND = "not_found"
 
@@ -64,7 +69,12 @@ class OutboxReviver:
         if not revival.held:
             if not revival.item:
                 return Revived(outbox_id, ReviveResult.NOT_FOUND)
-            return Revived(outbox_id, ReviveResult.NOT_DEAD, status=revival.item.get("status"))
+            status = revival.item.get("status")
+            if revival.item.get(EMAIL_OWED) and reopen_for_email(
+                self._db, self._table, outbox_id, now
+            ):
+                return Revived(outbox_id, ReviveResult.REOPENED, status=status)
+            return Revived(outbox_id, ReviveResult.NOT_DEAD, status=status)
         before = revival.item
         return Revived(
             outbox_id,

@@ -88,6 +88,15 @@ def counted(entry: dict[str, object] | None) -> bool:
     return entry is not None and entry.get("outcome") in COUNTED_OUTCOMES
 
 
+def teaches_recipient(routed: RoutedEffect, known: Known) -> bool:
+    """The entry names the customer and its order, as read, existed and knew none: counted,
+    it taught the order whom to e-mail, and the order's other notifications may owe theirs.
+    A first entry, the order not read yet, has no others to look at; a read that lagged
+    behind an order already there is what the reconciliation's `email_owed_outbox_item` is for."""
+    order = known.order
+    return bool(routed.effect.recipient) and order is not None and not order.get("recipient")
+
+
 def bound_objects(routed: RoutedEffect) -> tuple[str, ...]:
     """The objects this entry binds: a payment's own ids, and the payment of an entry that
     names its order itself (a refund whose metadata names an order must agree)."""

@@ -35,6 +35,7 @@ from functions.process.interpreters import Interpreters
 from functions.shared import tables
 from functions.shared.bindings import bound_orders
 from functions.shared.domain import (
+    COUNTED_OUTCOMES,
     Binding,
     Delivery,
     Effect,
@@ -44,7 +45,6 @@ from functions.shared.domain import (
     RoutedEffect,
     Transition,
     effect_key,
-    ordering_token,
 )
 from functions.shared.dynamo import raise_unclassified, to_attributes
 from functions.shared.errors import (
@@ -54,9 +54,8 @@ from functions.shared.errors import (
 )
 from functions.shared.outbox import outbox_id_for
 from functions.shared.settings import DEFAULT_RETENTION_DAYS
-from functions.store import queries
 from functions.store.ledger import LedgerItems
-from functions.store.outbox import reopen_for_email
+from functions.store.outbox import reopen_for_email, reopen_the_orders_owed_emails
 from functions.store.reads import LedgerReads
 from functions.store.transaction import (
     Committer,
@@ -198,7 +197,12 @@ class EffectProcessor:
     def _apply(self, routed: RoutedEffect) -> Processed:
         known = self._reads.before_writing(routed, core.bound_objects(routed))
         mark = self._reads.capture_mark(routed) if core.needs_capture_mark(routed, known) else None
-        return self._carry_out(core.plan(routed, known, mark))
+        processed = self._carry_out(core.plan(routed, known, mark))
+        if processed.outcome.value in COUNTED_OUTCOMES and core.teaches_recipient(routed, known):
+            # Its order update set the recipient if none was there: the order's other
+            # notifications sent without their e-mail get it now.
+            self._reopen_the_orders_owed_emails(routed)
+        return processed
 
     def _carry_out(self, plan: core.Plan) -> Processed:
         """The plan written through the store; a refused transaction is planned again."""
@@ -247,10 +251,19 @@ class EffectProcessor:
             # It knew its customer already, maybe only since this entry's notification left
             # (another payment of the order named them first): re-opened if it left without
             # the e-mail, else nothing changes.
-        self._reopen_for_email(routed)
-
-    def _reopen_for_email(self, routed: RoutedEffect) -> None:
+        else:
+            self._reopen_the_orders_owed_emails(routed)
         reopen_for_email(self._db, self._tables.outbox, outbox_id_for(routed.key), self._clock())
+
+    def _reopen_the_orders_owed_emails(self, routed: RoutedEffect) -> None:
+        reopen_the_orders_owed_emails(
+            self._db,
+            self._tables.ledger,
+            self._tables.outbox,
+            routed.order_id,
+            self._clock(),
+            but=routed.key,
+        )
 
     def _applied(self, routed: RoutedEffect, to_bind: tuple[str, ...]) -> Transaction:
         return Transaction.of(
@@ -353,33 +366,15 @@ class EffectProcessor:
             Placed(Slot.ORDER, {"Update": update}),
             Placed(
                 Slot.OUTBOX,
-                self._items.outbox_put(routed, late=True, superseded=self._superseded(routed)),
+                self._items.outbox_put(
+                    routed, late=True, superseded=self._reads.superseded(routed)
+                ),
             ),
             self._items.reversed_check(routed),
             self._items.capture_mark(routed),
             self._bindings(routed.effect.delivery.provider, routed.order_id, to_bind),
             Placed(Slot.AUDIT, self._items.entry_audit(routed, Outcome.STALE, reason)),
         )
-
-    def _superseded(self, routed: RoutedEffect) -> bool:
-        """Whether a movement of the same payment newer than this stale one counted already:
-        what the customer was told of that payment is newer than this. One Query of the
-        order's entries, on this rare path only. (A newer one of the payment counted in the
-        instant between this read and the transaction is not seen: its own e-mail then
-        follows this one, in the provider's order.)"""
-        effect = routed.effect
-        if effect.payment is None:
-            return True
-        pages = self._db.get_paginator("query").paginate(
-            **queries.newer_counted_entries(
-                self._tables.ledger, routed.order_id, effect.payment, ordering_token(effect)
-            ),
-            ConsistentRead=True,
-        )
-        try:
-            return any(page["Items"] for page in pages)
-        except ClientError as exc:
-            raise_unclassified(exc, "Query")
 
     # -- voided: a reversal of an entry that never counted ---------------------------------
 

@@ -32,6 +32,7 @@ MISMATCH_KINDS = (
     "unexpected_outbox_item",
     "stuck_outbox_item",
     "dead_outbox_item",
+    "email_owed_outbox_item",
     "unmatched_payment",
     "unreadable_order",
 )

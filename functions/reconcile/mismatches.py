@@ -1,19 +1,21 @@
 """The checks beyond one order's entries, and the mismatches they report: an outbox item
 unfinished past its deadline (stuck) or dead, one whose counted entry is not in the ledger
-(unexpected), money that waits for no order (unmatched)."""
+(unexpected), one sent without the e-mail its order's customer is owed, money that waits for
+no order (unmatched)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any, Final
 
 from functions.reconcile.reads import Reads
 from functions.shared import books, tables
 from functions.shared.domain import COUNTED_OUTCOMES
-from functions.shared.outbox import OutboxStatus
+from functions.shared.outbox import EMAIL_OWED, OutboxStatus
 
 STUCK: Final = "stuck_outbox_item"
+EMAIL_OWED_KIND: Final = "email_owed_outbox_item"
 # Outbox items read a bucket of the due index by the run's last step (a consistent BatchGet of
 # 100 each): the step's time stays bounded when a sink has been down for hours.
 BACKLOG_READ_LIMIT: Final = 2000
@@ -130,4 +132,22 @@ def unexpected(items: list[dict[str, Any]]) -> list[books.Mismatch]:
             "which is not a counted entry of its order",
         )
         for item in items
+    ]
+
+
+def email_owed(items: Iterable[Mapping[str, Any]]) -> list[books.Mismatch]:
+    """Notifications sent without the e-mail they are owed although their order knows its
+    customer now. Whoever taught the order re-opens them (process, or the sender's own read
+    after its try); one left is a re-open missed, e.g. a read before writing that lagged
+    behind an order already there. `umavez outbox revive` sends what is missing."""
+    return [
+        books.Mismatch(
+            EMAIL_OWED_KIND,
+            str(item["order_id"]),
+            f"{item['outbox_id']} sent to {sorted(item.get('channels_sent') or [])} without "
+            f"its e-mail; its order knows the customer: `umavez outbox revive "
+            f"{item['outbox_id']}`",
+        )
+        for item in items
+        if item.get(EMAIL_OWED) and item.get("status") == OutboxStatus.SENT.value
     ]

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from functions.reconcile.mismatches import OutboxChecks
+from functions.reconcile.mismatches import OutboxChecks, email_owed
 from functions.reconcile.reads import Reads, effects, order_of, updated_at
 from functions.reconcile.report import Report
 from functions.reconcile.stamps import iso
@@ -70,6 +70,8 @@ class BooksCheck:
             for item in outbox.values()
             if tables.OUTBOX_DUE_BUCKET not in item and (stuck := self._outbox_checks.stuck(item))
         ]
+        if order.get("recipient"):
+            mismatches += email_owed(outbox.values())
         return OrderBooks(order_id, updated_at(items), mismatches)
 
     def announced_ids(self, items: list[dict[str, Any]]) -> list[str]:

@@ -17,10 +17,10 @@ from functions.shared.bindings import bound_orders
 from functions.shared.books import Mismatch
 from functions.shared.domain import COUNTED_OUTCOMES, Effect, Outcome, Transition
 from functions.shared.errors import OrderNotYetKnownError, WriteContendedError
-from functions.statement.ledger_reads import entries
 from functions.statement.lines import Line
 from functions.statement.report import AMOUNT_DIFFERS, MOVEMENT_MISSING, StatementReport
 from functions.store.fees import fee_record
+from functions.store.reads import order_entries
 from functions.store.transaction import commit
 
 if TYPE_CHECKING:
@@ -195,7 +195,7 @@ class LineBooking:
         """What the order's entries counted for the payment, its captures together."""
         return sum(
             int(e["amount"])
-            for e in entries(self._db, self._tables.ledger, order_id)
+            for e in order_entries(self._db, self._tables.ledger, order_id)
             if e.get("payment") == payment
             and e["transition"] == Transition.PAID.value
             and e["outcome"] in COUNTED_OUTCOMES

@@ -1,14 +1,13 @@
-"""What a statement pass reads of the ledger: an order's entries, and every order changed from
-a time on (the walk of the `changed` index, hour by hour, each order once)."""
+"""What a statement pass reads of the ledger: every order changed from a time on (the walk of
+the `changed` index, hour by hour, each order once)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from functions.shared import tables
-from functions.shared.dynamo import from_attributes
 from functions.store import queries
 
 if TYPE_CHECKING:
@@ -32,11 +31,3 @@ def orders_changed_since(
                         seen.add(order_id)
                         yield order_id
         hour += timedelta(hours=1)
-
-
-def entries(db: DynamoDBClient, ledger: str, order_id: str) -> list[dict[str, Any]]:
-    """The order's entries, in one consistent Query."""
-    pages = db.get_paginator("query").paginate(
-        **queries.entries(ledger, order_id), ConsistentRead=True
-    )
-    return [from_attributes(item) for page in pages for item in page["Items"]]

@@ -17,10 +17,11 @@ from functions.shared import tables
 from functions.shared.books import Mismatch
 from functions.shared.dynamo import to_attributes
 from functions.statement.booking import LineBooking
-from functions.statement.ledger_reads import entries, orders_changed_since
+from functions.statement.ledger_reads import orders_changed_since
 from functions.statement.lines import Line
 from functions.statement.matching import EntryMatch
 from functions.statement.report import StatementReport, iso
+from functions.store.reads import order_entries
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -122,7 +123,7 @@ class StatementPass:
         )
 
         def check(order_id: str) -> tuple[int, list[Mismatch]]:
-            return match.check(order_id, entries(self._db, self._tables.ledger, order_id))
+            return match.check(order_id, order_entries(self._db, self._tables.ledger, order_id))
 
         for count, unknown in self._each(check, checked):
             report.entries_checked += count

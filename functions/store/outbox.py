@@ -13,7 +13,8 @@ from botocore.exceptions import ClientError
 
 from functions.shared import tables
 from functions.shared.dynamo import from_attributes, raise_unclassified, to_attributes
-from functions.shared.outbox import EMAIL_CHANNEL, EMAIL_OWED, OutboxStatus, iso_time
+from functions.shared.outbox import EMAIL_CHANNEL, EMAIL_OWED, OutboxStatus, iso_time, outbox_id_for
+from functions.store.reads import order_entries
 from functions.store.transaction import is_condition_failure
 
 if TYPE_CHECKING:
@@ -217,3 +218,21 @@ def reopen_for_email(db: DynamoDBClient, outbox_table: str, outbox_id: str, now:
             raise_unclassified(exc, "UpdateItem")
         return False
     return True
+
+
+def reopen_the_orders_owed_emails(
+    db: DynamoDBClient, ledger: str, outbox_table: str, order_id: str, now: float, *, but: str
+) -> int:
+    """An order has just learned whom to e-mail: every notification of its entries that went
+    out without the e-mail it is owed goes back to the sweeper (`reopen_for_email`), not only
+    the one of the entry that taught it (`but`, whose item the caller handles). A part capture
+    naming the customer, booked after the final capture's notification left without an
+    address, must still bring that notification its e-mail. Read after the recipient is
+    written, the entries include every item the sender may have marked owed before reading
+    the order (the sender marks, then reads; this writes, then reads). How many it re-opened."""
+    reopened = 0
+    for entry in order_entries(db, ledger, order_id):
+        key = str(entry.get("effect_key", ""))
+        if key and key != but:
+            reopened += reopen_for_email(db, outbox_table, outbox_id_for(key), now)
+    return reopened

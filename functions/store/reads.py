@@ -1,17 +1,19 @@
 """What the processor reads before it writes: the prefetch of one entry (its key, its order,
-the bindings of the objects it names, the entry it settles) and a payment's capture mark."""
+the bindings of the objects it names, the entry it settles) and a payment's capture mark; and
+an order's entries, read consistently."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from functions.shared import tables
-from functions.shared.domain import RoutedEffect
+from functions.shared.domain import RoutedEffect, ordering_token
 from functions.shared.dynamo import from_attributes, raise_unclassified, to_attributes
 from functions.shared.errors import WriteContendedError
+from functions.store import queries
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -109,3 +111,31 @@ class LedgerReads:
         except ClientError as exc:
             raise_unclassified(exc, "GetItem")
         return int(str(from_attributes(response.get("Item", {})).get("captured", 0)))
+
+    def superseded(self, routed: RoutedEffect) -> bool:
+        """Whether a movement of the same payment newer than this stale one counted already:
+        what the customer was told of that payment is newer than this. One Query of the
+        order's entries, on this rare path only. (A newer one of the payment counted in the
+        instant between this read and the transaction is not seen: its own e-mail then
+        follows this one, in the provider's order.)"""
+        effect = routed.effect
+        if effect.payment is None:
+            return True
+        pages = self._db.get_paginator("query").paginate(
+            **queries.newer_counted_entries(
+                self._ledger, routed.order_id, effect.payment, ordering_token(effect)
+            ),
+            ConsistentRead=True,
+        )
+        try:
+            return any(page["Items"] for page in pages)
+        except ClientError as exc:
+            raise_unclassified(exc, "Query")
+
+
+def order_entries(db: DynamoDBClient, ledger: str, order_id: str) -> list[dict[str, Any]]:
+    """The order's entries, in one consistent Query."""
+    pages = db.get_paginator("query").paginate(
+        **queries.entries(ledger, order_id), ConsistentRead=True
+    )
+    return [from_attributes(item) for page in pages for item in page["Items"]]

@@ -47,7 +47,9 @@ def add_outbox_parser(commands: Any) -> None:
     outbox = commands.add_parser("outbox", help="operate on outbox items (notifications)")
     outbox_what = outbox.add_subparsers(dest="outbox_command", required=True)
     revive = outbox_what.add_parser(
-        "revive", help="dead notifications back to pending, same key: the sweeper sends them"
+        "revive",
+        help="dead notifications (or one sent without the e-mail it is owed) back to pending, "
+        "same key: the sweeper sends them",
     )
     revive_which = revive.add_mutually_exclusive_group(required=True)
     revive_which.add_argument("outbox_id", nargs="?", help="one item (obx_...)")
@@ -130,11 +132,14 @@ def outbox_revive(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([{**vars(r), "result": r.result.value} for r in report], indent=2))
     else:
-        print(f"{sum(r.result is ReviveResult.REVIVED for r in report)} revived")
+        handed_back = (ReviveResult.REVIVED, ReviveResult.REOPENED)
+        print(f"{sum(r.result in handed_back for r in report)} revived")
         for r in report:
             detail = (
                 f"died {iso_time(r.died_at or 0)} after {r.attempts} attempts: {r.last_error}"
                 if r.result is ReviveResult.REVIVED
+                else "sent without its e-mail: the sweeper e-mails it"
+                if r.result is ReviveResult.REOPENED
                 else f"status {r.status}"
                 if r.result is ReviveResult.NOT_DEAD
                 else "no such item"
@@ -142,7 +147,7 @@ def outbox_revive(args: argparse.Namespace) -> int:
             print(f"  {r.result.value:<9} {r.outbox_id}  {detail}")
     if args.all_dead:
         return 0
-    return 0 if report[0].result is ReviveResult.REVIVED else 1
+    return 0 if report[0].result in (ReviveResult.REVIVED, ReviveResult.REOPENED) else 1
 
 
 def attach(args: argparse.Namespace) -> int:

@@ -176,10 +176,13 @@ def test_a_stale_payment_goes_straight_to_its_own_transaction_without_the_bound_
     world.deliver(stripe.payment_intent_succeeded(order, intent, 5000, T0, charge))
 
     after = TableStore(dynamodb)
-    read, superseded, transaction = captured.take()
+    read, superseded, transaction, entries, reopen = captured.take()
     assert (read[0], superseded[0], transaction[2]) == ("BatchGetItem", "Query", None)
-    # The order's entries are queried once, on this path only: a stale payment is e-mailed
-    # unless a newer movement of its own payment counted (here its refund did).
+    assert (entries[0], reopen[0]) == ("Query", "UpdateItem")
+    # The order's entries are queried once before the transaction, on this path only: a stale
+    # payment is e-mailed unless a newer movement of its own payment counted (here its refund
+    # did). Once more after it: the payment taught the order its customer, and the refund's
+    # notification is re-opened if it left without its e-mail (not sent yet here: refused).
     # The order's last event is a later second: no guarded attempt. The key (stale), the
     # order's totals, the late outbox item, the charge's binding (the refund bound the
     # PaymentIntent already), the delivery's audit record

@@ -366,6 +366,45 @@ def test_a_payment_captured_in_parts_counts_every_capture(order_of_delivery: str
     assert simulator.books.paid == 5000
 
 
+def test_a_final_capture_naming_nobody_is_e_mailed_once_the_statement_books_the_lost_part() -> None:
+    # Given a PaymentIntent captured in parts (a forged payment on another order beside it):
+    # every webhook of the first part is lost for good, and the final capture is announced
+    # only by events naming nobody, before a refund of all of it
+    machine = ProviderHistories()
+    machine.open_account(
+        provider="stripe",
+        version=ApiVersion.BASIL,
+        amount=5000,
+        refund_updates=False,
+        capture=Capture.MULTICAPTURE,
+        lifecycle="one payment",
+        installments=1,
+        mismap="none",
+        unheard=False,
+        orders_api=False,
+        destination=Destination.SNAPSHOT,
+    )
+    machine.forged_delivery()
+    for move in (0, 4):
+        machine.provider_moves(move)
+    for _ in range(4):
+        machine.webhook_lost_for_good(0)
+    for move in (0, 0):
+        machine.provider_moves(move)
+    machine.webhook_lost_for_good(1)
+    history = machine._history()
+    assert "capture the rest" in history.steps
+
+    # When the history settles: the final capture is booked without a recipient and sent to
+    # EventBridge only; then the statement books the lost part, which names the customer
+    history.settle()
+
+    # Then every payment notification is e-mailed once, the final capture's too, and the
+    # books hold both captures
+    assert history.violations() == []
+    assert history.simulator.books.paid == 5000
+
+
 @pytest.mark.parametrize("provider", ["stripe", "mercadopago"])
 def test_two_payments_of_one_order_crossing_are_each_counted_and_e_mailed(provider: str) -> None:
     # Given an order paid by two payments (a deposit and its balance; two cards)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import boto3
@@ -13,9 +14,14 @@ import pytest
 
 from fixtures import stripe
 from functions.outbox.channels import Channel, EventBridgeChannel, SesEmailChannel
+from functions.outbox.revive import OutboxReviver, ReviveResult
 from functions.outbox.sender import OutboxSender, SendPolicy, SendResult
 from functions.outbox.sweeper import Sweeper
+from functions.process.service import EffectProcessor
+from functions.reconcile.service import Reconciler
+from functions.shared.domain import RoutedEffect
 from functions.shared.outbox import OutboxItem, outbox_id_for
+from functions.store.reads import Known, LedgerReads
 from tests.support.clock import FakeClock
 from tests.support.histories import RecordedChannel, RecordedEmail
 from tests.support.sinks import EMAIL_SENDER, Sinks
@@ -329,6 +335,82 @@ def test_a_payment_sent_before_any_address_is_emailed_once_another_payment_named
     # Then the deposit's payment e-mail reached the customer once
     assert email.sent[outbox_id] == 1
     assert events.sent[outbox_id] == 1
+
+
+def test_a_payment_sent_before_any_address_is_emailed_once_a_later_payment_teaches_the_order(
+    world: World, clock: FakeClock
+) -> None:
+    # Given a payment naming nobody (its charge events lost for good), applied and sent to
+    # EventBridge only: its e-mail is owed
+    order, first, second = stripe.unique("ord"), stripe.unique("pi"), stripe.unique("pi")
+    silent = payment_naming_nobody(order, first, stripe.unique("ch"), 2500)
+    outbox_id = outbox_id_for(str(world.deliver(silent).effect_key))
+    email, events = RecordedEmail(), RecordedChannel("eventbridge")
+    sender = OutboxSender(
+        world.dynamodb, TABLES.outbox, [events, email], clock, SendPolicy(), TABLES.ledger
+    )
+    assert sender.first_try(outbox_id, order).result is SendResult.SENT
+    assert email.sent[outbox_id] == 0
+
+    # When another payment of the order, naming the customer, is applied (no duplicate of the
+    # first ever arrives), and the sweeper runs once the item is due, twice
+    taught = world.deliver(payment_with_receipt(order, second, 2500, T0 + 3600))
+    assert taught.outcome.value == "applied"
+    for _ in range(2):
+        clock.advance(600)
+        Sweeper(world.dynamodb, TABLES.outbox, sender, clock, grace_seconds=0).sweep()
+
+    # Then the first payment's notification reached the customer once, and EventBridge once
+    assert world.order(order)["recipient"] == CUSTOMER
+    assert email.sent[outbox_id] == 1
+    assert events.sent[outbox_id] == 1
+
+
+class _LaggingOrderRead(LedgerReads):
+    """A read before writing that lags behind the order's row: it finds no order."""
+
+    def before_writing(self, routed: RoutedEffect, objects: tuple[str, ...]) -> Known:
+        return replace(super().before_writing(routed, objects), order=None)
+
+
+def test_an_email_owed_that_a_lagging_read_left_unopened_is_reported_and_revived_once(
+    world: World, clock: FakeClock
+) -> None:
+    # Given a payment naming nobody, sent to EventBridge only (its e-mail owed), and a second
+    # payment naming the customer processed through a read that lagged behind the order's
+    # row: the order learns its customer, and nothing re-opens the first notification
+    order, first, second = stripe.unique("ord"), stripe.unique("pi"), stripe.unique("pi")
+    silent = payment_naming_nobody(order, first, stripe.unique("ch"), 2500)
+    outbox_id = outbox_id_for(str(world.deliver(silent).effect_key))
+    email, events = RecordedEmail(), RecordedChannel("eventbridge")
+    sender = OutboxSender(
+        world.dynamodb, TABLES.outbox, [events, email], clock, SendPolicy(), TABLES.ledger
+    )
+    assert sender.first_try(outbox_id, order).result is SendResult.SENT
+    lagging = EffectProcessor(
+        world.dynamodb, TABLES, clock, reads=_LaggingOrderRead(world.dynamodb, TABLES.ledger)
+    )
+    [taught] = lagging.process("stripe", payment_with_receipt(order, second, 2500, T0 + 3600))
+    assert sender.first_try(outbox_id_for(str(taught.effect_key)), order).result is SendResult.SENT
+    clock.advance(2 * 3600)
+
+    # When the reconciliation runs, the operator revives what it names, the sweeper runs
+    # twice, and the reconciliation runs again
+    found = Reconciler(world.dynamodb, TABLES, clock).run().mismatches
+    revived = OutboxReviver(world.dynamodb, TABLES.outbox, clock).revive(outbox_id)
+    for _ in range(2):
+        clock.advance(600)
+        Sweeper(world.dynamodb, TABLES.outbox, sender, clock, grace_seconds=0).sweep()
+    clock.advance(2 * 3600)
+    again = Reconciler(world.dynamodb, TABLES, clock).run().mismatches
+
+    # Then the first run named that notification, the revive handed it back for its e-mail,
+    # the customer got it once (EventBridge nothing more), and the books are clean after
+    assert [(m.kind, m.order_id) for m in found] == [("email_owed_outbox_item", order)]
+    assert outbox_id in found[0].detail
+    assert revived.result is ReviveResult.REOPENED
+    assert (email.sent[outbox_id], events.sent[outbox_id]) == (1, 1)
+    assert again == []
 
 
 def payment_naming_nobody(order: str, intent: str, charge: str, amount: int = 5000) -> str:
