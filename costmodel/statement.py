@@ -1,10 +1,8 @@
 """The statement pass as a scheduled function: what its runs and lines use, what they cost, and
-whether it keeps up (`make cost` prices it, `make capacity` holds it to its budget and the
-providers' limits). The scenarios keep no provider's books, so it is modeled: its DynamoDB per
+whether it keeps up. The scenarios keep no provider's books, so it is modeled: its DynamoDB per
 line, order and pass as statement.toml counts it; its API calls from the readers' page sizes and
-how much of the books each pass reads again (an hourly pass its edges, Asaas's daily pass each
-day once); its durations at `[latency_ms]` of prices.toml plus process's own work on the same
-path; the providers' limits of quotas.toml."""
+how often each pass reads the books again; its durations at `[latency_ms]` of prices.toml plus
+process's own work on the same path; the providers' limits of quotas.toml."""
 
 from __future__ import annotations
 
@@ -30,22 +28,14 @@ from functions.shared.tables import CHANGES_SHARDS
 from functions.statement import asaas, mercadopago, stripe
 from functions.statement.schedule import BOOKING_WORKERS
 from functions.statement.service import EDGE_SECONDS
-from functions.statement.sources import CADENCES, PROVIDERS, SCHEDULED
+from functions.statement.sources import CADENCES, SCHEDULED, SETTLE_SECONDS
 from functions.statement.sources import EDGE_SECONDS as PROVIDER_EDGE_SECONDS
-from functions.statement.sources import SETTLE_SECONDS as PROVIDER_SETTLE_SECONDS
 from infra import settings
 
-FUNCTION: Final = "statement"
-MEMORY_MB: Final = settings.LAMBDA_MEMORY_MB[FUNCTION]
 TIMEOUT_SECONDS: Final = settings.STATEMENT_TIMEOUT_SECONDS
-# Stripe's and Mercado Pago's passes hourly (one rule, a target each), Asaas's daily.
-PROVIDERS_A_RUN: Final = PROVIDERS
-SCHEDULED_RUNS: Final = SCHEDULED
-# The provider whose reads price the line in the cost per event (the scenarios are Stripe's).
-STATEMENT_PRICED_AS = "stripe"
 WORKERS: Final = BOOKING_WORKERS  # lines booked side by side by one invocation
-EVERY_MINUTES: Final = settings.SCHEDULE_MINUTES["statement"]
-SETTLE_SECONDS: Final = stripe.SETTLE_SECONDS  # a pass's window ends this long ago
+GB: Final = settings.LAMBDA_MEMORY_MB["statement"] / 1024
+PRICED_AS: Final = "stripe"  # whose reads price the line in the cost per event (the scenarios')
 ALREADY_BOOKED: Final = "already booked"
 BOOKED_NOW: Final = "booked now"
 # Its DynamoDB requests and units, counted on its code path (statement.toml says each).
@@ -56,19 +46,16 @@ ORDER_MATCH_REQUESTS: Final[dict[str, int]] = COUNTED["order_match"]["requests"]
 ORDER_MATCH_UNITS: Final[dict[str, float]] = COUNTED["order_match"]["units"]
 PASS_REQUESTS: Final[dict[str, int]] = COUNTED["pass"]["requests"]
 PASS_UNITS: Final[dict[str, float]] = COUNTED["pass"]["units"]
-CHANGED_INDEX_RRU: Final[float] = COUNTED["pass"]["changed_index_rru"]
 
 Latency = Callable[[str, str], float]  # milliseconds of one call: (service, operation)
-
-
-# -- what each provider's pass reads, and how often ----------------------------------------------
 
 
 def period_seconds(provider: str) -> float:
     """How often the provider's books are read, and the window read then: the hourly rule's
     interval, or a day."""
     cadence = CADENCES[provider]
-    return float(cadence.window_seconds) if cadence.by_day else EVERY_MINUTES * 60.0
+    by_rule = settings.SCHEDULE_MINUTES["statement"] * 60.0
+    return float(cadence.window_seconds) if cadence.by_day else by_rule
 
 
 def run_after_window_seconds(provider: str) -> float:
@@ -76,33 +63,28 @@ def run_after_window_seconds(provider: str) -> float:
     after the zone's midnight (its settle lag, to the next quarter hour)."""
     cadence = CADENCES[provider]
     if not cadence.by_day:
-        return float(PROVIDER_SETTLE_SECONDS[provider])
-    hour, minute = cadence.settled_at_utc(PROVIDER_SETTLE_SECONDS[provider])
+        return float(SETTLE_SECONDS[provider])
+    hour, minute = cadence.settled_at_utc(SETTLE_SECONDS[provider])
     midnight_hour, midnight_minute = cadence.settled_at_utc(0)
-    minutes = (hour - midnight_hour) * 60 + minute - midnight_minute
-    return float(minutes % (24 * 60) * 60)
+    return float(((hour - midnight_hour) * 60 + minute - midnight_minute) % (24 * 60) * 60)
 
 
 def hours_read_of_each_hour() -> float:
-    """Hourly passes reading each hour of books listed by time (Stripe, Mercado Pago): its
-    own, `EDGE_SECONDS` before it and up to now."""
-    return (HOUR + EDGE_SECONDS + SETTLE_SECONDS) / HOUR
+    """An hourly pass (Stripe, Mercado Pago) reads its hour, `EDGE_SECONDS` before it and up to
+    now (the settle lag)."""
+    return (HOUR + EDGE_SECONDS + stripe.SETTLE_SECONDS) / HOUR
 
 
 def days_read_of_each_day(provider: str = "asaas") -> float:
-    """Daily passes reading each day of books listed by day (Asaas): once, no edges."""
+    """A daily pass (Asaas, books listed by day) reads each day once, no edges."""
     return (DAY + 2 * PROVIDER_EDGE_SECONDS[provider]) / DAY
 
 
 def hours_read_of_each_day_hour() -> float:
     """Why Asaas's pass is daily: hourly, each pass (at the half hour) would read its window's
     whole day so far, and the first of a day the day before too: the mean hours read per hour."""
-    read = 0.0
-    for hour in range(24):
-        now = hour + 0.5
-        first = now - (HOUR + SETTLE_SECONDS + EDGE_SECONDS) / HOUR
-        read += now + (24 if first < 0 else 0)
-    return read / 24
+    edges = (HOUR + stripe.SETTLE_SECONDS + EDGE_SECONDS) / HOUR
+    return sum(h + 0.5 + (24 if h + 0.5 - edges < 0 else 0) for h in range(24)) / 24
 
 
 @dataclass(frozen=True)
@@ -140,8 +122,7 @@ def provider_reads(assumptions: Mapping[str, float]) -> dict[str, ProviderRead]:
     the match; process reads a payment per event (its receipt, a card's confirmation, refunds)."""
     refunds = assumptions["statement_refunds_per_payment"]
     lagging = assumptions["statement_asaas_lagging_share"]
-    edges = hours_read_of_each_hour()
-    workers = min(asaas.PAYMENT_READERS, WORKERS)
+    edges, workers = hours_read_of_each_hour(), min(asaas.PAYMENT_READERS, WORKERS)
     return {
         "stripe": ProviderRead("stripe", 1 + refunds, stripe.PAGE_SIZE, 0, 0, edges),
         "mercadopago": ProviderRead("mercadopago", 1, mercadopago.PAGE_SIZE, 0, 0, edges),
@@ -159,58 +140,26 @@ def provider_reads(assumptions: Mapping[str, float]) -> dict[str, ProviderRead]:
     }
 
 
-# -- time and request units ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class OwnWork:
-    """Milliseconds of own work per line, measured on process's same path."""
-
-    already_booked_ms: float  # a duplicate's
-    booked_now_ms: float  # a new payment's
-
-
-def changed_index_queries(provider: str) -> int:
-    """Every shard of each clock hour from the window's start to now."""
-    return (math.floor(period_seconds(provider) / HOUR) + 1) * CHANGES_SHARDS
-
-
 def _dynamodb_ms(requests: Mapping[str, float], latency: Latency) -> float:
     return sum(n * latency("dynamodb", operation) for operation, n in requests.items())
 
 
-def mean_line(values: Mapping[str, float], booked_now_share: float) -> float:
-    return (1 - booked_now_share) * values[ALREADY_BOOKED] + booked_now_share * values[BOOKED_NOW]
-
-
-def order_match_ms(latency: Latency) -> float:
-    return _dynamodb_ms(ORDER_MATCH_REQUESTS, latency)
-
-
-def run_fixed_ms(latency: Latency, assumptions: Mapping[str, float], provider: str) -> float:
-    """A pass with nothing to book: a cold start (an hourly function keeps no container warm),
-    its secret, its checkpoint, the `changed` index, its record, and a page of the books."""
-    return (
-        assumptions["statement_cold_start_ms"]
+def run_fixed(
+    latency: Latency, cold_start_ms: float, provider: str
+) -> tuple[float, dict[str, float]]:
+    """A pass with nothing to book, in seconds and units: a cold start (an hourly function
+    keeps no container warm), its secret, its checkpoint, its record, a page of the books, and
+    every shard of each clock hour of the `changed` index from the window's start to now."""
+    queries = (math.floor(period_seconds(provider) / HOUR) + 1) * CHANGES_SHARDS
+    ms = (
+        cold_start_ms
         + latency("secretsmanager", "GetSecretValue")
         + _dynamodb_ms(PASS_REQUESTS, latency)
-        + changed_index_queries(provider) * latency("dynamodb", "Query")
+        + queries * latency("dynamodb", "Query")
         + latency("provider-api", "page")
     )
-
-
-def units_per_line(booked_now_share: float) -> dict[str, float]:
-    kinds = sorted({*LINE_UNITS[ALREADY_BOOKED], *LINE_UNITS[BOOKED_NOW]})
-    of = {kind: {k: units.get(kind, 0.0) for k, units in LINE_UNITS.items()} for kind in kinds}
-    return {kind: mean_line(by_line, booked_now_share) for kind, by_line in of.items()}
-
-
-def run_fixed_units(provider: str) -> dict[str, float]:
-    index = changed_index_queries(provider) * CHANGED_INDEX_RRU
-    return {**PASS_UNITS, "rru_eventual": PASS_UNITS.get("rru_eventual", 0.0) + index}
-
-
-# -- keeping up ---------------------------------------------------------------------------------
+    index = queries * COUNTED["pass"]["changed_index_rru"]
+    return ms / 1000, {**PASS_UNITS, "rru_eventual": PASS_UNITS.get("rru_eventual", 0.0) + index}
 
 
 @dataclass(frozen=True)
@@ -221,8 +170,7 @@ class PassLoad:
     provider: str
     payments_per_second: float
     lines_per_payment: float  # each time read
-    # Its calls and process's against the limit, averaged over the limit's window
-    api_calls_per_second: float
+    api_calls_per_second: float  # its and process's, averaged over the limit's window
     seconds_per_payment: float  # one invocation's, per payment of its window
     fixed_seconds: float  # one run's, whatever the lines
     rru_per_second: float
@@ -255,13 +203,13 @@ class PassLoad:
         return self.limit.per_second / (self.api_calls_per_second / self.payments_per_second) * DAY
 
     @property
+    def seconds_per_line(self) -> float:
+        return self.seconds_per_payment / max(self.lines_per_payment, 1e-9)
+
+    @property
     def lines_per_second_booked(self) -> float:
         """By one invocation, its workers together (the match aside)."""
         return 1 / self.seconds_per_line if self.seconds_per_line else math.inf
-
-    @property
-    def seconds_per_line(self) -> float:
-        return self.seconds_per_payment / max(self.lines_per_payment, 1e-9)
 
     @property
     def within_rate_limit(self) -> bool:
@@ -271,65 +219,57 @@ class PassLoad:
 @dataclass(frozen=True)
 class StatementModel:
     latency: Latency
-    own: OwnWork
+    own_ms: Mapping[str, float]  # own work per line, by ALREADY_BOOKED / BOOKED_NOW, measured
     assumptions: Mapping[str, float]
     reads: Mapping[str, ProviderRead]
     limits: Mapping[str, ProviderLimit]
 
-    @property
-    def booked_now_share(self) -> float:
-        return self.assumptions["statement_booked_now_share"]
+    def mean_line(self, values: Mapping[str, float]) -> float:
+        share = self.assumptions["statement_booked_now_share"]
+        return (1 - share) * values[ALREADY_BOOKED] + share * values[BOOKED_NOW]
 
     def orders_read_per_order_changed(self, provider: str) -> float:
         """The `changed` index knows the hour only: the next pass reads again the part of the
-        hour before its window (`statement_hour_fraction`, hourly: the rule fires at a minute
-        nobody chose), or the orders changed between the day's end and its run (daily)."""
+        hour before its window (`statement_hour_fraction`), or the orders changed between the
+        day's end and its run (daily)."""
         if not CADENCES[provider].by_day:
             return 1 + self.assumptions["statement_hour_fraction"]
         return 1 + run_after_window_seconds(provider) / period_seconds(provider)
-
-    def lines_per_payment(self, provider: str) -> float:
-        refunds = self.assumptions["statement_refunds_per_payment"]
-        return self.reads[provider].reads_of_each_row * (1 + refunds)
 
     @property
     def movements_per_payment(self) -> float:
         return 1 + self.assumptions["statement_refunds_per_payment"]
 
+    def lines_per_payment(self, provider: str) -> float:
+        return self.reads[provider].reads_of_each_row * self.movements_per_payment
+
     def seconds_per_payment(self, provider: str, *, with_match: bool = True) -> float:
         """One invocation's time per payment: its lines as often as read, its pages and
         one-by-one reads, and (`with_match`) its share of the match. `WORKERS` lines at once;
         their own work (CPU) one after another, whatever the workers."""
-        read = self.reads[provider]
-        lines = self.lines_per_payment(provider)
-        own_work = {ALREADY_BOOKED: self.own.already_booked_ms, BOOKED_NOW: self.own.booked_now_ms}
-        line_ms = {k: _dynamodb_ms(v, self.latency) + own_work[k] for k, v in LINE_REQUESTS.items()}
-        waited = lines * mean_line(line_ms, self.booked_now_share)
+        read, lines = self.reads[provider], self.lines_per_payment(provider)
+        line_ms = {
+            k: _dynamodb_ms(v, self.latency) + self.own_ms[k] for k, v in LINE_REQUESTS.items()
+        }
+        waited = lines * self.mean_line(line_ms)
         if with_match:
-            waited += self.orders_read_per_order_changed(provider) * order_match_ms(self.latency)
+            match = _dynamodb_ms(ORDER_MATCH_REQUESTS, self.latency)
+            waited += self.orders_read_per_order_changed(provider) * match
         milliseconds = (
-            max(waited / WORKERS, lines * mean_line(own_work, self.booked_now_share))
+            max(waited / WORKERS, lines * self.mean_line(self.own_ms))
             + read.pages_per_payment() * self.latency("provider-api", "page")
             + read.gets_per_payment() * self.latency("provider-api", "GET") / read.gets_at_once
         )
         return milliseconds / 1000
 
-    def seconds_per_movement(self, provider: str) -> float:
-        return self.seconds_per_payment(provider, with_match=False) / self.movements_per_payment
-
-    def units_per_movement(self, provider: str) -> dict[str, float]:
-        reads = self.reads[provider].reads_of_each_row
-        return {k: reads * v for k, v in units_per_line(self.booked_now_share).items()}
+    def units_per_line(self) -> dict[str, float]:
+        kinds = sorted({*LINE_UNITS[ALREADY_BOOKED], *LINE_UNITS[BOOKED_NOW]})
+        by_kind = {kind: {k: u.get(kind, 0.0) for k, u in LINE_UNITS.items()} for kind in kinds}
+        return {kind: self.mean_line(by_line) for kind, by_line in by_kind.items()}
 
     @property
     def matches_per_order_changed(self) -> float:
-        return sum(self.orders_read_per_order_changed(p) for p in SCHEDULED_RUNS)
-
-    def seconds_per_order_changed(self) -> float:
-        return self.matches_per_order_changed * order_match_ms(self.latency) / 1000
-
-    def units_per_order_changed(self) -> dict[str, float]:
-        return {k: self.matches_per_order_changed * v for k, v in ORDER_MATCH_UNITS.items()}
+        return sum(self.orders_read_per_order_changed(p) for p in SCHEDULED)
 
     def api_calls_per_second(self, provider: str, payments_per_second: float) -> float:
         """Averaged over the limit's window (the hour at least, a run's period at most): a
@@ -341,16 +281,22 @@ class StatementModel:
         return payments_per_second * (pass_calls + read.process_calls_per_payment)
 
     def load(self, provider: str, payments_per_second: float) -> PassLoad:
-        lines = self.lines_per_payment(provider)
-        matched = self.matches_per_order_changed
-        per_line = units_per_line(self.booked_now_share)
-        runs = {p: 1 / period_seconds(p) for p in SCHEDULED_RUNS}  # every provider's, a second
+        lines, matched, per_line = (
+            self.lines_per_payment(provider),
+            self.matches_per_order_changed,
+            self.units_per_line(),
+        )
+        cold_start = self.assumptions["statement_cold_start_ms"]
+        runs = {p: 1 / period_seconds(p) for p in SCHEDULED}  # every provider's, a second
 
         def units(kind: str) -> float:
             per_payment = lines * of_kind(per_line, kind) + matched * of_kind(
                 ORDER_MATCH_UNITS, kind
             )
-            fixed = sum(n * of_kind(run_fixed_units(p), kind) for p, n in runs.items())
+            fixed = sum(
+                n * of_kind(run_fixed(self.latency, cold_start, p)[1], kind)
+                for p, n in runs.items()
+            )
             return payments_per_second * per_payment + fixed
 
         return PassLoad(
@@ -359,23 +305,72 @@ class StatementModel:
             lines,
             self.api_calls_per_second(provider, payments_per_second),
             self.seconds_per_payment(provider),
-            run_fixed_ms(self.latency, self.assumptions, provider) / 1000,
+            run_fixed(self.latency, cold_start, provider)[0],
             units("rru"),
             units("wru"),
             self.limits[provider],
             self.reads[provider].period_seconds,
         )
 
+    # -- in dollars
 
-# -- in dollars ---------------------------------------------------------------------------------
+    def _movement(self, provider: str) -> tuple[dict[str, float], float]:
+        """A movement's line as often as the provider's passes read it: units, seconds."""
+        reads = self.reads[provider].reads_of_each_row
+        seconds = self.seconds_per_payment(provider, with_match=False) / self.movements_per_payment
+        return {k: reads * v for k, v in self.units_per_line().items()}, seconds
+
+    def _match(self) -> tuple[dict[str, float], float]:
+        """An order changed, matched by every provider's pass: units, seconds."""
+        matched = self.matches_per_order_changed
+        seconds = matched * _dynamodb_ms(ORDER_MATCH_REQUESTS, self.latency) / 1000
+        return {k: matched * v for k, v in ORDER_MATCH_UNITS.items()}, seconds
+
+    def usd_per_movement(self, prices: Prices, provider: str) -> float:
+        units, seconds = self._movement(provider)
+        return prices.dynamodb(units) + _lambda_usd(seconds, prices)
+
+    def usd_per_order_changed(self, prices: Prices) -> float:
+        units, seconds = self._match()
+        return prices.dynamodb(units) + _lambda_usd(seconds, prices)
+
+    def usd_per_payment(self, prices: Prices, provider: str) -> dict[str, float]:
+        """A payment of `provider`'s (its movements, its order matched), by what bills it."""
+        (line_units, line_seconds), (match_units, match_seconds) = (
+            self._movement(provider),
+            self._match(),
+        )
+        movements = self.movements_per_payment
+        dynamodb = prices.dynamodb(line_units) * movements + prices.dynamodb(match_units)
+        seconds = line_seconds * movements + match_seconds
+        return {"Lambda duration": _lambda_usd(seconds, prices), "DynamoDB": dynamodb}
+
+
+def _lambda_usd(seconds: float, prices: Prices) -> float:
+    return seconds * GB * prices.rate("lambda_arm_gb_second")
+
+
+def run_usd(prices: Prices, provider: str = PRICED_AS) -> float:
+    """A pass with nothing to book: its invocation and time, its DynamoDB units, its secret's
+    read (the 5-minute cache outlives no hour), a trace (X-Ray's reservoir of one a second
+    samples every run) and its log bytes."""
+    a = prices.assumptions
+    seconds, units = run_fixed(prices.latency, a["statement_cold_start_ms"], provider)
+    return (
+        prices.rate("lambda_request")
+        + _lambda_usd(seconds, prices)
+        + prices.dynamodb(units)
+        + prices.rate("secrets_manager_api_call")
+        + prices.xray_usd()
+        + a["statement_log_bytes_per_run"] * prices.rate("cloudwatch_logs_ingested_gb") / 2**30
+    )
 
 
 def movements_and_orders_changed(sample: Sample) -> tuple[float, float]:
     """What the books list for the sample: a line per effect process committed (its
     transaction; the cancelled ones moved nothing), and the orders that entered an hour of the
     `changed` index (1 WRU each at these sizes), which every provider's pass matches."""
-    movements = 0.0
-    orders = 0.0
+    movements = orders = 0.0
     for (caller, service, operation, _), units in sample.aws.items():
         if caller != "process" or service != "dynamodb":
             continue
@@ -393,58 +388,10 @@ def statement_model(measurement: Measurement, prices: Prices) -> StatementModel:
     payment: their measured own work per event."""
     scenarios = measurement.scenarios()
 
-    def per_event(kind: str) -> float:
+    def own_ms(kind: str) -> float:
         sample = scenarios[kind]
         return sample.functions.get("process", Units())["compute_ms"] / max(sample.events, 1)
 
-    own = OwnWork(per_event("duplicate"), per_event("new payment"))
-    limits = load_provider_limits()
-    return StatementModel(
-        prices.latency, own, prices.assumptions, provider_reads(prices.assumptions), limits
-    )
-
-
-def _lambda_usd(seconds: float, prices: Prices) -> float:
-    return seconds * (MEMORY_MB / 1024) * prices.rate("lambda_arm_gb_second")
-
-
-def statement_usd_per_movement(model: StatementModel, prices: Prices, provider: str) -> float:
-    """A movement's line, as often as the provider's passes read it."""
-    return prices.dynamodb(model.units_per_movement(provider)) + _lambda_usd(
-        model.seconds_per_movement(provider), prices
-    )
-
-
-def statement_usd_per_order_changed(model: StatementModel, prices: Prices) -> float:
-    """An order changed, matched by every provider's pass."""
-    return prices.dynamodb(model.units_per_order_changed()) + _lambda_usd(
-        model.seconds_per_order_changed(), prices
-    )
-
-
-def statement_usd_per_payment(
-    model: StatementModel, prices: Prices, provider: str
-) -> dict[str, float]:
-    """A payment of `provider`'s (its movements, its order matched), by what bills it."""
-    movements = model.movements_per_payment
-    lines = prices.dynamodb(model.units_per_movement(provider)) * movements
-    match = prices.dynamodb(model.units_per_order_changed())
-    seconds = model.seconds_per_movement(provider) * movements + model.seconds_per_order_changed()
-    return {"Lambda duration": _lambda_usd(seconds, prices), "DynamoDB": lines + match}
-
-
-def statement_run_usd(prices: Prices, provider: str = STATEMENT_PRICED_AS) -> float:
-    """A pass with nothing to book: its invocation and time, its DynamoDB units, its secret's
-    read (the 5-minute cache outlives no hour), a trace (X-Ray's reservoir of one a second
-    samples every run) and its log bytes."""
-    a = prices.assumptions
-    seconds = run_fixed_ms(prices.latency, a, provider) / 1000
-    log_bytes = a["statement_log_bytes_per_run"]
-    return (
-        prices.rate("lambda_request")
-        + _lambda_usd(seconds, prices)
-        + prices.dynamodb(run_fixed_units(provider))
-        + prices.rate("secrets_manager_api_call")
-        + prices.xray_usd()
-        + log_bytes * prices.rate("cloudwatch_logs_ingested_gb") / 2**30
-    )
+    own = {ALREADY_BOOKED: own_ms("duplicate"), BOOKED_NOW: own_ms("new payment")}
+    reads, limits = provider_reads(prices.assumptions), load_provider_limits()
+    return StatementModel(prices.latency, own, prices.assumptions, reads, limits)
