@@ -23,7 +23,6 @@ from costmodel.measurement import (
     webhook_queue,
 )
 from costmodel.model import README_BEGIN, README_END, render_block, render_details
-from costmodel.scenarios import measure
 from costmodel.statement import statement_model
 
 
@@ -41,7 +40,12 @@ def run_cost(
     prices = Prices.load()
     if xray_sampling is not None:
         prices.assumptions["xray_sampling"] = xray_sampling
-    measurement = load_measurement(measured) if measured is not None else measure(options, err)
+    if measured is None:
+        from costmodel.scenarios import measure  # the embedded stack, only to measure
+
+        measurement = measure(options, err)
+    else:
+        measurement = load_measurement(measured)
     block = render_block(measurement, prices, webhook_queue())
     out.write("\n" + block + render_details(measurement, prices, webhook_queue()))
     out.write(f"  measured in {measurement.elapsed_seconds:.0f} s\n")

@@ -1,8 +1,7 @@
 """The statement pass as a scheduled function: what its runs and lines use, what they cost, and
-whether it keeps up. The scenarios keep no provider's books, so it is modeled: its DynamoDB per
-line, order and pass as statement.toml counts it; its API calls from the readers' page sizes and
-how often each pass reads the books again; its durations at `[latency_ms]` of prices.toml plus
-process's own work on the same path; the providers' limits of quotas.toml."""
+whether it keeps up. Modeled (the scenarios keep no provider's books): its DynamoDB as
+statement.toml counts it, its API calls from the readers' page sizes and how often a pass reads
+the books again, its time at `[latency_ms]` plus process's own work on the same path."""
 
 from __future__ import annotations
 
@@ -36,9 +35,7 @@ TIMEOUT_SECONDS: Final = settings.STATEMENT_TIMEOUT_SECONDS
 WORKERS: Final = BOOKING_WORKERS  # lines booked side by side by one invocation
 GB: Final = settings.LAMBDA_MEMORY_MB["statement"] / 1024
 PRICED_AS: Final = "stripe"  # whose reads price the line in the cost per event (the scenarios')
-ALREADY_BOOKED: Final = "already booked"
-BOOKED_NOW: Final = "booked now"
-# Its DynamoDB requests and units, counted on its code path (statement.toml says each).
+ALREADY_BOOKED, BOOKED_NOW = "already booked", "booked now"
 COUNTED: Final = tomllib.loads(Path(__file__).with_name("statement.toml").read_text())
 LINE_REQUESTS: Final[dict[str, dict[str, int]]] = COUNTED["line_requests"]
 LINE_UNITS: Final[dict[str, dict[str, float]]] = COUNTED["line_units"]
@@ -51,11 +48,13 @@ Latency = Callable[[str, str], float]  # milliseconds of one call: (service, ope
 
 
 def period_seconds(provider: str) -> float:
-    """How often the provider's books are read, and the window read then: the hourly rule's
-    interval, or a day."""
+    """How often the provider's books are read: the hourly rule's interval, or a day."""
     cadence = CADENCES[provider]
-    by_rule = settings.SCHEDULE_MINUTES["statement"] * 60.0
-    return float(cadence.window_seconds) if cadence.by_day else by_rule
+    return (
+        float(cadence.window_seconds)
+        if cadence.by_day
+        else settings.SCHEDULE_MINUTES["statement"] * 60.0
+    )
 
 
 def run_after_window_seconds(provider: str) -> float:
@@ -64,25 +63,25 @@ def run_after_window_seconds(provider: str) -> float:
     cadence = CADENCES[provider]
     if not cadence.by_day:
         return float(SETTLE_SECONDS[provider])
-    hour, minute = cadence.settled_at_utc(SETTLE_SECONDS[provider])
-    midnight_hour, midnight_minute = cadence.settled_at_utc(0)
-    return float(((hour - midnight_hour) * 60 + minute - midnight_minute) % (24 * 60) * 60)
+    (hour, minute), (midnight, past) = (
+        cadence.settled_at_utc(s) for s in (SETTLE_SECONDS[provider], 0)
+    )
+    return float(((hour - midnight) * 60 + minute - past) % (24 * 60) * 60)
 
 
 def hours_read_of_each_hour() -> float:
-    """An hourly pass (Stripe, Mercado Pago) reads its hour, `EDGE_SECONDS` before it and up to
-    now (the settle lag)."""
+    """An hourly pass reads its hour, `EDGE_SECONDS` before it and the settle lag after."""
     return (HOUR + EDGE_SECONDS + stripe.SETTLE_SECONDS) / HOUR
 
 
 def days_read_of_each_day(provider: str = "asaas") -> float:
-    """A daily pass (Asaas, books listed by day) reads each day once, no edges."""
+    """A daily pass (books listed by day) reads each day once, no edges."""
     return (DAY + 2 * PROVIDER_EDGE_SECONDS[provider]) / DAY
 
 
 def hours_read_of_each_day_hour() -> float:
-    """Why Asaas's pass is daily: hourly, each pass (at the half hour) would read its window's
-    whole day so far, and the first of a day the day before too: the mean hours read per hour."""
+    """Why Asaas's pass is daily: hourly, each pass (at the half hour) would read the day so far,
+    and the first of a day the day before too: the mean hours read per hour."""
     edges = (HOUR + stripe.SETTLE_SECONDS + EDGE_SECONDS) / HOUR
     return sum(h + 0.5 + (24 if h + 0.5 - edges < 0 else 0) for h in range(24)) / 24
 
@@ -104,8 +103,8 @@ class ProviderRead:
 
     def calls_per_payment(self) -> float:
         pages = self.rows_per_payment / self.page_size
-        return self.reads_of_each_row * (pages + self.gets_per_row_read) + (
-            self.gets_per_payment_once
+        return (
+            self.reads_of_each_row * (pages + self.gets_per_row_read) + self.gets_per_payment_once
         )
 
     def pages_per_payment(self) -> float:
@@ -118,25 +117,18 @@ class ProviderRead:
 def provider_reads(assumptions: Mapping[str, float]) -> dict[str, ProviderRead]:
     """Stripe: a balance transaction per charge and refund. Mercado Pago: a payment per search
     result, its refunds inside. Asaas: its receipt, its fee and a row per refund, each payment
-    named read once a pass; the lagging (card payments, credited a month later) asked for by
-    the match; process reads a payment per event (its receipt, a card's confirmation, refunds)."""
-    refunds = assumptions["statement_refunds_per_payment"]
-    lagging = assumptions["statement_asaas_lagging_share"]
+    named read once a pass, the lagging (card payments) asked for by the match; and process
+    reads a payment per event (its receipt, a card's confirmation, refunds)."""
+    refunds, lag = (
+        assumptions["statement_refunds_per_payment"],
+        assumptions["statement_asaas_lagging_share"],
+    )
     edges, workers = hours_read_of_each_hour(), min(asaas.PAYMENT_READERS, WORKERS)
+    daily = (days_read_of_each_day(), period_seconds("asaas"), 1 + lag + refunds, workers)
     return {
         "stripe": ProviderRead("stripe", 1 + refunds, stripe.PAGE_SIZE, 0, 0, edges),
         "mercadopago": ProviderRead("mercadopago", 1, mercadopago.PAGE_SIZE, 0, 0, edges),
-        "asaas": ProviderRead(
-            "asaas",
-            2 + refunds,
-            asaas.PAGE_SIZE,
-            1,
-            lagging,
-            days_read_of_each_day(),
-            period_seconds("asaas"),
-            1 + lagging + refunds,
-            workers,
-        ),
+        "asaas": ProviderRead("asaas", 2 + refunds, asaas.PAGE_SIZE, 1, lag, *daily),
     }
 
 
@@ -144,22 +136,20 @@ def _dynamodb_ms(requests: Mapping[str, float], latency: Latency) -> float:
     return sum(n * latency("dynamodb", operation) for operation, n in requests.items())
 
 
-def run_fixed(
-    latency: Latency, cold_start_ms: float, provider: str
-) -> tuple[float, dict[str, float]]:
-    """A pass with nothing to book, in seconds and units: a cold start (an hourly function
-    keeps no container warm), its secret, its checkpoint, its record, a page of the books, and
-    every shard of each clock hour of the `changed` index from the window's start to now."""
+def run_fixed(latency: Latency, cold_ms: float, provider: str) -> tuple[float, dict[str, float]]:
+    """A pass with nothing to book, its seconds and units: a cold start, its secret, its
+    checkpoint, its record, a page of the books, and every shard of each clock hour of the
+    `changed` index from the window's start to now."""
     queries = (math.floor(period_seconds(provider) / HOUR) + 1) * CHANGES_SHARDS
     ms = (
-        cold_start_ms
+        cold_ms
         + latency("secretsmanager", "GetSecretValue")
         + _dynamodb_ms(PASS_REQUESTS, latency)
         + queries * latency("dynamodb", "Query")
         + latency("provider-api", "page")
     )
-    index = queries * COUNTED["pass"]["changed_index_rru"]
-    return ms / 1000, {**PASS_UNITS, "rru_eventual": PASS_UNITS.get("rru_eventual", 0.0) + index}
+    index = PASS_UNITS.get("rru_eventual", 0.0) + queries * COUNTED["pass"]["changed_index_rru"]
+    return ms / 1000, {**PASS_UNITS, "rru_eventual": index}
 
 
 @dataclass(frozen=True)
@@ -171,30 +161,29 @@ class PassLoad:
     payments_per_second: float
     lines_per_payment: float  # each time read
     api_calls_per_second: float  # its and process's, averaged over the limit's window
-    seconds_per_payment: float  # one invocation's, per payment of its window
-    fixed_seconds: float  # one run's, whatever the lines
     rru_per_second: float
     wru_per_second: float
     limit: ProviderLimit
-    period_seconds: float = HOUR
-
-    @property
-    def work_seconds_a_run(self) -> float:
-        payments = self.payments_per_second * self.period_seconds
-        return self.fixed_seconds + payments * self.seconds_per_payment
+    period_seconds: float
+    work_seconds_a_run: float  # one invocation's
+    payments_per_second_one_invocation_keeps_up_with: float
+    seconds_per_line: float  # one invocation's, its workers together (the match aside)
 
     @property
     def keeps_up(self) -> bool:
         return self.work_seconds_a_run <= TIMEOUT_SECONDS
 
     @property
-    def payments_per_second_one_invocation_keeps_up_with(self) -> float:
-        budget = max(TIMEOUT_SECONDS - self.fixed_seconds, 0.0)
-        return budget / (self.period_seconds * self.seconds_per_payment)
-
-    @property
     def invocations_a_run_needed(self) -> int:
         return max(1, math.ceil(self.work_seconds_a_run / TIMEOUT_SECONDS))
+
+    @property
+    def lines_per_second_booked(self) -> float:
+        return 1 / self.seconds_per_line if self.seconds_per_line else math.inf
+
+    @property
+    def within_rate_limit(self) -> bool:
+        return self.limit.per_second is None or self.api_calls_per_second <= self.limit.per_second
 
     @property
     def payments_a_day_within_limit(self) -> float | None:
@@ -202,24 +191,11 @@ class PassLoad:
             return None
         return self.limit.per_second / (self.api_calls_per_second / self.payments_per_second) * DAY
 
-    @property
-    def seconds_per_line(self) -> float:
-        return self.seconds_per_payment / max(self.lines_per_payment, 1e-9)
-
-    @property
-    def lines_per_second_booked(self) -> float:
-        """By one invocation, its workers together (the match aside)."""
-        return 1 / self.seconds_per_line if self.seconds_per_line else math.inf
-
-    @property
-    def within_rate_limit(self) -> bool:
-        return self.limit.per_second is None or self.api_calls_per_second <= self.limit.per_second
-
 
 @dataclass(frozen=True)
 class StatementModel:
     latency: Latency
-    own_ms: Mapping[str, float]  # own work per line, by ALREADY_BOOKED / BOOKED_NOW, measured
+    own_ms: Mapping[str, float]  # process's own work per line, already booked or booked now
     assumptions: Mapping[str, float]
     reads: Mapping[str, ProviderRead]
     limits: Mapping[str, ProviderLimit]
@@ -230,8 +206,7 @@ class StatementModel:
 
     def orders_read_per_order_changed(self, provider: str) -> float:
         """The `changed` index knows the hour only: the next pass reads again the part of the
-        hour before its window (`statement_hour_fraction`), or the orders changed between the
-        day's end and its run (daily)."""
+        hour before its window, or (daily) the orders changed between the day's end and its run."""
         if not CADENCES[provider].by_day:
             return 1 + self.assumptions["statement_hour_fraction"]
         return 1 + run_after_window_seconds(provider) / period_seconds(provider)
@@ -240,79 +215,65 @@ class StatementModel:
     def movements_per_payment(self) -> float:
         return 1 + self.assumptions["statement_refunds_per_payment"]
 
+    @property
+    def matches_per_order_changed(self) -> float:
+        return sum(self.orders_read_per_order_changed(p) for p in SCHEDULED)
+
     def lines_per_payment(self, provider: str) -> float:
         return self.reads[provider].reads_of_each_row * self.movements_per_payment
 
     def seconds_per_payment(self, provider: str, *, with_match: bool = True) -> float:
-        """One invocation's time per payment: its lines as often as read, its pages and
-        one-by-one reads, and (`with_match`) its share of the match. `WORKERS` lines at once;
-        their own work (CPU) one after another, whatever the workers."""
-        read, lines = self.reads[provider], self.lines_per_payment(provider)
-        line_ms = {
-            k: _dynamodb_ms(v, self.latency) + self.own_ms[k] for k, v in LINE_REQUESTS.items()
-        }
+        """One invocation's time per payment: its lines as often as read (`WORKERS` at once,
+        their own work one after another), its pages and gets, and its share of the match."""
+        read, lines, latency = self.reads[provider], self.lines_per_payment(provider), self.latency
+        line_ms = {k: _dynamodb_ms(v, latency) + self.own_ms[k] for k, v in LINE_REQUESTS.items()}
         waited = lines * self.mean_line(line_ms)
         if with_match:
-            match = _dynamodb_ms(ORDER_MATCH_REQUESTS, self.latency)
+            match = _dynamodb_ms(ORDER_MATCH_REQUESTS, latency)
             waited += self.orders_read_per_order_changed(provider) * match
         milliseconds = (
             max(waited / WORKERS, lines * self.mean_line(self.own_ms))
-            + read.pages_per_payment() * self.latency("provider-api", "page")
-            + read.gets_per_payment() * self.latency("provider-api", "GET") / read.gets_at_once
+            + read.pages_per_payment() * latency("provider-api", "page")
+            + read.gets_per_payment() * latency("provider-api", "GET") / read.gets_at_once
         )
         return milliseconds / 1000
 
     def units_per_line(self) -> dict[str, float]:
         kinds = sorted({*LINE_UNITS[ALREADY_BOOKED], *LINE_UNITS[BOOKED_NOW]})
-        by_kind = {kind: {k: u.get(kind, 0.0) for k, u in LINE_UNITS.items()} for kind in kinds}
-        return {kind: self.mean_line(by_line) for kind, by_line in by_kind.items()}
-
-    @property
-    def matches_per_order_changed(self) -> float:
-        return sum(self.orders_read_per_order_changed(p) for p in SCHEDULED)
-
-    def api_calls_per_second(self, provider: str, payments_per_second: float) -> float:
-        """Averaged over the limit's window (the hour at least, a run's period at most): a
-        daily pass's calls all fall in one 12-hour window of Asaas's, twice its day's average."""
-        read = self.reads[provider]
-        window = self.limits[provider].window_seconds
-        averaged_over = min(read.period_seconds, max(HOUR, window))
-        pass_calls = read.calls_per_payment() * read.period_seconds / averaged_over
-        return payments_per_second * (pass_calls + read.process_calls_per_payment)
+        return {
+            kind: self.mean_line({k: u.get(kind, 0.0) for k, u in LINE_UNITS.items()})
+            for kind in kinds
+        }
 
     def load(self, provider: str, payments_per_second: float) -> PassLoad:
-        lines, matched, per_line = (
+        read, limit, lines = (
+            self.reads[provider],
+            self.limits[provider],
             self.lines_per_payment(provider),
-            self.matches_per_order_changed,
-            self.units_per_line(),
         )
-        cold_start = self.assumptions["statement_cold_start_ms"]
+        cold_ms, per_line = self.assumptions["statement_cold_start_ms"], self.units_per_line()
         runs = {p: 1 / period_seconds(p) for p in SCHEDULED}  # every provider's, a second
 
         def units(kind: str) -> float:
-            per_payment = lines * of_kind(per_line, kind) + matched * of_kind(
-                ORDER_MATCH_UNITS, kind
-            )
+            matched = self.matches_per_order_changed * of_kind(ORDER_MATCH_UNITS, kind)
             fixed = sum(
-                n * of_kind(run_fixed(self.latency, cold_start, p)[1], kind)
-                for p, n in runs.items()
+                n * of_kind(run_fixed(self.latency, cold_ms, p)[1], kind) for p, n in runs.items()
             )
-            return payments_per_second * per_payment + fixed
+            return payments_per_second * (lines * of_kind(per_line, kind) + matched) + fixed
 
+        # API calls averaged over the limit's window (the hour at least, a run's period at
+        # most): a daily pass's calls all fall in one 12-hour window of Asaas's.
+        averaged_over = min(read.period_seconds, max(HOUR, limit.window_seconds))
+        pass_calls = read.calls_per_payment() * read.period_seconds / averaged_over
+        calls = payments_per_second * (pass_calls + read.process_calls_per_payment)
+        seconds = self.seconds_per_payment(provider)
+        fixed = run_fixed(self.latency, cold_ms, provider)[0]
+        work = fixed + payments_per_second * read.period_seconds * seconds
+        one = max(TIMEOUT_SECONDS - fixed, 0.0) / (read.period_seconds * seconds)
+        loads = (units("rru"), units("wru"), limit, read.period_seconds, work, one)
         return PassLoad(
-            provider,
-            payments_per_second,
-            lines,
-            self.api_calls_per_second(provider, payments_per_second),
-            self.seconds_per_payment(provider),
-            run_fixed(self.latency, cold_start, provider)[0],
-            units("rru"),
-            units("wru"),
-            self.limits[provider],
-            self.reads[provider].period_seconds,
+            provider, payments_per_second, lines, calls, *loads, seconds / max(lines, 1e-9)
         )
-
-    # -- in dollars
 
     def _movement(self, provider: str) -> tuple[dict[str, float], float]:
         """A movement's line as often as the provider's passes read it: units, seconds."""
@@ -336,13 +297,10 @@ class StatementModel:
 
     def usd_per_payment(self, prices: Prices, provider: str) -> dict[str, float]:
         """A payment of `provider`'s (its movements, its order matched), by what bills it."""
-        (line_units, line_seconds), (match_units, match_seconds) = (
-            self._movement(provider),
-            self._match(),
-        )
-        movements = self.movements_per_payment
-        dynamodb = prices.dynamodb(line_units) * movements + prices.dynamodb(match_units)
-        seconds = line_seconds * movements + match_seconds
+        (lines, line_seconds), (match, match_seconds) = self._movement(provider), self._match()
+        n = self.movements_per_payment
+        seconds = line_seconds * n + match_seconds
+        dynamodb = prices.dynamodb(lines) * n + prices.dynamodb(match)
         return {"Lambda duration": _lambda_usd(seconds, prices), "DynamoDB": dynamodb}
 
 
@@ -352,8 +310,7 @@ def _lambda_usd(seconds: float, prices: Prices) -> float:
 
 def run_usd(prices: Prices, provider: str = PRICED_AS) -> float:
     """A pass with nothing to book: its invocation and time, its DynamoDB units, its secret's
-    read (the 5-minute cache outlives no hour), a trace (X-Ray's reservoir of one a second
-    samples every run) and its log bytes."""
+    read, a trace (X-Ray's reservoir samples every run) and its log bytes."""
     a = prices.assumptions
     seconds, units = run_fixed(prices.latency, a["statement_cold_start_ms"], provider)
     return (
@@ -367,19 +324,19 @@ def run_usd(prices: Prices, provider: str = PRICED_AS) -> float:
 
 
 def movements_and_orders_changed(sample: Sample) -> tuple[float, float]:
-    """What the books list for the sample: a line per effect process committed (its
-    transaction; the cancelled ones moved nothing), and the orders that entered an hour of the
-    `changed` index (1 WRU each at these sizes), which every provider's pass matches."""
+    """What the books list for the sample: a line per effect process committed (the cancelled
+    transactions moved nothing), and the orders that entered an hour of the `changed` index."""
     movements = orders = 0.0
     for (caller, service, operation, _), units in sample.aws.items():
-        if caller != "process" or service != "dynamodb":
-            continue
-        for metric, amount in units.items():
-            if metric.startswith("wru_index:") and metric.endswith("/changed"):
-                orders += amount
-        if operation == "TransactWriteItems":
-            cancelled = sum(v for k, v in units.items() if k.startswith("cancelled_transactions"))
-            movements += units["requests"] - cancelled
+        if caller == "process" and service == "dynamodb":
+            orders += sum(
+                v for k, v in units.items() if k.startswith("wru_index:") and k.endswith("/changed")
+            )
+            if operation == "TransactWriteItems":
+                cancelled = sum(
+                    v for k, v in units.items() if k.startswith("cancelled_transactions")
+                )
+                movements += units["requests"] - cancelled
     return movements, orders
 
 
