@@ -98,51 +98,51 @@ class PerEvent:
     def of(cls, measurement: Measurement, prices: Prices) -> PerEvent:
         if MIX not in (scenarios := measurement.scenarios()):
             raise ValueError("the measurement has no drill mix: run `make cost` (orders > 0)")
-        sample, queue = scenarios[MIX], webhook_queue()
+        sample, q = scenarios[MIX], webhook_queue()
         events, modeled = max(sample.events, 1), lambda_milliseconds(sample, prices)
 
-        def per(metric: str, *key: str | None, billed: bool = False) -> float:
-            return _sum(sample, metric, *key, billed=billed) / events
+        def total(metric: str, *key: str | None, billed: bool = False) -> float:
+            """A metric over the requests whose key (caller, service, operation, resource)
+            matches `key` where it is not None; `billed`: only those AWS bills."""
+            return sum(
+                units[metric]
+                for found, units in sample.aws.items()
+                if all(want is None or have == want for have, want in zip(found, key, strict=False))
+                and (not billed or payer(found, q) is not None)
+            )
+
+        def per(metric: str, *key: str | None) -> float:
+            return total(metric, *key) / events
 
         found = (r for c, s, _, r in sample.aws if c == "outbox" and s == "dynamodb")
         outbox = next((r for r in found if "outbox" in r), "outbox")
-        redrives = _sum(sample, "requests", "waiting", "sqs", "SendMessage")
+        redrives = total("requests", "waiting", "sqs", "SendMessage")
         redrive_ms = sum(
             units["requests"] * prices.latency(service, operation)
             for (caller, service, operation, _), units in sample.aws.items()
             if caller == "waiting" and operation in REDRIVE_OPERATIONS
         )
+        head = (measurement.measured_on, sample.events, int(measurement.options.get("orders", 0)))
+        invocations = {f: sample.invocations(f) / events for f in sample.functions}
+        # As billed: the event source mapping's empty long polls are not traffic.
+        sqs = total("billed", None, "sqs", None, q, billed=True)
+        sqs -= total("empty_receives", None, "sqs", None, q, billed=True)
         return cls(
-            measurement.measured_on,
-            sample.events,
-            int(measurement.options.get("orders", 0)),
-            {f: sample.invocations(f) / events for f in sample.functions},
+            *head,
+            invocations,
             {f: modeled[f] / 1000 / events for f in sample.functions},
-            per("messages", None, "sqs", None, queue),
-            # As billed: the event source mapping's empty long polls are not traffic.
-            per("billed", None, "sqs", None, queue, billed=True)
-            - per("empty_receives", None, "sqs", None, queue, billed=True),
+            per("messages", None, "sqs", None, q),
+            sqs / events,
             _by_table(sample, TABLE_WRU_METRICS, events),
             _by_table(sample, RRU_METRICS, events),
             _by_table(sample, ("wru_index",), events, keep_index=True),
             per(f"items_written:{outbox}", "process", None, "TransactWriteItems"),
             per("requests", None, "events"),
             per("billed", None, "sesv2"),
-            per("requests", "waiting", "sqs", None, queue),
+            per("requests", "waiting", "sqs", None, q),
             redrive_ms / 1000 / redrives if redrives else 0.0,
             prices.assumptions["secrets_read_per_container"],
         )
-
-
-def _sum(sample: Sample, metric: str, *key: str | None, billed: bool = False) -> float:
-    """A metric over the requests whose key (caller, service, operation, resource) matches
-    `key` where it is not None; `billed`: only those AWS bills."""
-    return sum(
-        units[metric]
-        for found, units in sample.aws.items()
-        if all(want is None or have == want for have, want in zip(found, key, strict=False))
-        and (not billed or payer(found, webhook_queue()) is not None)
-    )
 
 
 def _by_table(
@@ -182,12 +182,8 @@ def reconciliation_capacity(
     changes = fanout_capacity(fanout)
     capped = changes >= fanout.max_orders_per_run / (every * fanout.reads_per_change)
     workers = f"its {fanout.max_concurrency} workers' time within the run's budget"
-    return ReconciliationCapacity(
-        changes,
-        changes * every * fanout.reads_per_change,
-        fanout.reads_per_change,
-        "its cap on orders a run" if capped else workers,
-    )
+    read = (changes * every * fanout.reads_per_change, fanout.reads_per_change)
+    return ReconciliationCapacity(changes, *read, "its cap on orders a run" if capped else workers)
 
 
 def figures(e: PerEvent, payments_per_second: float, s: StackSettings, q: Quotas) -> Any:
@@ -217,9 +213,8 @@ def figures(e: PerEvent, payments_per_second: float, s: StackSettings, q: Quotas
     # What the account leaves ingest: the others' concurrency at its most.
     f.ingest_limit = f.account - (sum(lanes.values()) + f.scheduled_concurrency)
     f.per_source_address = f.rate / q.assumptions["provider_source_addresses"]
-    f.waf_limit = settings.WAF_REQUESTS_PER_ADDRESS_PER_5_MINUTES / q.value(
-        "waf_rate_window_seconds"
-    )
+    window = q.value("waf_rate_window_seconds")
+    f.waf_limit = settings.WAF_REQUESTS_PER_ADDRESS_PER_5_MINUTES / window
     f.secret_reads = (f.ingest_concurrency + f.process_concurrency) * e.secrets_per_container
     f.secret_reads /= _ingest_secret_cache_seconds()
     # One order's partition: a payment's whole story, its busiest table's writes.
@@ -237,9 +232,8 @@ def figures(e: PerEvent, payments_per_second: float, s: StackSettings, q: Quotas
         f.index_partitions[f"`{name}`: each of its {n} partitions{hour}"] = units / n
     f.waiting_every_minutes = minutes = settings.SCHEDULE_MINUTES["waiting"]
     redrive = e.seconds_per_redrive
-    f.waiting_limit = (
-        settings.WAITING_TIMEOUT_SECONDS / redrive / (minutes * 60) if redrive else None
-    )
+    timeout = settings.WAITING_TIMEOUT_SECONDS
+    f.waiting_limit = timeout / redrive / (minutes * 60) if redrive else None
     per_order = e.seconds_per("reconciliation", 1 / max(e.deliveries_per_payment, 1e-9))
     hour_fraction = q.assumptions["reconciliation_hour_fraction"]
     f.reconciliation = reconciliation_capacity(per_order, hour_fraction)
@@ -337,16 +331,8 @@ class Stage:
             limit = None if self.no_limit else limit
             lift = self.lift(at, load, limit) if callable(self.lift) else self.lift.format(at=at)
             source = at.q.source(self.source) if self.source in at.q.quotas else self.source
-            yield Row(
-                self.component.format(at=at),
-                load,
-                limit,
-                self.unit,
-                lift,
-                source,
-                self.rest_only,
-                self.webhook_path,
-            )
+            flags = (self.rest_only, self.webhook_path)
+            yield Row(self.component.format(at=at), load, limit, self.unit, lift, source, *flags)
 
 
 def _stage(entry: Mapping[str, Any]) -> Stage:
@@ -365,9 +351,8 @@ def model(
     stages: Iterable[Stage] = STAGES,
 ) -> Capacity:
     """The table folded at a rate: each stage's rows, its load against its limit."""
-    at = figures(
-        per_event, payments_per_second, settings or StackSettings(), quotas or Quotas.load()
-    )
+    settings, quotas = settings or StackSettings(), quotas or Quotas.load()
+    at = figures(per_event, payments_per_second, settings, quotas)
     return Capacity(payments_per_second, at.rate, [row for s in stages for row in s.rows(at)])
 
 
@@ -418,7 +403,7 @@ def burst(per_event: PerEvent, deliveries: int, capacity: Capacity) -> Burst:
     ingest, seconds = limit("ingest"), e.seconds.get("ingest")
     by_ingest = ingest / seconds if ingest < math.inf and seconds else math.inf
     intake, bottleneck = (
-        (cap(gate), gate.component) if cap(gate) <= by_ingest else (by_ingest, "ingest")
+        (by_ingest, "ingest") if cap(gate) > by_ingest else (cap(gate), gate.component)
     )
     process = limit("process") / max(e.queue_messages, 1e-9)
     drain = deliveries / min(intake, process)
@@ -433,15 +418,5 @@ def burst(per_event: PerEvent, deliveries: int, capacity: Capacity) -> Burst:
     ]
     queue_peak = max(0.0, deliveries * (1 - process / intake))
     reconciliation = orders / (capacity.rows[-1].limit or math.inf)
-    return Burst(
-        deliveries,
-        intake,
-        bottleneck,
-        process,
-        drain,
-        queue_peak,
-        outbox,
-        email,
-        reconciliation,
-        deadlines,
-    )
+    taken = (deliveries, intake, bottleneck, process, drain, queue_peak)
+    return Burst(*taken, outbox, email, reconciliation, deadlines)

@@ -216,15 +216,11 @@ class Measurement:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Measurement:
-        return cls(
-            dict(data["options"]),
-            {k: Sample.from_json(v) for k, v in data["kinds"].items()},
-            {k: Sample.from_json(v) for k, v in data["idle"].items()},
-            Sample.from_json(data["mix"]) if data.get("mix") else None,
-            str(data["measured_on"]),
-            float(data["elapsed_seconds"]),
-            int(data.get("excluded_requests", 0)),
+        kinds, idle = (
+            {k: Sample.from_json(v) for k, v in data[s].items()} for s in ("kinds", "idle")
         )
+        mix = Sample.from_json(data["mix"]) if data.get("mix") else None
+        return cls(**{**data, "kinds": kinds, "idle": idle, "mix": mix})
 
 
 def payer(key: AwsKey, webhook_queue: str) -> str | None:
