@@ -22,16 +22,14 @@ from costmodel.headroom import (
     burst,
     model,
 )
-from costmodel.markdown import duration, headroom, number, table
+from costmodel.markdown import block, duration, headroom, number, table
 from costmodel.measurement import DAY, Quotas
 from functions.statement.sources import PROVIDERS
 from infra import settings as deployed
 
 DOCS_BEGIN, DOCS_END = "<!-- capacity:begin -->", "<!-- capacity:end -->"
-STATEMENT_BEGIN, STATEMENT_END = (
-    "<!-- statement-capacity:begin -->",
-    "<!-- statement-capacity:end -->",
-)
+STATEMENT_BEGIN = "<!-- statement-capacity:begin -->"
+STATEMENT_END = "<!-- statement-capacity:end -->"
 SUMMARY_BEGIN, SUMMARY_END = "<!-- capacity-summary:begin -->", "<!-- capacity-summary:end -->"
 DOC_RATES = (10.0, 100.0, 1000.0)
 TEXTS: dict[str, str] = CAPACITY_TABLE["texts"]
@@ -127,26 +125,11 @@ def render_docs_block(
     intro = TEXTS["docs"].format(
         e=per_event, s=settings, q=quotas, settings=deployed, described=describe(per_event)
     )
-    return (
-        "\n".join(
-            [
-                DOCS_BEGIN,
-                intro,
-                "",
-                *rates_table([m.rows for m in models]),
-                "",
-                "First to saturate, and the setting that lifts it:",
-                "",
-                *(_saturation(m) for m in models),
-                "",
-                TEXTS["docs_burst"].format(n=burst_deliveries),
-                "",
-                *(line.strip() and f"- {line.strip()}" for line in render_burst(example)[1:]),
-                DOCS_END,
-            ]
-        )
-        + "\n"
-    )
+    lines = [intro, "", *rates_table([m.rows for m in models]), ""]
+    lines += ["First to saturate, and the setting that lifts it:", "", *map(_saturation, models)]
+    lines += ["", TEXTS["docs_burst"].format(n=burst_deliveries), ""]
+    lines += [line.strip() and f"- {line.strip()}" for line in render_burst(example)[1:]]
+    return block(DOCS_BEGIN, lines, DOCS_END)
 
 
 def _saturation(m: Capacity) -> str:
@@ -200,18 +183,8 @@ def render_summary_block(
     behind_at = f" (behind at {', '.join(behind)} a second)" if behind else ""
     columns = ["payments/s", "first to saturate on a webhook's way"]
     columns.append("every setting to change, tightest first")
-    return (
-        "\n".join(
-            [
-                SUMMARY_BEGIN,
-                *table(columns, "rll", lines),
-                "",
-                TEXTS["summary_reconciliation"].format(limit=limit, behind=behind_at),
-                SUMMARY_END,
-            ]
-        )
-        + "\n"
-    )
+    reconciliation = TEXTS["summary_reconciliation"].format(limit=limit, behind=behind_at)
+    return block(SUMMARY_BEGIN, [*table(columns, "rll", lines), "", reconciliation], SUMMARY_END)
 
 
 def _brief(lift: str) -> str:
@@ -231,43 +204,29 @@ def statement_rows(load: st.PassLoad, quotas: Quotas) -> list[Row]:
         calls += "process's reads"
     ms = load.seconds_per_line * 1000
     needed = f"{load.invocations_a_run_needed:,} invocations of {budget} s {_period(load)}"
+    invocation = f"{provider}: one invocation, {budget} s ({ms:.0f} ms a line)"
     one = load.payments_per_second_one_invocation_keeps_up_with
-    rows = [
+    api = (f"{provider}: API calls ({calls})", load.api_calls_per_second, limit.per_second)
+    rows = [Row(*api, "requests/s", limit.note, limit.source, webhook_path=False)]
+    rows.append(
         Row(
-            f"{provider}: API calls ({calls})",
-            load.api_calls_per_second,
-            limit.per_second,
-            "requests/s",
-            limit.note,
-            limit.source,
-            webhook_path=False,
-        ),
-        Row(
-            f"{provider}: one invocation, {budget} s ({ms:.0f} ms a line)",
+            invocation,
             load.payments_per_second,
             one,
             "payments/s",
             needed,
             "costmodel/statement.py",
             webhook_path=False,
-        ),
-    ]
+        )
+    )
     for kind, units, unit in (
         ("read", load.rru_per_second, "RRU/s"),
         ("write", load.wru_per_second, "WRU/s"),
     ):
         quota = f"dynamodb_table_{kind}_units"
-        rows.append(
-            Row(
-                f"{provider}: DynamoDB {kind}s of the scheduled passes",
-                units,
-                quotas.value(quota),
-                unit,
-                QUOTA_INCREASE,
-                quotas.source(quota),
-                webhook_path=False,
-            )
-        )
+        component = f"{provider}: DynamoDB {kind}s of the scheduled passes"
+        limits = (quotas.value(quota), unit, QUOTA_INCREASE, quotas.source(quota))
+        rows.append(Row(component, units, *limits, webhook_path=False))
     return rows
 
 
@@ -324,4 +283,4 @@ def render_statement_block(model_: st.StatementModel, quotas: Quotas | None = No
     for n, rate in enumerate(DOC_RATES):
         verdicts = "; ".join(statement_verdict(loads[p][n]) for p in PROVIDERS)
         lines.append(f"- **{rate:,.0f} payments a second**: {verdicts}.")
-    return "\n".join([*lines, STATEMENT_END]) + "\n"
+    return block(STATEMENT_BEGIN, lines[1:], STATEMENT_END)

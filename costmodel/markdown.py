@@ -28,6 +28,11 @@ def replace_between(text: str, begin: str, end: str, block: str) -> str:
     return text[:start] + block.rstrip("\n") + text[stop:]
 
 
+def block(begin: str, lines: Iterable[str], end: str) -> str:
+    """A generated block: its markers around its lines, a newline at its end."""
+    return "\n".join([begin, *lines, end]) + "\n"
+
+
 def table(columns: Sequence[str], align: str, rows: Iterable[Sequence[str]]) -> list[str]:
     """A table's lines: its header, its rule (`align`: a letter a column, `l`eft or `r`ight)
     and its rows; an empty cell is written `| |`."""

@@ -232,7 +232,6 @@ def render_block(measurement: Measurement, prices: Prices, webhook_queue: str) -
     a = prices.assumptions
     monthly = fixed_monthly(measurement.idle, prices, webhook_queue)
     lines = [
-        README_BEGIN,
         TEXTS["intro"].format(o=measurement.options, m=measurement, a=a, mix=mix),
         "",
         *_per_million(bills),
@@ -248,9 +247,8 @@ def render_block(measurement: Measurement, prices: Prices, webhook_queue: str) -
         "Fixed per month (not per event):",
         "",
         *md.table(["item", "how", "per month"], "llr", _monthly(monthly)),
-        README_END,
     ]
-    return "\n".join(lines) + "\n"
+    return md.block(README_BEGIN, lines, README_END)
 
 
 def _per_million(bills: Sequence[Bill | None]) -> list[str]:
