@@ -29,6 +29,7 @@ from costmodel.measurement import (
     Sample,
     lambda_milliseconds,
     payer,
+    secret_cache_seconds,
     webhook_queue,
 )
 from functions.process.waiting import WAIT_LIMIT_SECONDS
@@ -196,27 +197,23 @@ def figures(e: PerEvent, payments_per_second: float, s: StackSettings, q: Quotas
     f.account = s.account_concurrency or q.value("lambda_concurrent_executions")
     f.shards = q.assumptions["outbox_stream_shards"]
     f.outbox_lanes = f.shards * settings.OUTBOX_PARALLELIZATION_FACTOR
-    lanes = {"process": s.process_max_concurrency, "outbox": f.outbox_lanes}
-    batch = {"process": settings.PROCESS_BATCH_SIZE, "outbox": settings.OUTBOX_BATCH_SIZE}
-    work = {"process": e.queue_messages, "outbox": e.outbox_items}
-    for name in lanes:  # a Lambda stage's throughput: concurrency x batch / a batch's time
-        seconds = batch[name] * e.seconds_per(name, work[name])
-        setattr(f, f"{name}_batch_seconds", seconds)
-        setattr(f, f"{name}_throughput", lanes[name] * batch[name] / seconds if seconds else None)
-        busy = min(f.rate * work[name] * e.seconds_per(name, work[name]), lanes[name])
-        setattr(f, f"{name}_concurrency", busy)
+    process = ("process", s.process_max_concurrency, settings.PROCESS_BATCH_SIZE, e.queue_messages)
+    outbox = ("outbox", f.outbox_lanes, settings.OUTBOX_BATCH_SIZE, e.outbox_items)
+    f.process_batch_seconds, f.process_throughput, f.process_concurrency = _lambda(f, *process)
+    f.outbox_batch_seconds, f.outbox_throughput, f.outbox_concurrency = _lambda(f, *outbox)
     f.ingest_concurrency = f.rate * e.seconds.get("ingest", 0.0)
     # The hourly reconciliation's units, side by side for minutes of each hour: always in use.
     f.scheduled_concurrency = len(settings.SCHEDULED_FUNCTIONS) + RECONCILIATION.max_concurrency
     f.all_concurrency = f.ingest_concurrency + f.process_concurrency + f.outbox_concurrency
     f.all_concurrency += f.scheduled_concurrency
     # What the account leaves ingest: the others' concurrency at its most.
-    f.ingest_limit = f.account - (sum(lanes.values()) + f.scheduled_concurrency)
+    most = s.process_max_concurrency + f.outbox_lanes + f.scheduled_concurrency
+    f.ingest_limit = f.account - most
     f.per_source_address = f.rate / q.assumptions["provider_source_addresses"]
     window = q.value("waf_rate_window_seconds")
     f.waf_limit = settings.WAF_REQUESTS_PER_ADDRESS_PER_5_MINUTES / window
     f.secret_reads = (f.ingest_concurrency + f.process_concurrency) * e.secrets_per_container
-    f.secret_reads /= _ingest_secret_cache_seconds()
+    f.secret_reads /= secret_cache_seconds()
     # One order's partition: a payment's whole story, its busiest table's writes.
     f.story_write_units = max(e.write_units.values(), default=0.0) * e.deliveries_per_payment
     # Each table's writes and reads as one linear combination, in write units.
@@ -231,8 +228,7 @@ def figures(e: PerEvent, payments_per_second: float, s: StackSettings, q: Quotas
         n, hour = shards.get(name, 1), " of the hour" if name == "changed" else ""
         f.index_partitions[f"`{name}`: each of its {n} partitions{hour}"] = units / n
     f.waiting_every_minutes = minutes = settings.SCHEDULE_MINUTES["waiting"]
-    redrive = e.seconds_per_redrive
-    timeout = settings.WAITING_TIMEOUT_SECONDS
+    redrive, timeout = e.seconds_per_redrive, settings.WAITING_TIMEOUT_SECONDS
     f.waiting_limit = timeout / redrive / (minutes * 60) if redrive else None
     per_order = e.seconds_per("reconciliation", 1 / max(e.deliveries_per_payment, 1e-9))
     hour_fraction = q.assumptions["reconciliation_hour_fraction"]
@@ -240,11 +236,12 @@ def figures(e: PerEvent, payments_per_second: float, s: StackSettings, q: Quotas
     return f
 
 
-def _ingest_secret_cache_seconds() -> float:
-    """Imported when asked: the handler's module builds its logger and metrics as imported."""
-    from functions.ingest.handler import SECRET_CACHE_SECONDS
-
-    return float(SECRET_CACHE_SECONDS)
+def _lambda(f: Any, name: str, lanes: float, batch: int, work: float) -> tuple[float, Any, float]:
+    """A Lambda stage: a batch's seconds, its throughput (lanes x batch / a batch's time) and
+    the concurrency it keeps busy at the rate (at most its lanes)."""
+    seconds = batch * f.e.seconds_per(name, work)
+    busy = min(f.rate * work * f.e.seconds_per(name, work), lanes)
+    return seconds, lanes * batch / seconds if seconds else None, busy
 
 
 def figure(at: Any, paths: str) -> Any:

@@ -277,10 +277,10 @@ def render_statement_block(model_: st.StatementModel, quotas: Quotas | None = No
         rates_table([statement_rows(load, quotas) for load in loads[p]], "not published")
         for p in PROVIDERS
     ]
-    lines = [STATEMENT_BEGIN, TEXTS["statement"].format(m=model_, **figures), "", *tables[0]]
+    lines = [TEXTS["statement"].format(m=model_, **figures), "", *tables[0]]
     lines += [line for t in tables[1:] for line in t[2:]]
     lines += ["", "Per rate, what one invocation and the provider's limit carry:", ""]
     for n, rate in enumerate(DOC_RATES):
         verdicts = "; ".join(statement_verdict(loads[p][n]) for p in PROVIDERS)
         lines.append(f"- **{rate:,.0f} payments a second**: {verdicts}.")
-    return block(STATEMENT_BEGIN, lines[1:], STATEMENT_END)
+    return block(STATEMENT_BEGIN, lines, STATEMENT_END)

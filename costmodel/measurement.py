@@ -256,6 +256,14 @@ class CostOptions:
     seed: int = 42
 
 
+def secret_cache_seconds() -> float:
+    """How long a container caches a secret (ingest's). Imported when asked: the handler's
+    module builds its logger, tracer and metrics from the environment as it is imported."""
+    from functions.ingest.handler import SECRET_CACHE_SECONDS
+
+    return float(SECRET_CACHE_SECONDS)
+
+
 def webhook_queue() -> str:
     from devstack.resources import WEBHOOK_QUEUE_NAME
 

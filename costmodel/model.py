@@ -29,6 +29,7 @@ from costmodel.measurement import (
     lambda_milliseconds,
     of_kind,
     payer,
+    secret_cache_seconds,
 )
 from devstack.capacity import Units
 from functions.shared.tables import CHANGES_SHARDS
@@ -191,8 +192,9 @@ def _standing(prices: Prices) -> tuple[dict[str, Any], dict[str, float]]:
     runs = sum(statement_runs.values())
     statement_usd = sum(n * st.run_usd(prices, p) for p, n in statement_runs.items())
     polls = a["sqs_event_source_pollers"] * hours * 3600 / a["sqs_long_poll_seconds"]
-    # Secrets are read through a 5-minute cache: the calls follow the warm containers.
-    reads = a["warm_containers"] * a["secrets_read_per_container"] * hours * 60 / 5
+    # Secrets are read through a cache: the calls follow the warm containers.
+    reads = a["warm_containers"] * a["secrets_read_per_container"] * hours * 3600
+    reads /= secret_cache_seconds()
     reconciliations = hours * 60 / SCHEDULE_MINUTES["reconciliation"]
     # At most: Plan, the Map and Finish, and per unit (a pass of an hour of a shard) a check,
     # its Choice, its Succeed.
