@@ -327,7 +327,8 @@ class Stage:
             limit = figure(at, self.limit) if self.limit else at.q.value(self.source)
             limit = None if self.no_limit else limit
             lift = self.lift(at, load, limit) if callable(self.lift) else self.lift.format(at=at)
-            source = at.q.source(self.source) if self.source in at.q.quotas else self.source
+            source = self.source.format(at=at)
+            source = at.q.source(source) if source in at.q.quotas else source
             flags = (self.rest_only, self.webhook_path)
             yield Row(self.component.format(at=at), load, limit, self.unit, lift, source, *flags)
 
@@ -338,6 +339,7 @@ def _stage(entry: Mapping[str, Any]) -> Stage:
 
 
 STAGES = tuple(_stage(entry) for entry in CAPACITY_TABLE["stage"])
+STATEMENT_STAGES = tuple(_stage(entry) for entry in CAPACITY_TABLE["statement_stage"])
 
 
 def model(

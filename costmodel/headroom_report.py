@@ -8,12 +8,13 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import asdict
+from types import SimpleNamespace
 from typing import Any
 
 from costmodel import statement as st
 from costmodel.headroom import (
     CAPACITY_TABLE,
-    QUOTA_INCREASE,
+    STATEMENT_STAGES,
     Burst,
     Capacity,
     PerEvent,
@@ -195,39 +196,16 @@ def _brief(lift: str) -> str:
 
 
 def statement_rows(load: st.PassLoad, quotas: Quotas) -> list[Row]:
-    """One provider's pass at a rate, on its cadence: its API calls against the provider's
-    limit, one invocation's budget, the DynamoDB units it adds (off a webhook's way)."""
-    provider, limit, budget = load.provider, load.limit, st.TIMEOUT_SECONDS
+    """One provider's pass at a rate, on its cadence: capacity.toml's `statement_stage`s."""
     calls = "averaged over the hour"
     if load.period_seconds >= DAY:
-        calls = f"the day's pass in one {limit.window_seconds / 3600:g}-hour quota window, and "
-        calls += "process's reads"
-    ms = load.seconds_per_line * 1000
-    needed = f"{load.invocations_a_run_needed:,} invocations of {budget} s {_period(load)}"
-    invocation = f"{provider}: one invocation, {budget} s ({ms:.0f} ms a line)"
-    one = load.payments_per_second_one_invocation_keeps_up_with
-    api = (f"{provider}: API calls ({calls})", load.api_calls_per_second, limit.per_second)
-    rows = [Row(*api, "requests/s", limit.note, limit.source, webhook_path=False)]
-    rows.append(
-        Row(
-            invocation,
-            load.payments_per_second,
-            one,
-            "payments/s",
-            needed,
-            "costmodel/statement.py",
-            webhook_path=False,
-        )
+        window = load.limit.window_seconds / 3600
+        calls = f"the day's pass in one {window:g}-hour quota window, and process's reads"
+    ms_a_line, budget, period = load.seconds_per_line * 1000, st.TIMEOUT_SECONDS, _period(load)
+    at = SimpleNamespace(
+        l=load, q=quotas, calls=calls, ms_a_line=ms_a_line, budget=budget, period=period
     )
-    for kind, units, unit in (
-        ("read", load.rru_per_second, "RRU/s"),
-        ("write", load.wru_per_second, "WRU/s"),
-    ):
-        quota = f"dynamodb_table_{kind}_units"
-        component = f"{provider}: DynamoDB {kind}s of the scheduled passes"
-        limits = (quotas.value(quota), unit, QUOTA_INCREASE, quotas.source(quota))
-        rows.append(Row(component, units, *limits, webhook_path=False))
-    return rows
+    return [row for stage in STATEMENT_STAGES for row in stage.rows(at)]
 
 
 def _period(load: st.PassLoad) -> str:
