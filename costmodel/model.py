@@ -19,7 +19,6 @@ from costmodel import statement as st
 from costmodel.measurement import (
     KINDS,
     MIX,
-    PROVIDER_API,
     RRU_METRICS,
     TABLE_WRU_METRICS,
     TRACE_STARTERS,
@@ -41,14 +40,9 @@ README_BEGIN, README_END = "<!-- cost:begin -->", "<!-- cost:end -->"
 SES = "SES e-mail"  # its own row of the page, in neither total
 COLUMNS = (*KINDS, MIX)
 DYNAMODB_METRICS = (*TABLE_WRU_METRICS, "wru_index", *RRU_METRICS)
-# The services billed by one counter of theirs: the quantity it goes to, and the counter.
-BILLED_AS = {
-    "dynamodbstreams": ("streams_reads", "requests"),
-    "events": ("eventbridge_events", "billed"),
-    "sesv2": ("ses_messages", "billed"),
-    "secretsmanager": ("secrets_calls", "billed"),
-    PROVIDER_API: ("provider_api_calls", "requests"),
-}
+# The services billed per message: the quantity it goes to. DynamoDB Streams reads by a Lambda
+# trigger are free; the secrets' reads are priced per month; the providers' APIs are not AWS.
+BILLED_AS = {"events": "eventbridge_events", "sesv2": "ses_messages"}
 BILL = tomllib.loads(Path(__file__).with_name("bill.toml").read_text())
 TEXTS: dict[str, str] = BILL["texts"]
 
@@ -69,11 +63,8 @@ def usage(
         elif service == "sqs":
             used["sqs_requests"] += units["billed"] - units["empty_receives"]
         elif service in BILLED_AS:
-            quantity, counter = BILLED_AS[service]
-            used[quantity] += units[counter]
-        else:
-            used[f"unpriced:{service}"] += units["requests"]
-    # Lambda: invocations, GB-seconds (modeled in AWS, and as run locally), log bytes, traces.
+            used[BILLED_AS[service]] += units["billed"]
+    # Lambda: invocations, GB-seconds (modeled in AWS), log bytes, traces.
     overhead, modeled = (
         a["cloudwatch_log_event_overhead_bytes"],
         lambda_milliseconds(sample, prices),
@@ -85,7 +76,6 @@ def usage(
             gigabytes = LAMBDA_MEMORY_MB[function] / 1024
             used["lambda_invocations"] += meters["invocations"]
             used["lambda_gb_seconds"] += modeled[function] / 1000 * gigabytes
-            used["local_gb_seconds"] += meters["billed_ms"] / 1000 * gigabytes
             log_bytes += meters["log_bytes"] + meters["emf_bytes"]
             log_bytes += overhead * (meters["log_lines"] + meters["emf_lines"])
             log_bytes += meters["invocations"] * platform
