@@ -322,12 +322,12 @@ class Stage:
 
     def rows(self, at: Any) -> Iterable[Row]:
         parts: Mapping[str, float] = figure(at, self.parts) if self.parts else {"": 0.0}
-        for at.part, at.amount in parts.items():
-            load = float(figure(at, self.load))
-            limit = figure(at, self.limit) if self.limit else at.q.value(self.source)
+        for part, amount in parts.items():
+            at.part, at.amount = part, amount  # what the stage's texts and load name
+            load, source = float(figure(at, self.load)), self.source.format(at=at)
+            limit = figure(at, self.limit) if self.limit else at.q.value(source)
             limit = None if self.no_limit else limit
             lift = self.lift(at, load, limit) if callable(self.lift) else self.lift.format(at=at)
-            source = self.source.format(at=at)
             source = at.q.source(source) if source in at.q.quotas else source
             flags = (self.rest_only, self.webhook_path)
             yield Row(self.component.format(at=at), load, limit, self.unit, lift, source, *flags)
