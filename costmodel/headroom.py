@@ -12,7 +12,6 @@ import math
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from operator import attrgetter
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -27,6 +26,7 @@ from costmodel.measurement import (
     Prices,
     Quotas,
     Sample,
+    figure,
     lambda_milliseconds,
     payer,
     secret_cache_seconds,
@@ -242,12 +242,6 @@ def _lambda(f: Any, name: str, lanes: float, batch: int, work: float) -> tuple[f
     seconds = batch * f.e.seconds_per(name, work)
     busy = min(f.rate * work * f.e.seconds_per(name, work), lanes)
     return seconds, lanes * batch / seconds if seconds else None, busy
-
-
-def figure(at: Any, paths: str) -> Any:
-    """A figure by its path (`rate`, `e.emails`), or a product of them (`rate * e.emails`)."""
-    found = [attrgetter(path.strip())(at) for path in paths.split("*")]
-    return found[0] if len(found) == 1 else float(math.prod(found))
 
 
 @dataclass(frozen=True)

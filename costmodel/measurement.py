@@ -7,9 +7,11 @@ AWS. The stack's settings are read from infra/settings.py where they are used.""
 from __future__ import annotations
 
 import json
+import math
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +45,13 @@ AwsKey = tuple[str, str, str, str]  # caller, service, operation, resource
 def of_kind(units: Mapping[str, float], kind: str) -> float:
     """Request units of one kind (`rru`, `wru`), whatever their consistency or index."""
     return sum(v for k, v in units.items() if k.startswith(kind))
+
+
+def figure(names: Any, expression: str) -> Any:
+    """A figure by its path on `names` (`rate`, `e.emails`), or a sum of products of them
+    (`rate * e.emails`, `rate.a + a.n * rate.b`): how the TOML tables name their arithmetic."""
+    terms = [[attrgetter(p.strip())(names) for p in t.split("*")] for t in expression.split("+")]
+    return terms[0][0] if len(terms) == 1 == len(terms[0]) else float(sum(map(math.prod, terms)))
 
 
 @dataclass(frozen=True)

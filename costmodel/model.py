@@ -12,6 +12,7 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from costmodel import markdown as md
@@ -25,6 +26,7 @@ from costmodel.measurement import (
     Measurement,
     Prices,
     Sample,
+    figure,
     lambda_milliseconds,
     of_kind,
     payer,
@@ -175,7 +177,7 @@ def fixed_monthly(
 
 def _standing(prices: Prices) -> tuple[dict[str, Any], dict[str, float]]:
     """The month's figures bill.toml's texts name, and each standing item's dollars."""
-    a, rate = prices.assumptions, prices.rate
+    a = prices.assumptions
     hours = a["hours_per_month"]
     # A run per provider on its cadence: Stripe's and Mercado Pago's hourly, Asaas's daily.
     statement_runs = {p: hours * 3600 / st.period_seconds(p) for p in SCHEDULED}
@@ -193,19 +195,9 @@ def _standing(prices: Prices) -> tuple[dict[str, Any], dict[str, float]]:
     figures = {"a": a, "every": every, "runs": runs, "usd_a_run": statement_usd / runs}
     figures |= {"polls": polls, "reads": reads, "reconciliations": reconciliations}
     figures["transitions"] = transitions
-    usd = {
-        "statement": statement_usd,
-        "statement_metrics": a["statement_custom_metrics"] * rate("cloudwatch_custom_metric_month"),
-        "long_polls": polls * rate("sqs_request"),
-        "secrets": a["secrets"] * rate("secrets_manager_secret_month"),
-        "secret_reads": reads * rate("secrets_manager_api_call"),
-        "reconciliation_runs": reconciliations
-        * transitions
-        * rate("step_functions_state_transition"),
-        "kms_key": rate("kms_key_month"),
-        "dashboard": rate("cloudwatch_dashboard_month"),
-        "waf_web_acl": rate("waf_web_acl_month") + a["waf_rules"] * rate("waf_rule_month"),
-    }
+    names = SimpleNamespace(**figures, statement_usd=statement_usd)
+    names.a, names.rate = SimpleNamespace(**a), SimpleNamespace(**prices.rates)
+    usd = {key: float(figure(names, item["usd"])) for key, item in BILL["monthly"].items()}
     return figures, usd
 
 
