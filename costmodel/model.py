@@ -300,19 +300,13 @@ def render_details(measurement: Measurement, prices: Prices, webhook_queue: str)
     sample = scenarios[name]
     events = max(sample.events, 1)
     rows = []
-    for (caller, service, operation, table), units in sample.aws.items():
-        if (
-            who := payer((caller, service, operation, table), webhook_queue)
-        ) and service == "dynamodb":
-            usd = prices.dynamodb(units) / events * 1e6
-            requests, wru, rru = (units["requests"], of_kind(units, "wru"), of_kind(units, "rru"))
-            line = f"    {who:<24} {operation:<20} {table:<16} {requests / events:6.2f} req  "
-            rows.append(
-                (
-                    usd,
-                    line + f"{wru / events:6.2f} WRU  {rru / events:6.2f} RRU  {md.usd(usd):>8}/M",
-                )
-            )
+    for key, units in sample.aws.items():
+        if key[1] != "dynamodb" or (who := payer(key, webhook_queue)) is None:
+            continue
+        usd = prices.dynamodb(units) / events * 1e6
+        wru, rru = of_kind(units, "wru") / events, of_kind(units, "rru") / events
+        line = f"    {who:<24} {key[2]:<20} {key[3]:<16} {units['requests'] / events:6.2f} req  "
+        rows.append((usd, line + f"{wru:6.2f} WRU  {rru:6.2f} RRU  {md.usd(usd):>8}/M"))
     out = [f"\n  DynamoDB per event, {name} (by who pays, request and table):"]
     out += [line for _, line in sorted(rows, reverse=True)]
     out.append(f"\n  Lambda per event, {name} (local wall clock; own work; modeled in AWS):")
