@@ -87,11 +87,8 @@ def run_capacity(options: CapacityOptions, out: TextIO | None = None) -> int:
     performance page and the README if asked (`make capacity`)."""
     out = out or sys.stdout
     measurement, prices = load_measurement(options.measured), Prices.load()
-    per_event, settings, quotas = (
-        PerEvent.of(measurement, prices),
-        options.settings(),
-        Quotas.load(),
-    )
+    per_event = PerEvent.of(measurement, prices)
+    settings, quotas = options.settings(), Quotas.load()
     if options.rate is not None:
         capacity = model(per_event, options.rate, settings, quotas)
         result = burst(per_event, options.burst, capacity) if options.burst else None

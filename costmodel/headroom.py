@@ -395,9 +395,9 @@ def burst(per_event: PerEvent, deliveries: int, capacity: Capacity) -> Burst:
     gate = min((r for r in gates if r.unit == "requests/s" and "API" in r.component), key=cap)
     ingest, seconds = limit("ingest"), e.seconds.get("ingest")
     by_ingest = ingest / seconds if ingest < math.inf and seconds else math.inf
-    intake, bottleneck = (
-        (by_ingest, "ingest") if cap(gate) > by_ingest else (cap(gate), gate.component)
-    )
+    intake, bottleneck = cap(gate), gate.component
+    if intake > by_ingest:
+        intake, bottleneck = by_ingest, "ingest"
     process = limit("process") / max(e.queue_messages, 1e-9)
     drain = deliveries / min(intake, process)
     outbox = max(drain, deliveries * e.outbox_items / limit("outbox"))

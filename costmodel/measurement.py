@@ -225,9 +225,8 @@ class Measurement:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Measurement:
-        kinds, idle = (
-            {k: Sample.from_json(v) for k, v in data[s].items()} for s in ("kinds", "idle")
-        )
+        kinds = {k: Sample.from_json(v) for k, v in data["kinds"].items()}
+        idle = {k: Sample.from_json(v) for k, v in data["idle"].items()}
         mix = Sample.from_json(data["mix"]) if data.get("mix") else None
         return cls(**{**data, "kinds": kinds, "idle": idle, "mix": mix})
 

@@ -67,10 +67,8 @@ def usage(
         elif service in BILLED_AS:
             used[BILLED_AS[service]] += units["billed"]
     # Lambda: invocations, GB-seconds (modeled in AWS), log bytes, traces.
-    overhead, modeled = (
-        a["cloudwatch_log_event_overhead_bytes"],
-        lambda_milliseconds(sample, prices),
-    )
+    overhead = a["cloudwatch_log_event_overhead_bytes"]
+    modeled = lambda_milliseconds(sample, prices)
     platform = a["lambda_platform_log_bytes"] + overhead * a["lambda_platform_log_lines"]
     log_bytes = 0.0
     for function, meters in sample.functions.items():

@@ -66,11 +66,8 @@ class _Scenarios:
         self._now = int(time.time())
 
     def snapshot(self) -> Sample:
-        accounting, calls = (
-            self._stack.aws.stats()["accounting"],
-            len(self._stack.provider_apis.requests),
-        )
-        return Sample.of(accounting, self._metering.snapshot(), provider_api_calls=calls)
+        accounting, meters = self._stack.aws.stats()["accounting"], self._metering.snapshot()
+        return Sample.of(accounting, meters, len(self._stack.provider_apis.requests))
 
     def _deliver(self, posts: Sequence[Post]) -> None:
         with ThreadPoolExecutor(max_workers=8) as pool:

@@ -63,9 +63,8 @@ def run_after_window_seconds(provider: str) -> float:
     cadence = CADENCES[provider]
     if not cadence.by_day:
         return float(SETTLE_SECONDS[provider])
-    (hour, minute), (midnight, past) = (
-        cadence.settled_at_utc(s) for s in (SETTLE_SECONDS[provider], 0)
-    )
+    hour, minute = cadence.settled_at_utc(SETTLE_SECONDS[provider])
+    midnight, past = cadence.settled_at_utc(0)
     return float(((hour - midnight) * 60 + minute - past) % (24 * 60) * 60)
 
 
@@ -119,10 +118,8 @@ def provider_reads(assumptions: Mapping[str, float]) -> dict[str, ProviderRead]:
     result, its refunds inside. Asaas: its receipt, its fee and a row per refund, each payment
     named read once a pass, the lagging (card payments) asked for by the match; and process
     reads a payment per event (its receipt, a card's confirmation, refunds)."""
-    refunds, lag = (
-        assumptions["statement_refunds_per_payment"],
-        assumptions["statement_asaas_lagging_share"],
-    )
+    refunds = assumptions["statement_refunds_per_payment"]
+    lag = assumptions["statement_asaas_lagging_share"]
     edges, workers = hours_read_of_each_hour(), min(asaas.PAYMENT_READERS, WORKERS)
     daily = (days_read_of_each_day(), period_seconds("asaas"), 1 + lag + refunds, workers)
     return {
