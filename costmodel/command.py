@@ -9,24 +9,20 @@ import json
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from costmodel import headroom_report as report
-from costmodel.burst import burst
-from costmodel.headroom import model
+from costmodel.headroom import PerEvent, StackSettings, burst, model
 from costmodel.markdown import replace_between
 from costmodel.measurement import (
     MEASURED_PATH,
     CostOptions,
     Prices,
     Quotas,
-    StackSettings,
     load_measurement,
     webhook_queue,
 )
 from costmodel.model import README_BEGIN, README_END, render_block, render_details
-from costmodel.per_event import PerEvent
-from costmodel.scenarios import measure
 from costmodel.statement import statement_model
 
 
@@ -39,17 +35,19 @@ def run_cost(
     measured: Path | None = None,
     xray_sampling: float | None = None,
 ) -> int:
-    """Measure (or read a measurement `--json` wrote), price, print; rewrite the cost
-    block of `readme` (docs/cost.md, by `make cost`) if asked. Re-pricing a saved measurement
-    takes no stack: `--from-json`."""
+    """Measure (or read a measurement `--json` wrote: `--from-json`, no stack), price, print;
+    rewrite the cost block of `readme` (docs/cost.md, by `make cost`) if asked."""
     prices = Prices.load()
     if xray_sampling is not None:
         prices.assumptions["xray_sampling"] = xray_sampling
-    measurement = load_measurement(measured) if measured is not None else measure(options, err)
-    queue = webhook_queue()
-    block = render_block(measurement, prices, queue)
-    out.write("\n" + block)
-    out.write(render_details(measurement, prices, queue))
+    if measured is None:
+        from costmodel.scenarios import measure  # the embedded stack, only to measure
+
+        measurement = measure(options, err)
+    else:
+        measurement = load_measurement(measured)
+    block = render_block(measurement, prices, webhook_queue())
+    out.write("\n" + block + render_details(measurement, prices, webhook_queue()))
     out.write(f"  measured in {measurement.elapsed_seconds:.0f} s\n")
     if json_path is not None and measured is None:
         json_path.write_text(json.dumps(measurement.to_json(), indent=1))
@@ -73,43 +71,41 @@ class CapacityOptions:
 
     def settings(self) -> StackSettings:
         """The stack's defaults, but for what the options change."""
-        overrides: dict[str, Any] = {
-            "process_max_concurrency": self.process_max_concurrency,
-            "ses_send_rate": self.ses_send_rate,
-            "account_concurrency": self.account_concurrency,
-        }
-        return replace(StackSettings(), **{k: v for k, v in overrides.items() if v is not None})
+        concurrency = self.process_max_concurrency
+        chosen = StackSettings() if concurrency is None else StackSettings(concurrency)
+        return replace(
+            chosen, ses_send_rate=self.ses_send_rate, account_concurrency=self.account_concurrency
+        )
 
 
 def _rewrite(path: Path, begin: str, end: str, block: str) -> None:
     path.write_text(replace_between(path.read_text(), begin, end, block))
 
 
-def run_capacity(options: CapacityOptions, out: Any = None) -> int:
+def run_capacity(options: CapacityOptions, out: TextIO | None = None) -> int:
     """Print the capacity at `rate` (text or JSON); rewrite the generated sections of the
     performance page and the README if asked (`make capacity`)."""
     out = out or sys.stdout
-    measurement = load_measurement(options.measured)
-    per_event = PerEvent.of(measurement, Prices.load())
+    measurement, prices = load_measurement(options.measured), Prices.load()
+    per_event = PerEvent.of(measurement, prices)
     settings, quotas = options.settings(), Quotas.load()
     if options.rate is not None:
         capacity = model(per_event, options.rate, settings, quotas)
-        result = burst(per_event, options.burst, capacity, settings) if options.burst else None
+        result = burst(per_event, options.burst, capacity) if options.burst else None
         if options.json:
             out.write(json.dumps(report.to_json(capacity, per_event, result), indent=1) + "\n")
         else:
             out.write(report.render_text(capacity, per_event, result))
+    said = []
     if options.docs is not None:
         block = report.render_docs_block(per_event, settings, quotas)
         _rewrite(options.docs, report.DOCS_BEGIN, report.DOCS_END, block)
-        if not options.json:
-            out.write(f"  {options.docs}: capacity section rewritten\n")
-        statement = statement_model(measurement, Prices.load())
-        block = report.render_statement_block(statement, quotas)
+        block = report.render_statement_block(statement_model(measurement, prices), quotas)
         _rewrite(options.docs, report.STATEMENT_BEGIN, report.STATEMENT_END, block)
+        said.append(f"  {options.docs}: capacity section rewritten\n")
     if options.readme is not None:
         block = report.render_summary_block(per_event, settings, quotas)
         _rewrite(options.readme, report.SUMMARY_BEGIN, report.SUMMARY_END, block)
-        if not options.json:
-            out.write(f"  {options.readme}: capacity summary rewritten\n")
+        said.append(f"  {options.readme}: capacity summary rewritten\n")
+    out.write("" if options.json else "".join(said))
     return 0

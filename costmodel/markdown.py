@@ -1,10 +1,10 @@
-"""What the generated pages share: a block between its markers, a table's lines and the way
-each kind of figure is written (dollars, quantities, limits, headrooms, durations)."""
+"""What the generated pages share: a block between its markers, a table, and the way each kind
+of figure is written (dollars, quantities, limits, headrooms, durations)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from costmodel.measurement import DAY, HOUR
 
@@ -28,42 +28,38 @@ def replace_between(text: str, begin: str, end: str, block: str) -> str:
     return text[:start] + block.rstrip("\n") + text[stop:]
 
 
-def row(cells: Iterable[str]) -> str:
-    return "| " + " | ".join(cells) + " |"
+def block(begin: str, lines: Iterable[str], end: str) -> str:
+    """A generated block: its markers around its lines, a newline at its end."""
+    return "\n".join([begin, *lines, end]) + "\n"
 
 
-def table_head(columns: Iterable[str], align: str) -> list[str]:
-    """A table's header and its rule; `align`: a letter a column, `l`eft or `r`ight."""
-    return [row(columns), "|" + "".join("---:|" if a == "r" else "---|" for a in align)]
+def table(columns: Sequence[str], align: str, rows: Iterable[Sequence[str]]) -> list[str]:
+    """A table's lines: its header, its rule (`align`: a letter a column, `l`eft or `r`ight)
+    and its rows; an empty cell is written `| |`."""
+    rule = "|" + "".join("---:|" if a == "r" else "---|" for a in align)
+    lines = ("|" + "|".join(f" {cell} " if cell else " " for cell in r) + "|" for r in rows)
+    return ["| " + " | ".join(columns) + " |", rule, *lines]
 
 
 def usd(value: float) -> str:
     if value == 0:
         return "$0"
-    if abs(value) < 0.1:
-        return f"${value:.3f}"
-    return f"${value:,.2f}"
+    return f"${value:.3f}" if abs(value) < 0.1 else f"${value:,.2f}"
 
 
-def quantity(value: float) -> str:
-    if value == 0:
-        return "0"
-    if abs(value) >= 100:
-        return f"{value:,.0f}"
-    return f"{value:.3g}"
-
-
-def number(value: float | None) -> str:
-    """A load or a limit; None or infinite: no limit."""
+def number(value: float | None, small: str = ".2g") -> str:
+    """A load or a limit (None or infinite: no limit); `small`: below 1 (a quantity: `.3g`)."""
     if value is None or math.isinf(value):
         return "unlimited"
     if value == 0:
         return "0"
     if abs(value) >= 100:
         return f"{value:,.0f}"
-    if abs(value) >= 1:
-        return f"{value:.3g}"
-    return f"{value:.2g}"
+    return f"{value:.3g}" if abs(value) >= 1 else f"{value:{small}}"
+
+
+def quantity(value: float) -> str:
+    return number(value, ".3g")
 
 
 def headroom(value: float) -> str:
@@ -81,6 +77,4 @@ def duration(seconds: float) -> str:
         return f"{seconds:.0f} s"
     if seconds < 2 * HOUR:
         return f"{seconds / 60:.0f} min"
-    if seconds < 2 * DAY:
-        return f"{seconds / HOUR:.1f} h"
-    return f"{seconds / DAY:.1f} days"
+    return f"{seconds / HOUR:.1f} h" if seconds < 2 * DAY else f"{seconds / DAY:.1f} days"

@@ -1,26 +1,22 @@
-"""What the models count with: the list prices of prices.toml, AWS's quotas of quotas.toml and
-the stack's settings as deployed by default (infra/ and the functions' named constants); and what
-`umavez cost` measured: each scenario's counters (the server's accounting of every request under
-the function that made it, the functions' meters), the scheduled functions' idle runs taken out,
-who pays for each request, each function's time in AWS."""
+"""What the models count with: the list prices of prices.toml, AWS's quotas and the providers'
+limits of quotas.toml; and what `umavez cost` measured: each scenario's counters (the server's
+accounting of every request under the function that made it, the functions' meters), the
+scheduled functions' idle runs taken out, who pays for each request, each function's time in
+AWS. The stack's settings are read from infra/settings.py where they are used."""
 
 from __future__ import annotations
 
 import json
+import math
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
 from devstack.capacity import Units
-from functions.process.waiting import WAIT_LIMIT_SECONDS
-from functions.reconcile.mismatches import PENDING_DEADLINE_SECONDS
-from functions.shared.settings import DEFAULT_OUTBOX_GIVE_UP_HOURS
-from functions.shared.tables import CHANGES_SHARDS, OUTBOX_DUE_SHARDS
-from infra import settings
-from infra.mappings import DEFAULT_PROCESS_MAX_CONCURRENCY
-from infra.reconciliation import RECONCILIATION
+from infra.settings import LAMBDA_MEMORY_MB
 
 HOUR = 3600.0
 DAY = 24 * HOUR
@@ -32,9 +28,6 @@ MIX = "drill mix"
 # DynamoDB's request units as the server accounts them (`kind:table[/index]`).
 TABLE_WRU_METRICS = ("wru_transaction", "wru_standard")  # an index's, `wru_index`, apart
 RRU_METRICS = ("rru_strong", "rru_eventual", "rru_transaction")
-# The stack's Lambda memory and schedules, as deployed.
-FUNCTION_MEMORY_MB = settings.LAMBDA_MEMORY_MB
-SCHEDULE_MINUTES = settings.SCHEDULE_MINUTES
 # Functions whose invocations start a trace of their own (Lambda active tracing): the stream's
 # sender and the schedules. Ingest starts one only with the HTTP API; process never does.
 TRACE_STARTERS = ("outbox", "sweeper", "waiting", "reconciliation", "statement")
@@ -44,18 +37,9 @@ EVENT_SOURCE_SQS_OPERATIONS = frozenset(
     {"ReceiveMessage", "DeleteMessage", "DeleteMessageBatch"}
     | {"ChangeMessageVisibility", "ChangeMessageVisibilityBatch"}
 )
-PROVIDER_API = "provider-api"
-PROVIDER_API_CALLER = "process"
+PROVIDER_API = "provider-api"  # the providers' APIs, read by process: no bill, Lambda time
 
 AwsKey = tuple[str, str, str, str]  # caller, service, operation, resource
-
-
-# -- prices, quotas, settings ------------------------------------------------------------------
-
-
-def numbers(loaded: Mapping[str, Any], table: str) -> dict[str, float]:
-    """A TOML table of plain figures (`[assumptions]`, `[latency_ms]`)."""
-    return {name: float(value) for name, value in loaded[table].items()}
 
 
 def of_kind(units: Mapping[str, float], kind: str) -> float:
@@ -63,38 +47,27 @@ def of_kind(units: Mapping[str, float], kind: str) -> float:
     return sum(v for k, v in units.items() if k.startswith(kind))
 
 
-@dataclass(frozen=True)
-class Price:
-    name: str
-    usd: float
-    per: float
-    unit: str
-    source: str
-    as_of: str
-    note: str = ""
-
-    @property
-    def rate(self) -> float:
-        return self.usd / self.per
+def figure(names: Any, expression: str) -> Any:
+    """A figure by its path on `names` (`rate`, `e.emails`), or a sum of products of them
+    (`rate * e.emails`, `rate.a + a.n * rate.b`): how the TOML tables name their arithmetic."""
+    terms = [[attrgetter(p.strip())(names) for p in t.split("*")] for t in expression.split("+")]
+    return terms[0][0] if len(terms) == 1 == len(terms[0]) else float(sum(map(math.prod, terms)))
 
 
 @dataclass(frozen=True)
 class Prices:
-    prices: dict[str, Price]
+    rates: dict[str, float]  # USD per unit, by price of prices.toml
     assumptions: dict[str, float]
     latency_ms: dict[str, float]
 
     @classmethod
     def load(cls, path: Path = PRICES_PATH) -> Prices:
         loaded = tomllib.loads(path.read_text())
-        prices = {
-            name: Price(name, **{**entry, "usd": float(entry["usd"]), "per": float(entry["per"])})
-            for name, entry in loaded["prices"].items()
-        }
-        return cls(prices, numbers(loaded, "assumptions"), numbers(loaded, "latency_ms"))
+        rates = {name: float(p["usd"]) / float(p["per"]) for name, p in loaded["prices"].items()}
+        return cls(rates, _numbers(loaded["assumptions"]), _numbers(loaded["latency_ms"]))
 
     def rate(self, name: str) -> float:
-        return self.prices[name].rate
+        return self.rates[name]
 
     def latency(self, service: str, operation: str) -> float:
         """Milliseconds a Lambda waits on one call, in AWS (an assumption: `[latency_ms]`)."""
@@ -114,110 +87,47 @@ class Prices:
         return self.rate("xray_trace_recorded") + retrieved * self.rate("xray_trace_retrieved")
 
 
-@dataclass(frozen=True)
-class Quota:
-    name: str
-    value: float
-    unit: str
-    adjustable: bool
-    source: str
-    as_of: str
-    note: str = ""
+def _numbers(table: Mapping[str, Any]) -> dict[str, float]:
+    return {name: float(value) for name, value in table.items()}
 
 
 @dataclass(frozen=True)
 class Quotas:
-    quotas: dict[str, Quota]
+    quotas: dict[str, dict[str, Any]]  # quotas.toml's entries: `value`, `source`, ...
     assumptions: dict[str, float]
 
     @classmethod
     def load(cls, path: Path = QUOTAS_PATH) -> Quotas:
         loaded = tomllib.loads(path.read_text())
-        quotas = {
-            name: Quota(name, **{**entry, "value": float(entry["value"])})
-            for name, entry in loaded["quotas"].items()
-        }
-        return cls(quotas, numbers(loaded, "assumptions"))
+        return cls(loaded["quotas"], _numbers(loaded["assumptions"]))
 
     def value(self, name: str) -> float:
-        return self.quotas[name].value
+        return float(self.quotas[name]["value"])
 
     def source(self, name: str) -> str:
-        return self.quotas[name].source
+        return str(self.quotas[name]["source"])
 
 
 @dataclass(frozen=True)
 class ProviderLimit:
     """A provider's published limit on the reads a pass makes, as requests a second (None: the
-    provider publishes none)."""
+    provider publishes none), over the window it counts them in."""
 
     per_second: float | None
-    unit: str
-    title: str
+    window_seconds: float
     source: str
-    as_of: str
-    note: str = ""
-    window_seconds: float = 1.0  # the window the provider counts its requests over
+    note: str
 
 
 def load_provider_limits(path: Path = QUOTAS_PATH) -> dict[str, ProviderLimit]:
     found = {}
     for name, entry in tomllib.loads(path.read_text())["provider_limits"].items():
-        requests, per_seconds = entry.get("requests"), float(entry.get("per_seconds", 1))
+        requests, window = entry.get("requests"), float(entry.get("per_seconds", 1))
+        per_second = float(requests) / window if requests else None
         found[name] = ProviderLimit(
-            float(requests) / per_seconds if requests else None,
-            str(entry["unit"]),
-            str(entry["title"]),
-            str(entry.get("source", "")),
-            str(entry["as_of"]),
-            str(entry.get("note", "")),
-            per_seconds,
+            per_second, window, entry.get("source", ""), entry.get("note", "")
         )
     return found
-
-
-def _ingest_secret_cache_seconds() -> float:
-    """How long ingest caches a secret. Imported when asked: the handler's module builds its
-    logger, tracer and metrics from the environment as it is imported."""
-    from functions.ingest.handler import SECRET_CACHE_SECONDS
-
-    return float(SECRET_CACHE_SECONDS)
-
-
-@dataclass(frozen=True)
-class StackSettings:
-    """What the capacity depends on, as deployed by default; a merchant changes some of these
-    (`processMaxConcurrency`, the SES quota, the account's Lambda concurrency)."""
-
-    process_max_concurrency: int = DEFAULT_PROCESS_MAX_CONCURRENCY
-    process_batch_size: int = settings.PROCESS_BATCH_SIZE
-    outbox_batch_size: int = settings.OUTBOX_BATCH_SIZE
-    outbox_parallelization_factor: int = settings.OUTBOX_PARALLELIZATION_FACTOR
-    api_throttle_rate: float = settings.API_THROTTLE_RATE
-    waf_requests_per_address_per_5_minutes: float = settings.WAF_REQUESTS_PER_ADDRESS_PER_5_MINUTES
-    # None: AWS's default quota (costmodel/quotas.toml).
-    ses_send_rate: float | None = None
-    account_concurrency: float | None = None
-    queue_retention_seconds: float = settings.WEBHOOK_QUEUE_RETENTION_DAYS * DAY
-    outbox_stream_max_record_age_seconds: float = settings.OUTBOX_STREAM_MAX_RECORD_AGE_SECONDS
-    waiting_every_seconds: float = settings.SCHEDULE_MINUTES["waiting"] * 60.0
-    waiting_timeout_seconds: float = settings.WAITING_TIMEOUT_SECONDS
-    reconciliation_every_seconds: float = settings.SCHEDULE_MINUTES["reconciliation"] * 60.0
-    scheduled_functions: int = len(settings.SCHEDULED_FUNCTIONS)
-    # The hourly reconciliation's units checked at once (its Map's concurrency), for minutes
-    # of each hour: counted as always in use.
-    reconciliation_concurrency: int = RECONCILIATION.max_concurrency
-    reconciliation_max_orders_per_run: int = RECONCILIATION.max_orders_per_run
-    # What bounds the waits, from the functions' constants: how long, how many.
-    outbox_pending_deadline_seconds: float = float(PENDING_DEADLINE_SECONDS)
-    outbox_give_up_seconds: float = DEFAULT_OUTBOX_GIVE_UP_HOURS * HOUR
-    wait_limit_seconds: float = float(WAIT_LIMIT_SECONDS)
-    secret_cache_seconds: float = field(default_factory=_ingest_secret_cache_seconds)
-    changed_index_shards: int = CHANGES_SHARDS
-    due_index_shards: int = OUTBOX_DUE_SHARDS
-
-
-# -- what was measured -------------------------------------------------------------------------
 
 
 @dataclass
@@ -235,18 +145,12 @@ class Sample:
         metering: Mapping[str, Any],
         provider_api_calls: int = 0,
     ) -> Sample:
-        """`provider_api_calls`: reads from the providers' APIs (the local fakes), made by
-        process: no AWS bill, but Lambda time."""
-        aws = {
-            (row["caller"], row["service"], row["operation"], row["resource"]): Units(row["units"])
-            for row in accounting
-        }
-        functions = {name: Units(counters) for name, counters in metering.items()}
+        """`provider_api_calls`: reads from the providers' APIs (the local fakes) by process."""
+        keys = ("caller", "service", "operation", "resource")
+        aws = {_key(row[k] for k in keys): Units(row["units"]) for row in accounting}
         if provider_api_calls:
-            aws[(PROVIDER_API_CALLER, PROVIDER_API, "GET", "")] = Units(
-                {"requests": provider_api_calls}
-            )
-        return cls(0, aws, functions)
+            aws[("process", PROVIDER_API, "GET", "")] = Units({"requests": provider_api_calls})
+        return cls(0, aws, {name: Units(counters) for name, counters in metering.items()})
 
     def minus(self, other: Sample) -> Sample:
         """Counter subtraction: what `other` did not already count (never below zero)."""
@@ -255,38 +159,32 @@ class Sample:
         return Sample(self.events, _nonempty(aws), _nonempty(functions))
 
     def scaled(self, factor: float) -> Sample:
-        return Sample(
-            self.events,
-            {k: v.scaled(factor) for k, v in self.aws.items()},
-            {k: v.scaled(factor) for k, v in self.functions.items()},
-        )
+        aws = {k: v.scaled(factor) for k, v in self.aws.items()}
+        return Sample(self.events, aws, {k: v.scaled(factor) for k, v in self.functions.items()})
 
     def only(self, function: str) -> Sample:
         """One function's own requests and meters."""
-        return Sample(
-            self.events,
-            {k: v for k, v in self.aws.items() if k[0] == function},
-            {k: v for k, v in self.functions.items() if k == function},
-        )
+        aws = {k: v for k, v in self.aws.items() if k[0] == function}
+        return Sample(self.events, aws, {k: v for k, v in self.functions.items() if k == function})
 
     def invocations(self, function: str) -> float:
         return float(self.functions.get(function, Units())["invocations"])
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "events": self.events,
-            "aws": [{"key": list(k), "units": dict(v)} for k, v in sorted(self.aws.items())],
-            "functions": {k: dict(v) for k, v in sorted(self.functions.items())},
-        }
+        aws = [{"key": list(k), "units": dict(v)} for k, v in sorted(self.aws.items())]
+        functions = {k: dict(v) for k, v in sorted(self.functions.items())}
+        return {"events": self.events, "aws": aws, "functions": functions}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Sample:
-        aws = {
-            (row["key"][0], row["key"][1], row["key"][2], row["key"][3]): Units(row["units"])
-            for row in data["aws"]
-        }
+        aws = {_key(row["key"]): Units(row["units"]) for row in data["aws"]}
         functions = {k: Units(v) for k, v in data["functions"].items()}
         return cls(int(data["events"]), aws, functions)
+
+
+def _key(parts: Iterable[str]) -> AwsKey:
+    caller, service, operation, resource = parts
+    return caller, service, operation, resource
 
 
 def _nonempty(counters: dict[Any, Units]) -> dict[Any, Units]:
@@ -297,8 +195,7 @@ def without_idle(sample: Sample, idle: Mapping[str, Sample]) -> Sample:
     """Takes out the scheduled functions' runs: each run, as many times as it ran, costs what
     one idle run costs (priced per month instead); what they did beyond that stays."""
     for function, one_run in idle.items():
-        runs = sample.invocations(function)
-        if runs:
+        if runs := sample.invocations(function):
             events = sample.events
             sample = sample.minus(one_run.scaled(runs))
             sample.events = events
@@ -322,40 +219,27 @@ class Measurement:
         return found
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "options": self.options,
-            "kinds": {k: v.to_json() for k, v in self.kinds.items()},
-            "idle": {k: v.to_json() for k, v in self.idle.items()},
-            "mix": self.mix.to_json() if self.mix is not None else None,
-            "measured_on": self.measured_on,
-            "elapsed_seconds": self.elapsed_seconds,
-            "excluded_requests": self.excluded_requests,
-        }
+        kinds, idle = ({k: v.to_json() for k, v in s.items()} for s in (self.kinds, self.idle))
+        mix = self.mix.to_json() if self.mix is not None else None
+        return vars(self) | {"kinds": kinds, "idle": idle, "mix": mix}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Measurement:
-        return cls(
-            dict(data["options"]),
-            {k: Sample.from_json(v) for k, v in data["kinds"].items()},
-            {k: Sample.from_json(v) for k, v in data["idle"].items()},
-            Sample.from_json(data["mix"]) if data.get("mix") else None,
-            str(data["measured_on"]),
-            float(data["elapsed_seconds"]),
-            int(data.get("excluded_requests", 0)),
-        )
+        kinds = {k: Sample.from_json(v) for k, v in data["kinds"].items()}
+        idle = {k: Sample.from_json(v) for k, v in data["idle"].items()}
+        mix = Sample.from_json(data["mix"]) if data.get("mix") else None
+        return cls(**{**data, "kinds": kinds, "idle": idle, "mix": mix})
 
 
 def payer(key: AwsKey, webhook_queue: str) -> str | None:
     """Who a request is billed to: the function that made it, Lambda's event source mappings,
     or nobody (the local stack's own requests: drain, checks, sinks)."""
     caller, service, operation, resource = key
-    if caller in FUNCTION_MEMORY_MB:
+    if caller in LAMBDA_MEMORY_MB:
         return caller
     if service == "sqs" and resource == webhook_queue and operation in EVENT_SOURCE_SQS_OPERATIONS:
         return "process (event source)"
-    if service == "dynamodbstreams":
-        return "outbox (event source)"
-    return None
+    return "outbox (event source)" if service == "dynamodbstreams" else None
 
 
 def lambda_milliseconds(sample: Sample, prices: Prices) -> Units:
@@ -380,6 +264,14 @@ class CostOptions:
     seed: int = 42
 
 
+def secret_cache_seconds() -> float:
+    """How long a container caches a secret (ingest's). Imported when asked: the handler's
+    module builds its logger, tracer and metrics from the environment as it is imported."""
+    from functions.ingest.handler import SECRET_CACHE_SECONDS
+
+    return float(SECRET_CACHE_SECONDS)
+
+
 def webhook_queue() -> str:
     from devstack.resources import WEBHOOK_QUEUE_NAME
 
@@ -395,9 +287,7 @@ def embedded_drain_seconds(
 ) -> float:
     """How long the embedded stack takes to drain `deliveries` queued at once (the burst
     drill), from the drill mix as measured on this machine: process's wall-clock time per
-    delivery (its waits on the local server's lock included), spread over its pollers. The
-    outbox drains beside it, and finishes about one item's time later."""
+    delivery (its waits on the local server's lock included), spread over its pollers."""
     sample = (measurement or load_measurement()).scenarios()[MIX]
-    process_ms = sample.functions["process"]["billed_ms"]
-    per_delivery = process_ms / 1000 / max(sample.events, 1)
+    per_delivery = sample.functions["process"]["billed_ms"] / 1000 / max(sample.events, 1)
     return deliveries * per_delivery / max(process_concurrency, 1)

@@ -1,11 +1,8 @@
 """`umavez cost`: the cost per million events, and the cost section of docs/cost.md.
 
 Per million events = (a scenario's counters x list price) / its deliveries x 10^6; a delivery is
-one HTTP request to the webhook API (a provider's retry is another). What is not traffic is
-priced per month instead: the scheduled functions' runs (each run's measured idle cost, taken out
-of the scenarios as many times as they ran), the event source mapping's empty long polls, the
-secrets' reads. Lambda duration is modeled in AWS (measurement.py `lambda_milliseconds`). The
-page's section keeps its shape whatever the numbers: `tests/unit/test_cost_model.py` holds it.
+one HTTP request to the webhook API. What is not traffic is priced per month instead (bill.toml's
+`monthly`): the scheduled runs, the event source mapping's empty long polls, the secrets.
 """
 
 from __future__ import annotations
@@ -15,129 +12,102 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from costmodel import markdown as md
-from costmodel import statement as statement_pass
+from costmodel import statement as st
 from costmodel.measurement import (
-    FUNCTION_MEMORY_MB,
     KINDS,
     MIX,
-    PROVIDER_API,
     RRU_METRICS,
-    SCHEDULE_MINUTES,
     TABLE_WRU_METRICS,
     TRACE_STARTERS,
     Measurement,
     Prices,
     Sample,
+    figure,
     lambda_milliseconds,
     of_kind,
     payer,
+    secret_cache_seconds,
 )
-from costmodel.statement import STATEMENT_PRICED_AS, period_seconds, statement_run_usd
 from devstack.capacity import Units
 from functions.shared.tables import CHANGES_SHARDS
+from functions.statement.sources import PROVIDERS, SCHEDULED
 from infra.reconciliation import PASSES, RUNS_READING_AN_HOUR
+from infra.settings import LAMBDA_MEMORY_MB, SCHEDULE_MINUTES
 
-README_BEGIN = "<!-- cost:begin -->"
-README_END = "<!-- cost:end -->"
+README_BEGIN, README_END = "<!-- cost:begin -->", "<!-- cost:end -->"
 SES = "SES e-mail"  # its own row of the page, in neither total
 COLUMNS = (*KINDS, MIX)
 DYNAMODB_METRICS = (*TABLE_WRU_METRICS, "wru_index", *RRU_METRICS)
-# The services billed by one counter of theirs: the quantity it goes to, and the counter.
-BILLED_AS = {
-    "dynamodbstreams": ("streams_reads", "requests"),
-    "events": ("eventbridge_events", "billed"),
-    "sesv2": ("ses_messages", "billed"),
-    "secretsmanager": ("secrets_calls", "billed"),
-    PROVIDER_API: ("provider_api_calls", "requests"),
-}
+# The services billed per message: the quantity it goes to. DynamoDB Streams reads by a Lambda
+# trigger are free; the secrets' reads are priced per month; the providers' APIs are not AWS.
+BILLED_AS = {"events": "eventbridge_events", "sesv2": "ses_messages"}
+BILL = tomllib.loads(Path(__file__).with_name("bill.toml").read_text())
+TEXTS: dict[str, str] = BILL["texts"]
 
 
 def usage(
-    sample: Sample,
-    prices: Prices,
-    webhook_queue: str,
-    statement: statement_pass.StatementModel | None = None,
+    sample: Sample, prices: Prices, webhook_queue: str, statement: st.StatementModel | None = None
 ) -> Units:
     """What AWS would meter over the sample, in billing units; with `statement`, what the
     statement passes spend on its movements (in dollars: modeled, priced as Stripe's)."""
-    used = _requests_usage(sample, webhook_queue)
-    _lambda_usage(sample, prices, used)
-    used["rru"] = sum(used[m] for m in RRU_METRICS)
-    if statement is not None:
-        movements, orders = statement_pass.movements_and_orders_changed(sample)
-        reads = statement.reads[STATEMENT_PRICED_AS].reads_of_each_row
-        used["statement_lines"] = movements * reads
-        used["statement_usd"] = movements * statement_pass.statement_usd_per_movement(
-            statement, prices, STATEMENT_PRICED_AS
-        ) + orders * statement_pass.statement_usd_per_order_changed(statement, prices)
-    return used
-
-
-def _requests_usage(sample: Sample, webhook_queue: str) -> Units:
-    used = Units()
+    used, a = Units(), prices.assumptions
     for key, units in sample.aws.items():
-        service = key[1]
         if payer(key, webhook_queue) is None:
             continue
-        if service == "dynamodb":
+        if (service := key[1]) == "dynamodb":
             for metric, amount in units.items():
-                kind = metric.split(":", 1)[0]
-                if kind in DYNAMODB_METRICS:
+                if (kind := metric.split(":", 1)[0]) in DYNAMODB_METRICS:
                     used[kind] += amount
         elif service == "sqs":
             used["sqs_requests"] += units["billed"] - units["empty_receives"]
         elif service in BILLED_AS:
-            quantity, counter = BILLED_AS[service]
-            used[quantity] += units[counter]
-        else:
-            used[f"unpriced:{service}"] += units["requests"]
-    return used
-
-
-def _lambda_usage(sample: Sample, prices: Prices, used: Units) -> None:
-    """Invocations, GB-seconds (modeled in AWS, and as run locally), log bytes and traces."""
-    a = prices.assumptions
+            used[BILLED_AS[service]] += units["billed"]
+    # Lambda: invocations, GB-seconds (modeled in AWS), log bytes, traces.
     overhead = a["cloudwatch_log_event_overhead_bytes"]
     modeled = lambda_milliseconds(sample, prices)
+    platform = a["lambda_platform_log_bytes"] + overhead * a["lambda_platform_log_lines"]
     log_bytes = 0.0
     for function, meters in sample.functions.items():
-        if function not in FUNCTION_MEMORY_MB:
-            continue
-        invocations = meters["invocations"]
-        gigabytes = FUNCTION_MEMORY_MB[function] / 1024
-        used["lambda_invocations"] += invocations
-        used["lambda_gb_seconds"] += modeled[function] / 1000 * gigabytes
-        used["local_gb_seconds"] += meters["billed_ms"] / 1000 * gigabytes
-        log_bytes += meters["log_bytes"] + meters["emf_bytes"]
-        log_bytes += overhead * (meters["log_lines"] + meters["emf_lines"])
-        log_bytes += invocations * (
-            a["lambda_platform_log_bytes"] + overhead * a["lambda_platform_log_lines"]
-        )
+        if function in LAMBDA_MEMORY_MB:
+            gigabytes = LAMBDA_MEMORY_MB[function] / 1024
+            used["lambda_invocations"] += meters["invocations"]
+            used["lambda_gb_seconds"] += modeled[function] / 1000 * gigabytes
+            log_bytes += meters["log_bytes"] + meters["emf_bytes"]
+            log_bytes += overhead * (meters["log_lines"] + meters["emf_lines"])
+            log_bytes += meters["invocations"] * platform
     used["api_requests"] = sample.invocations("ingest")
-    log_bytes += used["api_requests"] * (a["api_access_log_bytes"] + overhead)
-    used["log_bytes"] = log_bytes
+    used["log_bytes"] = log_bytes + used["api_requests"] * (a["api_access_log_bytes"] + overhead)
+    used["rru"] = sum(used[m] for m in RRU_METRICS)
     # A trace per sampled webhook (infra/constructs/pipeline.py): started by ingest at Lambda's
     # rate with the HTTP API, by the REST stage at `xraySampling`; the stream and the schedules
     # start their own.
-    lambda_rate = a["lambda_xray_sampling"]
-    starters = sum(sample.invocations(f) for f in TRACE_STARTERS if f in sample.functions)
-    own_traces = starters * lambda_rate
-    used["xray_traces_http"] = used["api_requests"] * lambda_rate + own_traces
-    used["xray_traces_rest"] = used["api_requests"] * a["xray_sampling"] + own_traces
+    own = sum(sample.invocations(f) for f in TRACE_STARTERS if f in sample.functions)
+    own *= a["lambda_xray_sampling"]
+    used["xray_traces_http"] = used["api_requests"] * a["lambda_xray_sampling"] + own
+    used["xray_traces_rest"] = used["api_requests"] * a["xray_sampling"] + own
+    if statement is not None:
+        movements, orders = st.movements_and_orders_changed(sample)
+        used["statement_lines"] = movements * statement.reads[st.PRICED_AS].reads_of_each_row
+        used["statement_usd"] = movements * statement.usd_per_movement(prices, st.PRICED_AS)
+        used["statement_usd"] += orders * statement.usd_per_order_changed(prices)
+    return used
 
 
 @dataclass(frozen=True)
 class LineItem:
+    """A row of the page (bill.toml's header says each field)."""
+
     name: str
-    quantity: str  # a key of `usage`
+    quantity: str
     unit: str
-    priced_by: str  # a price of prices.toml (`_gb`: per GB); "xray": a trace; "": dollars
-    http: bool = True  # in the HTTP API total
-    rest: bool = True  # in the REST + WAF total
-    shown: str = ""  # the quantity the per-event table shows, when not the one priced
+    priced_by: str
+    http: bool = True
+    rest: bool = True
+    shown: str = ""
 
     def price(self, prices: Prices) -> float:
         if self.priced_by in ("", "xray"):
@@ -146,9 +116,7 @@ class LineItem:
         return rate / 2**30 if self.priced_by.endswith("_gb") else rate
 
 
-BILL = tomllib.loads(Path(__file__).with_name("bill.toml").read_text())
 LINE_ITEMS = tuple(LineItem(**item) for item in BILL["line_items"])
-TEXTS: dict[str, str] = BILL["texts"]
 
 
 @dataclass(frozen=True)
@@ -169,13 +137,9 @@ class Bill:
 
 
 def bill(
-    sample: Sample,
-    prices: Prices,
-    webhook_queue: str,
-    statement: statement_pass.StatementModel | None = None,
+    sample: Sample, prices: Prices, webhook_queue: str, statement: st.StatementModel | None = None
 ) -> Bill:
-    used = usage(sample, prices, webhook_queue, statement)
-    events = max(sample.events, 1)
+    used, events = usage(sample, prices, webhook_queue, statement), max(sample.events, 1)
     quantities = {i.name: used[i.shown or i.quantity] / events for i in LINE_ITEMS}
     per_million = {i.name: used[i.quantity] / events * i.price(prices) * 1e6 for i in LINE_ITEMS}
     return Bill(sample.events, quantities, per_million)
@@ -189,17 +153,11 @@ class MonthlyItem:
     rest_only: bool = False
 
 
-def reconciliation_transitions_per_run() -> int:
-    """When every unit it may plan holds changes: Plan, the Map and Finish, and per unit (a
-    pass of an hour of a shard; each pass reads two hours) a check, its Choice, its Succeed."""
-    return 3 + 3 * PASSES * RUNS_READING_AN_HOUR * CHANGES_SHARDS
-
-
 def fixed_monthly(
     idle: Mapping[str, Sample], prices: Prices, webhook_queue: str
 ) -> list[MonthlyItem]:
     """What the stack costs a month whatever the events: the scheduled runs (each as its
-    measured idle run; the statement's modeled), then what stands (bill.toml's `monthly`)."""
+    measured idle run), then what stands (bill.toml's `monthly`, priced by `_standing`)."""
     hours = prices.assumptions["hours_per_month"]
     items = []
     for function, minutes in SCHEDULE_MINUTES.items():
@@ -217,36 +175,27 @@ def fixed_monthly(
 
 def _standing(prices: Prices) -> tuple[dict[str, Any], dict[str, float]]:
     """The month's figures bill.toml's texts name, and each standing item's dollars."""
-    a, rate = prices.assumptions, prices.rate
+    a = prices.assumptions
     hours = a["hours_per_month"]
     # A run per provider on its cadence: Stripe's and Mercado Pago's hourly, Asaas's daily.
-    scheduled = statement_pass.SCHEDULED_RUNS
-    statement_runs = {p: hours * 3600 / period_seconds(p) for p in scheduled}
+    statement_runs = {p: hours * 3600 / st.period_seconds(p) for p in SCHEDULED}
     runs = sum(statement_runs.values())
-    statement_usd = sum(n * statement_run_usd(prices, p) for p, n in statement_runs.items())
-    pollers, poll_seconds = a["sqs_event_source_pollers"], a["sqs_long_poll_seconds"]
-    polls = pollers * hours * 3600 / poll_seconds
-    # Secrets are read through a 5-minute cache: the calls follow the warm containers.
-    warm, per_container = a["warm_containers"], a["secrets_read_per_container"]
-    reads = warm * per_container * hours * 60 / 5
+    statement_usd = sum(n * st.run_usd(prices, p) for p, n in statement_runs.items())
+    polls = a["sqs_event_source_pollers"] * hours * 3600 / a["sqs_long_poll_seconds"]
+    # Secrets are read through a cache: the calls follow the warm containers.
+    reads = a["warm_containers"] * a["secrets_read_per_container"] * hours * 3600
+    reads /= secret_cache_seconds()
     reconciliations = hours * 60 / SCHEDULE_MINUTES["reconciliation"]
-    transitions = reconciliation_transitions_per_run()
-    transition = rate("step_functions_state_transition")
-    every = ", ".join(f"{p} every {period_seconds(p) / 3600:g} h" for p in scheduled)
+    # At most: Plan, the Map and Finish, and per unit (a pass of an hour of a shard) a check,
+    # its Choice, its Succeed.
+    transitions = 3 + 3 * PASSES * RUNS_READING_AN_HOUR * CHANGES_SHARDS
+    every = ", ".join(f"{p} every {st.period_seconds(p) / 3600:g} h" for p in SCHEDULED)
     figures = {"a": a, "every": every, "runs": runs, "usd_a_run": statement_usd / runs}
     figures |= {"polls": polls, "reads": reads, "reconciliations": reconciliations}
     figures["transitions"] = transitions
-    usd = {
-        "statement": statement_usd,
-        "statement_metrics": a["statement_custom_metrics"] * rate("cloudwatch_custom_metric_month"),
-        "long_polls": polls * rate("sqs_request"),
-        "secrets": a["secrets"] * rate("secrets_manager_secret_month"),
-        "secret_reads": reads * rate("secrets_manager_api_call"),
-        "reconciliation_runs": reconciliations * transitions * transition,
-        "kms_key": rate("kms_key_month"),
-        "dashboard": rate("cloudwatch_dashboard_month"),
-        "waf_web_acl": rate("waf_web_acl_month") + a["waf_rules"] * rate("waf_rule_month"),
-    }
+    names = SimpleNamespace(**figures, statement_usd=statement_usd)
+    names.a, names.rate = SimpleNamespace(**a), SimpleNamespace(**prices.rates)
+    usd = {key: float(figure(names, item["usd"])) for key, item in BILL["monthly"].items()}
     return figures, usd
 
 
@@ -255,90 +204,86 @@ def _standing(prices: Prices) -> tuple[dict[str, Any], dict[str, float]]:
 
 def render_block(measurement: Measurement, prices: Prices, webhook_queue: str) -> str:
     """The cost section of docs/cost.md, its markers included."""
-    statement = statement_pass.statement_model(measurement, prices)
-    scenarios = measurement.scenarios().items()
-    bills = {name: bill(sample, prices, webhook_queue, statement) for name, sample in scenarios}
-    mix = bills[MIX].events if MIX in bills else 0
-    intro = TEXTS["intro"].format(
-        o=measurement.options, m=measurement, a=prices.assumptions, mix=mix
-    )
+    statement = st.statement_model(measurement, prices)
+    scenarios = measurement.scenarios()
+    bills = [
+        bill(scenarios[c], prices, webhook_queue, statement) if c in scenarios else None
+        for c in COLUMNS
+    ]
+    mix = bills[-1].events if bills[-1] else 0
+    a = prices.assumptions
+    monthly = fixed_monthly(measurement.idle, prices, webhook_queue)
     lines = [
-        README_BEGIN,
-        intro,
+        TEXTS["intro"].format(o=measurement.options, m=measurement, a=a, mix=mix),
         "",
-        *_per_million([bills.get(c) for c in COLUMNS]),
+        *_per_million(bills),
         "",
         "What each event used (per event, in billing units):",
         "",
-        *_per_event([bills.get(c) for c in COLUMNS]),
+        *md.table(["per event", "unit", *COLUMNS], "ll" + "r" * len(COLUMNS), _per_event(bills)),
         "",
-        *render_statement_block(statement, prices),
+        TEXTS["statement"].format(s=statement, a=a),
+        "",
+        *_statement_table(statement, prices),
         "",
         "Fixed per month (not per event):",
         "",
-        *_monthly(fixed_monthly(measurement.idle, prices, webhook_queue)),
-        README_END,
+        *md.table(["item", "how", "per month"], "llr", _monthly(monthly)),
     ]
-    return "\n".join(lines) + "\n"
+    return md.block(README_BEGIN, lines, README_END)
 
 
 def _per_million(bills: Sequence[Bill | None]) -> list[str]:
     """A column per scenario, "-" where it was not measured."""
-    lines = md.table_head(["per million events", *COLUMNS], "l" + "r" * len(COLUMNS))
-    for item in LINE_ITEMS:
-        if item.name != SES:
-            cells = [md.usd(b.per_million[item.name]) if b else "-" for b in bills]
-            lines.append(md.row([item.name, *cells]))
+    rows = [
+        [item.name, *(md.usd(b.per_million[item.name]) if b else "-" for b in bills)]
+        for item in LINE_ITEMS
+        if item.name != SES
+    ]
     for label, rest in (("**total, HTTP API**", False), ("**total, REST API + WAF**", True)):
         totals = [(b.rest_total if rest else b.http_total) if b else None for b in bills]
-        lines.append(md.row([label, *("-" if t is None else f"**{md.usd(t)}**" for t in totals)]))
+        rows.append([label, *("-" if t is None else f"**{md.usd(t)}**" for t in totals)])
     ses = [md.usd(b.per_million[SES]) if b else "-" for b in bills]
-    return [*lines, md.row([f"{SES} (not in the totals)", *ses])]
+    rows.append([f"{SES} (not in the totals)", *ses])
+    return md.table(["per million events", *COLUMNS], "l" + "r" * len(COLUMNS), rows)
 
 
-def _per_event(bills: Sequence[Bill | None]) -> list[str]:
-    lines = md.table_head(["per event", "unit", *COLUMNS], "ll" + "r" * len(COLUMNS))
-    for item in LINE_ITEMS:
-        if item.name in ("API Gateway REST API", "WAF"):
-            continue
-        name = "API Gateway / WAF" if item.name == "API Gateway HTTP API" else item.name
-        used = [md.quantity(b.quantities[item.name]) if b else "-" for b in bills]
-        lines.append(md.row([name, item.unit, *used]))
-    return lines
-
-
-def _monthly(monthly: Sequence[MonthlyItem]) -> list[str]:
-    lines = md.table_head(["item", "how", "per month"], "llr")
-    for entry in monthly:
-        name = f"{entry.name} (REST + WAF only)" if entry.rest_only else entry.name
-        lines.append(md.row([name, entry.how, md.usd(entry.usd)]))
-    http = sum(e.usd for e in monthly if not e.rest_only)
+def _per_event(bills: Sequence[Bill | None]) -> list[list[str]]:
     return [
-        *lines,
-        f"| **total, HTTP API** | | **{md.usd(http)}** |",
-        f"| **total, REST API + WAF** | | **{md.usd(sum(e.usd for e in monthly))}** |",
+        [
+            "API Gateway / WAF" if item.name == "API Gateway HTTP API" else item.name,
+            item.unit,
+            *(md.quantity(b.quantities[item.name]) if b else "-" for b in bills),
+        ]
+        for item in LINE_ITEMS
+        if item.name not in ("API Gateway REST API", "WAF")
     ]
 
 
-def render_statement_block(model: statement_pass.StatementModel, prices: Prices) -> list[str]:
+def _statement_table(model: st.StatementModel, prices: Prices) -> list[str]:
     """The statement pass per million payments of one provider: its reads differ, its
     DynamoDB per line does not."""
-    lines = [
-        TEXTS["statement"].format(s=model, a=prices.assumptions),
-        "",
-        "| per million payments | API calls | lines read | Lambda duration | DynamoDB | total |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    for provider in statement_pass.PROVIDERS_A_RUN:
-        usd = statement_pass.statement_usd_per_payment(model, prices, provider)
+    rows = []
+    for provider in PROVIDERS:
+        usd = {k: v * 1e6 for k, v in model.usd_per_payment(prices, provider).items()}
         calls = model.reads[provider].calls_per_payment() * 1e6
         read = model.lines_per_payment(provider) * 1e6
-        lines.append(
-            f"| {provider} | {md.quantity(calls)} | {md.quantity(read)} | "
-            f"{md.usd(usd['Lambda duration'] * 1e6)} | {md.usd(usd['DynamoDB'] * 1e6)} | "
-            f"**{md.usd(sum(usd.values()) * 1e6)}** |"
-        )
-    return lines
+        total = f"**{md.usd(sum(usd.values()))}**"
+        cells = [md.usd(usd["Lambda duration"]), md.usd(usd["DynamoDB"]), total]
+        rows.append([provider, md.quantity(calls), md.quantity(read), *cells])
+    columns = ["per million payments", "API calls", "lines read", "Lambda duration"]
+    return md.table([*columns, "DynamoDB", "total"], "lrrrrr", rows)
+
+
+def _monthly(monthly: Sequence[MonthlyItem]) -> list[list[str]]:
+    rows = [
+        [f"{e.name} (REST + WAF only)" if e.rest_only else e.name, e.how, md.usd(e.usd)]
+        for e in monthly
+    ]
+    http = sum(e.usd for e in monthly if not e.rest_only)
+    rows.append(["**total, HTTP API**", "", f"**{md.usd(http)}**"])
+    rows.append(["**total, REST API + WAF**", "", f"**{md.usd(sum(e.usd for e in monthly))}**"])
+    return rows
 
 
 def shape(block: str) -> str:
@@ -352,39 +297,29 @@ def render_details(measurement: Measurement, prices: Prices, webhook_queue: str)
     name = MIX if MIX in scenarios else KINDS[0]
     sample = scenarios[name]
     events = max(sample.events, 1)
-    out = [f"\n  DynamoDB per event, {name} (by who pays, request and table):"]
     rows = []
     for key, units in sample.aws.items():
-        who = payer(key, webhook_queue)
-        if who is None or key[1] != "dynamodb":
+        if key[1] != "dynamodb" or (who := payer(key, webhook_queue)) is None:
             continue
-        wru, rru = of_kind(units, "wru"), of_kind(units, "rru")
         usd = prices.dynamodb(units) / events * 1e6
-        rows.append(
-            (usd, who, key[2], key[3], units["requests"] / events, wru / events, rru / events)
-        )
-    for usd, who, operation, table, requests, wru, rru in sorted(rows, reverse=True):
-        out.append(
-            f"    {who:<24} {operation:<20} {table:<16} {requests:6.2f} req  "
-            f"{wru:6.2f} WRU  {rru:6.2f} RRU  {md.usd(usd):>8}/M"
-        )
+        wru, rru = of_kind(units, "wru") / events, of_kind(units, "rru") / events
+        line = f"    {who:<24} {key[2]:<20} {key[3]:<16} {units['requests'] / events:6.2f} req  "
+        rows.append((usd, line + f"{wru:6.2f} WRU  {rru:6.2f} RRU  {md.usd(usd):>8}/M"))
+    out = [f"\n  DynamoDB per event, {name} (by who pays, request and table):"]
+    out += [line for _, line in sorted(rows, reverse=True)]
     out.append(f"\n  Lambda per event, {name} (local wall clock; own work; modeled in AWS):")
-    waits, calls = Units(), Units()
-    for (caller, service, operation, _), units in sample.aws.items():
-        waits[caller] += units["requests"] * prices.latency(service, operation)
+    calls, modeled = Units(), lambda_milliseconds(sample, prices)
+    for (caller, _, _, _), units in sample.aws.items():
         calls[caller] += units["requests"]
     for function, meters in sorted(sample.functions.items()):
-        runs = meters["invocations"]
-        if function not in FUNCTION_MEMORY_MB or not runs:
-            continue
-        modeled = (meters["compute_ms"] + waits[function]) / runs + 0.5
-        out.append(
-            f"    {function:<16} {runs / events:5.2f} invocations of "
-            f"{FUNCTION_MEMORY_MB[function]:>4} MB: {meters['billed_ms'] / runs:7.1f} ms local, "
-            f"{meters['compute_ms'] / runs:6.1f} ms own work + {calls[function] / runs:5.1f} "
-            f"AWS calls = {modeled:6.1f} ms modeled; "
-            f"{(meters['log_bytes'] + meters['emf_bytes']) / runs:5.0f} log bytes"
-        )
+        if function in LAMBDA_MEMORY_MB and (runs := meters["invocations"]):
+            out.append(
+                f"    {function:<16} {runs / events:5.2f} invocations of "
+                f"{LAMBDA_MEMORY_MB[function]:>4} MB: {meters['billed_ms'] / runs:7.1f} ms local, "
+                f"{meters['compute_ms'] / runs:6.1f} ms own work + {calls[function] / runs:5.1f} "
+                f"AWS calls = {modeled[function] / runs:6.1f} ms modeled; "
+                f"{(meters['log_bytes'] + meters['emf_bytes']) / runs:5.0f} log bytes"
+            )
     out.append(
         f"\n  not billed: {measurement.excluded_requests:,} requests the local stack made itself "
         "(drain, sinks, checks, polling)\n"

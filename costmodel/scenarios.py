@@ -1,11 +1,8 @@
-"""The scenarios `umavez cost` measures on the embedded stack (see `costmodel/model.py`).
-
-One embedded stack, its server accounting every request and every handler metered; no faults.
-The sweeper's and the reconciliation's schedules are off (the sweeper has nothing to do
-without faults; the reconciliation runs once at the end of each scenario, reading that
-scenario's orders as the hourly run would); the waiting schedule stays on (the drill parks
-deliveries), its runs priced per month like the others.
-"""
+"""The scenarios `umavez cost` measures on one embedded stack, its server accounting every
+request and every handler metered; no faults. The sweeper's schedule is off (nothing to do
+without faults), the reconciliation runs once at the end of each scenario (reading its orders
+as the hourly run would); the waiting schedule stays on (the drill parks deliveries).
+Imported only by `umavez cost`: it loads the embedded stack and the drill."""
 
 from __future__ import annotations
 
@@ -16,37 +13,40 @@ import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import TextIO
 
 from costmodel.measurement import KINDS, CostOptions, Measurement, Sample, payer, webhook_queue
+from devstack.metering import Metering
+from devstack.resources import DEVELOPMENT_SECRETS
+from devstack.stack import EmbeddedStack, Faults
+from firedrill.delivery import DeliveryLog, Providers, run_stories
+from firedrill.progress import ProgressBar
+from firedrill.run import providers_for
+from firedrill.stories import stories
+from firedrill.story import Post
+from fixtures import stripe
 
 RECONCILE_SETTLE_SECONDS = 5.5  # the reconciliation reads changes up to now - 5 s
 AMOUNT = 5000
+Payment = tuple[str, str, str]  # order, payment intent, charge
 
 
 def measure(options: CostOptions, err: TextIO = sys.stderr) -> Measurement:
-    from devstack.metering import Metering
-    from devstack.stack import EmbeddedStack, Faults
-
-    started = time.monotonic()
-    metering = Metering()
+    started, metering = time.monotonic(), Metering()
+    faults = Faults(seed=options.seed)
     with (
         warnings.catch_warnings(),
         metering,
-        EmbeddedStack(faults=Faults(seed=options.seed), metering=metering) as stack,
+        EmbeddedStack(faults=faults, metering=metering) as stack,
     ):
-        # Metrics on (below): an invocation that adds none warns every time.
-        warnings.filterwarnings("ignore", message="No application metrics to publish")
         # Metrics on: their EMF lines are CloudWatch Logs bytes too (the stack restores it).
+        warnings.filterwarnings("ignore", message="No application metrics to publish")
         os.environ["POWERTOOLS_METRICS_DISABLED"] = "false"
-        # The sweeper has nothing to do without faults and the reconciliation runs once per
-        # scenario, where it reads that scenario's orders; waiting stays on (the drill parks).
         stack.sweeper.stop()
         stack.reconciliation.stop()
         run = _Scenarios(stack, metering, err)
         run.warm_up()
-        idle = run.idle_runs()
-        kinds = run.kinds(options.per_kind)
+        idle, kinds = run.idle_runs(), run.kinds(options.per_kind)
         mix = run.mix(options.orders) if options.orders else None
         final = run.snapshot()
     excluded = sum(
@@ -54,37 +54,22 @@ def measure(options: CostOptions, err: TextIO = sys.stderr) -> Measurement:
         for key, units in final.aws.items()
         if payer(key, webhook_queue()) is None
     )
-    return Measurement(
-        {"orders": options.orders, "per_kind": options.per_kind, "seed": options.seed},
-        kinds,
-        idle,
-        mix,
-        datetime.now(tz=UTC).date().isoformat(),
-        time.monotonic() - started,
-        excluded,
-    )
+    chosen = {"orders": options.orders, "per_kind": options.per_kind, "seed": options.seed}
+    today, elapsed = datetime.now(tz=UTC).date().isoformat(), time.monotonic() - started
+    return Measurement(chosen, kinds, idle, mix, today, elapsed, excluded)
 
 
 class _Scenarios:
-    def __init__(self, stack: Any, metering: Any, err: TextIO) -> None:
-        from devstack.resources import DEVELOPMENT_SECRETS
-        from firedrill.delivery import DeliveryLog, Providers
-
-        self._stack = stack
-        self._metering = metering
-        self._err = err
-        self._log = DeliveryLog()
-        self._providers = Providers(stack.front.url, DEVELOPMENT_SECRETS, self._log)
+    def __init__(self, stack: EmbeddedStack, metering: Metering, err: TextIO) -> None:
+        self._stack, self._metering, self._err = stack, metering, err
+        self._providers = Providers(stack.front.url, DEVELOPMENT_SECRETS, DeliveryLog())
         self._now = int(time.time())
 
     def snapshot(self) -> Sample:
-        return Sample.of(
-            self._stack.aws.stats()["accounting"],
-            self._metering.snapshot(),
-            provider_api_calls=len(self._stack.provider_apis.requests),
-        )
+        accounting, meters = self._stack.aws.stats()["accounting"], self._metering.snapshot()
+        return Sample.of(accounting, meters, len(self._stack.provider_apis.requests))
 
-    def _deliver(self, posts: Sequence[Any]) -> None:
+    def _deliver(self, posts: Sequence[Post]) -> None:
         with ThreadPoolExecutor(max_workers=8) as pool:
             list(pool.map(self._providers.deliver, posts))
 
@@ -94,7 +79,7 @@ class _Scenarios:
         time.sleep(RECONCILE_SETTLE_SECONDS)
         self._stack.reconciliation.run_now()
 
-    def _phase(self, name: str, posts: Sequence[Any]) -> Sample:
+    def _phase(self, name: str, posts: Sequence[Post]) -> Sample:
         self._err.write(f"  {name}: {len(posts)} deliveries\n")
         before = self.snapshot()
         self._deliver(posts)
@@ -103,17 +88,11 @@ class _Scenarios:
         sample.events = len(posts)
         return sample
 
-    def _payments(self, n: int) -> list[tuple[str, str, str]]:
-        from fixtures.shapes import unique
-
-        return [(unique("ord"), unique("pi"), unique("ch")) for _ in range(n)]
-
     def warm_up(self) -> None:
         """A warm container: imports done, clients created (cold starts are not per event)."""
         self._err.write("  warming up the functions\n")
-        payments = self._payments(2)
-        paid = _paid(payments, self._now - 900)
-        self._deliver(paid)
+        payments = _payments(2)
+        self._deliver(paid := _paid(payments, self._now - 900))
         self._stack.drain()
         self._deliver(_again(paid))
         self._deliver(_refunds(payments, self._now - 800))
@@ -122,8 +101,7 @@ class _Scenarios:
         self._stack.waiting.run_now()
 
     def idle_runs(self) -> dict[str, Sample]:
-        """One run of each scheduled function with nothing to do (the warm-up ended with a
-        reconciliation run): its fixed cost, per run (the waiting schedule keeps running)."""
+        """One run of each scheduled function with nothing to do: its fixed cost, per run."""
         idle = {}
         for function in ("sweeper", "waiting", "reconciliation"):
             before = self.snapshot()
@@ -134,69 +112,50 @@ class _Scenarios:
         return idle
 
     def kinds(self, n: int) -> dict[str, Sample]:
-        at = self._now - 600
-        payments = self._payments(n)
+        at, payments, older = self._now - 600, _payments(n), _payments(n)
         new = _paid(payments, at)
         samples = {"new payment": self._phase("new payments", new)}
         samples["duplicate"] = self._phase("duplicates", _again(new))
         samples["refund"] = self._phase("refunds", _refunds(payments, at + 60))
-        older = self._payments(n)
-        refunds_first = _refunds(older, at + 60, naming_order=True)
-        self._phase("refunds naming their order (before the stale payments)", refunds_first)
+        first = _refunds(older, at + 60, naming_order=True)
+        self._phase("refunds naming their order (before the stale payments)", first)
         samples["stale"] = self._phase("stale payments", _paid(older, at))
         return {kind: samples[kind] for kind in KINDS}
 
     def mix(self, orders: int) -> Sample:
-        from firedrill.delivery import DeliveryLog, run_stories
-        from firedrill.progress import ProgressBar
-        from firedrill.run import providers_for
-        from firedrill.stories import stories
-
-        stack = self._stack
-        drill = stories(orders, int(time.time()))
-        log = DeliveryLog()
-        providers = providers_for(stack, drill, log)
+        drill, log = stories(orders, int(time.time())), DeliveryLog()
         self._err.write(f"  the drill's mix: {orders} orders\n")
         before = self.snapshot()
-        run_stories(drill, providers, ProgressBar(self._err))
-        stack.drain()
-        self._attach_unmatched(drill)
+        run_stories(drill, providers_for(self._stack, drill, log), ProgressBar(self._err))
+        self._stack.drain()
+        # As an operator would (`umavez attach`): the re-driven delivery is traffic too.
+        room = self._stack.waiting_room()
+        for story in drill:
+            if story.unmatched_object:
+                room.attach("stripe", story.unmatched_object, story.order_id)
         self._settle_and_reconcile()
         sample = self.snapshot().minus(before)
         sample.events = log.attempts
         return sample
 
-    def _attach_unmatched(self, drill: Sequence[Any]) -> None:
-        """As an operator would (`umavez attach`): the re-driven delivery is traffic too."""
-        room = self._stack.waiting_room()
-        for story in drill:
-            if story.unmatched_object:
-                room.attach("stripe", story.unmatched_object, story.order_id)
+
+def _payments(n: int) -> list[Payment]:
+    return [(stripe.unique("ord"), stripe.unique("pi"), stripe.unique("ch")) for _ in range(n)]
 
 
-def _again(posts: Sequence[Any]) -> list[Any]:
+def _again(posts: Sequence[Post]) -> list[Post]:
     """The same events delivered again."""
-    from firedrill.story import Post
-
     return [Post(p.provider, p.body) for p in posts]
 
 
-def _paid(payments: Sequence[tuple[str, str, str]], at: int) -> list[Any]:
-    from firedrill.story import Post
-    from fixtures import stripe
-
+def _paid(payments: Sequence[Payment], at: int) -> list[Post]:
     return [
         Post("stripe", stripe.payment_intent_succeeded(order, intent, AMOUNT, at, charge))
         for order, intent, charge in payments
     ]
 
 
-def _refunds(
-    payments: Sequence[tuple[str, str, str]], at: int, *, naming_order: bool = False
-) -> list[Any]:
-    from firedrill.story import Post
-    from fixtures import stripe
-
+def _refunds(payments: Sequence[Payment], at: int, *, naming_order: bool = False) -> list[Post]:
     return [
         Post(
             "stripe",

@@ -1,10 +1,7 @@
 """The statement pass as a scheduled function: what its runs and lines use, what they cost, and
-whether it keeps up (`make cost` prices it, `make capacity` holds it to its budget and the
-providers' limits). The scenarios keep no provider's books, so it is modeled: its DynamoDB per
-line, order and pass as statement.toml counts it; its API calls from the readers' page sizes and
-how much of the books each pass reads again (an hourly pass its edges, Asaas's daily pass each
-day once); its durations at `[latency_ms]` of prices.toml plus process's own work on the same
-path; the providers' limits of quotas.toml."""
+whether it keeps up. Modeled (the scenarios keep no provider's books): its DynamoDB as
+statement.toml counts it, its API calls from the readers' page sizes and how often a pass reads
+the books again, its time at `[latency_ms]` plus process's own work on the same path."""
 
 from __future__ import annotations
 
@@ -30,25 +27,15 @@ from functions.shared.tables import CHANGES_SHARDS
 from functions.statement import asaas, mercadopago, stripe
 from functions.statement.schedule import BOOKING_WORKERS
 from functions.statement.service import EDGE_SECONDS
-from functions.statement.sources import CADENCES, PROVIDERS, SCHEDULED
+from functions.statement.sources import CADENCES, SCHEDULED, SETTLE_SECONDS
 from functions.statement.sources import EDGE_SECONDS as PROVIDER_EDGE_SECONDS
-from functions.statement.sources import SETTLE_SECONDS as PROVIDER_SETTLE_SECONDS
 from infra import settings
 
-FUNCTION: Final = "statement"
-MEMORY_MB: Final = settings.LAMBDA_MEMORY_MB[FUNCTION]
 TIMEOUT_SECONDS: Final = settings.STATEMENT_TIMEOUT_SECONDS
-# Stripe's and Mercado Pago's passes hourly (one rule, a target each), Asaas's daily.
-PROVIDERS_A_RUN: Final = PROVIDERS
-SCHEDULED_RUNS: Final = SCHEDULED
-# The provider whose reads price the line in the cost per event (the scenarios are Stripe's).
-STATEMENT_PRICED_AS = "stripe"
 WORKERS: Final = BOOKING_WORKERS  # lines booked side by side by one invocation
-EVERY_MINUTES: Final = settings.SCHEDULE_MINUTES["statement"]
-SETTLE_SECONDS: Final = stripe.SETTLE_SECONDS  # a pass's window ends this long ago
-ALREADY_BOOKED: Final = "already booked"
-BOOKED_NOW: Final = "booked now"
-# Its DynamoDB requests and units, counted on its code path (statement.toml says each).
+GB: Final = settings.LAMBDA_MEMORY_MB["statement"] / 1024
+PRICED_AS: Final = "stripe"  # whose reads price the line in the cost per event (the scenarios')
+ALREADY_BOOKED, BOOKED_NOW = "already booked", "booked now"
 COUNTED: Final = tomllib.loads(Path(__file__).with_name("statement.toml").read_text())
 LINE_REQUESTS: Final[dict[str, dict[str, int]]] = COUNTED["line_requests"]
 LINE_UNITS: Final[dict[str, dict[str, float]]] = COUNTED["line_units"]
@@ -56,19 +43,18 @@ ORDER_MATCH_REQUESTS: Final[dict[str, int]] = COUNTED["order_match"]["requests"]
 ORDER_MATCH_UNITS: Final[dict[str, float]] = COUNTED["order_match"]["units"]
 PASS_REQUESTS: Final[dict[str, int]] = COUNTED["pass"]["requests"]
 PASS_UNITS: Final[dict[str, float]] = COUNTED["pass"]["units"]
-CHANGED_INDEX_RRU: Final[float] = COUNTED["pass"]["changed_index_rru"]
 
 Latency = Callable[[str, str], float]  # milliseconds of one call: (service, operation)
 
 
-# -- what each provider's pass reads, and how often ----------------------------------------------
-
-
 def period_seconds(provider: str) -> float:
-    """How often the provider's books are read, and the window read then: the hourly rule's
-    interval, or a day."""
+    """How often the provider's books are read: the hourly rule's interval, or a day."""
     cadence = CADENCES[provider]
-    return float(cadence.window_seconds) if cadence.by_day else EVERY_MINUTES * 60.0
+    return (
+        float(cadence.window_seconds)
+        if cadence.by_day
+        else settings.SCHEDULE_MINUTES["statement"] * 60.0
+    )
 
 
 def run_after_window_seconds(provider: str) -> float:
@@ -76,33 +62,27 @@ def run_after_window_seconds(provider: str) -> float:
     after the zone's midnight (its settle lag, to the next quarter hour)."""
     cadence = CADENCES[provider]
     if not cadence.by_day:
-        return float(PROVIDER_SETTLE_SECONDS[provider])
-    hour, minute = cadence.settled_at_utc(PROVIDER_SETTLE_SECONDS[provider])
-    midnight_hour, midnight_minute = cadence.settled_at_utc(0)
-    minutes = (hour - midnight_hour) * 60 + minute - midnight_minute
-    return float(minutes % (24 * 60) * 60)
+        return float(SETTLE_SECONDS[provider])
+    hour, minute = cadence.settled_at_utc(SETTLE_SECONDS[provider])
+    midnight, past = cadence.settled_at_utc(0)
+    return float(((hour - midnight) * 60 + minute - past) % (24 * 60) * 60)
 
 
 def hours_read_of_each_hour() -> float:
-    """Hourly passes reading each hour of books listed by time (Stripe, Mercado Pago): its
-    own, `EDGE_SECONDS` before it and up to now."""
-    return (HOUR + EDGE_SECONDS + SETTLE_SECONDS) / HOUR
+    """An hourly pass reads its hour, `EDGE_SECONDS` before it and the settle lag after."""
+    return (HOUR + EDGE_SECONDS + stripe.SETTLE_SECONDS) / HOUR
 
 
 def days_read_of_each_day(provider: str = "asaas") -> float:
-    """Daily passes reading each day of books listed by day (Asaas): once, no edges."""
+    """A daily pass (books listed by day) reads each day once, no edges."""
     return (DAY + 2 * PROVIDER_EDGE_SECONDS[provider]) / DAY
 
 
 def hours_read_of_each_day_hour() -> float:
-    """Why Asaas's pass is daily: hourly, each pass (at the half hour) would read its window's
-    whole day so far, and the first of a day the day before too: the mean hours read per hour."""
-    read = 0.0
-    for hour in range(24):
-        now = hour + 0.5
-        first = now - (HOUR + SETTLE_SECONDS + EDGE_SECONDS) / HOUR
-        read += now + (24 if first < 0 else 0)
-    return read / 24
+    """Why Asaas's pass is daily: hourly, each pass (at the half hour) would read the day so far,
+    and the first of a day the day before too: the mean hours read per hour."""
+    edges = (HOUR + stripe.SETTLE_SECONDS + EDGE_SECONDS) / HOUR
+    return sum(h + 0.5 + (24 if h + 0.5 - edges < 0 else 0) for h in range(24)) / 24
 
 
 @dataclass(frozen=True)
@@ -122,8 +102,8 @@ class ProviderRead:
 
     def calls_per_payment(self) -> float:
         pages = self.rows_per_payment / self.page_size
-        return self.reads_of_each_row * (pages + self.gets_per_row_read) + (
-            self.gets_per_payment_once
+        return (
+            self.reads_of_each_row * (pages + self.gets_per_row_read) + self.gets_per_payment_once
         )
 
     def pages_per_payment(self) -> float:
@@ -136,81 +116,37 @@ class ProviderRead:
 def provider_reads(assumptions: Mapping[str, float]) -> dict[str, ProviderRead]:
     """Stripe: a balance transaction per charge and refund. Mercado Pago: a payment per search
     result, its refunds inside. Asaas: its receipt, its fee and a row per refund, each payment
-    named read once a pass; the lagging (card payments, credited a month later) asked for by
-    the match; process reads a payment per event (its receipt, a card's confirmation, refunds)."""
+    named read once a pass, the lagging (card payments) asked for by the match; and process
+    reads a payment per event (its receipt, a card's confirmation, refunds)."""
     refunds = assumptions["statement_refunds_per_payment"]
-    lagging = assumptions["statement_asaas_lagging_share"]
-    edges = hours_read_of_each_hour()
-    workers = min(asaas.PAYMENT_READERS, WORKERS)
+    lag = assumptions["statement_asaas_lagging_share"]
+    edges, workers = hours_read_of_each_hour(), min(asaas.PAYMENT_READERS, WORKERS)
+    daily = (days_read_of_each_day(), period_seconds("asaas"), 1 + lag + refunds, workers)
     return {
         "stripe": ProviderRead("stripe", 1 + refunds, stripe.PAGE_SIZE, 0, 0, edges),
         "mercadopago": ProviderRead("mercadopago", 1, mercadopago.PAGE_SIZE, 0, 0, edges),
-        "asaas": ProviderRead(
-            "asaas",
-            2 + refunds,
-            asaas.PAGE_SIZE,
-            1,
-            lagging,
-            days_read_of_each_day(),
-            period_seconds("asaas"),
-            1 + lagging + refunds,
-            workers,
-        ),
+        "asaas": ProviderRead("asaas", 2 + refunds, asaas.PAGE_SIZE, 1, lag, *daily),
     }
-
-
-# -- time and request units ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class OwnWork:
-    """Milliseconds of own work per line, measured on process's same path."""
-
-    already_booked_ms: float  # a duplicate's
-    booked_now_ms: float  # a new payment's
-
-
-def changed_index_queries(provider: str) -> int:
-    """Every shard of each clock hour from the window's start to now."""
-    return (math.floor(period_seconds(provider) / HOUR) + 1) * CHANGES_SHARDS
 
 
 def _dynamodb_ms(requests: Mapping[str, float], latency: Latency) -> float:
     return sum(n * latency("dynamodb", operation) for operation, n in requests.items())
 
 
-def mean_line(values: Mapping[str, float], booked_now_share: float) -> float:
-    return (1 - booked_now_share) * values[ALREADY_BOOKED] + booked_now_share * values[BOOKED_NOW]
-
-
-def order_match_ms(latency: Latency) -> float:
-    return _dynamodb_ms(ORDER_MATCH_REQUESTS, latency)
-
-
-def run_fixed_ms(latency: Latency, assumptions: Mapping[str, float], provider: str) -> float:
-    """A pass with nothing to book: a cold start (an hourly function keeps no container warm),
-    its secret, its checkpoint, the `changed` index, its record, and a page of the books."""
-    return (
-        assumptions["statement_cold_start_ms"]
+def run_fixed(latency: Latency, cold_ms: float, provider: str) -> tuple[float, dict[str, float]]:
+    """A pass with nothing to book, its seconds and units: a cold start, its secret, its
+    checkpoint, its record, a page of the books, and every shard of each clock hour of the
+    `changed` index from the window's start to now."""
+    queries = (math.floor(period_seconds(provider) / HOUR) + 1) * CHANGES_SHARDS
+    ms = (
+        cold_ms
         + latency("secretsmanager", "GetSecretValue")
         + _dynamodb_ms(PASS_REQUESTS, latency)
-        + changed_index_queries(provider) * latency("dynamodb", "Query")
+        + queries * latency("dynamodb", "Query")
         + latency("provider-api", "page")
     )
-
-
-def units_per_line(booked_now_share: float) -> dict[str, float]:
-    kinds = sorted({*LINE_UNITS[ALREADY_BOOKED], *LINE_UNITS[BOOKED_NOW]})
-    of = {kind: {k: units.get(kind, 0.0) for k, units in LINE_UNITS.items()} for kind in kinds}
-    return {kind: mean_line(by_line, booked_now_share) for kind, by_line in of.items()}
-
-
-def run_fixed_units(provider: str) -> dict[str, float]:
-    index = changed_index_queries(provider) * CHANGED_INDEX_RRU
-    return {**PASS_UNITS, "rru_eventual": PASS_UNITS.get("rru_eventual", 0.0) + index}
-
-
-# -- keeping up ---------------------------------------------------------------------------------
+    index = PASS_UNITS.get("rru_eventual", 0.0) + queries * COUNTED["pass"]["changed_index_rru"]
+    return ms / 1000, {**PASS_UNITS, "rru_eventual": index}
 
 
 @dataclass(frozen=True)
@@ -221,32 +157,30 @@ class PassLoad:
     provider: str
     payments_per_second: float
     lines_per_payment: float  # each time read
-    # Its calls and process's against the limit, averaged over the limit's window
-    api_calls_per_second: float
-    seconds_per_payment: float  # one invocation's, per payment of its window
-    fixed_seconds: float  # one run's, whatever the lines
+    api_calls_per_second: float  # its and process's, averaged over the limit's window
     rru_per_second: float
     wru_per_second: float
     limit: ProviderLimit
-    period_seconds: float = HOUR
-
-    @property
-    def work_seconds_a_run(self) -> float:
-        payments = self.payments_per_second * self.period_seconds
-        return self.fixed_seconds + payments * self.seconds_per_payment
+    period_seconds: float
+    work_seconds_a_run: float  # one invocation's
+    payments_per_second_one_invocation_keeps_up_with: float
+    seconds_per_line: float  # one invocation's, its workers together (the match aside)
 
     @property
     def keeps_up(self) -> bool:
         return self.work_seconds_a_run <= TIMEOUT_SECONDS
 
     @property
-    def payments_per_second_one_invocation_keeps_up_with(self) -> float:
-        budget = max(TIMEOUT_SECONDS - self.fixed_seconds, 0.0)
-        return budget / (self.period_seconds * self.seconds_per_payment)
-
-    @property
     def invocations_a_run_needed(self) -> int:
         return max(1, math.ceil(self.work_seconds_a_run / TIMEOUT_SECONDS))
+
+    @property
+    def lines_per_second_booked(self) -> float:
+        return 1 / self.seconds_per_line if self.seconds_per_line else math.inf
+
+    @property
+    def within_rate_limit(self) -> bool:
+        return self.limit.per_second is None or self.api_calls_per_second <= self.limit.per_second
 
     @property
     def payments_a_day_within_limit(self) -> float | None:
@@ -254,137 +188,152 @@ class PassLoad:
             return None
         return self.limit.per_second / (self.api_calls_per_second / self.payments_per_second) * DAY
 
-    @property
-    def lines_per_second_booked(self) -> float:
-        """By one invocation, its workers together (the match aside)."""
-        return 1 / self.seconds_per_line if self.seconds_per_line else math.inf
-
-    @property
-    def seconds_per_line(self) -> float:
-        return self.seconds_per_payment / max(self.lines_per_payment, 1e-9)
-
-    @property
-    def within_rate_limit(self) -> bool:
-        return self.limit.per_second is None or self.api_calls_per_second <= self.limit.per_second
-
 
 @dataclass(frozen=True)
 class StatementModel:
     latency: Latency
-    own: OwnWork
+    own_ms: Mapping[str, float]  # process's own work per line, already booked or booked now
     assumptions: Mapping[str, float]
     reads: Mapping[str, ProviderRead]
     limits: Mapping[str, ProviderLimit]
 
-    @property
-    def booked_now_share(self) -> float:
-        return self.assumptions["statement_booked_now_share"]
+    def mean_line(self, values: Mapping[str, float]) -> float:
+        share = self.assumptions["statement_booked_now_share"]
+        return (1 - share) * values[ALREADY_BOOKED] + share * values[BOOKED_NOW]
 
     def orders_read_per_order_changed(self, provider: str) -> float:
         """The `changed` index knows the hour only: the next pass reads again the part of the
-        hour before its window (`statement_hour_fraction`, hourly: the rule fires at a minute
-        nobody chose), or the orders changed between the day's end and its run (daily)."""
+        hour before its window, or (daily) the orders changed between the day's end and its run."""
         if not CADENCES[provider].by_day:
             return 1 + self.assumptions["statement_hour_fraction"]
         return 1 + run_after_window_seconds(provider) / period_seconds(provider)
-
-    def lines_per_payment(self, provider: str) -> float:
-        refunds = self.assumptions["statement_refunds_per_payment"]
-        return self.reads[provider].reads_of_each_row * (1 + refunds)
 
     @property
     def movements_per_payment(self) -> float:
         return 1 + self.assumptions["statement_refunds_per_payment"]
 
+    @property
+    def matches_per_order_changed(self) -> float:
+        return sum(self.orders_read_per_order_changed(p) for p in SCHEDULED)
+
+    def lines_per_payment(self, provider: str) -> float:
+        return self.reads[provider].reads_of_each_row * self.movements_per_payment
+
     def seconds_per_payment(self, provider: str, *, with_match: bool = True) -> float:
-        """One invocation's time per payment: its lines as often as read, its pages and
-        one-by-one reads, and (`with_match`) its share of the match. `WORKERS` lines at once;
-        their own work (CPU) one after another, whatever the workers."""
-        read = self.reads[provider]
-        lines = self.lines_per_payment(provider)
-        own_work = {ALREADY_BOOKED: self.own.already_booked_ms, BOOKED_NOW: self.own.booked_now_ms}
-        line_ms = {k: _dynamodb_ms(v, self.latency) + own_work[k] for k, v in LINE_REQUESTS.items()}
-        waited = lines * mean_line(line_ms, self.booked_now_share)
+        """One invocation's time per payment: its lines as often as read (`WORKERS` at once,
+        their own work one after another), its pages and gets, and its share of the match."""
+        read, lines, latency = self.reads[provider], self.lines_per_payment(provider), self.latency
+        line_ms = {k: _dynamodb_ms(v, latency) + self.own_ms[k] for k, v in LINE_REQUESTS.items()}
+        waited = lines * self.mean_line(line_ms)
         if with_match:
-            waited += self.orders_read_per_order_changed(provider) * order_match_ms(self.latency)
+            match = _dynamodb_ms(ORDER_MATCH_REQUESTS, latency)
+            waited += self.orders_read_per_order_changed(provider) * match
         milliseconds = (
-            max(waited / WORKERS, lines * mean_line(own_work, self.booked_now_share))
-            + read.pages_per_payment() * self.latency("provider-api", "page")
-            + read.gets_per_payment() * self.latency("provider-api", "GET") / read.gets_at_once
+            max(waited / WORKERS, lines * self.mean_line(self.own_ms))
+            + read.pages_per_payment() * latency("provider-api", "page")
+            + read.gets_per_payment() * latency("provider-api", "GET") / read.gets_at_once
         )
         return milliseconds / 1000
 
-    def seconds_per_movement(self, provider: str) -> float:
-        return self.seconds_per_payment(provider, with_match=False) / self.movements_per_payment
-
-    def units_per_movement(self, provider: str) -> dict[str, float]:
-        reads = self.reads[provider].reads_of_each_row
-        return {k: reads * v for k, v in units_per_line(self.booked_now_share).items()}
-
-    @property
-    def matches_per_order_changed(self) -> float:
-        return sum(self.orders_read_per_order_changed(p) for p in SCHEDULED_RUNS)
-
-    def seconds_per_order_changed(self) -> float:
-        return self.matches_per_order_changed * order_match_ms(self.latency) / 1000
-
-    def units_per_order_changed(self) -> dict[str, float]:
-        return {k: self.matches_per_order_changed * v for k, v in ORDER_MATCH_UNITS.items()}
-
-    def api_calls_per_second(self, provider: str, payments_per_second: float) -> float:
-        """Averaged over the limit's window (the hour at least, a run's period at most): a
-        daily pass's calls all fall in one 12-hour window of Asaas's, twice its day's average."""
-        read = self.reads[provider]
-        window = self.limits[provider].window_seconds
-        averaged_over = min(read.period_seconds, max(HOUR, window))
-        pass_calls = read.calls_per_payment() * read.period_seconds / averaged_over
-        return payments_per_second * (pass_calls + read.process_calls_per_payment)
+    def units_per_line(self) -> dict[str, float]:
+        kinds = sorted({*LINE_UNITS[ALREADY_BOOKED], *LINE_UNITS[BOOKED_NOW]})
+        return {
+            kind: self.mean_line({k: u.get(kind, 0.0) for k, u in LINE_UNITS.items()})
+            for kind in kinds
+        }
 
     def load(self, provider: str, payments_per_second: float) -> PassLoad:
-        lines = self.lines_per_payment(provider)
-        matched = self.matches_per_order_changed
-        per_line = units_per_line(self.booked_now_share)
-        runs = {p: 1 / period_seconds(p) for p in SCHEDULED_RUNS}  # every provider's, a second
+        read, limit, lines = (
+            self.reads[provider],
+            self.limits[provider],
+            self.lines_per_payment(provider),
+        )
+        cold_ms, per_line = self.assumptions["statement_cold_start_ms"], self.units_per_line()
+        runs = {p: 1 / period_seconds(p) for p in SCHEDULED}  # every provider's, a second
 
         def units(kind: str) -> float:
-            per_payment = lines * of_kind(per_line, kind) + matched * of_kind(
-                ORDER_MATCH_UNITS, kind
+            matched = self.matches_per_order_changed * of_kind(ORDER_MATCH_UNITS, kind)
+            fixed = sum(
+                n * of_kind(run_fixed(self.latency, cold_ms, p)[1], kind) for p, n in runs.items()
             )
-            fixed = sum(n * of_kind(run_fixed_units(p), kind) for p, n in runs.items())
-            return payments_per_second * per_payment + fixed
+            return payments_per_second * (lines * of_kind(per_line, kind) + matched) + fixed
 
+        # API calls averaged over the limit's window (the hour at least, a run's period at
+        # most): a daily pass's calls all fall in one 12-hour window of Asaas's.
+        averaged_over = min(read.period_seconds, max(HOUR, limit.window_seconds))
+        pass_calls = read.calls_per_payment() * read.period_seconds / averaged_over
+        calls = payments_per_second * (pass_calls + read.process_calls_per_payment)
+        seconds = self.seconds_per_payment(provider)
+        fixed = run_fixed(self.latency, cold_ms, provider)[0]
+        work = fixed + payments_per_second * read.period_seconds * seconds
+        one = max(TIMEOUT_SECONDS - fixed, 0.0) / (read.period_seconds * seconds)
+        loads = (units("rru"), units("wru"), limit, read.period_seconds, work, one)
         return PassLoad(
-            provider,
-            payments_per_second,
-            lines,
-            self.api_calls_per_second(provider, payments_per_second),
-            self.seconds_per_payment(provider),
-            run_fixed_ms(self.latency, self.assumptions, provider) / 1000,
-            units("rru"),
-            units("wru"),
-            self.limits[provider],
-            self.reads[provider].period_seconds,
+            provider, payments_per_second, lines, calls, *loads, seconds / max(lines, 1e-9)
         )
 
+    def _movement(self, provider: str) -> tuple[dict[str, float], float]:
+        """A movement's line as often as the provider's passes read it: units, seconds."""
+        reads = self.reads[provider].reads_of_each_row
+        seconds = self.seconds_per_payment(provider, with_match=False) / self.movements_per_payment
+        return {k: reads * v for k, v in self.units_per_line().items()}, seconds
 
-# -- in dollars ---------------------------------------------------------------------------------
+    def _match(self) -> tuple[dict[str, float], float]:
+        """An order changed, matched by every provider's pass: units, seconds."""
+        matched = self.matches_per_order_changed
+        seconds = matched * _dynamodb_ms(ORDER_MATCH_REQUESTS, self.latency) / 1000
+        return {k: matched * v for k, v in ORDER_MATCH_UNITS.items()}, seconds
+
+    def usd_per_movement(self, prices: Prices, provider: str) -> float:
+        units, seconds = self._movement(provider)
+        return prices.dynamodb(units) + _lambda_usd(seconds, prices)
+
+    def usd_per_order_changed(self, prices: Prices) -> float:
+        units, seconds = self._match()
+        return prices.dynamodb(units) + _lambda_usd(seconds, prices)
+
+    def usd_per_payment(self, prices: Prices, provider: str) -> dict[str, float]:
+        """A payment of `provider`'s (its movements, its order matched), by what bills it."""
+        (lines, line_seconds), (match, match_seconds) = self._movement(provider), self._match()
+        n = self.movements_per_payment
+        seconds = line_seconds * n + match_seconds
+        dynamodb = prices.dynamodb(lines) * n + prices.dynamodb(match)
+        return {"Lambda duration": _lambda_usd(seconds, prices), "DynamoDB": dynamodb}
+
+
+def _lambda_usd(seconds: float, prices: Prices) -> float:
+    return seconds * GB * prices.rate("lambda_arm_gb_second")
+
+
+def run_usd(prices: Prices, provider: str = PRICED_AS) -> float:
+    """A pass with nothing to book: its invocation and time, its DynamoDB units, its secret's
+    read, a trace (X-Ray's reservoir samples every run) and its log bytes."""
+    a = prices.assumptions
+    seconds, units = run_fixed(prices.latency, a["statement_cold_start_ms"], provider)
+    return (
+        prices.rate("lambda_request")
+        + _lambda_usd(seconds, prices)
+        + prices.dynamodb(units)
+        + prices.rate("secrets_manager_api_call")
+        + prices.xray_usd()
+        + a["statement_log_bytes_per_run"] * prices.rate("cloudwatch_logs_ingested_gb") / 2**30
+    )
 
 
 def movements_and_orders_changed(sample: Sample) -> tuple[float, float]:
-    """What the books list for the sample: a line per effect process committed (its
-    transaction; the cancelled ones moved nothing), and the orders that entered an hour of the
-    `changed` index (1 WRU each at these sizes), which every provider's pass matches."""
-    movements = 0.0
-    orders = 0.0
+    """What the books list for the sample: a line per effect process committed (the cancelled
+    transactions moved nothing), and the orders that entered an hour of the `changed` index."""
+    movements = orders = 0.0
     for (caller, service, operation, _), units in sample.aws.items():
-        if caller != "process" or service != "dynamodb":
-            continue
-        for metric, amount in units.items():
-            if metric.startswith("wru_index:") and metric.endswith("/changed"):
-                orders += amount
-        if operation == "TransactWriteItems":
-            cancelled = sum(v for k, v in units.items() if k.startswith("cancelled_transactions"))
-            movements += units["requests"] - cancelled
+        if caller == "process" and service == "dynamodb":
+            orders += sum(
+                v for k, v in units.items() if k.startswith("wru_index:") and k.endswith("/changed")
+            )
+            if operation == "TransactWriteItems":
+                cancelled = sum(
+                    v for k, v in units.items() if k.startswith("cancelled_transactions")
+                )
+                movements += units["requests"] - cancelled
     return movements, orders
 
 
@@ -393,58 +342,10 @@ def statement_model(measurement: Measurement, prices: Prices) -> StatementModel:
     payment: their measured own work per event."""
     scenarios = measurement.scenarios()
 
-    def per_event(kind: str) -> float:
+    def own_ms(kind: str) -> float:
         sample = scenarios[kind]
         return sample.functions.get("process", Units())["compute_ms"] / max(sample.events, 1)
 
-    own = OwnWork(per_event("duplicate"), per_event("new payment"))
-    limits = load_provider_limits()
-    return StatementModel(
-        prices.latency, own, prices.assumptions, provider_reads(prices.assumptions), limits
-    )
-
-
-def _lambda_usd(seconds: float, prices: Prices) -> float:
-    return seconds * (MEMORY_MB / 1024) * prices.rate("lambda_arm_gb_second")
-
-
-def statement_usd_per_movement(model: StatementModel, prices: Prices, provider: str) -> float:
-    """A movement's line, as often as the provider's passes read it."""
-    return prices.dynamodb(model.units_per_movement(provider)) + _lambda_usd(
-        model.seconds_per_movement(provider), prices
-    )
-
-
-def statement_usd_per_order_changed(model: StatementModel, prices: Prices) -> float:
-    """An order changed, matched by every provider's pass."""
-    return prices.dynamodb(model.units_per_order_changed()) + _lambda_usd(
-        model.seconds_per_order_changed(), prices
-    )
-
-
-def statement_usd_per_payment(
-    model: StatementModel, prices: Prices, provider: str
-) -> dict[str, float]:
-    """A payment of `provider`'s (its movements, its order matched), by what bills it."""
-    movements = model.movements_per_payment
-    lines = prices.dynamodb(model.units_per_movement(provider)) * movements
-    match = prices.dynamodb(model.units_per_order_changed())
-    seconds = model.seconds_per_movement(provider) * movements + model.seconds_per_order_changed()
-    return {"Lambda duration": _lambda_usd(seconds, prices), "DynamoDB": lines + match}
-
-
-def statement_run_usd(prices: Prices, provider: str = STATEMENT_PRICED_AS) -> float:
-    """A pass with nothing to book: its invocation and time, its DynamoDB units, its secret's
-    read (the 5-minute cache outlives no hour), a trace (X-Ray's reservoir of one a second
-    samples every run) and its log bytes."""
-    a = prices.assumptions
-    seconds = run_fixed_ms(prices.latency, a, provider) / 1000
-    log_bytes = a["statement_log_bytes_per_run"]
-    return (
-        prices.rate("lambda_request")
-        + _lambda_usd(seconds, prices)
-        + prices.dynamodb(run_fixed_units(provider))
-        + prices.rate("secrets_manager_api_call")
-        + prices.xray_usd()
-        + log_bytes * prices.rate("cloudwatch_logs_ingested_gb") / 2**30
-    )
+    own = {ALREADY_BOOKED: own_ms("duplicate"), BOOKED_NOW: own_ms("new payment")}
+    reads, limits = provider_reads(prices.assumptions), load_provider_limits()
+    return StatementModel(prices.latency, own, prices.assumptions, reads, limits)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from costmodel.measurement import FUNCTION_MEMORY_MB, SCHEDULE_MINUTES, TRACE_STARTERS, Prices
-from costmodel.statement import SCHEDULED_RUNS, period_seconds
+from costmodel.measurement import TRACE_STARTERS, Prices
+from costmodel.statement import period_seconds
+from functions.statement.sources import SCHEDULED as SCHEDULED_RUNS
+from infra.settings import LAMBDA_MEMORY_MB as FUNCTION_MEMORY_MB
+from infra.settings import SCHEDULE_MINUTES
 from tests.infra.conftest import Synthesized, scheduled_targets
 from tests.infra.test_stack import function, logical_id, statement_rules
 

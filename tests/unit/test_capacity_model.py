@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from costmodel.burst import burst
-from costmodel.headroom import Stage, model, reconciliation_capacity
+from costmodel.headroom import PerEvent, StackSettings, Stage, burst, model, reconciliation_capacity
 from costmodel.headroom_report import (
     DOCS_BEGIN,
     DOCS_END,
@@ -32,10 +31,9 @@ from costmodel.measurement import (
     Measurement,
     Prices,
     Quotas,
-    StackSettings,
     load_measurement,
 )
-from costmodel.per_event import PerEvent
+from infra import settings as deployed
 from infra.reconciliation import RECONCILIATION
 from infra.reconciliation import reconciliation_capacity as fanout_capacity
 
@@ -129,7 +127,8 @@ def test_a_lambda_stage_takes_concurrency_times_batch_over_the_batch_duration(
 ) -> None:
     # Given process at 50 ms a message, batches of 10 and a maximum concurrency of 5
     event = simple_event()
-    settings = StackSettings(process_max_concurrency=5, process_batch_size=10)
+    assert deployed.PROCESS_BATCH_SIZE == 10
+    settings = StackSettings(process_max_concurrency=5)
 
     # When its limit is computed
     process = row(model(event, 1, settings, quotas), "process")
@@ -151,13 +150,13 @@ def test_a_burst_drains_at_its_bottleneck_and_says_what_waits_past_its_deadline(
     capacity = model(event, 1, settings, quotas)
 
     # When 360,000 deliveries arrive at once
-    result = burst(event, 360_000, capacity, settings)
+    result = burst(event, 360_000, capacity)
 
     # Then the API takes them at its throttle, process drains them in an hour, and the queue
     # holds what process has not taken yet
-    assert result.intake_per_second == settings.api_throttle_rate
+    assert result.intake_per_second == deployed.API_THROTTLE_RATE
     assert result.drain_seconds == pytest.approx(3600)
-    assert result.queue_peak == pytest.approx(360_000 * (1 - 100 / settings.api_throttle_rate))
+    assert result.queue_peak == pytest.approx(360_000 * (1 - 100 / deployed.API_THROTTLE_RATE))
     # 180,000 e-mails at 14 a second: past the reconciliation's hour, within the give-up day
     deadlines = {d.what.split(" (")[0]: d for d in result.deadlines}
     assert not deadlines["an outbox item still pending"].kept
@@ -168,11 +167,10 @@ def test_a_burst_drains_at_its_bottleneck_and_says_what_waits_past_its_deadline(
 def test_the_reconciliation_keeps_up_by_its_fan_out_model() -> None:
     # Given the deployed run: hourly, its units 32 at once within 45 minutes, at most 5,000,000
     # orders read a run, two passes a run
-    settings = StackSettings()
-    assert settings.reconciliation_max_orders_per_run == 5_000_000
+    assert RECONCILIATION.max_orders_per_run == 5_000_000
 
     # When each pass also reads half an hour again (it fires half past), at 18 ms an order
-    capacity = reconciliation_capacity(settings, seconds_per_order=0.018, hour_fraction=0.5)
+    capacity = reconciliation_capacity(seconds_per_order=0.018, hour_fraction=0.5)
 
     # Then it is the fan-out's model at those reads (infra/reconciliation.py): above 200 changed
     # orders a second, limited by its workers' time
@@ -187,7 +185,7 @@ def test_the_reconciliation_keeps_up_by_its_fan_out_model() -> None:
     assert capacity.changes_per_second >= 200
     assert capacity.limited_by.startswith("its 32 workers")
     # and faster reads make the cap on orders a run the limit (5,000,000 / 3 an hour)
-    fast = reconciliation_capacity(settings, seconds_per_order=0.001, hour_fraction=0.5)
+    fast = reconciliation_capacity(seconds_per_order=0.001, hour_fraction=0.5)
     assert fast.limited_by == "its cap on orders a run"
     assert fast.changes_per_second == pytest.approx(5_000_000 / 3 / 3600)
 

@@ -19,7 +19,6 @@ from costmodel.statement import (
     LINE_REQUESTS,
     ORDER_MATCH_REQUESTS,
     PASS_REQUESTS,
-    PROVIDERS_A_RUN,
     TIMEOUT_SECONDS,
     StatementModel,
     days_read_of_each_day,
@@ -29,6 +28,7 @@ from costmodel.statement import (
     statement_model,
 )
 from devstack.capacity import Units
+from functions.statement.sources import PROVIDERS
 from tests.functional.test_statement_stripe import STATEMENT_REQUESTS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -157,7 +157,7 @@ def test_the_api_verdict_turns_at_the_providers_rate_limit(statement: StatementM
 def test_one_invocation_keeps_up_until_a_runs_work_exceeds_its_budget(
     statement: StatementModel,
 ) -> None:
-    for provider in PROVIDERS_A_RUN:
+    for provider in PROVIDERS:
         most = statement.load(provider, 1).payments_per_second_one_invocation_keeps_up_with
         under, over = statement.load(provider, 0.99 * most), statement.load(provider, 1.01 * most)
         assert under.keeps_up
