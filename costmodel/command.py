@@ -95,7 +95,7 @@ def run_capacity(options: CapacityOptions, out: TextIO | None = None) -> int:
         if options.json:
             out.write(json.dumps(report.to_json(capacity, per_event, result), indent=1) + "\n")
         else:
-            out.write(report.render_text(capacity, per_event, result))
+            out.write(report.render_rate(capacity, per_event, result))
     said = []
     if options.docs is not None:
         block = report.render_docs_block(per_event, settings, quotas)

@@ -37,48 +37,25 @@ TEXTS: dict[str, str] = CAPACITY_TABLE["texts"]
 VERDICT: dict[str, str] = CAPACITY_TABLE["verdict"]  # a provider's verdict, in parts
 
 
-def render_text(capacity: Capacity, per_event: PerEvent, result: Burst | None) -> str:
-    lines = [
-        f"capacity at {capacity.payments_per_second:g} payments/s "
-        f"({capacity.deliveries_per_second:,.1f} webhook deliveries/s), measured "
-        f"{per_event.measured_on}",
-        "",
-        f"  {'component':<72} {'load':>10} {'limit':>10} {'headroom':>9}  unit",
-        *(
-            f"  {r.component:<72} {number(r.load):>10} {number(r.limit):>10} "
-            f"{_plain(r):>9}  {r.unit}"
-            for r in capacity.rows
-        ),
-    ]
-    first = capacity.first_to_saturate()
-    path = capacity.first_to_saturate(webhook_path_only=True)
-    rest = capacity.first_to_saturate(rest=True)
-    lines += ["", f"  first to saturate: {first.component} ({_plain(first)})"]
-    lines.append(f"    lifted by: {first.lift}")
-    if path is not first:
-        lines.append(
-            f"  on a webhook's way: {path.component} ({_plain(path)}); lifted by: {path.lift}"
-        )
-    if rest is not first:
-        lines.append(f"  with REST + WAF: {rest.component}; lifted by: {rest.lift}")
-    return "\n".join([*lines, *(["", *render_burst(result)] if result else [])]) + "\n"
+def render_rate(capacity: Capacity, per_event: PerEvent, result: Burst | None) -> str:
+    """`umavez capacity --rate R`: the page's table, verdict and burst, at R."""
+    head = f"Capacity at {capacity.payments_per_second:g} payments a second, measured "
+    lines = [head + f"{per_event.measured_on}:", "", *rates_table([capacity.rows], [capacity])]
+    lines += ["", _saturation(capacity)]
+    if result:
+        lines += ["", f"A burst of {result.deliveries:,} deliveries at once:", "", *_burst(result)]
+    return "\n".join(lines) + "\n"
 
 
-def _plain(r: Row) -> str:
-    return headroom(r.headroom).strip("*")
-
-
-def render_burst(result: Burst) -> list[str]:
-    r = result
+def _burst(r: Burst) -> list[str]:
     return [
-        f"  a burst of {r.deliveries:,} deliveries at once:",
-        f"    taken in at {r.intake_per_second:,.0f}/s ({r.intake_bottleneck}); processed at "
+        f"- taken in at {r.intake_per_second:,.0f}/s ({r.intake_bottleneck}); processed at "
         f"{r.process_per_second:,.1f}/s; queue peak {r.queue_peak:,.0f} messages",
-        f"    drained in {duration(r.drain_seconds)}; notifications sent within "
+        f"- drained in {duration(r.drain_seconds)}; notifications sent within "
         f"{duration(r.outbox_seconds)}, e-mails within {duration(r.email_seconds)}; "
         f"the reconciliation checks its orders in {duration(r.reconciliation_seconds)}",
         *(
-            f"    {d.what}: {duration(max(d.waits_seconds, 0))} of at most "
+            f"- {d.what}: {duration(max(d.waits_seconds, 0))} of at most "
             f"{duration(d.limit_seconds)}" + ("" if d.kept else f": PAST IT, {d.then}")
             for d in r.deadlines
         ),
@@ -126,10 +103,10 @@ def render_docs_block(
     intro = TEXTS["docs"].format(
         e=per_event, s=settings, q=quotas, settings=deployed, described=describe(per_event)
     )
-    lines = [intro, "", *rates_table([m.rows for m in models]), ""]
+    lines = [intro, "", *rates_table([m.rows for m in models], models), ""]
     lines += ["First to saturate, and the setting that lifts it:", "", *map(_saturation, models)]
     lines += ["", TEXTS["docs_burst"].format(n=burst_deliveries), ""]
-    lines += [line.strip() and f"- {line.strip()}" for line in render_burst(example)[1:]]
+    lines += _burst(example)
     return block(DOCS_BEGIN, lines, DOCS_END)
 
 
@@ -153,10 +130,12 @@ def _saturation(m: Capacity) -> str:
     return text
 
 
-def rates_table(at_each: Sequence[Sequence[Row]], no_limit: str = "unlimited") -> list[str]:
-    """A line per component: its unit, its limit (linked to its page) and, at each rate of
-    DOC_RATES (the rows of `at_each`, in the same order), its load and headroom."""
-    columns = ["component", "unit", "limit", *(f"{r:,.0f}/s: load | headroom" for r in DOC_RATES)]
+def rates_table(
+    at_each: Sequence[Sequence[Row]], rates: Sequence[Any], no_limit: str = "unlimited"
+) -> list[str]:
+    """A line per component: its unit, its limit (linked to its page) and, at each rate (the
+    rows of `at_each`, `rates` their `payments_per_second`), its load and headroom."""
+    at = [f"{number(r.payments_per_second)}/s: load | headroom" for r in rates]
     lines = []
     for n, first in enumerate(at_each[0]):
         limit = no_limit if first.limit is None else number(first.limit)
@@ -164,7 +143,7 @@ def rates_table(at_each: Sequence[Sequence[Row]], no_limit: str = "unlimited") -
             limit = f"[{limit}]({first.source})"
         cells = (f"{number(r[n].load)} | {headroom(r[n].headroom)}" for r in at_each)
         lines.append([first.component, first.unit, limit, *cells])
-    return table(columns, "llr" + "rr" * len(DOC_RATES), lines)
+    return table(["component", "unit", "limit", *at], "llr" + "rr" * len(rates), lines)
 
 
 def render_summary_block(
@@ -252,7 +231,7 @@ def render_statement_block(model_: st.StatementModel, quotas: Quotas | None = No
     }
     # A provider that publishes no limit has none to hold the load to, not an unlimited one.
     tables = [
-        rates_table([statement_rows(load, quotas) for load in loads[p]], "not published")
+        rates_table([statement_rows(load, quotas) for load in loads[p]], loads[p], "not published")
         for p in PROVIDERS
     ]
     lines = [TEXTS["statement"].format(m=model_, **figures), "", *tables[0]]
