@@ -48,7 +48,7 @@ def run_cost(
         measurement = load_measurement(measured)
     block = render_block(measurement, prices, webhook_queue())
     out.write("\n" + block + render_details(measurement, prices, webhook_queue()))
-    out.write(f"  measured in {measurement.elapsed_seconds:.0f} s\n")
+    out.write(f"Measured in {measurement.elapsed_seconds:.0f} s.\n")
     if json_path is not None and measured is None:
         json_path.write_text(json.dumps(measurement.to_json(), indent=1))
     if readme is not None:

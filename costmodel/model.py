@@ -28,7 +28,6 @@ from costmodel.measurement import (
     Sample,
     figure,
     lambda_milliseconds,
-    of_kind,
     payer,
     secret_cache_seconds,
 )
@@ -292,36 +291,24 @@ def shape(block: str) -> str:
 
 
 def render_details(measurement: Measurement, prices: Prices, webhook_queue: str) -> str:
-    """For the terminal: where the drill mix's DynamoDB capacity and Lambda time go."""
-    scenarios = measurement.scenarios()
-    name = MIX if MIX in scenarios else KINDS[0]
-    sample = scenarios[name]
-    events = max(sample.events, 1)
-    rows = []
+    """For the terminal: each function's share of the drill mix, per event (the local wall
+    clock an upper bound on the modeled time) and the requests nobody is billed for."""
+    name = MIX if MIX in (scenarios := measurement.scenarios()) else KINDS[0]
+    sample, dynamodb = scenarios[name], Units()
+    events, modeled = max(sample.events, 1), lambda_milliseconds(sample, prices)
     for key, units in sample.aws.items():
-        if key[1] != "dynamodb" or (who := payer(key, webhook_queue)) is None:
-            continue
-        usd = prices.dynamodb(units) / events * 1e6
-        wru, rru = of_kind(units, "wru") / events, of_kind(units, "rru") / events
-        line = f"    {who:<24} {key[2]:<20} {key[3]:<16} {units['requests'] / events:6.2f} req  "
-        rows.append((usd, line + f"{wru:6.2f} WRU  {rru:6.2f} RRU  {md.usd(usd):>8}/M"))
-    out = [f"\n  DynamoDB per event, {name} (by who pays, request and table):"]
-    out += [line for _, line in sorted(rows, reverse=True)]
-    out.append(f"\n  Lambda per event, {name} (local wall clock; own work; modeled in AWS):")
-    calls, modeled = Units(), lambda_milliseconds(sample, prices)
-    for (caller, _, _, _), units in sample.aws.items():
-        calls[caller] += units["requests"]
-    for function, meters in sorted(sample.functions.items()):
-        if function in LAMBDA_MEMORY_MB and (runs := meters["invocations"]):
-            out.append(
-                f"    {function:<16} {runs / events:5.2f} invocations of "
-                f"{LAMBDA_MEMORY_MB[function]:>4} MB: {meters['billed_ms'] / runs:7.1f} ms local, "
-                f"{meters['compute_ms'] / runs:6.1f} ms own work + {calls[function] / runs:5.1f} "
-                f"AWS calls = {modeled[function] / runs:6.1f} ms modeled; "
-                f"{(meters['log_bytes'] + meters['emf_bytes']) / runs:5.0f} log bytes"
-            )
-    out.append(
-        f"\n  not billed: {measurement.excluded_requests:,} requests the local stack made itself "
-        "(drain, sinks, checks, polling)\n"
-    )
-    return "\n".join(out)
+        if key[1] == "dynamodb" and (who := payer(key, webhook_queue)):
+            dynamodb[who] += prices.dynamodb(units) / events * 1e6
+    rows = []
+    for f in sorted(f for f in sample.functions if f in LAMBDA_MEMORY_MB):
+        runs = sample.functions[f]["invocations"]
+        each = (
+            f"{ms / runs:.1f} ms" if runs else "-"
+            for ms in (sample.functions[f]["billed_ms"], modeled[f])
+        )
+        if runs or dynamodb[f]:
+            rows.append([f, md.quantity(runs / events), *each, md.usd(dynamodb[f])])
+    columns = [f"{name}, per event", "invocations", "a run, local wall clock", "in AWS, modeled"]
+    lines = md.table([*columns, "DynamoDB per million"], "lrrrr", rows)
+    local = f"{measurement.excluded_requests:,} requests the local stack made itself"
+    return "\n".join(["", *lines, "", f"Not billed: {local} (drain, sinks, checks, polling).", ""])
