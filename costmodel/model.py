@@ -91,8 +91,7 @@ def usage(
     if statement is not None:
         movements, orders = st.movements_and_orders_changed(sample)
         used["statement_lines"] = movements * statement.reads[st.PRICED_AS].reads_of_each_row
-        used["statement_usd"] = movements * statement.usd_per_movement(prices, st.PRICED_AS)
-        used["statement_usd"] += orders * statement.usd_per_order_changed(prices)
+        used["statement_usd"] = sum(statement.usd(prices, st.PRICED_AS, movements, orders).values())
     return used
 
 
@@ -264,7 +263,8 @@ def _statement_table(model: st.StatementModel, prices: Prices) -> list[str]:
     DynamoDB per line does not."""
     rows = []
     for provider in PROVIDERS:
-        usd = {k: v * 1e6 for k, v in model.usd_per_payment(prices, provider).items()}
+        one = model.usd(prices, provider, model.movements_per_payment, 1)
+        usd = {k: v * 1e6 for k, v in one.items()}
         calls = model.reads[provider].calls_per_payment() * 1e6
         read = model.lines_per_payment(provider) * 1e6
         total = f"**{md.usd(sum(usd.values()))}**"
