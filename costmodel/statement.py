@@ -17,8 +17,8 @@ from costmodel.measurement import (
     Measurement,
     Prices,
     ProviderLimit,
+    Quotas,
     Sample,
-    load_provider_limits,
     of_kind,
 )
 from devstack.capacity import Units
@@ -314,5 +314,5 @@ def statement_model(measurement: Measurement, prices: Prices) -> StatementModel:
         return sample.functions.get("process", Units())["compute_ms"] / max(sample.events, 1)
 
     own = {ALREADY_BOOKED: own_ms("duplicate"), BOOKED_NOW: own_ms("new payment")}
-    reads, limits = provider_reads(prices.assumptions), load_provider_limits()
+    reads, limits = provider_reads(prices.assumptions), Quotas.load().providers
     return StatementModel(prices.latency, own, prices.assumptions, reads, limits)
