@@ -242,11 +242,17 @@ def lambda_milliseconds(sample: Sample, prices: Prices) -> Units:
     )
 
 
-@dataclass
+@dataclass(frozen=True)
 class CostOptions:
+    """`umavez cost`'s: what to measure, or `from_json` a saved measurement; where it goes."""
+
     orders: int = 52
     per_kind: int = 20
     seed: int = 42
+    readme: Path | None = None  # the page whose cost section to rewrite
+    json: Path | None = None  # where to save the measurement
+    from_json: Path | None = None
+    xray_sampling: float | None = None
 
 
 def secret_cache_seconds() -> float:
