@@ -84,7 +84,6 @@ class ProviderRead:
     """One provider's pass per payment: its rows in pages, the objects read one by one, how
     often each is read again, how often it runs; process's calls against the same limit."""
 
-    provider: str
     rows_per_payment: float  # its own, its refunds', its fee's
     page_size: int
     gets_per_row_read: float  # objects read one by one each time its rows are read
@@ -113,9 +112,9 @@ def provider_reads(assumptions: Mapping[str, float]) -> dict[str, ProviderRead]:
     edges, workers = hours_read_of_each_hour(), min(asaas.PAYMENT_READERS, WORKERS)
     daily = (days_read_of_each_day(), period_seconds("asaas"), 1 + lag + refunds, workers)
     return {
-        "stripe": ProviderRead("stripe", 1 + refunds, stripe.PAGE_SIZE, 0, 0, edges),
-        "mercadopago": ProviderRead("mercadopago", 1, mercadopago.PAGE_SIZE, 0, 0, edges),
-        "asaas": ProviderRead("asaas", 2 + refunds, asaas.PAGE_SIZE, 1, lag, *daily),
+        "stripe": ProviderRead(1 + refunds, stripe.PAGE_SIZE, 0, 0, edges),
+        "mercadopago": ProviderRead(1, mercadopago.PAGE_SIZE, 0, 0, edges),
+        "asaas": ProviderRead(2 + refunds, asaas.PAGE_SIZE, 1, lag, *daily),
     }
 
 
