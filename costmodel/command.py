@@ -1,7 +1,7 @@
-"""The two commands. `umavez cost`: measure the scenarios on the embedded stack (or read a
-saved measurement), price them, print the bill, and rewrite the cost block of a page if asked
-(`make cost`: docs/cost.md). `umavez capacity`: the load at a rate against each limit, and the
-generated capacity sections of docs/performance.md and the README (`make capacity`)."""
+"""The two commands. `umavez cost`: measure the scenarios on the embedded stack (or read a saved
+measurement), price them, print the bill, rewrite a page's cost block if asked (`make cost`).
+`umavez capacity`: the load at a rate against each limit, and the generated capacity sections
+of docs/performance.md and the README (`make capacity`)."""
 
 from __future__ import annotations
 
@@ -26,34 +26,25 @@ from costmodel.model import README_BEGIN, README_END, render_block, render_detai
 from costmodel.statement import statement_model
 
 
-def run_cost(
-    options: CostOptions,
-    readme: Path | None = None,
-    json_path: Path | None = None,
-    out: TextIO = sys.stdout,
-    err: TextIO = sys.stderr,
-    measured: Path | None = None,
-    xray_sampling: float | None = None,
-) -> int:
-    """Measure (or read a measurement `--json` wrote: `--from-json`, no stack), price, print;
-    rewrite the cost block of `readme` (docs/cost.md, by `make cost`) if asked."""
+def run_cost(options: CostOptions, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    """Measure (or price `from_json`, no stack), print; save it and rewrite a page if asked."""
     prices = Prices.load()
-    if xray_sampling is not None:
-        prices.assumptions["xray_sampling"] = xray_sampling
-    if measured is None:
+    if options.xray_sampling is not None:
+        prices.assumptions["xray_sampling"] = options.xray_sampling
+    if options.from_json is None:
         from costmodel.scenarios import measure  # the embedded stack, only to measure
 
         measurement = measure(options, err)
     else:
-        measurement = load_measurement(measured)
+        measurement = load_measurement(options.from_json)
     block = render_block(measurement, prices, webhook_queue())
     out.write("\n" + block + render_details(measurement, prices, webhook_queue()))
-    out.write(f"  measured in {measurement.elapsed_seconds:.0f} s\n")
-    if json_path is not None and measured is None:
-        json_path.write_text(json.dumps(measurement.to_json(), indent=1))
-    if readme is not None:
-        _rewrite(readme, README_BEGIN, README_END, block)
-        out.write(f"  {readme}: cost section rewritten\n")
+    out.write(f"Measured in {measurement.elapsed_seconds:.0f} s.\n")
+    if options.json is not None and options.from_json is None:
+        options.json.write_text(json.dumps(measurement.to_json(), indent=1))
+    if options.readme is not None:
+        _rewrite(options.readme, README_BEGIN, README_END, block)
+        out.write(f"  {options.readme}: cost section rewritten\n")
     return 0
 
 
@@ -83,7 +74,7 @@ def _rewrite(path: Path, begin: str, end: str, block: str) -> None:
 
 
 def run_capacity(options: CapacityOptions, out: TextIO | None = None) -> int:
-    """Print the capacity at `rate` (text or JSON); rewrite the generated sections of the
+    """Print the capacity at `rate` (markdown or JSON); rewrite the generated sections of the
     performance page and the README if asked (`make capacity`)."""
     out = out or sys.stdout
     measurement, prices = load_measurement(options.measured), Prices.load()
@@ -95,7 +86,7 @@ def run_capacity(options: CapacityOptions, out: TextIO | None = None) -> int:
         if options.json:
             out.write(json.dumps(report.to_json(capacity, per_event, result), indent=1) + "\n")
         else:
-            out.write(report.render_text(capacity, per_event, result))
+            out.write(report.render_rate(capacity, per_event, result))
     said = []
     if options.docs is not None:
         block = report.render_docs_block(per_event, settings, quotas)

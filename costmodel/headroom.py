@@ -1,10 +1,6 @@
-"""`umavez capacity`: what rate the deployed stack sustains, and what gives first.
-
-Each stage of capacity.toml is a component on a webhook's way or a scheduled run: its load at a
-rate of payments a second (from what one delivery of the drill mix uses, `PerEvent`), its limit
-(a quota, a setting) and what lifts it. `model` folds the table at a rate; `burst` drains a
-provider's backlog stage by stage against the deadlines of what waits.
-"""
+"""`umavez capacity`: what rate the deployed stack sustains, and what gives first. `model` folds
+capacity.toml's stages at a rate (a load from what one delivery uses, `PerEvent`, against a
+limit); `burst` drains a provider's backlog stage by stage against the deadlines of what waits."""
 
 from __future__ import annotations
 
@@ -12,6 +8,7 @@ import math
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from operator import attrgetter
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -43,6 +40,7 @@ from infra.reconciliation import reconciliation_capacity as fanout_capacity
 
 CAPACITY_TABLE = tomllib.loads(Path(__file__).with_name("capacity.toml").read_text())
 QUOTA_INCREASE = "a quota increase request"
+HEADROOM = attrgetter("headroom")
 # What bounds each wait of a burst (capacity.toml's `deadline`), from the stack's constants.
 DEADLINE_SECONDS = {
     "wait_limit_seconds": float(WAIT_LIMIT_SECONDS),
@@ -57,8 +55,7 @@ REDRIVE_OPERATIONS = frozenset({"SendMessage", "DeleteItem", "TransactWriteItems
 
 @dataclass(frozen=True)
 class StackSettings:
-    """What a merchant changes (`processMaxConcurrency`, the SES quota, the account's Lambda
-    concurrency; None: AWS's default quota); the rest is read from infra/settings.py."""
+    """What a merchant changes (None: AWS's default quota); the rest is infra/settings.py's."""
 
     process_max_concurrency: int = DEFAULT_PROCESS_MAX_CONCURRENCY
     ses_send_rate: float | None = None
@@ -67,8 +64,8 @@ class StackSettings:
 
 @dataclass(frozen=True)
 class PerEvent:
-    """What one delivery of the drill mix used (an HTTP request to the webhook API), durations
-    modeled in AWS; a payment is one order's story in that mix, its retries included."""
+    """What one delivery of the drill mix used, durations modeled in AWS; a payment is one
+    order's story in that mix, its retries included."""
 
     measured_on: str
     deliveries: int
@@ -103,8 +100,7 @@ class PerEvent:
         events, modeled = max(sample.events, 1), lambda_milliseconds(sample, prices)
 
         def total(metric: str, *key: str | None, billed: bool = False) -> float:
-            """A metric over the requests whose key (caller, service, operation, resource)
-            matches `key` where it is not None; `billed`: only those AWS bills."""
+            """A metric over the requests whose key matches `key` (None: any); `billed`: AWS's."""
             return sum(
                 units[metric]
                 for found, units in sample.aws.items()
@@ -149,8 +145,8 @@ class PerEvent:
 def _by_table(
     sample: Sample, kinds: Sequence[str], events: int, *, keep_index: bool = False
 ) -> dict[str, float]:
-    """Request units by table of the stack's own requests (an index's reads count on its
-    table; its writes, with `keep_index`, on their own)."""
+    """Request units by table (an index's reads on its table; with `keep_index`, its writes
+    on their own)."""
     found: dict[str, float] = {}
     for (caller, service, _, _), units in sample.aws.items():
         for metric, amount in units.items() if service == "dynamodb" and caller else ():
@@ -172,9 +168,8 @@ class ReconciliationCapacity:
 def reconciliation_capacity(
     seconds_per_order: float, hour_fraction: float
 ) -> ReconciliationCapacity:
-    """The hourly check's fan-out (infra/reconciliation.py) at `seconds_per_order` (a Query and
-    a read of its outbox items, half each), each pass reading `hour_fraction` of an hour again
-    (the `changed` index knows the hour only)."""
+    """The hourly check's fan-out (infra/reconciliation.py) at `seconds_per_order` (its Query
+    and its outbox read, half each), each pass reading `hour_fraction` of an hour again."""
     every = settings.SCHEDULE_MINUTES["reconciliation"] * 60
     fanout = replace(RECONCILIATION, run_every_seconds=every, reads_of_an_hour=1 + hour_fraction)
     if seconds_per_order:
@@ -188,8 +183,7 @@ def reconciliation_capacity(
 
 
 def figures(e: PerEvent, payments_per_second: float, s: StackSettings, q: Quotas) -> Any:
-    """A rate's figures, which capacity.toml names: `e.` what one delivery uses, `s.` what the
-    merchant set, `settings.` infra/settings.py, `q.` the quotas, and those derived here."""
+    """A rate's figures, which capacity.toml names (its header says each)."""
     f = SimpleNamespace(e=e, s=s, q=q, settings=settings, payments_per_second=payments_per_second)
     f.rate = payments_per_second * e.deliveries_per_payment  # deliveries a second
     f.ingest_ms = e.seconds_per("ingest", e.invocations.get("ingest", 0.0)) * 1000
@@ -237,8 +231,7 @@ def figures(e: PerEvent, payments_per_second: float, s: StackSettings, q: Quotas
 
 
 def _lambda(f: Any, name: str, lanes: float, batch: int, work: float) -> tuple[float, Any, float]:
-    """A Lambda stage: a batch's seconds, its throughput (lanes x batch / a batch's time) and
-    the concurrency it keeps busy at the rate (at most its lanes)."""
+    """A Lambda stage: a batch's seconds, its throughput and the concurrency it keeps busy."""
     seconds = batch * f.e.seconds_per(name, work)
     busy = min(f.rate * work * f.e.seconds_per(name, work), lanes)
     return seconds, lanes * batch / seconds if seconds else None, busy
@@ -268,20 +261,16 @@ class Capacity:
 
     def first_to_saturate(self, rest: bool = False, webhook_path_only: bool = False) -> Row:
         rows = [r for r in self.rows if (rest or not r.rest_only)]
-        return min((r for r in rows if r.webhook_path or not webhook_path_only), key=_headroom)
+        return min((r for r in rows if r.webhook_path or not webhook_path_only), key=HEADROOM)
 
     def saturated(self) -> list[Row]:
-        return sorted((r for r in self.rows if not r.rest_only and r.headroom < 1), key=_headroom)
-
-
-def _headroom(row: Row) -> float:
-    return row.headroom
+        return sorted((r for r in self.rows if not r.rest_only and r.headroom < 1), key=HEADROOM)
 
 
 @dataclass(frozen=True)
 class AtLeast:
-    """A lift: the setting and, over the limit, the value that carries the load (the limit
-    grows with the setting, now the figure `current`); `most`: AWS's ceiling, a quota."""
+    """A lift: the setting and, over the limit, the value that carries the load (the limit grows
+    with the setting, now `current`); `most`: AWS's ceiling, a quota."""
 
     setting: str
     current: str
@@ -301,7 +290,7 @@ class AtLeast:
 
 @dataclass(frozen=True)
 class Stage:
-    """A component as data, a stage of capacity.toml (its header says each field)."""
+    """A stage of capacity.toml (its header says each field)."""
 
     component: str
     unit: str
@@ -379,9 +368,9 @@ class Burst:
 
 
 def burst(per_event: PerEvent, deliveries: int, capacity: Capacity) -> Burst:
-    """A provider's backlog delivered at once: the API admits it at its tightest limit (the
-    rest is refused with 429 and retried), SQS holds what process has not taken yet, each
-    later stage drains at its rate; what waits is held to its deadline (capacity.toml)."""
+    """A provider's backlog at once: the API admits it at its tightest limit (the rest refused
+    with 429, retried), SQS holds what process has not taken, each later stage drains at its
+    rate; what waits is held to its deadline (capacity.toml)."""
     e = per_event
 
     def cap(row: Row) -> float:

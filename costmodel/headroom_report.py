@@ -1,6 +1,6 @@
-"""What `umavez capacity` prints (the table at a rate, text or JSON; a burst's drain) and the
+"""What `umavez capacity` prints (a rate's table, markdown or JSON; a burst's drain) and the
 sections it generates: docs/performance.md's (the components, the statement pass) and the
-README's short table. Never edited by hand: the tests hold the pages to these functions."""
+README's summary. Never edited by hand: the tests hold the pages to these functions."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from costmodel.headroom import (
     burst,
     model,
 )
-from costmodel.markdown import block, duration, headroom, number, table
+from costmodel.markdown import block, duration, headroom, number, paragraphs, table
 from costmodel.measurement import DAY, Quotas
 from functions.statement.sources import PROVIDERS
 from infra import settings as deployed
@@ -37,52 +37,24 @@ TEXTS: dict[str, str] = CAPACITY_TABLE["texts"]
 VERDICT: dict[str, str] = CAPACITY_TABLE["verdict"]  # a provider's verdict, in parts
 
 
-def render_text(capacity: Capacity, per_event: PerEvent, result: Burst | None) -> str:
-    lines = [
-        f"capacity at {capacity.payments_per_second:g} payments/s "
-        f"({capacity.deliveries_per_second:,.1f} webhook deliveries/s), measured "
-        f"{per_event.measured_on}",
-        "",
-        f"  {'component':<72} {'load':>10} {'limit':>10} {'headroom':>9}  unit",
-        *(
-            f"  {r.component:<72} {number(r.load):>10} {number(r.limit):>10} "
-            f"{_plain(r):>9}  {r.unit}"
-            for r in capacity.rows
-        ),
-    ]
-    first = capacity.first_to_saturate()
-    path = capacity.first_to_saturate(webhook_path_only=True)
-    rest = capacity.first_to_saturate(rest=True)
-    lines += ["", f"  first to saturate: {first.component} ({_plain(first)})"]
-    lines.append(f"    lifted by: {first.lift}")
-    if path is not first:
-        lines.append(
-            f"  on a webhook's way: {path.component} ({_plain(path)}); lifted by: {path.lift}"
-        )
-    if rest is not first:
-        lines.append(f"  with REST + WAF: {rest.component}; lifted by: {rest.lift}")
-    return "\n".join([*lines, *(["", *render_burst(result)] if result else [])]) + "\n"
+def render_rate(capacity: Capacity, per_event: PerEvent, result: Burst | None) -> str:
+    """`umavez capacity --rate R`: the page's table, verdict and burst, at R."""
+    head = f"Capacity at {capacity.payments_per_second:g} payments a second, measured "
+    parts = [head + f"{per_event.measured_on}:", rates_table([capacity.rows], [capacity])]
+    parts.append(_saturation(capacity))
+    if result:
+        parts += [f"A burst of {result.deliveries:,} deliveries at once:", _burst(result)]
+    return paragraphs(*parts) + "\n"
 
 
-def _plain(r: Row) -> str:
-    return headroom(r.headroom).strip("*")
-
-
-def render_burst(result: Burst) -> list[str]:
-    r = result
-    return [
-        f"  a burst of {r.deliveries:,} deliveries at once:",
-        f"    taken in at {r.intake_per_second:,.0f}/s ({r.intake_bottleneck}); processed at "
-        f"{r.process_per_second:,.1f}/s; queue peak {r.queue_peak:,.0f} messages",
-        f"    drained in {duration(r.drain_seconds)}; notifications sent within "
-        f"{duration(r.outbox_seconds)}, e-mails within {duration(r.email_seconds)}; "
-        f"the reconciliation checks its orders in {duration(r.reconciliation_seconds)}",
-        *(
-            f"    {d.what}: {duration(max(d.waits_seconds, 0))} of at most "
-            f"{duration(d.limit_seconds)}" + ("" if d.kept else f": PAST IT, {d.then}")
-            for d in r.deadlines
-        ),
-    ]
+def _burst(r: Burst) -> list[str]:
+    at = {k: duration(v) if k.endswith("seconds") else v for k, v in vars(r).items()}
+    lines = [TEXTS["burst_intake"].format(**at), TEXTS["burst_drained"].format(**at)]
+    for d in r.deadlines:
+        waits = duration(max(d.waits_seconds, 0))
+        past = "" if d.kept else f": PAST IT, {d.then}"
+        lines.append(f"- {d.what}: {waits} of at most {duration(d.limit_seconds)}{past}")
+    return lines
 
 
 def to_json(capacity: Capacity, per_event: PerEvent, result: Burst | None) -> dict[str, Any]:
@@ -108,29 +80,28 @@ def describe(e: PerEvent) -> str:
     work |= {"outbox": e.outbox_items, "reconciliation": 1 / max(per_payment, 1e-9)}
     ms = {f: f"{e.seconds_per(f, per) * 1000:.0f} ms" for f, per in work.items()}
     per = {"messages": e.queue_messages, "items": e.outbox_items, "emails": e.emails}
-    return TEXTS["describe"].format(
-        per_payment=per_payment, **{k: v * per_payment for k, v in per.items()}, **ms
-    )
+    per = {k: v * per_payment for k, v in per.items()}
+    return TEXTS["describe"].format(per_payment=per_payment, **per, **ms)
 
 
 def render_docs_block(
-    per_event: PerEvent,
-    settings: StackSettings | None = None,
-    quotas: Quotas | None = None,
-    burst_deliveries: int = 1_000_000,
+    per_event: PerEvent, settings: StackSettings | None = None, quotas: Quotas | None = None
 ) -> str:
-    """The capacity section of docs/performance.md."""
+    """The capacity section of docs/performance.md, a burst of 1,000,000 its example."""
     settings, quotas = settings or StackSettings(), quotas or Quotas.load()
     models = [model(per_event, rate, settings, quotas) for rate in DOC_RATES]
-    example = burst(per_event, burst_deliveries, models[0])
-    intro = TEXTS["docs"].format(
-        e=per_event, s=settings, q=quotas, settings=deployed, described=describe(per_event)
+    example = burst(per_event, 1_000_000, models[0])
+    figures = {"e": per_event, "s": settings, "q": quotas, "settings": deployed}
+    return block(
+        DOCS_BEGIN,
+        DOCS_END,
+        TEXTS["docs"].format(**figures, described=describe(per_event)),
+        rates_table([m.rows for m in models], models),
+        "First to saturate, and the setting that lifts it:",
+        [_saturation(m) for m in models],
+        TEXTS["docs_burst"].format(n=example.deliveries),
+        _burst(example),
     )
-    lines = [intro, "", *rates_table([m.rows for m in models]), ""]
-    lines += ["First to saturate, and the setting that lifts it:", "", *map(_saturation, models)]
-    lines += ["", TEXTS["docs_burst"].format(n=burst_deliveries), ""]
-    lines += [line.strip() and f"- {line.strip()}" for line in render_burst(example)[1:]]
-    return block(DOCS_BEGIN, lines, DOCS_END)
 
 
 def _saturation(m: Capacity) -> str:
@@ -142,10 +113,8 @@ def _saturation(m: Capacity) -> str:
     first = m.first_to_saturate()
     path = m.first_to_saturate(webhook_path_only=True)
     rest = m.first_to_saturate(rest=True, webhook_path_only=True)
-    text = (
-        f"- **{m.payments_per_second:,.0f} payments a second** "
-        f"({m.deliveries_per_second:,.0f} deliveries): {said(first)}."
-    )
+    text = f"- **{m.payments_per_second:,.0f} payments a second** "
+    text += f"({m.deliveries_per_second:,.0f} deliveries): {said(first)}."
     text += f" On a webhook's way: {said(path)}." if path is not first else ""
     text += f" With REST + WAF: {said(rest)}." if rest is not path else ""
     if saturated := [r for r in m.saturated() if r is not first and r is not path]:
@@ -153,10 +122,12 @@ def _saturation(m: Capacity) -> str:
     return text
 
 
-def rates_table(at_each: Sequence[Sequence[Row]], no_limit: str = "unlimited") -> list[str]:
-    """A line per component: its unit, its limit (linked to its page) and, at each rate of
-    DOC_RATES (the rows of `at_each`, in the same order), its load and headroom."""
-    columns = ["component", "unit", "limit", *(f"{r:,.0f}/s: load | headroom" for r in DOC_RATES)]
+def rates_table(
+    at_each: Sequence[Sequence[Row]], rates: Sequence[Any], no_limit: str = "unlimited"
+) -> list[str]:
+    """A line per component: its unit, its limit (linked to its page) and, at each rate (the
+    rows of `at_each`, `rates` their `payments_per_second`), its load and headroom."""
+    at = [f"{number(r.payments_per_second)}/s: load | headroom" for r in rates]
     lines = []
     for n, first in enumerate(at_each[0]):
         limit = no_limit if first.limit is None else number(first.limit)
@@ -164,13 +135,13 @@ def rates_table(at_each: Sequence[Sequence[Row]], no_limit: str = "unlimited") -
             limit = f"[{limit}]({first.source})"
         cells = (f"{number(r[n].load)} | {headroom(r[n].headroom)}" for r in at_each)
         lines.append([first.component, first.unit, limit, *cells])
-    return table(columns, "llr" + "rr" * len(DOC_RATES), lines)
+    return table(["component", "unit", "limit", *at], "llr" + "rr" * len(rates), lines)
 
 
 def render_summary_block(
     per_event: PerEvent, settings: StackSettings | None = None, quotas: Quotas | None = None
 ) -> str:
-    """The README's short table: the rate, what gives first, what lifts it."""
+    """The README's short table: the rate, what gives first, every setting to change."""
     models = [model(per_event, rate, settings, quotas) for rate in DOC_RATES]
     lines = []
     for m in models:
@@ -185,7 +156,7 @@ def render_summary_block(
     columns = ["payments/s", "first to saturate on a webhook's way"]
     columns.append("every setting to change, tightest first")
     reconciliation = TEXTS["summary_reconciliation"].format(limit=limit, behind=behind_at)
-    return block(SUMMARY_BEGIN, [*table(columns, "rll", lines), "", reconciliation], SUMMARY_END)
+    return block(SUMMARY_BEGIN, SUMMARY_END, table(columns, "rll", lines), reconciliation)
 
 
 def _brief(lift: str) -> str:
@@ -201,10 +172,8 @@ def statement_rows(load: st.PassLoad, quotas: Quotas) -> list[Row]:
     if load.period_seconds >= DAY:
         window = load.limit.window_seconds / 3600
         calls = f"the day's pass in one {window:g}-hour quota window, and process's reads"
-    ms_a_line, budget, period = load.seconds_per_line * 1000, st.TIMEOUT_SECONDS, _period(load)
-    at = SimpleNamespace(
-        l=load, q=quotas, calls=calls, ms_a_line=ms_a_line, budget=budget, period=period
-    )
+    at = SimpleNamespace(l=load, q=quotas, calls=calls, budget=st.TIMEOUT_SECONDS)
+    at.ms_a_line, at.period = load.seconds_per_line * 1000, _period(load)
     return [row for stage in STATEMENT_STAGES for row in stage.rows(at)]
 
 
@@ -216,49 +185,46 @@ def statement_verdict(load: st.PassLoad) -> str:
     """Whether one invocation and the provider's limit carry the rate, and what to do if not."""
     budget, limit, daily = st.TIMEOUT_SECONDS, load.limit.per_second, load.period_seconds >= DAY
     needed = load.payments_per_second * load.lines_per_payment
-    figures: dict[str, Any] = {
-        "l": load,
-        "budget": budget,
-        "needed": needed,
-        "lines_a_day": needed * load.period_seconds,
-        "booked_a_run": load.lines_per_second_booked * budget,
-        "work": duration(load.work_seconds_a_run),
-        "period": _period(load),
-        "window": "the day's" if daily else "the hour's",
-        "calls": number(load.api_calls_per_second),
-    }
+    f: dict[str, Any] = {"l": load, "budget": budget, "needed": needed, "period": _period(load)}
+    f |= {"lines_a_day": needed * load.period_seconds, "work": duration(load.work_seconds_a_run)}
+    f |= {"booked_a_run": load.lines_per_second_booked * budget}
+    f |= {"window": "the day's" if daily else "the hour's"}
+    f["calls"] = number(load.api_calls_per_second)
     parts = ["daily" if daily else "hourly", "keeps_up" if load.keeps_up else "falls_behind"]
     if limit is None:
         parts.append("no_limit")
     else:
         parts.append("within" if load.within_rate_limit else "over")
-        figures |= {"limit": number(limit), "headroom": headroom(limit / load.api_calls_per_second)}
+        f |= {"limit": number(limit), "headroom": headroom(limit / load.api_calls_per_second)}
     if daily and (most := load.payments_a_day_within_limit) is not None:
         parts.append("most")
-        figures["most"] = number(most)
-    return "".join(VERDICT[part].format(**figures) for part in parts)
+        f["most"] = number(most)
+    return "".join(VERDICT[part].format(**f) for part in parts)
 
 
 def render_statement_block(model_: st.StatementModel, quotas: Quotas | None = None) -> str:
     """The statement pass's section of docs/performance.md."""
     quotas = quotas or Quotas.load()
     loads = {p: [model_.load(p, rate) for rate in DOC_RATES] for p in PROVIDERS}
-    figures = {
-        "timeout": st.TIMEOUT_SECONDS,
-        "workers": st.WORKERS,
-        "hours_of_day": st.hours_read_of_each_day_hour(),
-        "page_ms": model_.latency("provider-api", "page"),
-        "get_ms": model_.latency("provider-api", "GET"),
-    }
+    page, get = (model_.latency("provider-api", op) for op in ("page", "GET"))
+    figures = {"timeout": st.TIMEOUT_SECONDS, "workers": st.WORKERS, "page_ms": page, "get_ms": get}
+    figures["hours_of_day"] = st.hours_read_of_each_day_hour()
     # A provider that publishes no limit has none to hold the load to, not an unlimited one.
     tables = [
-        rates_table([statement_rows(load, quotas) for load in loads[p]], "not published")
+        rates_table([statement_rows(load, quotas) for load in loads[p]], loads[p], "not published")
         for p in PROVIDERS
     ]
-    lines = [TEXTS["statement"].format(m=model_, **figures), "", *tables[0]]
-    lines += [line for t in tables[1:] for line in t[2:]]
-    lines += ["", "Per rate, what one invocation and the provider's limit carry:", ""]
-    for n, rate in enumerate(DOC_RATES):
-        verdicts = "; ".join(statement_verdict(loads[p][n]) for p in PROVIDERS)
-        lines.append(f"- **{rate:,.0f} payments a second**: {verdicts}.")
-    return block(STATEMENT_BEGIN, lines, STATEMENT_END)
+    verdicts = [
+        f"- **{rate:,.0f} payments a second**: "
+        + "; ".join(statement_verdict(loads[p][n]) for p in PROVIDERS)
+        + "."
+        for n, rate in enumerate(DOC_RATES)
+    ]
+    return block(
+        STATEMENT_BEGIN,
+        STATEMENT_END,
+        TEXTS["statement"].format(m=model_, **figures),
+        [*tables[0], *(line for t in tables[1:] for line in t[2:])],
+        "Per rate, what one invocation and the provider's limit carry:",
+        verdicts,
+    )

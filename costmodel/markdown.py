@@ -1,5 +1,5 @@
-"""What the generated pages share: a block between its markers, a table, and the way each kind
-of figure is written (dollars, quantities, limits, headrooms, durations)."""
+"""What the generated pages share: a block between its markers, paragraphs, a table, and how
+each kind of figure is written (dollars, quantities, limits, headrooms, durations)."""
 
 from __future__ import annotations
 
@@ -28,9 +28,14 @@ def replace_between(text: str, begin: str, end: str, block: str) -> str:
     return text[:start] + block.rstrip("\n") + text[stop:]
 
 
-def block(begin: str, lines: Iterable[str], end: str) -> str:
-    """A generated block: its markers around its lines, a newline at its end."""
-    return "\n".join([begin, *lines, end]) + "\n"
+def paragraphs(*parts: str | Sequence[str]) -> str:
+    """Parts (a paragraph, or a table's or a list's lines) a blank line apart."""
+    return "\n\n".join(p if isinstance(p, str) else "\n".join(p) for p in parts)
+
+
+def block(begin: str, end: str, *parts: str | Sequence[str]) -> str:
+    """A generated block: its markers around its parts, a newline at its end."""
+    return f"{begin}\n{paragraphs(*parts)}\n{end}\n"
 
 
 def table(columns: Sequence[str], align: str, rows: Iterable[Sequence[str]]) -> list[str]:

@@ -1,8 +1,6 @@
-"""What the models count with: the list prices of prices.toml, AWS's quotas and the providers'
-limits of quotas.toml; and what `umavez cost` measured: each scenario's counters (the server's
-accounting of every request under the function that made it, the functions' meters), the
-scheduled functions' idle runs taken out, who pays for each request, each function's time in
-AWS. The stack's settings are read from infra/settings.py where they are used."""
+"""What the models count with: prices.toml, quotas.toml, and what `umavez cost` measured (each
+scenario's counters, its scheduled runs' idle cost taken out), who pays for each request and
+each function's time in AWS."""
 
 from __future__ import annotations
 
@@ -28,11 +26,9 @@ MIX = "drill mix"
 # DynamoDB's request units as the server accounts them (`kind:table[/index]`).
 TABLE_WRU_METRICS = ("wru_transaction", "wru_standard")  # an index's, `wru_index`, apart
 RRU_METRICS = ("rru_strong", "rru_eventual", "rru_transaction")
-# Functions whose invocations start a trace of their own (Lambda active tracing): the stream's
-# sender and the schedules. Ingest starts one only with the HTTP API; process never does.
+# Functions whose invocations start a trace (ingest only with the HTTP API; process never).
 TRACE_STARTERS = ("outbox", "sweeper", "waiting", "reconciliation", "statement")
-# Requests no function made but AWS bills: Lambda's SQS event source mapping receives and
-# deletes on the webhook queue (DynamoDB Streams reads by a Lambda trigger are free).
+# Requests no function made but AWS bills: the SQS event source mapping's on the webhook queue.
 EVENT_SOURCE_SQS_OPERATIONS = frozenset(
     {"ReceiveMessage", "DeleteMessage", "DeleteMessageBatch"}
     | {"ChangeMessageVisibility", "ChangeMessageVisibilityBatch"}
@@ -48,8 +44,8 @@ def of_kind(units: Mapping[str, float], kind: str) -> float:
 
 
 def figure(names: Any, expression: str) -> Any:
-    """A figure by its path on `names` (`rate`, `e.emails`), or a sum of products of them
-    (`rate * e.emails`, `rate.a + a.n * rate.b`): how the TOML tables name their arithmetic."""
+    """A figure by its path on `names` (`e.emails`), or a sum of products of them (`rate *
+    e.emails + a.n`): how the TOML tables name their arithmetic."""
     terms = [[attrgetter(p.strip())(names) for p in t.split("*")] for t in expression.split("+")]
     return terms[0][0] if len(terms) == 1 == len(terms[0]) else float(sum(map(math.prod, terms)))
 
@@ -70,16 +66,14 @@ class Prices:
         return self.rates[name]
 
     def latency(self, service: str, operation: str) -> float:
-        """Milliseconds a Lambda waits on one call, in AWS (an assumption: `[latency_ms]`)."""
+        """Milliseconds a Lambda waits on one call in AWS (`[latency_ms]`, an assumption)."""
         found = self.latency_ms.get(f"{service}.{operation}", self.latency_ms.get(service))
         return found if found is not None else self.latency_ms["default"]
 
     def dynamodb(self, units: Mapping[str, float]) -> float:
         """Dollars of DynamoDB request units, whatever their kind (`wru_*`, `rru_*`)."""
-        writes, reads = of_kind(units, "wru"), of_kind(units, "rru")
-        return writes * self.rate("dynamodb_write_request_unit") + reads * self.rate(
-            "dynamodb_read_request_unit"
-        )
+        writes = of_kind(units, "wru") * self.rate("dynamodb_write_request_unit")
+        return writes + of_kind(units, "rru") * self.rate("dynamodb_read_request_unit")
 
     def xray_usd(self) -> float:
         """A trace: recorded, and retrieved as often as assumed."""
@@ -92,14 +86,29 @@ def _numbers(table: Mapping[str, Any]) -> dict[str, float]:
 
 
 @dataclass(frozen=True)
+class ProviderLimit:
+    """A provider's published limit, requests a second (None: none) over its window."""
+
+    per_second: float | None
+    window_seconds: float
+    source: str
+    note: str
+
+
+@dataclass(frozen=True)
 class Quotas:
     quotas: dict[str, dict[str, Any]]  # quotas.toml's entries: `value`, `source`, ...
     assumptions: dict[str, float]
+    providers: dict[str, ProviderLimit]
 
     @classmethod
     def load(cls, path: Path = QUOTAS_PATH) -> Quotas:
-        loaded = tomllib.loads(path.read_text())
-        return cls(loaded["quotas"], _numbers(loaded["assumptions"]))
+        loaded, providers = tomllib.loads(path.read_text()), {}
+        for name, entry in loaded["provider_limits"].items():
+            requests, window = entry.get("requests"), float(entry.get("per_seconds", 1))
+            per_second = float(requests) / window if requests else None
+            providers[name] = ProviderLimit(per_second, window, entry["source"], entry["note"])
+        return cls(loaded["quotas"], _numbers(loaded["assumptions"]), providers)
 
     def value(self, name: str) -> float:
         return float(self.quotas[name]["value"])
@@ -108,31 +117,9 @@ class Quotas:
         return str(self.quotas[name]["source"])
 
 
-@dataclass(frozen=True)
-class ProviderLimit:
-    """A provider's published limit on the reads a pass makes, as requests a second (None: the
-    provider publishes none), over the window it counts them in."""
-
-    per_second: float | None
-    window_seconds: float
-    source: str
-    note: str
-
-
-def load_provider_limits(path: Path = QUOTAS_PATH) -> dict[str, ProviderLimit]:
-    found = {}
-    for name, entry in tomllib.loads(path.read_text())["provider_limits"].items():
-        requests, window = entry.get("requests"), float(entry.get("per_seconds", 1))
-        per_second = float(requests) / window if requests else None
-        found[name] = ProviderLimit(
-            per_second, window, entry.get("source", ""), entry.get("note", "")
-        )
-    return found
-
-
 @dataclass
 class Sample:
-    """Counters over one scenario: the server's accounting rows and the functions' meters."""
+    """One scenario's counters: the server's accounting rows, the functions' meters."""
 
     events: int = 0
     aws: dict[AwsKey, Units] = field(default_factory=dict)
@@ -192,8 +179,7 @@ def _nonempty(counters: dict[Any, Units]) -> dict[Any, Units]:
 
 
 def without_idle(sample: Sample, idle: Mapping[str, Sample]) -> Sample:
-    """Takes out the scheduled functions' runs: each run, as many times as it ran, costs what
-    one idle run costs (priced per month instead); what they did beyond that stays."""
+    """The scheduled runs taken out at their idle cost (priced per month); their extra stays."""
     for function, one_run in idle.items():
         if runs := sample.invocations(function):
             events = sample.events
@@ -232,8 +218,8 @@ class Measurement:
 
 
 def payer(key: AwsKey, webhook_queue: str) -> str | None:
-    """Who a request is billed to: the function that made it, Lambda's event source mappings,
-    or nobody (the local stack's own requests: drain, checks, sinks)."""
+    """Who a request is billed to: its function, an event source mapping, or nobody (the local
+    stack's own: drain, checks, sinks)."""
     caller, service, operation, resource = key
     if caller in LAMBDA_MEMORY_MB:
         return caller
@@ -243,9 +229,8 @@ def payer(key: AwsKey, webhook_queue: str) -> str | None:
 
 
 def lambda_milliseconds(sample: Sample, prices: Prices) -> Units:
-    """Each function's billed time in AWS over the sample: its own work, measured, plus every
-    AWS call it made at the typical latency of `[latency_ms]`, plus 0.5 ms an invocation for
-    the rounding up to 1 ms (the local wall clock is only an upper bound)."""
+    """Each function's billed time in AWS: its measured own work, each AWS call at
+    `[latency_ms]`, 0.5 ms an invocation of rounding (the local wall clock: an upper bound)."""
     waits = Units()
     for (caller, service, operation, _), units in sample.aws.items():
         waits[caller] += units["requests"] * prices.latency(service, operation)
@@ -257,16 +242,21 @@ def lambda_milliseconds(sample: Sample, prices: Prices) -> Units:
     )
 
 
-@dataclass
+@dataclass(frozen=True)
 class CostOptions:
+    """`umavez cost`'s: what to measure, or `from_json` a saved measurement; where it goes."""
+
     orders: int = 52
     per_kind: int = 20
     seed: int = 42
+    readme: Path | None = None  # the page whose cost section to rewrite
+    json: Path | None = None  # where to save the measurement
+    from_json: Path | None = None
+    xray_sampling: float | None = None
 
 
 def secret_cache_seconds() -> float:
-    """How long a container caches a secret (ingest's). Imported when asked: the handler's
-    module builds its logger, tracer and metrics from the environment as it is imported."""
+    """How long a container caches a secret; imported late: the handler reads its environment."""
     from functions.ingest.handler import SECRET_CACHE_SECONDS
 
     return float(SECRET_CACHE_SECONDS)
@@ -285,9 +275,8 @@ def load_measurement(path: Path = MEASURED_PATH) -> Measurement:
 def embedded_drain_seconds(
     deliveries: int, process_concurrency: int, measurement: Measurement | None = None
 ) -> float:
-    """How long the embedded stack takes to drain `deliveries` queued at once (the burst
-    drill), from the drill mix as measured on this machine: process's wall-clock time per
-    delivery (its waits on the local server's lock included), spread over its pollers."""
+    """How long the embedded stack drains `deliveries` queued at once (the burst drill): the
+    drill mix's process wall clock a delivery on this machine, over its pollers."""
     sample = (measurement or load_measurement()).scenarios()[MIX]
     per_delivery = sample.functions["process"]["billed_ms"] / 1000 / max(sample.events, 1)
     return deliveries * per_delivery / max(process_concurrency, 1)

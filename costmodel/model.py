@@ -1,9 +1,6 @@
-"""`umavez cost`: the cost per million events, and the cost section of docs/cost.md.
-
-Per million events = (a scenario's counters x list price) / its deliveries x 10^6; a delivery is
-one HTTP request to the webhook API. What is not traffic is priced per month instead (bill.toml's
-`monthly`): the scheduled runs, the event source mapping's empty long polls, the secrets.
-"""
+"""`umavez cost`: per million events, a scenario's counters x list price / its deliveries x
+10^6 (a delivery: an HTTP request to the webhook API); what is not traffic, per month (bill.toml's
+`monthly`). Its page: the cost section of docs/cost.md."""
 
 from __future__ import annotations
 
@@ -20,15 +17,12 @@ from costmodel import statement as st
 from costmodel.measurement import (
     KINDS,
     MIX,
-    RRU_METRICS,
-    TABLE_WRU_METRICS,
     TRACE_STARTERS,
     Measurement,
     Prices,
     Sample,
     figure,
     lambda_milliseconds,
-    of_kind,
     payer,
     secret_cache_seconds,
 )
@@ -41,9 +35,8 @@ from infra.settings import LAMBDA_MEMORY_MB, SCHEDULE_MINUTES
 README_BEGIN, README_END = "<!-- cost:begin -->", "<!-- cost:end -->"
 SES = "SES e-mail"  # its own row of the page, in neither total
 COLUMNS = (*KINDS, MIX)
-DYNAMODB_METRICS = (*TABLE_WRU_METRICS, "wru_index", *RRU_METRICS)
-# The services billed per message: the quantity it goes to. DynamoDB Streams reads by a Lambda
-# trigger are free; the secrets' reads are priced per month; the providers' APIs are not AWS.
+# The services billed per message (DynamoDB Streams reads by a Lambda trigger are free, the
+# secrets' reads priced per month, the providers' APIs not AWS's).
 BILLED_AS = {"events": "eventbridge_events", "sesv2": "ses_messages"}
 BILL = tomllib.loads(Path(__file__).with_name("bill.toml").read_text())
 TEXTS: dict[str, str] = BILL["texts"]
@@ -52,16 +45,16 @@ TEXTS: dict[str, str] = BILL["texts"]
 def usage(
     sample: Sample, prices: Prices, webhook_queue: str, statement: st.StatementModel | None = None
 ) -> Units:
-    """What AWS would meter over the sample, in billing units; with `statement`, what the
-    statement passes spend on its movements (in dollars: modeled, priced as Stripe's)."""
+    """What AWS would meter over the sample, in billing units; with `statement`, the statement
+    passes' dollars on its movements (modeled, priced as Stripe's)."""
     used, a = Units(), prices.assumptions
     for key, units in sample.aws.items():
         if payer(key, webhook_queue) is None:
             continue
         if (service := key[1]) == "dynamodb":
             for metric, amount in units.items():
-                if (kind := metric.split(":", 1)[0]) in DYNAMODB_METRICS:
-                    used[kind] += amount
+                if (kind := metric.split(":", 1)[0]).startswith(("wru_", "rru_")):
+                    used["rru" if kind.startswith("rru") else kind] += amount
         elif service == "sqs":
             used["sqs_requests"] += units["billed"] - units["empty_receives"]
         elif service in BILLED_AS:
@@ -81,10 +74,8 @@ def usage(
             log_bytes += meters["invocations"] * platform
     used["api_requests"] = sample.invocations("ingest")
     used["log_bytes"] = log_bytes + used["api_requests"] * (a["api_access_log_bytes"] + overhead)
-    used["rru"] = sum(used[m] for m in RRU_METRICS)
-    # A trace per sampled webhook (infra/constructs/pipeline.py): started by ingest at Lambda's
-    # rate with the HTTP API, by the REST stage at `xraySampling`; the stream and the schedules
-    # start their own.
+    # A trace per sampled webhook: started by ingest with the HTTP API, by the REST stage at
+    # `xraySampling`; the stream and the schedules start their own.
     own = sum(sample.invocations(f) for f in TRACE_STARTERS if f in sample.functions)
     own *= a["lambda_xray_sampling"]
     used["xray_traces_http"] = used["api_requests"] * a["lambda_xray_sampling"] + own
@@ -92,8 +83,7 @@ def usage(
     if statement is not None:
         movements, orders = st.movements_and_orders_changed(sample)
         used["statement_lines"] = movements * statement.reads[st.PRICED_AS].reads_of_each_row
-        used["statement_usd"] = movements * statement.usd_per_movement(prices, st.PRICED_AS)
-        used["statement_usd"] += orders * statement.usd_per_order_changed(prices)
+        used["statement_usd"] = sum(statement.usd(prices, st.PRICED_AS, movements, orders).values())
     return used
 
 
@@ -156,8 +146,8 @@ class MonthlyItem:
 def fixed_monthly(
     idle: Mapping[str, Sample], prices: Prices, webhook_queue: str
 ) -> list[MonthlyItem]:
-    """What the stack costs a month whatever the events: the scheduled runs (each as its
-    measured idle run), then what stands (bill.toml's `monthly`, priced by `_standing`)."""
+    """What the stack costs a month whatever the events: the scheduled runs (each its measured
+    idle run), then what stands (bill.toml's `monthly`)."""
     hours = prices.assumptions["hours_per_month"]
     items = []
     for function, minutes in SCHEDULE_MINUTES.items():
@@ -177,12 +167,10 @@ def _standing(prices: Prices) -> tuple[dict[str, Any], dict[str, float]]:
     """The month's figures bill.toml's texts name, and each standing item's dollars."""
     a = prices.assumptions
     hours = a["hours_per_month"]
-    # A run per provider on its cadence: Stripe's and Mercado Pago's hourly, Asaas's daily.
     statement_runs = {p: hours * 3600 / st.period_seconds(p) for p in SCHEDULED}
     runs = sum(statement_runs.values())
     statement_usd = sum(n * st.run_usd(prices, p) for p, n in statement_runs.items())
     polls = a["sqs_event_source_pollers"] * hours * 3600 / a["sqs_long_poll_seconds"]
-    # Secrets are read through a cache: the calls follow the warm containers.
     reads = a["warm_containers"] * a["secrets_read_per_container"] * hours * 3600
     reads /= secret_cache_seconds()
     reconciliations = hours * 60 / SCHEDULE_MINUTES["reconciliation"]
@@ -199,9 +187,6 @@ def _standing(prices: Prices) -> tuple[dict[str, Any], dict[str, float]]:
     return figures, usd
 
 
-# -- the page's section and the terminal's details ------------------------------------------------
-
-
 def render_block(measurement: Measurement, prices: Prices, webhook_queue: str) -> str:
     """The cost section of docs/cost.md, its markers included."""
     statement = st.statement_model(measurement, prices)
@@ -211,30 +196,22 @@ def render_block(measurement: Measurement, prices: Prices, webhook_queue: str) -
         for c in COLUMNS
     ]
     mix = bills[-1].events if bills[-1] else 0
-    a = prices.assumptions
-    monthly = fixed_monthly(measurement.idle, prices, webhook_queue)
-    lines = [
+    a, monthly = prices.assumptions, fixed_monthly(measurement.idle, prices, webhook_queue)
+    return md.block(
+        README_BEGIN,
+        README_END,
         TEXTS["intro"].format(o=measurement.options, m=measurement, a=a, mix=mix),
-        "",
-        *_per_million(bills),
-        "",
+        _per_million(bills),
         "What each event used (per event, in billing units):",
-        "",
-        *md.table(["per event", "unit", *COLUMNS], "ll" + "r" * len(COLUMNS), _per_event(bills)),
-        "",
+        _per_event(bills),
         TEXTS["statement"].format(s=statement, a=a),
-        "",
-        *_statement_table(statement, prices),
-        "",
+        _statement_table(statement, prices),
         "Fixed per month (not per event):",
-        "",
-        *md.table(["item", "how", "per month"], "llr", _monthly(monthly)),
-    ]
-    return md.block(README_BEGIN, lines, README_END)
+        _monthly(monthly),
+    )
 
 
 def _per_million(bills: Sequence[Bill | None]) -> list[str]:
-    """A column per scenario, "-" where it was not measured."""
     rows = [
         [item.name, *(md.usd(b.per_million[item.name]) if b else "-" for b in bills)]
         for item in LINE_ITEMS
@@ -248,8 +225,8 @@ def _per_million(bills: Sequence[Bill | None]) -> list[str]:
     return md.table(["per million events", *COLUMNS], "l" + "r" * len(COLUMNS), rows)
 
 
-def _per_event(bills: Sequence[Bill | None]) -> list[list[str]]:
-    return [
+def _per_event(bills: Sequence[Bill | None]) -> list[str]:
+    rows = [
         [
             "API Gateway / WAF" if item.name == "API Gateway HTTP API" else item.name,
             item.unit,
@@ -258,14 +235,14 @@ def _per_event(bills: Sequence[Bill | None]) -> list[list[str]]:
         for item in LINE_ITEMS
         if item.name not in ("API Gateway REST API", "WAF")
     ]
+    return md.table(["per event", "unit", *COLUMNS], "ll" + "r" * len(COLUMNS), rows)
 
 
 def _statement_table(model: st.StatementModel, prices: Prices) -> list[str]:
-    """The statement pass per million payments of one provider: its reads differ, its
-    DynamoDB per line does not."""
     rows = []
     for provider in PROVIDERS:
-        usd = {k: v * 1e6 for k, v in model.usd_per_payment(prices, provider).items()}
+        one = model.usd(prices, provider, model.movements_per_payment, 1)
+        usd = {k: v * 1e6 for k, v in one.items()}
         calls = model.reads[provider].calls_per_payment() * 1e6
         read = model.lines_per_payment(provider) * 1e6
         total = f"**{md.usd(sum(usd.values()))}**"
@@ -275,7 +252,7 @@ def _statement_table(model: st.StatementModel, prices: Prices) -> list[str]:
     return md.table([*columns, "DynamoDB", "total"], "lrrrrr", rows)
 
 
-def _monthly(monthly: Sequence[MonthlyItem]) -> list[list[str]]:
+def _monthly(monthly: Sequence[MonthlyItem]) -> list[str]:
     rows = [
         [f"{e.name} (REST + WAF only)" if e.rest_only else e.name, e.how, md.usd(e.usd)]
         for e in monthly
@@ -283,7 +260,7 @@ def _monthly(monthly: Sequence[MonthlyItem]) -> list[list[str]]:
     http = sum(e.usd for e in monthly if not e.rest_only)
     rows.append(["**total, HTTP API**", "", f"**{md.usd(http)}**"])
     rows.append(["**total, REST API + WAF**", "", f"**{md.usd(sum(e.usd for e in monthly))}**"])
-    return rows
+    return md.table(["item", "how", "per month"], "llr", rows)
 
 
 def shape(block: str) -> str:
@@ -292,36 +269,24 @@ def shape(block: str) -> str:
 
 
 def render_details(measurement: Measurement, prices: Prices, webhook_queue: str) -> str:
-    """For the terminal: where the drill mix's DynamoDB capacity and Lambda time go."""
-    scenarios = measurement.scenarios()
-    name = MIX if MIX in scenarios else KINDS[0]
-    sample = scenarios[name]
-    events = max(sample.events, 1)
-    rows = []
+    """For the terminal: each function's share of the drill mix, per event (the local wall
+    clock an upper bound on the modeled time) and the requests nobody is billed for."""
+    name = MIX if MIX in (scenarios := measurement.scenarios()) else KINDS[0]
+    sample, dynamodb = scenarios[name], Units()
+    events, modeled = max(sample.events, 1), lambda_milliseconds(sample, prices)
     for key, units in sample.aws.items():
-        if key[1] != "dynamodb" or (who := payer(key, webhook_queue)) is None:
-            continue
-        usd = prices.dynamodb(units) / events * 1e6
-        wru, rru = of_kind(units, "wru") / events, of_kind(units, "rru") / events
-        line = f"    {who:<24} {key[2]:<20} {key[3]:<16} {units['requests'] / events:6.2f} req  "
-        rows.append((usd, line + f"{wru:6.2f} WRU  {rru:6.2f} RRU  {md.usd(usd):>8}/M"))
-    out = [f"\n  DynamoDB per event, {name} (by who pays, request and table):"]
-    out += [line for _, line in sorted(rows, reverse=True)]
-    out.append(f"\n  Lambda per event, {name} (local wall clock; own work; modeled in AWS):")
-    calls, modeled = Units(), lambda_milliseconds(sample, prices)
-    for (caller, _, _, _), units in sample.aws.items():
-        calls[caller] += units["requests"]
-    for function, meters in sorted(sample.functions.items()):
-        if function in LAMBDA_MEMORY_MB and (runs := meters["invocations"]):
-            out.append(
-                f"    {function:<16} {runs / events:5.2f} invocations of "
-                f"{LAMBDA_MEMORY_MB[function]:>4} MB: {meters['billed_ms'] / runs:7.1f} ms local, "
-                f"{meters['compute_ms'] / runs:6.1f} ms own work + {calls[function] / runs:5.1f} "
-                f"AWS calls = {modeled[function] / runs:6.1f} ms modeled; "
-                f"{(meters['log_bytes'] + meters['emf_bytes']) / runs:5.0f} log bytes"
-            )
-    out.append(
-        f"\n  not billed: {measurement.excluded_requests:,} requests the local stack made itself "
-        "(drain, sinks, checks, polling)\n"
-    )
-    return "\n".join(out)
+        if key[1] == "dynamodb" and (who := payer(key, webhook_queue)):
+            dynamodb[who] += prices.dynamodb(units) / events * 1e6
+    rows = []
+    for f in sorted(f for f in sample.functions if f in LAMBDA_MEMORY_MB):
+        runs = sample.functions[f]["invocations"]
+        each = (
+            f"{ms / runs:.1f} ms" if runs else "-"
+            for ms in (sample.functions[f]["billed_ms"], modeled[f])
+        )
+        if runs or dynamodb[f]:
+            rows.append([f, md.quantity(runs / events), *each, md.usd(dynamodb[f])])
+    columns = [f"{name}, per event", "invocations", "a run, local wall clock", "in AWS, modeled"]
+    lines = md.table([*columns, "DynamoDB per million"], "lrrrr", rows)
+    local = f"{measurement.excluded_requests:,} requests the local stack made itself"
+    return f"\n{md.paragraphs(lines, f'Not billed: {local} (drain, sinks, checks, polling).')}\n"

@@ -1,8 +1,6 @@
-"""The scenarios `umavez cost` measures on one embedded stack, its server accounting every
-request and every handler metered; no faults. The sweeper's schedule is off (nothing to do
-without faults), the reconciliation runs once at the end of each scenario (reading its orders
-as the hourly run would); the waiting schedule stays on (the drill parks deliveries).
-Imported only by `umavez cost`: it loads the embedded stack and the drill."""
+"""The scenarios `umavez cost` measures on one embedded stack (every request accounted, every
+handler metered, no faults): the sweeper off, the reconciliation once after each scenario (as
+the hourly run reads its orders), the waiting schedule on. Imported only to measure."""
 
 from __future__ import annotations
 
@@ -49,11 +47,8 @@ def measure(options: CostOptions, err: TextIO = sys.stderr) -> Measurement:
         idle, kinds = run.idle_runs(), run.kinds(options.per_kind)
         mix = run.mix(options.orders) if options.orders else None
         final = run.snapshot()
-    excluded = sum(
-        int(units["requests"])
-        for key, units in final.aws.items()
-        if payer(key, webhook_queue()) is None
-    )
+    queue = webhook_queue()
+    excluded = sum(int(u["requests"]) for k, u in final.aws.items() if payer(k, queue) is None)
     chosen = {"orders": options.orders, "per_kind": options.per_kind, "seed": options.seed}
     today, elapsed = datetime.now(tz=UTC).date().isoformat(), time.monotonic() - started
     return Measurement(chosen, kinds, idle, mix, today, elapsed, excluded)
@@ -84,8 +79,11 @@ class _Scenarios:
         before = self.snapshot()
         self._deliver(posts)
         self._settle_and_reconcile()
+        return self._since(before, len(posts))
+
+    def _since(self, before: Sample, events: int) -> Sample:
         sample = self.snapshot().minus(before)
-        sample.events = len(posts)
+        sample.events = events
         return sample
 
     def warm_up(self) -> None:
@@ -106,9 +104,8 @@ class _Scenarios:
         for function in ("sweeper", "waiting", "reconciliation"):
             before = self.snapshot()
             getattr(self._stack, function).run_now()
-            ran = self.snapshot().minus(before).only(function)
+            ran = self._since(before, 1).only(function)
             idle[function] = ran.scaled(1 / max(ran.invocations(function), 1))
-            idle[function].events = 1
         return idle
 
     def kinds(self, n: int) -> dict[str, Sample]:
@@ -134,9 +131,7 @@ class _Scenarios:
             if story.unmatched_object:
                 room.attach("stripe", story.unmatched_object, story.order_id)
         self._settle_and_reconcile()
-        sample = self.snapshot().minus(before)
-        sample.events = log.attempts
-        return sample
+        return self._since(before, log.attempts)
 
 
 def _payments(n: int) -> list[Payment]:
@@ -156,12 +151,10 @@ def _paid(payments: Sequence[Payment], at: int) -> list[Post]:
 
 
 def _refunds(payments: Sequence[Payment], at: int, *, naming_order: bool = False) -> list[Post]:
-    return [
-        Post(
-            "stripe",
-            stripe.refund_created(
-                intent, stripe.unique("re"), AMOUNT, at, charge, order if naming_order else None
-            ),
+    def refund(order: str, intent: str, charge: str) -> Post:
+        named = order if naming_order else None
+        return Post(
+            "stripe", stripe.refund_created(intent, stripe.unique("re"), AMOUNT, at, charge, named)
         )
-        for order, intent, charge in payments
-    ]
+
+    return [refund(*payment) for payment in payments]

@@ -1,16 +1,15 @@
-"""The statement pass as a scheduled function: what its runs and lines use, what they cost, and
-whether it keeps up. Modeled (the scenarios keep no provider's books): its DynamoDB as
-statement.toml counts it, its API calls from the readers' page sizes and how often a pass reads
-the books again, its time at `[latency_ms]` plus process's own work on the same path."""
+"""The scheduled statement passes, modeled (the scenarios keep no provider's books): their
+DynamoDB as statement.toml counts it, their API calls from the readers' page sizes and how often
+a line is read again, their time at `[latency_ms]` plus process's own work on the same path."""
 
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
 
 from costmodel.measurement import (
     DAY,
@@ -18,8 +17,8 @@ from costmodel.measurement import (
     Measurement,
     Prices,
     ProviderLimit,
+    Quotas,
     Sample,
-    load_provider_limits,
     of_kind,
 )
 from devstack.capacity import Units
@@ -31,35 +30,30 @@ from functions.statement.sources import CADENCES, SCHEDULED, SETTLE_SECONDS
 from functions.statement.sources import EDGE_SECONDS as PROVIDER_EDGE_SECONDS
 from infra import settings
 
-TIMEOUT_SECONDS: Final = settings.STATEMENT_TIMEOUT_SECONDS
-WORKERS: Final = BOOKING_WORKERS  # lines booked side by side by one invocation
-GB: Final = settings.LAMBDA_MEMORY_MB["statement"] / 1024
-PRICED_AS: Final = "stripe"  # whose reads price the line in the cost per event (the scenarios')
+TIMEOUT_SECONDS = settings.STATEMENT_TIMEOUT_SECONDS
+WORKERS = BOOKING_WORKERS  # lines booked side by side by one invocation
+GB = settings.LAMBDA_MEMORY_MB["statement"] / 1024
+PRICED_AS = "stripe"  # whose reads price the line in the cost per event (the scenarios')
 ALREADY_BOOKED, BOOKED_NOW = "already booked", "booked now"
-COUNTED: Final = tomllib.loads(Path(__file__).with_name("statement.toml").read_text())
-LINE_REQUESTS: Final[dict[str, dict[str, int]]] = COUNTED["line_requests"]
-LINE_UNITS: Final[dict[str, dict[str, float]]] = COUNTED["line_units"]
-ORDER_MATCH_REQUESTS: Final[dict[str, int]] = COUNTED["order_match"]["requests"]
-ORDER_MATCH_UNITS: Final[dict[str, float]] = COUNTED["order_match"]["units"]
-PASS_REQUESTS: Final[dict[str, int]] = COUNTED["pass"]["requests"]
-PASS_UNITS: Final[dict[str, float]] = COUNTED["pass"]["units"]
+COUNTED = tomllib.loads(Path(__file__).with_name("statement.toml").read_text())
+LINE_REQUESTS: dict[str, dict[str, int]] = COUNTED["line_requests"]
+LINE_UNITS: dict[str, dict[str, float]] = COUNTED["line_units"]
+ORDER_MATCH_REQUESTS: dict[str, int] = COUNTED["order_match"]["requests"]
+ORDER_MATCH_UNITS: dict[str, float] = COUNTED["order_match"]["units"]
+PASS_REQUESTS: dict[str, int] = COUNTED["pass"]["requests"]
 
 Latency = Callable[[str, str], float]  # milliseconds of one call: (service, operation)
 
 
 def period_seconds(provider: str) -> float:
     """How often the provider's books are read: the hourly rule's interval, or a day."""
-    cadence = CADENCES[provider]
-    return (
-        float(cadence.window_seconds)
-        if cadence.by_day
-        else settings.SCHEDULE_MINUTES["statement"] * 60.0
-    )
+    hourly, cadence = settings.SCHEDULE_MINUTES["statement"] * 60.0, CADENCES[provider]
+    return float(cadence.window_seconds) if cadence.by_day else hourly
 
 
 def run_after_window_seconds(provider: str) -> float:
     """How long after its window's end a pass runs: the settle lag, or the daily rule's time
-    after the zone's midnight (its settle lag, to the next quarter hour)."""
+    after the zone's midnight."""
     cadence = CADENCES[provider]
     if not cadence.by_day:
         return float(SETTLE_SECONDS[provider])
@@ -74,13 +68,13 @@ def hours_read_of_each_hour() -> float:
 
 
 def days_read_of_each_day(provider: str = "asaas") -> float:
-    """A daily pass (books listed by day) reads each day once, no edges."""
+    """A daily pass reads each day once, and its edges."""
     return (DAY + 2 * PROVIDER_EDGE_SECONDS[provider]) / DAY
 
 
 def hours_read_of_each_day_hour() -> float:
-    """Why Asaas's pass is daily: hourly, each pass (at the half hour) would read the day so far,
-    and the first of a day the day before too: the mean hours read per hour."""
+    """Why Asaas's pass is daily: hourly, each pass (at the half hour) would read the day so far
+    (the first of a day, the day before too): the mean hours read per hour."""
     edges = (HOUR + stripe.SETTLE_SECONDS + EDGE_SECONDS) / HOUR
     return sum(h + 0.5 + (24 if h + 0.5 - edges < 0 else 0) for h in range(24)) / 24
 
@@ -88,9 +82,8 @@ def hours_read_of_each_day_hour() -> float:
 @dataclass(frozen=True)
 class ProviderRead:
     """One provider's pass per payment: its rows in pages, the objects read one by one, how
-    often each is read again and how often it runs; and process's calls against that limit."""
+    often each is read again, how often it runs; process's calls against the same limit."""
 
-    provider: str
     rows_per_payment: float  # its own, its refunds', its fee's
     page_size: int
     gets_per_row_read: float  # objects read one by one each time its rows are read
@@ -101,10 +94,7 @@ class ProviderRead:
     gets_at_once: int = 1  # the payments a read names (its readers, its workers)
 
     def calls_per_payment(self) -> float:
-        pages = self.rows_per_payment / self.page_size
-        return (
-            self.reads_of_each_row * (pages + self.gets_per_row_read) + self.gets_per_payment_once
-        )
+        return self.pages_per_payment() + self.gets_per_payment()
 
     def pages_per_payment(self) -> float:
         return self.reads_of_each_row * self.rows_per_payment / self.page_size
@@ -114,18 +104,17 @@ class ProviderRead:
 
 
 def provider_reads(assumptions: Mapping[str, float]) -> dict[str, ProviderRead]:
-    """Stripe: a balance transaction per charge and refund. Mercado Pago: a payment per search
-    result, its refunds inside. Asaas: its receipt, its fee and a row per refund, each payment
-    named read once a pass, the lagging (card payments) asked for by the match; and process
-    reads a payment per event (its receipt, a card's confirmation, refunds)."""
+    """Stripe: a row per charge and refund. Mercado Pago: a payment per row, its refunds inside.
+    Asaas: its receipt, its fee and a row per refund, each payment named read once a pass, the
+    lagging (card payments) asked for by the match; process reads a payment per event."""
     refunds = assumptions["statement_refunds_per_payment"]
     lag = assumptions["statement_asaas_lagging_share"]
     edges, workers = hours_read_of_each_hour(), min(asaas.PAYMENT_READERS, WORKERS)
     daily = (days_read_of_each_day(), period_seconds("asaas"), 1 + lag + refunds, workers)
     return {
-        "stripe": ProviderRead("stripe", 1 + refunds, stripe.PAGE_SIZE, 0, 0, edges),
-        "mercadopago": ProviderRead("mercadopago", 1, mercadopago.PAGE_SIZE, 0, 0, edges),
-        "asaas": ProviderRead("asaas", 2 + refunds, asaas.PAGE_SIZE, 1, lag, *daily),
+        "stripe": ProviderRead(1 + refunds, stripe.PAGE_SIZE, 0, 0, edges),
+        "mercadopago": ProviderRead(1, mercadopago.PAGE_SIZE, 0, 0, edges),
+        "asaas": ProviderRead(2 + refunds, asaas.PAGE_SIZE, 1, lag, *daily),
     }
 
 
@@ -135,8 +124,7 @@ def _dynamodb_ms(requests: Mapping[str, float], latency: Latency) -> float:
 
 def run_fixed(latency: Latency, cold_ms: float, provider: str) -> tuple[float, dict[str, float]]:
     """A pass with nothing to book, its seconds and units: a cold start, its secret, its
-    checkpoint, its record, a page of the books, and every shard of each clock hour of the
-    `changed` index from the window's start to now."""
+    checkpoint and record, a page, every shard of each hour of `changed` since its window."""
     queries = (math.floor(period_seconds(provider) / HOUR) + 1) * CHANGES_SHARDS
     ms = (
         cold_ms
@@ -145,14 +133,14 @@ def run_fixed(latency: Latency, cold_ms: float, provider: str) -> tuple[float, d
         + queries * latency("dynamodb", "Query")
         + latency("provider-api", "page")
     )
-    index = PASS_UNITS.get("rru_eventual", 0.0) + queries * COUNTED["pass"]["changed_index_rru"]
-    return ms / 1000, {**PASS_UNITS, "rru_eventual": index}
+    units = COUNTED["pass"]["units"]
+    index = units.get("rru_eventual", 0.0) + queries * COUNTED["pass"]["changed_index_rru"]
+    return ms / 1000, {**units, "rru_eventual": index}
 
 
 @dataclass(frozen=True)
 class PassLoad:
-    """One provider's pass at a rate of payments a second, all of them this provider's (its
-    match reads every order changed, whichever provider's)."""
+    """One provider's pass at a rate of payments a second, all of them its own."""
 
     provider: str
     payments_per_second: float
@@ -243,19 +231,16 @@ class StatementModel:
         }
 
     def load(self, provider: str, payments_per_second: float) -> PassLoad:
-        read, limit, lines = (
-            self.reads[provider],
-            self.limits[provider],
+        read, limit, per_line = self.reads[provider], self.limits[provider], self.units_per_line()
+        lines, cold_ms = (
             self.lines_per_payment(provider),
+            self.assumptions["statement_cold_start_ms"],
         )
-        cold_ms, per_line = self.assumptions["statement_cold_start_ms"], self.units_per_line()
-        runs = {p: 1 / period_seconds(p) for p in SCHEDULED}  # every provider's, a second
+        runs = [(p, 1 / period_seconds(p)) for p in SCHEDULED]  # every provider's, a second
 
         def units(kind: str) -> float:
             matched = self.matches_per_order_changed * of_kind(ORDER_MATCH_UNITS, kind)
-            fixed = sum(
-                n * of_kind(run_fixed(self.latency, cold_ms, p)[1], kind) for p, n in runs.items()
-            )
+            fixed = sum(n * of_kind(run_fixed(self.latency, cold_ms, p)[1], kind) for p, n in runs)
             return payments_per_second * (lines * of_kind(per_line, kind) + matched) + fixed
 
         # API calls averaged over the limit's window (the hour at least, a run's period at
@@ -272,32 +257,18 @@ class StatementModel:
             provider, payments_per_second, lines, calls, *loads, seconds / max(lines, 1e-9)
         )
 
-    def _movement(self, provider: str) -> tuple[dict[str, float], float]:
-        """A movement's line as often as the provider's passes read it: units, seconds."""
+    def usd(
+        self, prices: Prices, provider: str, movements: float, orders: float
+    ) -> dict[str, float]:
+        """`movements` (each line as often as `provider`'s passes read it) and `orders` changed
+        (each matched by every provider's pass), by what bills them."""
         reads = self.reads[provider].reads_of_each_row
-        seconds = self.seconds_per_payment(provider, with_match=False) / self.movements_per_payment
-        return {k: reads * v for k, v in self.units_per_line().items()}, seconds
-
-    def _match(self) -> tuple[dict[str, float], float]:
-        """An order changed, matched by every provider's pass: units, seconds."""
-        matched = self.matches_per_order_changed
-        seconds = matched * _dynamodb_ms(ORDER_MATCH_REQUESTS, self.latency) / 1000
-        return {k: matched * v for k, v in ORDER_MATCH_UNITS.items()}, seconds
-
-    def usd_per_movement(self, prices: Prices, provider: str) -> float:
-        units, seconds = self._movement(provider)
-        return prices.dynamodb(units) + _lambda_usd(seconds, prices)
-
-    def usd_per_order_changed(self, prices: Prices) -> float:
-        units, seconds = self._match()
-        return prices.dynamodb(units) + _lambda_usd(seconds, prices)
-
-    def usd_per_payment(self, prices: Prices, provider: str) -> dict[str, float]:
-        """A payment of `provider`'s (its movements, its order matched), by what bills it."""
-        (lines, line_seconds), (match, match_seconds) = self._movement(provider), self._match()
-        n = self.movements_per_payment
-        seconds = line_seconds * n + match_seconds
-        dynamodb = prices.dynamodb(lines) * n + prices.dynamodb(match)
+        matched = orders * self.matches_per_order_changed
+        line = self.seconds_per_payment(provider, with_match=False) / self.movements_per_payment
+        match = _dynamodb_ms(ORDER_MATCH_REQUESTS, self.latency) / 1000
+        seconds = movements * line + matched * match
+        lines = {k: movements * reads * v for k, v in self.units_per_line().items()}
+        dynamodb = prices.dynamodb(lines) + matched * prices.dynamodb(ORDER_MATCH_UNITS)
         return {"Lambda duration": _lambda_usd(seconds, prices), "DynamoDB": dynamodb}
 
 
@@ -306,8 +277,8 @@ def _lambda_usd(seconds: float, prices: Prices) -> float:
 
 
 def run_usd(prices: Prices, provider: str = PRICED_AS) -> float:
-    """A pass with nothing to book: its invocation and time, its DynamoDB units, its secret's
-    read, a trace (X-Ray's reservoir samples every run) and its log bytes."""
+    """A pass with nothing to book: its invocation, time, units, secret, trace (X-Ray's
+    reservoir samples every run) and log bytes."""
     a = prices.assumptions
     seconds, units = run_fixed(prices.latency, a["statement_cold_start_ms"], provider)
     return (
@@ -326,20 +297,15 @@ def movements_and_orders_changed(sample: Sample) -> tuple[float, float]:
     movements = orders = 0.0
     for (caller, service, operation, _), units in sample.aws.items():
         if caller == "process" and service == "dynamodb":
-            orders += sum(
-                v for k, v in units.items() if k.startswith("wru_index:") and k.endswith("/changed")
-            )
+            orders += sum(v for k, v in units.items() if re.match(r"wru_index:.*/changed$", k))
             if operation == "TransactWriteItems":
-                cancelled = sum(
-                    v for k, v in units.items() if k.startswith("cancelled_transactions")
-                )
-                movements += units["requests"] - cancelled
+                movements += units["requests"] - of_kind(units, "cancelled_transactions")
     return movements, orders
 
 
 def statement_model(measurement: Measurement, prices: Prices) -> StatementModel:
-    """A line booked already is read as a duplicate delivery is, one booked now as a new
-    payment: their measured own work per event."""
+    """Process's own work on a line: a duplicate delivery's (booked already) or a new
+    payment's (booked now), measured per event."""
     scenarios = measurement.scenarios()
 
     def own_ms(kind: str) -> float:
@@ -347,5 +313,5 @@ def statement_model(measurement: Measurement, prices: Prices) -> StatementModel:
         return sample.functions.get("process", Units())["compute_ms"] / max(sample.events, 1)
 
     own = {ALREADY_BOOKED: own_ms("duplicate"), BOOKED_NOW: own_ms("new payment")}
-    reads, limits = provider_reads(prices.assumptions), load_provider_limits()
+    reads, limits = provider_reads(prices.assumptions), Quotas.load().providers
     return StatementModel(prices.latency, own, prices.assumptions, reads, limits)

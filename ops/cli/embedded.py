@@ -102,14 +102,8 @@ def show_metrics(args: argparse.Namespace) -> int:
 def cost(args: argparse.Namespace) -> int:
     from ops.local import CostOptions, run_cost
 
-    options = CostOptions(args.orders, args.per_kind, args.seed)
-    return run_cost(
-        options,
-        readme=args.readme,
-        json_path=args.json,
-        measured=args.from_json,
-        xray_sampling=args.xray_sampling,
-    )
+    chosen = ("orders", "per_kind", "seed", "readme", "json", "from_json", "xray_sampling")
+    return run_cost(CostOptions(**{name: getattr(args, name) for name in chosen}))
 
 
 def firedrill(args: argparse.Namespace) -> int:

@@ -294,9 +294,12 @@ def test_the_command_prints_the_table_and_its_json_parses(
     assert main(["capacity", "--rate", "100", "--json", "--process-max-concurrency", "50"]) == 0
     data = json.loads(capsys.readouterr().out)
 
-    # Then the text names the first to saturate and the burst's drain; the JSON has every row
-    assert "first to saturate:" in text
-    assert "a burst of 50,000 deliveries" in text
+    # Then the text is the page's markdown at that rate: its table, what saturates first and
+    # the burst's drain; the JSON has every row
+    assert "| component | unit | limit | 100/s: load | headroom |" in text
+    assert re.search(rf"^- \*\*100 payments a second\*\* \([\d,]+ deliveries\): {SES} ", text, re.M)
+    assert "A burst of 50,000 deliveries at once:" in text
+    assert "- drained in " in text
     assert data["payments_per_second"] == 100
     process = next(r for r in data["rows"] if r["component"].startswith("process"))
     assert "maximum concurrency 50" in process["component"]

@@ -1,8 +1,10 @@
 """The cost model's own arithmetic and files: prices with their sources, who pays for what,
-the scheduled functions' runs taken out, and the cost page's section in the generator's shape."""
+the scheduled functions' runs taken out, the cost page's section in the generator's shape, and
+what `umavez cost` prints."""
 
 from __future__ import annotations
 
+import io
 import re
 from datetime import date
 from pathlib import Path
@@ -10,7 +12,17 @@ from pathlib import Path
 import pytest
 
 from costmodel.markdown import block_between, replace_between
-from costmodel.measurement import KINDS, MIX, PRICES_PATH, Measurement, Prices, Sample, without_idle
+from costmodel.measurement import (
+    KINDS,
+    MEASURED_PATH,
+    MIX,
+    PRICES_PATH,
+    CostOptions,
+    Measurement,
+    Prices,
+    Sample,
+    without_idle,
+)
 from costmodel.model import (
     LINE_ITEMS,
     README_BEGIN,
@@ -193,3 +205,19 @@ def test_rewriting_the_cost_page_replaces_only_the_block() -> None:
     assert replace_between(text, README_BEGIN, README_END, block) == "before\n" + block + "after\n"
     with pytest.raises(ValueError, match="cost:begin"):
         replace_between("no markers", README_BEGIN, README_END, block)
+
+
+def test_the_command_prints_the_page_section_then_each_functions_share() -> None:
+    from costmodel.command import run_cost
+
+    # When the committed measurement is priced again (no stack)
+    out = io.StringIO()
+    assert run_cost(CostOptions(from_json=MEASURED_PATH), out) == 0
+    text = out.getvalue()
+
+    # Then the terminal shows the page's markdown block, then one table of each function's
+    # share of the drill mix (its time a run, local and modeled, and its DynamoDB), then what
+    # the local stack made that nobody is billed for
+    assert text.index(README_BEGIN) < text.index(README_END) < text.index("| drill mix, per event")
+    assert re.search(r"^\| process \| [\d.]+ \| [\d.]+ ms \| [\d.]+ ms \| \$[\d.]+ \|$", text, re.M)
+    assert re.search(r"^Not billed: [\d,]+ requests the local stack made itself", text, re.M)
