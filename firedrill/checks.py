@@ -19,7 +19,8 @@ from firedrill.story import Story
 from functions.outbox.templates import emails_customer
 from functions.reconcile.service import Reconciler
 from functions.shared import books
-from functions.shared.domain import COUNTED_OUTCOMES, TOP_UP_MARK, Outcome, financial_status
+from functions.shared.domain import TOP_UP_MARK, Outcome, Total
+from functions.shared.items import Entry, Order
 from functions.shared.outbox import OutboxItem
 from functions.shared.redaction import EMAIL
 from ops.state import LedgerState, OrderView
@@ -94,15 +95,15 @@ def _effect_problems(story: Story, view: OrderView | None, problems: _StoryProbl
     """Its entries: each counted once, none lost, none invented, stale ones as expected, each
     counted one announced."""
     effects = view.effects if view else []
-    counted = [e for e in effects if e["outcome"] in COUNTED_OUTCOMES]
-    exact = Counter((e["transition"], e["external_ref"]) for e in counted)
+    counted = [e for e in effects if e.counted]
+    exact = Counter((str(e.transition), str(e.external_ref)) for e in counted)
     problems.twice += [f"{story.order_id} {k}" for k, n in exact.items() if n > 1]
     # A payment captured in parts is one movement of the truth: its top-ups are its parts.
     seen = {(t, ref.split(TOP_UP_MARK)[0]) for t, ref in exact}
     problems.lost += [f"{story.order_id} {k}" for k in story.expected.effects - seen]
     possible = story.expected.effects | story.expected.either_way
     problems.extra += [f"{story.order_id} {k}" for k in seen - possible]
-    stale = sum(e["outcome"] == Outcome.STALE.value for e in effects)
+    stale = sum(e.outcome == Outcome.STALE.value for e in effects)
     low, high = story.expected.stale
     if not low <= stale <= high:
         problems.stale_off.append(f"{story.order_id} ({story.kind}): {stale} stale")
@@ -111,25 +112,25 @@ def _effect_problems(story: Story, view: OrderView | None, problems: _StoryProbl
 
 def _order_problems(story: Story, view: OrderView | None, problems: _StoryProblems) -> None:
     """Its order row: the status and totals the history implies, equal to its entries' sum."""
-    order = view.order if view else {}
     # An order nothing ever counted on (a payment whose reversal voided it) has no row: it
     # reads as unpaid, in no currency yet.
-    status = financial_status(order) if order else "unpaid"
+    order = view.order if view else None
+    books_read = order or Order(story.order_id)
+    status = books_read.financial_status
     if status != story.expected.status:
         problems.wrong_status.append(
             f"{story.order_id} ({story.kind}): {status} != {story.expected.status}"
         )
-    totals = {name: int(order.get(name, 0) or 0) for name in story.expected.totals}
-    currency_off = bool(order) and order.get("currency") != story.expected.currency
+    totals = {name: books_read.total(Total(name)) for name in story.expected.totals}
+    currency_off = order is not None and order.currency != story.expected.currency
     if totals != story.expected.totals or currency_off:
         problems.wrong_totals.append(
-            f"{story.order_id} ({story.kind}): {_nonzero(totals)} {order.get('currency')} "
+            f"{story.order_id} ({story.kind}): {_nonzero(totals)} {books_read.currency} "
             f"!= {_nonzero(story.expected.totals)} {story.expected.currency}"
         )
-    if order:
-        effects = view.effects if view else []
+    if order is not None and view is not None:
         problems.unbalanced += [
-            f"{m.order_id} {m.detail}" for m in books.unbalanced_totals(order, effects)
+            f"{m.order_id} {m.detail}" for m in books.unbalanced_totals(order, view.effects)
         ]
 
 
@@ -187,7 +188,7 @@ def _pending_refunds_check(stories: Sequence[Story], state: LedgerState) -> Chec
 def _recorded_event_ids(state: LedgerState) -> set[str]:
     """The events the tables hold: as a delivery, or as an entry's."""
     return {d["event_id"] for d in state.deliveries} | {
-        e["event_id"] for v in state.orders.values() for e in v.effects
+        str(e.event_id) for v in state.orders.values() for e in v.effects
     }
 
 
@@ -216,10 +217,10 @@ def _other_mode_check(log: DeliveryLog, recorded: set[str]) -> Check:
 
 
 def _announcements_off(
-    order_id: str, counted: list[dict[str, Any]], outbox: list[dict[str, Any]]
+    order_id: str, counted: list[Entry], outbox: list[dict[str, Any]]
 ) -> list[str]:
     """One outbox item per counted entry, flagged late exactly when the entry was stale."""
-    late = {e["effect_key"]: e["outcome"] == Outcome.STALE.value for e in counted}
+    late = {e.effect_key: e.outcome == Outcome.STALE.value for e in counted}
     items = Counter(i["effect_key"] for i in outbox)
     problems = [f"{order_id} {k[:12]}: {items[k]} items" for k in late if items[k] != 1]
     problems += [f"{order_id} {k[:12]}: not counted" for k in items if k not in late]

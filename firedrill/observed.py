@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from devstack.resources import client
 from devstack.stack import RECONCILE_EVERY_SECONDS, EmbeddedStack
 from firedrill.checks import Check
 from firedrill.delivery import DeliveryLog
 from firedrill.story import Story
+from functions.shared.items import Entry
 from functions.shared.outbox import outbox_id_for
 from ops.state import LedgerState
 from ops.status import Pipeline, read_status
@@ -93,10 +93,10 @@ def trace_check(
     dynamodb = client("dynamodb", stack.aws.endpoint_url)
     names = stack.resources.tables
     logs = LocalLogs(stack.log_path)
-    counted_by: dict[str, list[dict[str, Any]]] = {}
+    counted_by: dict[str, list[Entry]] = {}
     for view in state.orders.values():
         for effect in view.effects:
-            counted_by.setdefault(str(effect.get("event_id")), []).append(effect)
+            counted_by.setdefault(str(effect.event_id), []).append(effect)
     status_of = {str(i["outbox_id"]): i["status"] for i in state.outbox}
     problems: list[str] = []
     events = _spread(sorted(log.accepted_event_ids), TRACED_EVENTS)
@@ -116,12 +116,12 @@ def trace_check(
     healed = sorted(
         order_id
         for order_id, view in state.orders.items()
-        if any(e.get("via") == "statement" for e in view.effects)
+        if any(e.via == "statement" for e in view.effects)
     )[:TRACED_ORDERS]
     for order_id in healed:
         told = trace(order_id, dynamodb, names, logs).now
         by_statement = [f for f in told if str(f.get("counted_by", "")).startswith(BY_STATEMENT)]
-        expected = sum(e.get("via") == "statement" for e in state.orders[order_id].effects)
+        expected = sum(e.via == "statement" for e in state.orders[order_id].effects)
         if len(by_statement) != expected:
             problems.append(f"{order_id}: {len(by_statement)} entries told as the statement's")
     return Check(
@@ -136,7 +136,7 @@ def trace_check(
 
 def _event_problems(
     journey: Journey,
-    counted: list[dict[str, Any]],
+    counted: list[Entry],
     status_of: dict[str, str],
     by_bus: bool = False,
 ) -> list[str]:
@@ -157,12 +157,12 @@ def _event_problems(
         for f in journey.now
         if f["kind"] == "entry" and f["counted_by"] == asked
     )
-    held = sorted((str(e["effect_key"]), str(e["outcome"])) for e in counted)
+    held = sorted((e.effect_key, e.outcome) for e in counted)
     if traced != held:
         problems.append(f"{asked}: entries {traced} traced, {held} held")
     notified = {f["id"]: f["status"] for f in journey.now if f["kind"] == "notification"}
     for effect in counted:
-        outbox_id = outbox_id_for(str(effect["effect_key"]))
+        outbox_id = outbox_id_for(effect.effect_key)
         if outbox_id in status_of and notified.get(outbox_id) != status_of[outbox_id]:
             problems.append(f"{asked}: notification {outbox_id[:16]} not {status_of[outbox_id]}")
     return problems

@@ -53,7 +53,7 @@ def attach_unmatched(stack: EmbeddedStack, drill: Sequence[Story]) -> Check:
     """Every payment nobody could route is listed as unmatched; an operator attaches it to its
     order (twice: the second changes nothing), as `umavez attach` does."""
     room = stack.waiting_room()
-    listed = {item.get("external_ref") for item in room.unmatched()}
+    listed = {item.external_ref for item in room.unmatched()}
     expected = [(s.unmatched_object, s.order_id) for s in drill if s.unmatched_object]
     missing = [unmatched for unmatched, _ in expected if unmatched not in listed]
     # Nothing else gave up waiting: a delivery whose order was bound in time (however long

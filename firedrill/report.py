@@ -53,7 +53,7 @@ def embedded_facts(
         f"({log.attempts} in {delivering:.1f} s)",
         "provider retries": log.retries,
         "effects": ", ".join(
-            f"{n} {outcome}" for outcome, n in Counter(e["outcome"] for e in effects).items()
+            f"{n} {outcome}" for outcome, n in Counter(e.outcome for e in effects).items()
         ),
         "faults injected": (
             f"{stack.aws.stats()['conflicts_injected']} transaction conflicts, "

@@ -380,7 +380,7 @@ def _fees(drill: Sequence[Story], state: LedgerState) -> dict[str, tuple[int, in
     """Per Stripe order: the fee_total it holds, and what its lines of the balance kept."""
     return {
         f"{story.order_id} ({story.kind})": (
-            int(state.orders[story.order_id].order.get("fee_total", 0)),
+            state.orders[story.order_id].books.fee_total or 0,
             sum(int(line["fee"]) for line in stripe_books(story)),
         )
         for story in drill

@@ -9,17 +9,35 @@ from typing import Any
 
 from functions.shared import tables
 from functions.shared.dynamo import from_attributes, scan_items
+from functions.shared.items import Entry, FeeLine, Order
 from functions.shared.outbox import outbox_id_for
 
 
 @dataclass
 class OrderView:
+    """An order's partition and its outbox items: the order (None while no entry moved it),
+    its entries, and the provider's statement lines booked on it (each one's fee and net)."""
+
     order_id: str
-    order: dict[str, Any]
-    effects: list[dict[str, Any]] = field(default_factory=list)
+    order: Order | None = None
+    effects: list[Entry] = field(default_factory=list)
     outbox: list[dict[str, Any]] = field(default_factory=list)
-    # The provider's statement lines booked on it: each one's fee and net.
-    fees: list[dict[str, Any]] = field(default_factory=list)
+    fees: list[FeeLine] = field(default_factory=list)
+
+    def add(self, item: dict[str, Any]) -> None:
+        """An item of the order's partition, by its kind; capture marks count nothing."""
+        sort = str(item[tables.SORT_KEY])
+        if sort == tables.ORDER_SORT:
+            self.order = Order.of({"order_id": self.order_id, **item})
+        elif sort.startswith(tables.EFFECT_SORT_PREFIX):
+            self.effects.append(Entry.of(item))
+        elif sort.startswith(tables.FEE_SORT_PREFIX):
+            self.fees.append(FeeLine.of(item))
+
+    @property
+    def books(self) -> Order:
+        """The order as its totals read: one never written holds nothing."""
+        return self.order if self.order is not None else Order(self.order_id)
 
 
 @dataclass
@@ -41,16 +59,12 @@ class LedgerState:
         deliveries, watched = [], []
 
         def view(order_id: str) -> OrderView:
-            return orders.setdefault(order_id, OrderView(order_id, {}))
+            return orders.setdefault(order_id, OrderView(order_id))
 
         for item in ledger:
             pk, sk = item[tables.PARTITION_KEY], item[tables.SORT_KEY]
-            if sk == tables.ORDER_SORT:
-                view(pk.removeprefix("ORDER#")).order = item
-            elif sk.startswith(tables.EFFECT_SORT_PREFIX):
-                view(pk.removeprefix("ORDER#")).effects.append(item)
-            elif sk.startswith(tables.FEE_SORT_PREFIX):
-                view(pk.removeprefix("ORDER#")).fees.append(item)
+            if pk.startswith("ORDER#"):
+                view(pk.removeprefix("ORDER#")).add(item)
             elif sk == tables.DELIVERY_SORT:
                 deliveries.append(item)
             elif pk == tables.RECHECK_PK:
@@ -68,7 +82,7 @@ def order_view(
     dynamodb: Any, names: tables.TableNames, order_id: str, *, with_outbox: bool = True
 ) -> OrderView:
     """One order, its effects (one Query) and, unless told not to, its outbox items."""
-    view = OrderView(order_id, {})
+    view = OrderView(order_id)
     pages = dynamodb.get_paginator("query").paginate(
         TableName=names.ledger,
         KeyConditionExpression="#pk = :pk",
@@ -77,17 +91,9 @@ def order_view(
     )
     for page in pages:
         for item in map(from_attributes, page["Items"]):
-            sort = item[tables.SORT_KEY]
-            if sort == tables.ORDER_SORT:
-                view.order = item
-            elif sort.startswith(tables.EFFECT_SORT_PREFIX):
-                # Only entries: the order's partition also holds its payments' capture marks,
-                # which count nothing themselves.
-                view.effects.append(item)
-            elif sort.startswith(tables.FEE_SORT_PREFIX):
-                view.fees.append(item)
+            view.add(item)
     if view.effects and with_outbox:
-        ids = [outbox_id_for(e["effect_key"]) for e in view.effects]
+        ids = [outbox_id_for(e.effect_key) for e in view.effects]
         keys = [{tables.OUTBOX_KEY: {"S": outbox_id}} for outbox_id in ids]
         for start in range(0, len(keys), 100):
             response = dynamodb.batch_get_item(

@@ -28,6 +28,7 @@ from functions.mercadopago.models import PROVIDER as MERCADOPAGO
 from functions.shared import tables
 from functions.shared.bindings import ledger_items
 from functions.shared.dynamo import from_attributes
+from functions.shared.items import Entry, Order
 from functions.shared.money import render
 from functions.shared.outbox import outbox_id_for
 from functions.shared.redaction import redacted
@@ -193,7 +194,7 @@ def trace(asked: str, dynamodb: Any, names: tables.TableNames, logs: LogSource) 
     """An order id: every event of that order; anything else: that provider event."""
     view = order_view(dynamodb, names, asked)
     if view.order or view.effects:
-        events = {str(e["event_id"]) for e in view.effects if e.get("event_id")}
+        events = {e.event_id for e in view.effects if e.event_id}
         journey = Journey(asked, "order")
         journey.now.append(_order_fact(asked, view.order))
         effects, outbox = view.effects, view.outbox
@@ -204,14 +205,14 @@ def trace(asked: str, dynamodb: Any, names: tables.TableNames, logs: LogSource) 
         journey = Journey(asked, "event")
         effects = _effects_named_by(dynamodb, names, asked, lines)
         events = {asked}
-        outbox = _outbox_items(dynamodb, names.outbox, {str(e["effect_key"]) for e in effects})
+        outbox = _outbox_items(dynamodb, names.outbox, {e.effect_key for e in effects})
         lines += logs.lines({str(i["outbox_id"]) for i in outbox})
     outbox = sorted(outbox, key=lambda i: str(i.get("created_at", "")))
     # The sender's lines name the item only: each is put under the event that made it.
     event_of = {str(i["outbox_id"]): str(i.get("event_id", "")) for i in outbox}
     journey.timeline = [_step(line, event_of) for line in sorted(_unique(lines), key=_moment)]
     asked_event = asked if journey.kind == "event" else None
-    for effect in sorted(effects, key=lambda e: str(e.get("recorded_at", ""))):
+    for effect in sorted(effects, key=lambda e: e.recorded_at or ""):
         journey.now.append(_effect_fact(effect, asked_event))
     journey.now += [_outbox_fact(item) for item in outbox]
     journey.now += _delivery_facts(dynamodb, names.ledger, events, lines)
@@ -232,7 +233,7 @@ def trace(asked: str, dynamodb: Any, names: tables.TableNames, logs: LogSource) 
 
 def _effects_named_by(
     dynamodb: Any, names: tables.TableNames, event_id: str, lines: Iterable[dict[str, Any]]
-) -> list[dict[str, Any]]:
+) -> list[Entry]:
     """The entries of the orders process's lines name: those this event counted (a reversal
     voids two keys and names one), and those its lines found counted by another event (it
     was their duplicate). The ledger is keyed by order, so the lines say where to read."""
@@ -245,7 +246,7 @@ def _effects_named_by(
     found = []
     for order_id, keys in sorted(named.items()):
         for effect in order_view(dynamodb, names, order_id, with_outbox=False).effects:
-            if effect.get("event_id") == event_id or effect.get("effect_key") in keys:
+            if effect.event_id == event_id or effect.effect_key in keys:
                 found.append(effect)
     return found
 
@@ -293,41 +294,38 @@ def _delivery_facts(
 # -- facts and steps ------------------------------------------------------------------------
 
 
-def _order_fact(order_id: str, order: dict[str, Any]) -> dict[str, Any]:
-    from functions.shared.domain import financial_status
-
+def _order_fact(order_id: str, order: Order | None) -> dict[str, Any]:
     return {
         "kind": "order",
         "id": order_id,
-        "status": financial_status(order).value if order else "no order row",
-        "last_event_id": order.get("last_event_id"),
+        "status": order.financial_status.value if order else "no order row",
+        "last_event_id": order.last_event_id if order else None,
     }
 
 
-def _effect_fact(effect: dict[str, Any], asked_event: str | None) -> dict[str, Any]:
+def _effect_fact(effect: Entry, asked_event: str | None) -> dict[str, Any]:
     """An entry, and which event counted it: for an event asked about, itself or another (the
     event was a duplicate of it)."""
-    by = str(effect.get("event_id", ""))
+    by = effect.event_id or ""
     counted_by = by if asked_event is None or by == asked_event else f"another event, {by}"
-    if effect.get("via") == "statement":
+    if effect.via == "statement":
         # No delivery brought it: the provider's statement did (its line, `umavez statement`).
         counted_by = f"the provider's statement, line {by}"
     return {
         "kind": "entry",
-        "id": str(effect["effect_key"]),
-        "outcome": str(effect.get("outcome")),
-        "transition": effect.get("transition"),
-        "order_id": effect.get("order_id") or str(effect.get("pk", "")).removeprefix("ORDER#"),
+        "id": effect.effect_key,
+        "outcome": effect.outcome,
+        "transition": effect.transition,
+        "order_id": effect.order_id,
         "amount": _money(effect),
         "counted_by": counted_by,
     }
 
 
-def _money(effect: dict[str, Any]) -> str:
-    currency = str(effect.get("currency") or "")
-    if not currency or effect.get("amount") is None:
-        return str(effect.get("amount", ""))
-    return render(int(effect["amount"]), currency)
+def _money(effect: Entry) -> str:
+    if not effect.currency or effect.amount is None:
+        return str(effect.amount if effect.amount is not None else "")
+    return render(effect.amount, effect.currency)
 
 
 def _outbox_fact(item: dict[str, Any]) -> dict[str, Any]:

@@ -34,13 +34,13 @@ from botocore.exceptions import ClientError
 from functions.outbox.channels import Channel, ChannelError, SinkGoneError
 from functions.outbox.templates import emails_customer
 from functions.shared import settings, tables
-from functions.shared.domain import financial_status
 from functions.shared.dynamo import (
     from_attributes,
     raise_unclassified,
     to_attributes,
 )
 from functions.shared.errors import UmavezError
+from functions.shared.items import Order
 from functions.shared.outbox import (
     EMAIL_CHANNEL,
     EMAIL_OWED,
@@ -221,7 +221,7 @@ class OutboxSender:
 
     def _read_with_order(
         self, outbox_id: str, order_id: str
-    ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    ) -> tuple[dict[str, Any] | None, Order | None]:
         """The item and its order, consistently, in one BatchGetItem (the stream record
         names the order, so both keys are known before reading)."""
         request: dict[str, Any] = {
@@ -242,7 +242,7 @@ class OutboxSender:
         orders = response["Responses"].get(self._ledger or "", [])
         return (
             from_attributes(items[0]) if items else None,
-            from_attributes(orders[0]) if orders else None,
+            Order.of(from_attributes(orders[0])) if orders else None,
         )
 
     def _send_claimed(self, item: OutboxItem, token: str | None, done: set[str]) -> Sent:
@@ -317,22 +317,25 @@ class OutboxSender:
             )
         except ClientError as exc:
             raise_unclassified(exc, "GetItem")
-        return self._with_order(item, from_attributes(response.get("Item", {})))
+        order = response.get("Item")
+        return self._with_order(
+            item, Order.of(from_attributes(order)) if order else Order(item.order_id)
+        )
 
     @staticmethod
-    def _with_order(item: OutboxItem, order: dict[str, Any] | None) -> OutboxItem:
+    def _with_order(item: OutboxItem, order: Order | None) -> OutboxItem:
         """The order's financial status as of sending, and the recipient learned at payment
         time for items (refunds, disputes) whose own provider object names none."""
         if order is None:
             return item
         return item.model_copy(
             update={
-                "financial_status": financial_status(order).value,
-                "recipient": item.recipient or order.get("recipient"),
+                "financial_status": order.financial_status.value,
+                "recipient": item.recipient or order.recipient,
                 **{
-                    name: order[name]
+                    name: getattr(order, name)
                     for name in ("fee_total", "net_total", "settlement_currency")
-                    if order.get(name) is not None
+                    if getattr(order, name) is not None
                 },
             }
         )

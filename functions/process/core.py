@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 
 from functions.process.verdict import Verdict, decide
 from functions.shared.domain import (
-    COUNTED_OUTCOMES,
     Effect,
     Money,
     RoutedEffect,
@@ -28,6 +27,7 @@ from functions.shared.errors import (
     UnexpectedWriteError,
     WriteContendedError,
 )
+from functions.shared.items import Entry, Order, counted
 from functions.store.reads import Known
 from functions.store.transaction import Refusal, Slot
 
@@ -60,7 +60,7 @@ class Duplicate:
     """The key counted before: `first` is its entry, as read or as the refusal returned it."""
 
     routed: RoutedEffect
-    first: dict[str, object]
+    first: Entry | None
     detail: str
     captured_in_all: int | None = None
 
@@ -84,17 +84,13 @@ class Fail:
 Plan = Apply | Stale | Void | Duplicate | Conflict | Fail
 
 
-def counted(entry: dict[str, object] | None) -> bool:
-    return entry is not None and entry.get("outcome") in COUNTED_OUTCOMES
-
-
 def teaches_recipient(routed: RoutedEffect, known: Known) -> bool:
     """The entry names the customer and its order, as read, existed and knew none: counted,
     it taught the order whom to e-mail, and the order's other notifications may owe theirs.
     A first entry, the order not read yet, has no others to look at; a read that lagged
-    behind an order already there is what the reconciliation's `email_owed_outbox_item` is for."""
+    behind an order already there is what reconciliation's `email_owed_outbox_item` is for."""
     order = known.order
-    return bool(routed.effect.recipient) and order is not None and not order.get("recipient")
+    return bool(routed.effect.recipient) and order is not None and not order.recipient
 
 
 def bound_objects(routed: RoutedEffect) -> tuple[str, ...]:
@@ -128,7 +124,7 @@ def plan(routed: RoutedEffect, known: Known, capture_mark: int | None = None) ->
         # The guarded transaction could only be cancelled (and billed) before voiding.
         return Void(routed)
     if known.later_second_than(routed):
-        return stale(routed, to_bind, known.order or {})
+        return stale(routed, to_bind, known.order)
     return Apply(routed, to_bind)
 
 
@@ -139,8 +135,9 @@ def after_refusal(refused: Apply | Stale, refusal: Refusal) -> Plan:
     routed = refused.routed
     verdict = decide(refusal, stale_attempt=is_stale)
     if verdict is Verdict.DUPLICATE:
-        first = refusal.found(Slot.KEY) or {}
-        return Duplicate(routed, first, f"{kind}: effect key already reserved")
+        first = refusal.found(Slot.KEY)
+        entry = Entry.of(first) if first else None
+        return Duplicate(routed, entry, f"{kind}: effect key already reserved")
     if verdict is Verdict.RETRY:
         return Fail(WriteContendedError(f"{kind} cancelled: {refusal.codes}"))
     if (binding := refusal.binding()) is not None:
@@ -149,13 +146,14 @@ def after_refusal(refused: Apply | Stale, refusal: Refusal) -> Plan:
     if verdict is Verdict.VOID:
         return Void(routed)
     if verdict is Verdict.STALE:
-        return stale(routed, refused.to_bind, refusal.found(Slot.ORDER) or {})
+        order = refusal.found(Slot.ORDER)
+        return stale(routed, refused.to_bind, Order.of(order) if order else None)
     return Fail(UnexpectedWriteError(f"{kind} cancelled: {refusal.codes}"))
 
 
-def stale(routed: RoutedEffect, to_bind: tuple[str, ...], order: dict[str, object]) -> Plan:
+def stale(routed: RoutedEffect, to_bind: tuple[str, ...], order: Order | None) -> Plan:
     """Stale, unless the order is in another currency: that is never counted."""
-    currency = order.get("currency")
+    currency = order.currency if order is not None else None
     if currency is not None and currency != routed.effect.amount.currency:
         return Fail(
             CurrencyMismatchError(
@@ -170,14 +168,15 @@ def needs_capture_mark(routed: RoutedEffect, known: Known) -> bool:
     """A payment captured again (multicapture, over-capture) announces what it captured in
     all, more than its first entry counted: what its entries counted in all is then read
     from its capture mark. The common duplicate reads nothing more."""
-    effect, first = routed.effect, known.key_item or {}
+    effect, first = routed.effect, known.key_item
     return bool(
         effect.captured_so_far
         and effect.payment
         and effect.transition is Transition.PAID
-        and counted(first)
-        and first.get("currency") == effect.amount.currency
-        and effect.amount.minor > int(str(first["amount"]))
+        and first is not None
+        and first.counted
+        and first.currency == effect.amount.currency
+        and effect.amount.minor > (first.amount or 0)
     )
 
 
@@ -188,10 +187,11 @@ def top_up(
     entry of its own, keyed by that total, moving the payment's capture mark (its condition
     serializes two captures counted at once). Anything not more is a duplicate. Also what the
     payment's entries counted in all, when the mark was read for it."""
-    if not needs_capture_mark(routed, known):
+    first = known.key_item
+    if first is None or not needs_capture_mark(routed, known):
         return None, None
-    effect, first = routed.effect, known.key_item or {}
-    counted_before = max(int(str(first["amount"])), capture_mark or 0)
+    effect = routed.effect
+    counted_before = max(first.amount or 0, capture_mark or 0)
     if effect.amount.minor <= counted_before:
         return None, counted_before  # an earlier capture's total, announced after a later one
     captured = effect.amount.minor
@@ -212,14 +212,14 @@ def top_up(
     )
 
 
-def as_settled(routed: RoutedEffect, settled: dict[str, object] | None) -> RoutedEffect:
+def as_settled(routed: RoutedEffect, settled: Entry | None) -> RoutedEffect:
     """A settling entry posts what the entry it settles counted, not what its own event
     says: a Stripe verdict computed from balance transactions could differ from an opening
     booked from the dispute's amount (an event without them), an Asaas verdict from an
     opening read before a refund landed; either way money stayed held for good."""
-    if settled is None or not counted(settled):
+    if settled is None or not settled.counted or settled.amount is None:
         return routed
-    amount = Money(int(str(settled["amount"])), str(settled["currency"]))
+    amount = Money(settled.amount, str(settled.currency))
     if amount == routed.effect.amount:
         return routed
     note = (
@@ -239,17 +239,16 @@ def duplicate_detail(duplicate: Duplicate) -> tuple[str, bool]:
     """What a duplicate says, and whether it names another amount than the entry that counted
     (a mis-map), unless it is an earlier capture of the payment announced late."""
     routed, first, detail = duplicate.routed, duplicate.first, duplicate.detail
-    amount = first.get("amount")
-    if amount is None:
+    if first is None or first.amount is None:
         return detail, False
-    first_counted = int(str(amount))
+    first_counted = first.amount
     if earlier_capture(routed.effect, first_counted, duplicate.captured_in_all):
         return f"{detail}; an earlier capture's total, counted", False
     if first_counted != routed.effect.amount.minor:
         return (
             f"{detail}; amounts disagree: {routed.effect.delivery.event_type} says "
-            f"{routed.effect.amount.minor}, {first.get('event_type')} "
-            f"{first.get('event_id')} counted {amount}",
+            f"{routed.effect.amount.minor}, {first.event_type} "
+            f"{first.event_id} counted {first_counted}",
             True,
         )
     return detail, False

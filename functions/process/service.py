@@ -231,7 +231,7 @@ class EffectProcessor:
     def _duplicate(self, duplicate: core.Duplicate) -> Processed:
         """A duplicate, with what it says (core.duplicate_detail); if it names the customer
         the counted one did not, the order learns it."""
-        if not duplicate.first.get("named_recipient"):
+        if duplicate.first is None or not duplicate.first.named_recipient:
             self._learn_recipient(duplicate.routed)
         detail, disagrees = core.duplicate_detail(duplicate)
         return self._processed(

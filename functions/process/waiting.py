@@ -44,6 +44,7 @@ from functions.shared.errors import (
     UnexpectedWriteError,
     WriteContendedError,
 )
+from functions.shared.items import Parked, Recheck
 from functions.store import queries
 from functions.store.ledger import LedgerItems
 from functions.store.transaction import Placed, Slot, Transaction, commit, is_condition_failure
@@ -121,11 +122,11 @@ class Waiting:
             if not is_condition_failure(exc):  # parked already: it keeps its first time
                 raise_unclassified(exc, "PutItem")
 
-    def waiting(self) -> Iterator[dict[str, Any]]:
-        return self._partition(tables.WAITING_PK)
+    def waiting(self) -> Iterator[Parked]:
+        return map(Parked.of, self._partition(tables.WAITING_PK))
 
-    def dormant(self) -> Iterator[dict[str, Any]]:
-        return self._partition(tables.DORMANT_PK)
+    def dormant(self) -> Iterator[Parked]:
+        return map(Parked.of, self._partition(tables.DORMANT_PK))
 
     # -- objects read again ----------------------------------------------------------------
 
@@ -169,8 +170,8 @@ class Waiting:
             if not is_condition_failure(exc):  # gone already, or watched again since
                 raise_unclassified(exc, "DeleteItem")
 
-    def watched(self) -> Iterator[dict[str, Any]]:
-        return self._partition(tables.RECHECK_PK)
+    def watched(self) -> Iterator[Recheck]:
+        return map(Recheck.of, self._partition(tables.RECHECK_PK))
 
     def _recheck_due(self, now: int) -> Counter[str]:
         """Each watch whose time has come, re-driven, and its next check scheduled (doubling,
@@ -180,25 +181,22 @@ class Waiting:
         )
         for item in self.watched():
             counts["rechecks_open"] += 1
-            if now - int(item.get("watching_since", now)) > RECHECK_STUCK_SECONDS:
+            if now - (item.watching_since or now) > RECHECK_STUCK_SECONDS:
                 counts["rechecks_over_a_week"] += 1
-            if int(item["next_check_at"]) > now:
+            if item.next_check_at > now:
                 continue
-            checks = int(item.get("checks", 0))
+            checks = item.checks
             try:
                 self._send(
                     item,
                     "recheck",
-                    {
-                        RECHECK_OBJECT: str(item["object"]),
-                        RECHECK_GENERATION: str(item["generation"]),
-                    },
+                    {RECHECK_OBJECT: item.object, RECHECK_GENERATION: item.generation},
                 )
                 wait = min(self._recheck_after * 2 ** (checks + 1), RECHECK_AT_MOST_EVERY_SECONDS)
                 # Only the watch it sent: one ended or renewed meanwhile keeps its own.
                 self._db.update_item(
                     **self._waiting_items.next_check(
-                        item[tables.SORT_KEY], str(item["generation"]), now + wait, checks + 1
+                        item.sk, item.generation, now + wait, checks + 1
                     )
                 )
             except ClientError as exc:
@@ -211,8 +209,8 @@ class Waiting:
             counts["rechecked"] += 1
         return counts
 
-    def unmatched(self) -> Iterator[dict[str, Any]]:
-        return self._partition(tables.UNMATCHED_PK)
+    def unmatched(self) -> Iterator[Parked]:
+        return map(Parked.of, self._partition(tables.UNMATCHED_PK))
 
     # -- the scheduled re-drive --------------------------------------------------------------
 
@@ -255,7 +253,7 @@ class Waiting:
             counts[result] += 1
             # Re-driven or recorded as ignored: it waits no more.
             waits = result not in {"redriven", "ignored"}
-            if waits and now - int(item["waiting_since"]) >= WAITING_ALARM_SECONDS:
+            if waits and now - item.waiting_since >= WAITING_ALARM_SECONDS:
                 counts["waiting_over_an_hour"] += 1
         # Unmatched money whose binding arrived after all (an event resent weeks later) is
         # re-driven too: nothing routable stays unmatched.
@@ -265,9 +263,9 @@ class Waiting:
                 continue
             try:
                 if bound[n]:
-                    self._enqueue_and_forget(item, str(item[tables.PARTITION_KEY]))
+                    self._enqueue_and_forget(item, item.pk)
                     counts["redriven"] += 1
-                elif item[tables.PARTITION_KEY] == tables.DORMANT_PK:
+                elif item.pk == tables.DORMANT_PK:
                     counts["dormant"] += 1
                 elif bound[n] is False and not moves_money(item):
                     # Moved here before unmatched meant money: it leaves the list (and the alarm).
@@ -277,29 +275,29 @@ class Waiting:
         counts.update(self._recheck_due(now))
         return counts
 
-    def _bound_items(self, items: list[dict[str, Any]]) -> list[bool | None]:
+    def _bound_items(self, items: list[Parked]) -> list[bool | None]:
         """For each parked item, whether any of its objects is bound (None: DynamoDB could not
         say). Every item's bindings are read together, 100 a request: a run costs a read per
         hundred objects, not one per parked delivery."""
         found, unread = ledger_items(
             self._db,
             self._tables.ledger,
-            (binding_key(i["provider"], ref) for i in items for ref in i.get("objects", [])),
+            (binding_key(i.provider, ref) for i in items for ref in i.objects),
         )
 
-        def bound(item: dict[str, Any]) -> bool | None:
-            keys = [binding_key(item["provider"], ref) for ref in item.get("objects", [])]
+        def bound(item: Parked) -> bool | None:
+            keys = [binding_key(item.provider, ref) for ref in item.objects]
             if any(k in found for k in keys):
                 return True
             return None if any(k in unread for k in keys) else False
 
         return [bound(item) for item in items]
 
-    def _check_waiting(self, item: dict[str, Any], bound: bool | None, now: int) -> str:
+    def _check_waiting(self, item: Parked, bound: bool | None, now: int) -> str:
         if bound:
             self._enqueue_and_forget(item, tables.WAITING_PK)
             return "redriven"
-        if bound is False and now - int(item["waiting_since"]) >= self._limit:
+        if bound is False and now - item.waiting_since >= self._limit:
             if not moves_money(item):
                 return "ignored" if self._ignore(item, tables.WAITING_PK, now) else "still_waiting"
             return "unmatched" if self._move_to_unmatched(item, now) else "still_waiting"
@@ -315,8 +313,8 @@ class Waiting:
         parked = [
             (partition, item)
             for partition in (tables.WAITING_PK, tables.UNMATCHED_PK, tables.DORMANT_PK)
-            for item in self._partition(partition)
-            if item["provider"] == provider and object_id in item.get("objects", [])
+            for item in map(Parked.of, self._partition(partition))
+            if item.provider == provider and object_id in item.objects
         ]
         if not parked and not force and not self._bound(provider, [object_id]):
             raise NothingWaitsError(
@@ -361,41 +359,42 @@ class Waiting:
             return True
         return None if unread else False
 
-    def _send(self, item: dict[str, Any], redriven: str, more: dict[str, str]) -> None:
+    def _send(self, item: Parked | Recheck, redriven: str, more: dict[str, str]) -> None:
         """The parked delivery to the webhook queue, with what ingest gave it and why."""
         attributes = {
-            "provider": str(item["provider"]),
-            "event_id": str(item["event_id"]),
-            "event_type": str(item["event_type"]),
+            "provider": item.provider,
+            "event_id": item.event_id,
+            "event_type": str(item.event_type),
             "redriven": redriven,
             **more,
         }
         self._sqs.send_message(
             QueueUrl=self._queue_url,
-            MessageBody=str(item["body"]),
+            MessageBody=item.body,
             MessageAttributes={
                 name: {"DataType": "String", "StringValue": value}
                 for name, value in attributes.items()
             },
         )
 
-    def _enqueue_and_forget(self, item: dict[str, Any], partition: str) -> None:
+    def _enqueue_and_forget(self, item: Parked, partition: str) -> None:
         """Send first, then delete: a crash in between sends it again, which is a duplicate."""
         self._send(item, partition.lower(), {})
         self._db.delete_item(
-            TableName=self._tables.ledger, Key=self._waiting_items.parked_key(item, partition)
+            TableName=self._tables.ledger,
+            Key=self._waiting_items.parked_key(item.stored, partition),
         )
 
-    def _move_to_unmatched(self, item: dict[str, Any], now: int) -> bool:
+    def _move_to_unmatched(self, item: Parked, now: int) -> bool:
         """Only if it still waits: an attach or a re-drive in between wins."""
-        transaction = self._waiting_items.to_unmatched(item, now)
+        transaction = self._waiting_items.to_unmatched(item.stored, now)
         if (refusal := commit(self._db, transaction)) is not None:
             if refusal.failed(Slot.PARKED) or refusal.contended:
                 return False
             raise UnexpectedWriteError(f"unmatched move: {refusal.codes}")
         return True
 
-    def _ignore(self, item: dict[str, Any], partition: str, now: int) -> bool:
+    def _ignore(self, item: Parked, partition: str, now: int) -> bool:
         """A delivery that moves no money and whose objects no order was ever bound to: its
         audit record says so (kept for the retention, as process keeps what changed nothing),
         and it no longer waits: it is kept dormant for the retention (not listed, not
@@ -403,23 +402,25 @@ class Waiting:
         late: its renewal invoice then binds, and the payment waiting on that invoice counts).
         Only if it still waits: a re-drive or an attach in between wins. A record of the
         delivery already there (a copy processed since) is kept."""
-        transaction = self._waiting_items.ignored(item, partition, now)
+        transaction = self._waiting_items.ignored(item.stored, partition, now)
         if (refusal := commit(self._db, transaction)) is not None:
             if refusal.failed(Slot.PARKED) or refusal.contended:
                 return False
             if refusal.failed(Slot.AUDIT):
                 # The delivery has its record already: it only stops waiting.
-                moves = Transaction.of(self._waiting_items.kept_dormant(item, partition, now))
+                moves = Transaction.of(
+                    self._waiting_items.kept_dormant(item.stored, partition, now)
+                )
                 self._db.transact_write_items(TransactItems=moves.items)
                 return True
             raise UnexpectedWriteError(f"ignored move: {refusal.codes}")
         return True
 
 
-def moves_money(item: dict[str, Any]) -> bool:
+def moves_money(item: Parked) -> bool:
     """Whether a parked delivery would book money once routed: an entry's has its amount.
     Anything not known to be a binding alone counts as money: listed, never dropped."""
-    return item.get("transition") != BINDING_ONLY or item.get("amount") is not None
+    return item.transition != BINDING_ONLY or item.amount is not None
 
 
 def waiting_from_env() -> Waiting:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Final
 from functions.reconcile.report import Report
 from functions.shared import tables
 from functions.shared.dynamo import from_attributes, to_attributes
+from functions.shared.items import RunCheckpoint
 from functions.store import checkpoints
 
 if TYPE_CHECKING:
@@ -19,15 +20,14 @@ CHECKPOINT_SK: Final = "CHECKPOINT"
 LAST_RUN_SK: Final = "LAST_RUN"
 
 
-def read(db: DynamoDBClient, ledger: str) -> dict[str, str]:
+def read(db: DynamoDBClient, ledger: str) -> RunCheckpoint:
     """Where the last run's two passes stopped (`checked_until`, `lagged_until`)."""
     response = db.get_item(
         TableName=ledger,
         Key=to_attributes({tables.PARTITION_KEY: CHECKPOINT_PK, tables.SORT_KEY: CHECKPOINT_SK}),
         ConsistentRead=True,
     )
-    item = from_attributes(response.get("Item", {}))
-    return {k: str(item[k]) for k in ("checked_until", "lagged_until") if item.get(k)}
+    return RunCheckpoint.of(from_attributes(response.get("Item", {})))
 
 
 def save(

@@ -4,16 +4,16 @@ read made for several orders at once)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from functions.reconcile.mismatches import OutboxChecks, email_owed
-from functions.reconcile.reads import Reads, effects, order_of, updated_at
+from functions.reconcile.reads import Reads, updated_at
 from functions.reconcile.report import Report
 from functions.reconcile.stamps import iso
 from functions.shared import books, tables
-from functions.shared.domain import COUNTED_OUTCOMES
+from functions.shared.items import Entry, OrderPartition
 from functions.shared.outbox import outbox_id_for
 
 
@@ -51,12 +51,11 @@ class BooksCheck:
     ) -> OrderBooks:
         """The order's books from its items, and its counted entries' outbox items: read now,
         or taken from `outbox` (read a little earlier, for several orders at once)."""
-        order = order_of(items)
-        entries = effects(items)
+        partition = OrderPartition.of(order_id, items)
         report.orders_checked += 1
-        mismatches = books.unbalanced_totals({"order_id": order_id, **order}, entries)
-        within_retention = self._announced(entries)
-        wanted = [outbox_id_for(e["effect_key"]) for e in within_retention]
+        mismatches = books.unbalanced_totals(partition.books, partition.entries)
+        within_retention = self._announced(partition.entries)
+        wanted = [outbox_id_for(e.effect_key) for e in within_retention]
         if outbox is None:
             outbox = self._reads.outbox_items(wanted)
         else:  # its own items only, and none whose entry passed the retention since
@@ -70,20 +69,17 @@ class BooksCheck:
             for item in outbox.values()
             if tables.OUTBOX_DUE_BUCKET not in item and (stuck := self._outbox_checks.stuck(item))
         ]
-        if order.get("recipient"):
+        if partition.books.recipient:
             mismatches += email_owed(outbox.values())
         return OrderBooks(order_id, updated_at(items), mismatches)
 
     def announced_ids(self, items: list[dict[str, Any]]) -> list[str]:
         """The outbox ids the order's counted entries within the retention announce."""
-        return [outbox_id_for(e["effect_key"]) for e in self._announced(effects(items))]
+        entries = OrderPartition.of("", items).entries
+        return [outbox_id_for(e.effect_key) for e in self._announced(entries)]
 
-    def _announced(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _announced(self, entries: Iterable[Entry]) -> list[Entry]:
         """The counted entries whose outbox item must exist. A sent item expires after the
         retention; its entry stays. Not a missing item."""
         horizon = iso(self._clock() - self._retention)
-        return [
-            e
-            for e in entries
-            if e["outcome"] in COUNTED_OUTCOMES and str(e.get("recorded_at", "")) > horizon
-        ]
+        return [e for e in entries if e.counted and (e.recorded_at or "") > horizon]

@@ -4,12 +4,13 @@ run's caps."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from functions.reconcile.stamps import hours, iso, shifted
 from functions.reconcile.units import RunPlan, Unit
 from functions.shared import tables
+from functions.shared.items import RunCheckpoint
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ class Planner:
         self._limits = limits
         self._count = count
 
-    def plan(self, now: float, saved: Mapping[str, str]) -> RunPlan:
+    def plan(self, now: float, saved: RunCheckpoint) -> RunPlan:
         """The window since the checkpoint up to `now - settle`, cut into units: per pass, per
         hour, one unit per shard of the `changed` index that holds an order (counted, keys only).
         The window stops at an hour boundary once the run's orders or units reach their caps (a
@@ -37,13 +38,13 @@ class Planner:
         deadline, so one that is neither sent nor in the due index (its stream try was lost)
         is reported there, once, however young it was when its order was first checked.
         """
-        start = saved.get("checked_until") or iso(now - self._limits.first_run_lookback_seconds)
+        start = saved.checked_until or iso(now - self._limits.first_run_lookback_seconds)
         until = iso(now - self._limits.settle_seconds)
         units: list[Unit] = []
         counted = [0]
         checked_until = max(self._plan_pass(start, until, units, counted), start)
         lag = self._limits.pending_deadline_seconds + 60
-        lagged_from = saved.get("lagged_until") or shifted(start, -lag)
+        lagged_from = saved.lagged_until or shifted(start, -lag)
         lagged_until = shifted(checked_until, -lag)
         if lagged_from < lagged_until:
             # The caps are shared: what the first pass left; the lagged one resumes next run.
@@ -51,7 +52,7 @@ class Planner:
         else:
             lagged_until = lagged_from
         return RunPlan(
-            checkpoint_read=saved.get("checked_until", ""),
+            checkpoint_read=saved.checked_until,
             checked_from=start,
             checked_until=checked_until,
             lagged_until=lagged_until,

@@ -143,10 +143,6 @@ def chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
         yield chunk
 
 
-def effects(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [i for i in items if str(i[tables.SORT_KEY]).startswith(tables.EFFECT_SORT_PREFIX)]
-
-
 def order_of(items: list[dict[str, Any]]) -> dict[str, Any]:
     return next((i for i in items if i[tables.SORT_KEY] == tables.ORDER_SORT), {})
 

@@ -13,7 +13,7 @@ import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final
+from typing import Final
 
 from functions.shared import tables
 from functions.shared.money import (
@@ -129,17 +129,12 @@ class FinancialStatus(StrEnum):
     PAID = "paid"
 
 
-def totals_of(order: Mapping[str, Any]) -> dict[Total, int]:
-    return {total: int(order.get(total.value, 0) or 0) for total in Total}
-
-
-def financial_status(order: Mapping[str, Any]) -> FinancialStatus:
+def financial_status(totals: Mapping[Total, int]) -> FinancialStatus:
     """The one reading of an order's totals that every reader (CLI, e-mail, EventBridge) shows.
 
     Money held by an open dispute dominates; then money lost to one; then refunds against what
     was paid (a partial refund is not "refunded"); then a won dispute or an open inquiry.
     """
-    totals = totals_of(order)
     paid, refunded = totals[Total.PAID], totals[Total.REFUNDED]
     if totals[Total.DISPUTED] > 0:
         return FinancialStatus.DISPUTED

@@ -1,17 +1,9 @@
 """Names, keys and layouts of the tables: one module read by the functions, the tests and infra.
 
-The ledger is one table holding four kinds of item, so that an order and everything that
-happened to it are one Query away:
-
-    ORDER#{order_id}       / ORDER             the order: status, ordering token, running totals
-    ORDER#{order_id}       / EFFECT#{key}      one reserved effect key (outcome applied or stale)
-    REF#{provider}#{id}    / REF               which order a provider object (payment) belongs to
-    DELIVERY#{provider}#{event_id} / DELIVERY  audit of a delivery that changed nothing
-    WAITING                / {provider}#{event_id}   a delivery waiting for its order's binding
-    UNMATCHED              / {provider}#{event_id}   one that waited longer than a provider retries
-
-The outbox is its own table because its stream feeds the sender and nothing else.
-"""
+The ledger is one table holding every kind of item, so that an order and everything that
+happened to it are one Query away; each kind's keys and its typed model are listed in
+functions/shared/items.py. The outbox is its own table because its stream feeds the sender
+and nothing else."""
 
 from __future__ import annotations
 

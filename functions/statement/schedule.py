@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Final
 
 from functions.asaas.api import AsaasApiNotConfiguredError
 from functions.shared import tables
+from functions.shared.dynamo import from_attributes
+from functions.shared.items import StatementCheckpoint
 from functions.statement import service
 from functions.statement.cadence import HOURLY, Cadence
 from functions.statement.reading import StatementInterruptedError, StatementNotConfiguredError
@@ -105,7 +107,7 @@ class StatementSchedule:
             ConsistentRead=True,
         )
         item = response.get("Item")
-        return int(item["checked_until"]["N"]) if item else None
+        return StatementCheckpoint.of(from_attributes(item)).checked_until if item else None
 
     def cadence(self, provider: str) -> Cadence:
         return self._cadences.get(provider, HOURLY).with_window(self._window_seconds)

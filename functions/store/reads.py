@@ -13,6 +13,7 @@ from functions.shared import tables
 from functions.shared.domain import RoutedEffect, ordering_token
 from functions.shared.dynamo import from_attributes, raise_unclassified, to_attributes
 from functions.shared.errors import WriteContendedError
+from functions.shared.items import Binding, CaptureMark, Entry, Order
 from functions.store import queries
 
 if TYPE_CHECKING:
@@ -24,16 +25,16 @@ class Known:
     """What the read before the transaction found: the effect key's item, the order, and the
     order each named provider object is bound to."""
 
-    key_item: dict[str, object] | None
-    order: dict[str, object] | None
+    key_item: Entry | None
+    order: Order | None
     bound: dict[str, str]
     # The entry a settling one settles (a verdict's opening, a refund's success), if written.
-    settled: dict[str, object] | None = None
+    settled: Entry | None = None
 
     def later_second_than(self, routed: RoutedEffect) -> bool:
         """The order's last event is from a later second: this entry is stale for good."""
-        second = (self.order or {}).get("last_event_second")
-        return second is not None and int(str(second)) > routed.effect.delivery.created
+        second = self.order.last_event_second if self.order is not None else None
+        return second is not None and second > routed.effect.delivery.created
 
 
 class LedgerReads:
@@ -80,15 +81,15 @@ class LedgerReads:
         # Keys left unread (throttling) are simply not seen: the transaction decides for them.
         found = [from_attributes(item) for item in response["Responses"].get(ledger, [])]
         by_sort = {str(item[tables.SORT_KEY]): item for item in found}
+        key_item = by_sort.get(tables.effect_sk(routed.key))
+        order = by_sort.get(tables.ORDER_SORT)
+        settled = by_sort.get(tables.effect_sk(settles)) if settles is not None else None
+        bindings = [Binding.of(i) for i in found if i[tables.SORT_KEY] == tables.REF_SORT]
         return Known(
-            key_item=by_sort.get(tables.effect_sk(routed.key)),
-            order=by_sort.get(tables.ORDER_SORT),
-            bound={
-                str(item["ref"]): str(item["order_id"])
-                for item in found
-                if item[tables.SORT_KEY] == tables.REF_SORT
-            },
-            settled=by_sort.get(tables.effect_sk(settles)) if settles is not None else None,
+            key_item=Entry.of(key_item) if key_item else None,
+            order=Order.of(order) if order else None,
+            bound={binding.ref: binding.order_id for binding in bindings},
+            settled=Entry.of(settled) if settled else None,
         )
 
     def capture_mark(self, routed: RoutedEffect) -> int:
@@ -110,7 +111,8 @@ class LedgerReads:
             )
         except ClientError as exc:
             raise_unclassified(exc, "GetItem")
-        return int(str(from_attributes(response.get("Item", {})).get("captured", 0)))
+        item = response.get("Item")
+        return CaptureMark.of(from_attributes(item)).captured if item else 0
 
     def superseded(self, routed: RoutedEffect) -> bool:
         """Whether a movement of the same payment newer than this stale one counted already:

@@ -12,6 +12,8 @@ from functions.shared.tables import DEFAULT_LEDGER_TABLE, DEFAULT_OUTBOX_TABLE, 
 from ops.cli.common import add_endpoint_url
 
 if TYPE_CHECKING:
+    from functions.process.waiting import Waiting
+    from functions.shared.items import Entry, FeeLine, Parked
     from ops.state import OrderView
 
 # Deliveries to each local sink, per outbox item.
@@ -78,7 +80,7 @@ def add_attach_parser(commands: Any) -> None:
     parser.set_defaults(run=attach)
 
 
-def _waiting_room(endpoint_url: str, ledger_table: str, queue_url: str | None) -> Any:
+def _waiting_room(endpoint_url: str, ledger_table: str, queue_url: str | None) -> Waiting:
     import boto3
 
     from functions.process.waiting import Waiting
@@ -200,32 +202,31 @@ def show_order(args: argparse.Namespace) -> int:
 
 def _order_report(order_id: str, view: OrderView, sinks: SinkCounts | None) -> dict[str, Any]:
     """The order as `show order --json` prints it (fields in docs/operations.md)."""
-    from functions.shared.domain import financial_status, totals_of
-
+    order = view.books
     return {
         "order_id": order_id,
-        "status": financial_status(view.order).value,
-        "lifecycle_status": view.order.get("lifecycle_status"),
-        "currency": str(view.order.get("currency", "")),
-        "recipient": view.order.get("recipient"),
-        "totals": {t.value.removesuffix("_total"): n for t, n in totals_of(view.order).items()},
-        "last_event_at": view.order.get("last_event_at"),
-        "last_event_id": view.order.get("last_event_id"),
+        "status": order.financial_status.value,
+        "lifecycle_status": order.lifecycle_status,
+        "currency": order.currency or "",
+        "recipient": order.recipient,
+        "totals": {t.value.removesuffix("_total"): n for t, n in order.totals.items()},
+        "last_event_at": order.last_event_at,
+        "last_event_id": order.last_event_id,
         # What the provider kept and paid out, from its statement (None until it was read),
         # in the account's settlement currency.
-        "fee_total": view.order.get("fee_total"),
-        "net_total": view.order.get("net_total"),
-        "settlement_currency": view.order.get("settlement_currency"),
+        "fee_total": order.fee_total,
+        "net_total": order.net_total,
+        "settlement_currency": order.settlement_currency,
         "statement_lines": _statement_lines(view.fees),
         "effects": _effect_rows(view.effects),
         "outbox": _outbox_rows(view.outbox, sinks),
     }
 
 
-def _statement_lines(fees: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _statement_lines(fees: list[FeeLine]) -> list[dict[str, Any]]:
     return [
-        {k: f.get(k) for k in ("line", "category", "fee", "net", "currency")}
-        for f in sorted(fees, key=lambda f: (f.get("line_created", 0), f["line"]))
+        {"line": f.line, "category": f.category, "fee": f.fee, "net": f.net, "currency": f.currency}
+        for f in sorted(fees, key=lambda f: (f.line_created or 0, f.line))
     ]
 
 
@@ -242,11 +243,11 @@ _EFFECT_FIELDS = (
 )
 
 
-def _effect_rows(effects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _effect_rows(effects: list[Entry]) -> list[dict[str, Any]]:
     """In the order they were applied."""
     return [
-        {k: e.get(k) for k in _EFFECT_FIELDS}
-        for e in sorted(effects, key=lambda e: (e.get("ordering_token", 0), e["effect_key"]))
+        {k: getattr(e, k) for k in _EFFECT_FIELDS}
+        for e in sorted(effects, key=lambda e: (e.ordering_token or 0, e.effect_key))
     ]
 
 
@@ -302,18 +303,18 @@ def _has_table(dynamodb: Any, name: str) -> bool:
     return name in dynamodb.list_tables().get("TableNames", [])
 
 
-def describe(item: dict[str, Any], now: float) -> dict[str, Any]:
+def describe(item: Parked, now: float) -> dict[str, Any]:
     """One waiting or unmatched delivery, for the CLI and logs (the raw body left out)."""
     return {
-        "provider": item.get("provider"),
-        "event_id": item.get("event_id"),
-        "event_type": item.get("event_type"),
-        "waits_for": item.get("objects", []),
-        "transition": item.get("transition"),
-        "object": item.get("external_ref"),
-        "amount": item.get("amount"),
-        "currency": item.get("currency"),
-        "waiting_seconds": int(now - int(item.get("waiting_since", now))),
-        "unmatched_at": item.get("unmatched_at"),
-        "raw_event": json.loads(str(item.get("body", "{}"))) if item.get("body") else None,
+        "provider": item.provider,
+        "event_id": item.event_id,
+        "event_type": item.event_type,
+        "waits_for": item.objects,
+        "transition": item.transition,
+        "object": item.external_ref,
+        "amount": item.amount,
+        "currency": item.currency,
+        "waiting_seconds": int(now - item.waiting_since),
+        "unmatched_at": item.unmatched_at,
+        "raw_event": json.loads(item.body) if item.body else None,
     }

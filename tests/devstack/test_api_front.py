@@ -159,5 +159,5 @@ def test_a_signed_stripe_event_through_the_http_api_front_is_enqueued_and_applie
     # holds one applied payment
     assert statuses == [[200], [200]]
     assert {(e["version"], e["isBase64Encoded"]) for e in seen} == {("2.0", False)}
-    assert view.order["paid_total"] == 5000
-    assert [e["outcome"] for e in view.effects] == [Outcome.APPLIED.value]
+    assert view.books.paid_total == 5000
+    assert [e.outcome for e in view.effects] == [Outcome.APPLIED.value]

@@ -21,7 +21,7 @@ from functions.outbox.sender import OutboxSender, SendPolicy
 from functions.process.asaas_cash import LedgerCash
 from functions.process.interpreters import Interpreters
 from functions.process.service import EffectProcessor, Processed
-from functions.shared.domain import COUNTED_OUTCOMES, Outcome, financial_status
+from functions.shared.domain import COUNTED_OUTCOMES, Outcome
 from functions.shared.errors import MalformedEventError
 from tests.support.clock import FakeClock
 from tests.support.histories import RecordedChannel, RecordedEmail
@@ -75,9 +75,9 @@ def payment_now(**changes: Any) -> dict[str, Any]:
 
 def counted(world: World) -> list[tuple[str, str, int]]:
     return sorted(
-        (str(e["transition"]), str(e["external_ref"]), int(e["amount"]))
+        (str(e.transition), str(e.external_ref), e.amount or 0)
         for e in world.effects(ORDER)
-        if e.get("outcome") in COUNTED_OUTCOMES
+        if e.outcome in COUNTED_OUTCOMES
     )
 
 
@@ -117,7 +117,7 @@ def test_the_value_booked_is_the_one_asaas_answers_not_the_one_the_body_claims(
     # Then the order Asaas names holds Asaas's 50.00, as a cash receipt; the claim moved nothing
     assert processed.outcome is Outcome.APPLIED
     assert counted(world) == [("order.paid", f"{PAYMENT}:cash", 5000)]
-    assert world.order("ord_someone_else") == {}
+    assert world.find_order("ord_someone_else") is None
     assert world.mismatches(ORDER) == []
     assert asaas.requests == [f"/v3/payments/{PAYMENT}"]
 
@@ -135,8 +135,8 @@ def test_an_event_whose_payment_asaas_does_not_know_is_recorded_ignored_with_the
     # Then nothing is booked; the delivery is recorded once, ignored, saying why
     assert [p.outcome for p in first + again] == [Outcome.IGNORED, Outcome.IGNORED]
     [record] = world.deliveries()
-    assert (record["outcome"], record["event_id"]) == ("ignored", "evt_unknown&1")
-    assert "Asaas does not know payment pay_nobody" in record["reason"]
+    assert (record.outcome, record.event_id) == ("ignored", "evt_unknown&1")
+    assert "Asaas does not know payment pay_nobody" in record.reason
     assert world.outbox() == []
     assert [e for e in world.effects(ORDER)] == []
 
@@ -217,7 +217,7 @@ def test_a_charge_received_in_cash_again_after_an_undo_is_paid_again(
     undo_at = 1_796_127_327
     state = world.order(ORDER)
     assert [p.outcome for p in results] == [Outcome.APPLIED] * 3
-    assert (state["paid_total"], financial_status(state)) == (5000, "paid")
+    assert (state.paid_total, state.financial_status) == (5000, "paid")
     assert counted(world) == [
         ("order.paid", f"{PAYMENT}:cash", 5000),
         ("order.paid", f"{PAYMENT}:cash:{undo_at}", 5000),
@@ -256,7 +256,7 @@ def test_a_cash_receipt_delivered_again_or_its_undo_resent_is_still_one_effect(
     # shows is the one already booked
     assert set(resent) == {Outcome.DUPLICATE}
     assert world.snapshot() == before
-    assert world.order(ORDER)["paid_total"] == 5000
+    assert world.order(ORDER).paid_total == 5000
 
 
 def test_an_undo_read_after_the_charge_was_received_in_cash_again_books_the_new_receipt(
@@ -280,7 +280,7 @@ def test_an_undo_read_after_the_charge_was_received_in_cash_again_books_the_new_
     # Then the undo reverses the first receipt and books the one Asaas shows: paid once
     assert [p.outcome for p in first] == [Outcome.DUPLICATE]
     assert [p.outcome for p in then] == [Outcome.APPLIED, Outcome.APPLIED]
-    assert world.order(ORDER)["paid_total"] == 5000
+    assert world.order(ORDER).paid_total == 5000
     assert counted(world) == [
         ("order.paid", f"{PAYMENT}:cash", 5000),
         ("order.paid", f"{PAYMENT}:cash:1796127327", 5000),
@@ -313,10 +313,10 @@ def test_an_undo_read_after_the_charge_was_deleted_still_reverses_its_receipt(
 
     # Then the receipt is reversed (the order unpaid), and the deletion recorded as ignored
     assert [p.outcome for p in undone + deleted] == [Outcome.APPLIED, Outcome.IGNORED]
-    assert world.order(ORDER)["paid_total"] == 0
+    assert world.order(ORDER).paid_total == 0
     assert counted(world) == [
         ("order.paid", f"{PAYMENT}:cash", 5000),
         ("order.payment_reversed", f"{PAYMENT}:cash", 5000),
     ]
     [record] = world.deliveries()
-    assert "deleted charge was never paid" in record["reason"]
+    assert "deleted charge was never paid" in record.reason

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from fixtures import stripe
-from functions.shared.domain import Outcome, financial_status
+from functions.shared.domain import Outcome
 from functions.shared.errors import OrderNotYetKnownError
 from tests.support.clients import intercepted
 from tests.support.world import World
@@ -40,7 +40,7 @@ def test_checkout_paid_is_the_payment_and_its_intent_events_find_the_order(world
     # Then one payment, on the session's order, announced once
     state = world.order(order)
     assert (paid.outcome, by_intent.outcome) == (Outcome.APPLIED, Outcome.DUPLICATE)
-    assert (state["paid_total"], financial_status(state)) == (AMOUNT, "paid")
+    assert (state.paid_total, state.financial_status) == (AMOUNT, "paid")
     assert len(world.outbox(order)) == 1
     assert world.mismatches(order) == []
 
@@ -57,7 +57,7 @@ def test_payment_intent_before_its_checkout_session_is_applied_once_the_session_
     redelivered = world.deliver(early)
 
     assert redelivered.outcome is Outcome.DUPLICATE
-    assert world.order(order)["paid_total"] == AMOUNT
+    assert world.order(order).paid_total == AMOUNT
 
 
 def test_boleto_checkout_binds_unpaid_then_pays_when_the_payment_succeeds(world: World) -> None:
@@ -67,7 +67,7 @@ def test_boleto_checkout_binds_unpaid_then_pays_when_the_payment_succeeds(world:
         stripe.checkout_session("checkout.session.completed.boleto", order, intent, session, T0)
     )
     assert unpaid.outcome is Outcome.BOUND
-    assert world.order(order) == {}
+    assert world.find_order(order) is None
 
     # When the boleto is paid days later: the session says so, and so does the PaymentIntent
     succeeded = stripe.checkout_session(
@@ -79,7 +79,7 @@ def test_boleto_checkout_binds_unpaid_then_pays_when_the_payment_succeeds(world:
     # Then the order is paid once
     state = world.order(order)
     assert (paid.outcome, by_intent.outcome) == (Outcome.APPLIED, Outcome.DUPLICATE)
-    assert (state["paid_total"], financial_status(state)) == (AMOUNT, "paid")
+    assert (state.paid_total, state.financial_status) == (AMOUNT, "paid")
 
 
 def test_failed_or_expired_checkout_is_recorded_and_never_paid(world: World) -> None:
@@ -94,8 +94,8 @@ def test_failed_or_expired_checkout_is_recorded_and_never_paid(world: World) -> 
     )
 
     assert (failed.outcome, expired.outcome) == (Outcome.BOUND, Outcome.IGNORED)
-    assert world.order(order) == {}
-    assert {d["outcome"] for d in world.deliveries()} == {"bound", "ignored"}
+    assert world.find_order(order) is None
+    assert {d.outcome for d in world.deliveries()} == {"bound", "ignored"}
 
 
 def test_subscription_invoice_binds_its_payment_to_the_order_on_the_invoice(world: World) -> None:
@@ -114,7 +114,7 @@ def test_subscription_invoice_binds_its_payment_to_the_order_on_the_invoice(worl
         Outcome.APPLIED,
         Outcome.DUPLICATE,
     )
-    assert world.order(order)["paid_total"] == AMOUNT
+    assert world.order(order).paid_total == AMOUNT
 
 
 @pytest.mark.parametrize("first", ["intent", "charge"])
@@ -140,11 +140,11 @@ def test_one_payment_named_for_two_orders_credits_the_first_and_records_the_conf
 
     # Then it is credited once, on the order that bound it; the other is a recorded conflict
     assert (applied.outcome, conflict.outcome) == (Outcome.APPLIED, Outcome.CONFLICT)
-    assert world.order(bound_order)["paid_total"] == AMOUNT
-    assert world.order(other_order) == {}
+    assert world.order(bound_order).paid_total == AMOUNT
+    assert world.find_order(other_order) is None
     assert world.outbox(other_order) == []
-    [record] = [d for d in world.deliveries() if d["outcome"] == "conflict"]
-    assert (record["order_id"], record["bound_order_id"]) == (other_order, bound_order)
+    [record] = [d for d in world.deliveries() if d.outcome == "conflict"]
+    assert (record.order_id, record.bound_order_id) == (other_order, bound_order)
 
 
 def test_one_payment_named_for_two_orders_in_parallel_is_credited_once(world: World) -> None:
@@ -177,7 +177,7 @@ def test_one_payment_named_for_two_orders_in_parallel_is_credited_once(world: Wo
         thread.join()
 
     assert sorted(outcomes) == sorted([Outcome.APPLIED] + [Outcome.CONFLICT] * 3)
-    assert sum(world.order(order).get("paid_total", 0) for order in orders) == AMOUNT
+    assert sum(world.order(order).paid_total for order in orders) == AMOUNT
 
 
 def test_a_reversal_whose_payment_another_order_bound_meanwhile_is_a_conflict_not_a_void(
@@ -206,10 +206,10 @@ def test_a_reversal_whose_payment_another_order_bound_meanwhile_is_a_conflict_no
 
     # Then it is a recorded conflict naming both orders, not a void of the refund's keys
     assert processed.outcome is Outcome.CONFLICT
-    [record] = [d for d in world.deliveries() if d["outcome"] == "conflict"]
-    assert (record["order_id"], record["bound_order_id"]) == (named, holder)
-    assert not [e for e in world.effects(named) if e["outcome"] == "voided"]
-    assert world.order(holder)["paid_total"] == AMOUNT
+    [record] = [d for d in world.deliveries() if d.outcome == "conflict"]
+    assert (record.order_id, record.bound_order_id) == (named, holder)
+    assert not [e for e in world.effects(named) if e.outcome == "voided"]
+    assert world.order(holder).paid_total == AMOUNT
 
 
 def test_checkout_naming_another_order_for_a_bound_payment_is_a_conflict(world: World) -> None:
@@ -222,7 +222,7 @@ def test_checkout_naming_another_order_for_a_bound_payment_is_a_conflict(world: 
     )
 
     assert late.outcome is Outcome.CONFLICT
-    assert world.order(other) == {}
+    assert world.find_order(other) is None
 
 
 def test_subscription_renewal_naming_no_order_is_paid_on_the_subscriptions_order(
@@ -247,7 +247,7 @@ def test_subscription_renewal_naming_no_order_is_paid_on_the_subscriptions_order
 
     # Then the renewal is bound through the subscription and paid on the same order
     assert (bound.outcome, bound.order_id, paid.outcome) == (Outcome.BOUND, order, Outcome.APPLIED)
-    assert world.order(order)["paid_total"] == 2 * AMOUNT
+    assert world.order(order).paid_total == 2 * AMOUNT
 
 
 def test_checkout_prefers_the_order_in_metadata_over_a_cart_reference(world: World) -> None:
@@ -299,4 +299,4 @@ def test_binding_resent_after_an_older_version_ignored_it_binds_now(world: World
 
     # Then the invoice is bound now and its payment applied
     assert (bound.outcome, paid.outcome) == (Outcome.BOUND, Outcome.APPLIED)
-    assert world.order(order)["paid_total"] == AMOUNT
+    assert world.order(order).paid_total == AMOUNT

@@ -96,7 +96,7 @@ def test_a_message_that_failed_five_times_is_listed_and_left_in_the_dlq(
     assert letter.first_received_at is not None
     assert [(d.message_id, d.event_id) for d in second] == [(letter.message_id, letter.event_id)]
     assert pipeline.dead_letters() == 1
-    assert pipeline.world.order(order) == {}
+    assert pipeline.world.find_order(order) is None
 
 
 def test_a_dead_letter_says_why_its_last_receive_failed(pipeline: Pipeline) -> None:
@@ -128,12 +128,12 @@ def test_a_redriven_message_goes_back_unchanged_and_is_applied_once(pipeline: Pi
     assert [(r.message_id, r.result) for r in moved] == [(chosen, "moved")]
     [redriven] = [m for m in pipeline.processed if m["MessageId"] == moved[0].new_message_id]
     assert (redriven["Body"], pipeline.attributes(redriven)) == (body, attributes)
-    assert pipeline.world.order(order)["paid_total"] == 5000
-    assert pipeline.world.order(order)["effect_count"] == 1
+    assert pipeline.world.order(order).paid_total == 5000
+    assert pipeline.world.order(order).effect_count == 1
     # And the other stays in the DLQ, untouched; the first is gone from it
     assert [(r.message_id, r.result) for r in again] == [(chosen, "not found")]
     assert [d.event_id for d in dead_letters(pipeline).letters()] == [other["event_id"]]
-    assert pipeline.world.order(other_order) == {}
+    assert pipeline.world.find_order(other_order) is None
 
 
 def test_a_message_is_deleted_from_the_dlq_only_after_it_was_sent(pipeline: Pipeline) -> None:
@@ -149,7 +149,7 @@ def test_a_message_is_deleted_from_the_dlq_only_after_it_was_sent(pipeline: Pipe
     assert result.result.startswith("send failed")
     assert result.new_message_id is None
     assert [d.event_id for d in dead_letters(pipeline).letters()] == [attributes["event_id"]]
-    assert pipeline.world.order(order) == {}
+    assert pipeline.world.find_order(order) is None
 
 
 def refuse(operation: str) -> Callable[[str, Callable[[], Any]], Any]:

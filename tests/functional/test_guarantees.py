@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from fixtures import stripe
-from functions.shared.domain import Outcome, financial_status
+from functions.shared.domain import Outcome
 from functions.shared.errors import WriteContendedError
 from tests.support.clients import (
     PauseAfterFirstRequest,
@@ -44,7 +44,7 @@ def test_same_event_redelivered_and_in_parallel_leaves_state_as_after_the_first(
     # Then the world is exactly as after the first, and every redelivery was a duplicate
     assert world.snapshot() == after_first
     assert len(world.outbox(order)) == 1
-    assert world.order(order)["paid_total"] == AMOUNT
+    assert world.order(order).paid_total == AMOUNT
     assert [r.outcome for r in [again, *racing]] == [Outcome.DUPLICATE] * 4
 
 
@@ -57,7 +57,7 @@ def test_first_deliveries_racing_each_other_apply_once(world: World) -> None:
     outcomes = sorted(r.outcome for r in world.deliver_in_parallel(payment, copies=8))
 
     # Then exactly one applied it
-    assert world.order(order)["paid_total"] == AMOUNT
+    assert world.order(order).paid_total == AMOUNT
     assert len(world.outbox(order)) == 1
     assert world.mismatches(order) == []
     assert outcomes == sorted([Outcome.APPLIED] + [Outcome.DUPLICATE] * 7)
@@ -82,7 +82,7 @@ def test_redelivery_while_the_first_is_in_flight_is_a_duplicate(world: World) ->
     first.join(timeout=10)
 
     # Then the payment counts once, with one notification
-    assert world.order(order)["paid_total"] == AMOUNT
+    assert world.order(order).paid_total == AMOUNT
     assert len(world.outbox(order)) == 1
     assert world.mismatches(order) == []
     assert {first_outcomes[0].outcome, retry.outcome} == {Outcome.APPLIED, Outcome.DUPLICATE}
@@ -119,13 +119,13 @@ def test_refund_then_older_payment_keeps_the_order_refunded_and_counts_both(worl
     # Then the lifecycle stays refunded, the money of both counts once each, and the late
     # payment is announced too, flagged late
     state = world.order(order)
-    assert (state["lifecycle_status"], financial_status(state)) == ("refunded", "refunded")
-    assert (state["paid_total"], state["refunded_total"]) == (AMOUNT, AMOUNT)
+    assert (state.lifecycle_status, state.financial_status) == ("refunded", "refunded")
+    assert (state.paid_total, state.refunded_total) == (AMOUNT, AMOUNT)
     announced = sorted((item["transition"], item["late"]) for item in world.outbox(order))
     assert announced == [("order.paid", True), ("order.refunded", False)]
     assert world.mismatches(order) == []
     assert late.outcome is Outcome.STALE
-    assert [d["outcome"] for d in world.deliveries() if d.get("order_id") == order] == ["stale"]
+    assert [d.outcome for d in world.deliveries() if d.order_id == order] == ["stale"]
 
 
 def test_an_older_payment_that_read_the_order_before_a_newer_refund_landed_is_stale(
@@ -151,8 +151,8 @@ def test_an_older_payment_that_read_the_order_before_a_newer_refund_landed_is_st
     # Then the refund applied, the payment is stale: the order stays refunded, both count
     state = world.order(order)
     assert (landed, late.outcome) == ([Outcome.APPLIED], Outcome.STALE)
-    assert (state["lifecycle_status"], financial_status(state)) == ("refunded", "refunded")
-    assert (state["paid_total"], state["refunded_total"]) == (AMOUNT, AMOUNT)
+    assert (state.lifecycle_status, state.financial_status) == ("refunded", "refunded")
+    assert (state.paid_total, state.refunded_total) == (AMOUNT, AMOUNT)
     assert world.mismatches(order) == []
 
 
@@ -168,7 +168,7 @@ def test_two_partial_refunds_of_one_charge_are_two_effects(world: World) -> None
     )
 
     # Then both are applied: two effects, two notifications, the whole amount refunded
-    assert world.order(order)["refunded_total"] == 5000
+    assert world.order(order).refunded_total == 5000
     assert len(world.outbox(order)) == 3
     assert world.mismatches(order) == []
     assert (first.outcome, second.outcome) == (Outcome.APPLIED, Outcome.APPLIED)
@@ -188,8 +188,8 @@ def test_second_payment_of_the_same_order_after_a_refund_is_applied(world: World
     # Then it is a new effect: the order is paid again and both payments count; of what was
     # paid, part went back
     state = world.order(order)
-    assert (state["lifecycle_status"], financial_status(state)) == ("paid", "partially_refunded")
-    assert (state["paid_total"], state["refunded_total"]) == (2 * AMOUNT, AMOUNT)
+    assert (state.lifecycle_status, state.financial_status) == ("paid", "partially_refunded")
+    assert (state.paid_total, state.refunded_total) == (2 * AMOUNT, AMOUNT)
     assert world.mismatches(order) == []
     assert again.outcome is Outcome.APPLIED
 
@@ -208,7 +208,7 @@ def test_crash_after_commit_before_the_queue_delete_redelivers_as_duplicate(worl
 
     # Then nothing changed, the effect has its notification, the redelivery was a duplicate
     assert world.snapshot() == after_crash
-    assert world.order(order)["paid_total"] == AMOUNT
+    assert world.order(order).paid_total == AMOUNT
     assert world.mismatches(order) == []
     assert redelivery.outcome is Outcome.DUPLICATE
 
@@ -226,6 +226,6 @@ def test_transaction_conflict_is_retried_and_applied_once(world: World) -> None:
     outcomes = [world.deliver(payment).outcome, world.deliver(payment).outcome]
 
     # Then it was applied exactly once
-    assert world.order(order)["paid_total"] == AMOUNT
+    assert world.order(order).paid_total == AMOUNT
     assert world.mismatches(order) == []
     assert outcomes == [Outcome.APPLIED, Outcome.DUPLICATE]

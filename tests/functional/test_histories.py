@@ -535,7 +535,7 @@ def test_a_payment_read_at_half_its_amount_is_reported_by_the_statement_not_topp
     # Then the books hold what the broken map read, and the statement reported exactly the
     # halved payment (amount_differs) and the forgery (entry_unknown_to_provider)
     assert history.violations() == []
-    assert history.pipeline.world.order(simulator.order_id)["paid_total"] == 2500
+    assert history.pipeline.world.order(simulator.order_id).paid_total == 2500
     assert history.statement_found == []
 
 
@@ -563,8 +563,8 @@ def test_a_payment_booked_on_another_order_is_reported_missing_from_its_own(
     # its own), and the statement reported exactly each of its lines missing from its order
     assert history.violations() == []
     world = history.pipeline.world
-    assert world.order(history.misbound)["paid_total"] == 5000
-    assert world.order(simulator.order_id) == {}
+    assert world.order(history.misbound).paid_total == 5000
+    assert world.find_order(simulator.order_id) is None
 
 
 def _refunded_in_part(provider: str) -> tuple[Simulator, tuple[str, ...]]:
@@ -603,7 +603,7 @@ def test_a_history_whose_webhooks_never_arrive_is_booked_by_the_statement_alone(
         assert violations == []
         assert len(history.lost) == len(history.sent) > 0
         order = history.pipeline.world.order(simulator.order_id)
-        assert (order["paid_total"], order["refunded_total"]) == (5000, simulator.books.refunded)
+        assert (order.paid_total, order.refunded_total) == (5000, simulator.books.refunded)
     else:
         assert any("happened but never counted" in v for v in violations)
         if provider != "stripe":  # their fees come through the statement alone
@@ -631,7 +631,7 @@ def test_an_asaas_webhook_lost_for_good_is_booked_from_the_financial_transaction
     # order holds Asaas's fee (2.99% + R$ 0.49) and what it paid out less the refund
     assert history.violations() == []
     order = history.pipeline.world.order(simulator.order_id)
-    assert (order["fee_total"], order["net_total"]) == (199, 5000 - 199 - simulator.books.refunded)
+    assert (order.fee_total, order.net_total) == (199, 5000 - 199 - simulator.books.refunded)
     assert [t["type"] for t in simulator.statement()] == [
         "PAYMENT_REVERSAL",
         "PAYMENT_RECEIVED",
@@ -652,7 +652,7 @@ def test_a_mercado_pago_payment_carries_its_fee_and_net_to_the_order() -> None:
     assert history.violations() == []
     order = history.pipeline.world.order(simulator.order_id)
     assert simulator.books.refunded > 0
-    assert (order["fee_total"], order["net_total"]) == (249, 5000 - 249 - simulator.books.refunded)
+    assert (order.fee_total, order.net_total) == (249, 5000 - 249 - simulator.books.refunded)
 
 
 def test_a_stripe_order_carries_its_fees_and_net_from_the_balance() -> None:
@@ -675,7 +675,7 @@ def test_a_stripe_order_carries_its_fees_and_net_from_the_balance() -> None:
     assert history.violations() == []
     assert simulator.books.dispute_won == 2000
     order = history.pipeline.world.order(simulator.order_id)
-    assert (order["fee_total"], order["net_total"]) == (
+    assert (order.fee_total, order.net_total) == (
         239 + 1500,
         5000 - 239 - 2000 - 5000 - 1500 + 2000,
     )
@@ -706,7 +706,7 @@ def test_an_order_of_the_orders_api_retried_refunded_and_charged_back_holds_the_
     assert 0 < books.refunded < 5000 or books.disputed == 0
     assert {json.loads(w.body)["type"] for w in history.sent} == {"order"}
     state = history.pipeline.world.order(simulator.order_id)
-    assert (state["paid_total"], state["refunded_total"], state.get("disputed_total", 0)) == (
+    assert (state.paid_total, state.refunded_total, state.disputed_total) == (
         books.paid,
         books.refunded,
         books.disputed,
@@ -745,6 +745,6 @@ def test_thin_events_read_late_book_the_true_books_once(
     assert len(thin) == len(history.sent)
     assert set(history.pipeline.apis.stripe_versions) == {NEWEST_KNOWN_API_VERSION}
     books, state = simulator.books, history.pipeline.world.order(simulator.order_id)
-    held = (state.get(f"{name}_total", 0) for name in ("paid", "refunded", "dispute_lost"))
-    assert tuple(held) == (books.paid, books.refunded, books.dispute_lost)
+    held = (state.paid_total, state.refunded_total, state.dispute_lost_total)
+    assert held == (books.paid, books.refunded, books.dispute_lost)
     assert books.dispute_lost > 0

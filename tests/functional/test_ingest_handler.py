@@ -656,7 +656,7 @@ def test_a_signed_body_with_characters_sqs_refuses_is_enqueued_and_applied(
         assert (status, answer.get("error")) == (200, None)
         [message] = pipeline.processed
         assert json.loads(message["Body"]) == event
-        assert pipeline.world.order(order)["paid_total"] == 5000
+        assert pipeline.world.order(order).paid_total == 5000
         assert pipeline.dead_letters() == 0
 
 

@@ -14,7 +14,7 @@ from fixtures import stripe
 from fixtures.shapes import EVENTS_DIR
 from functions.process.interpreters import Interpreters
 from functions.process.service import EffectProcessor
-from functions.shared.domain import Outcome, financial_status
+from functions.shared.domain import Outcome, Total
 from functions.stripe.api import StripeApi
 from tests.functional.test_mercadopago_and_asaas_processing import NOTIFICATION, processor_with
 from tests.support.clients import RequestCounter
@@ -29,9 +29,9 @@ MP_TOKEN = "APP_USR-test-token-not-real"
 
 def counted(world: World, order: str) -> list[tuple[str, str]]:
     return sorted(
-        (e["transition"], e["outcome"])
+        (str(e.transition), e.outcome)
         for e in world.effects(order)
-        if e["outcome"] in ("applied", "stale")
+        if e.outcome in ("applied", "stale")
     )
 
 
@@ -54,8 +54,8 @@ def test_partial_refund_leaves_the_order_partially_refunded(world: World) -> Non
     world.deliver(stripe.refund_created(intent, stripe.unique("re"), 1000, T0 + 60, charge))
 
     state = world.order(order)
-    assert financial_status(state) == "partially_refunded"
-    assert (state.get("paid_total", 0), state.get("refunded_total", 0)) == (10000, 1000)
+    assert state.financial_status == "partially_refunded"
+    assert (state.paid_total, state.refunded_total) == (10000, 1000)
 
 
 def test_refund_failing_after_it_succeeded_takes_its_money_back_and_is_announced(
@@ -72,7 +72,7 @@ def test_refund_failing_after_it_succeeded_takes_its_money_back_and_is_announced
 
     # Then its amount is out of the refunded total once, and the reversal is announced once
     state = world.order(order)
-    assert (state.get("refunded_total", 0), financial_status(state)) == (0, "paid")
+    assert (state.refunded_total, state.financial_status) == (0, "paid")
     assert ("order.refund_reversed", False) in announced(world, order)
     assert len(world.outbox(order)) == 3
     assert world.mismatches(order) == []
@@ -92,7 +92,7 @@ def test_refund_that_never_succeeded_never_counts_even_if_its_success_arrives_la
 
     # Then neither counts: nothing refunded, nothing announced but the payment
     state = world.order(order)
-    assert (state.get("refunded_total", 0), financial_status(state)) == (0, "paid")
+    assert (state.refunded_total, state.financial_status) == (0, "paid")
     assert announced(world, order) == [("order.paid", False)]
     assert world.mismatches(order) == []
     assert (voided.outcome, late.outcome) == (Outcome.VOIDED, Outcome.DUPLICATE)
@@ -113,7 +113,7 @@ def test_a_refund_counted_stale_that_fails_takes_its_money_back(world: World) ->
     # Then its failure reverses what it counted: only the other refund stays refunded
     assert failed.outcome is Outcome.APPLIED
     state = world.order(order)
-    assert state.get("refunded_total", 0) == 500
+    assert state.refunded_total == 500
     assert ("order.refund_reversed", False) in announced(world, order)
     assert world.mismatches(order) == []
 
@@ -126,7 +126,7 @@ def test_canceled_refund_that_never_succeeded_is_voided(world: World) -> None:
     processed = world.deliver(json.dumps(body))
 
     assert processed.outcome is Outcome.VOIDED
-    assert world.order(order).get("refunded_total", 0) == 0
+    assert world.order(order).refunded_total == 0
     assert world.mismatches(order) == []
 
 
@@ -140,7 +140,7 @@ def test_earlier_partial_refund_arriving_last_is_counted_and_announced_late(worl
 
     # Then it counts, and EventBridge consumers hear of it once, flagged late
     assert late.outcome is Outcome.STALE
-    assert world.order(order).get("refunded_total", 0) == 3000
+    assert world.order(order).refunded_total == 3000
     assert announced(world, order) == [
         ("order.paid", False),
         ("order.refunded", False),
@@ -163,7 +163,7 @@ def test_stale_delivery_redelivered_while_the_first_is_in_flight_counts_once(wor
 
     # Then one is stale and counted, the rest duplicates
     assert sorted(r.outcome for r in results) == [Outcome.DUPLICATE] * 3 + [Outcome.STALE]
-    assert world.order(order)["paid_total"] == AMOUNT
+    assert world.order(order).paid_total == AMOUNT
     assert world.mismatches(order) == []
 
 
@@ -182,7 +182,7 @@ def test_second_payment_in_the_same_second_as_a_refund_is_applied_and_announced(
     # Then it applies (it is another payment's lifecycle) and is announced on time
     state = world.order(order)
     assert again.outcome is Outcome.APPLIED
-    assert (state["lifecycle_status"], state.get("paid_total", 0)) == ("paid", 2 * AMOUNT)
+    assert (state.lifecycle_status, state.paid_total) == ("paid", 2 * AMOUNT)
     assert announced(world, order).count(("order.paid", False)) == 2
 
 
@@ -196,7 +196,7 @@ def test_two_event_types_naming_one_payment_with_different_amounts_are_flagged(
     assert other.outcome is Outcome.DUPLICATE
     assert other.amount_disagrees
     assert "4000" in other.detail
-    assert world.order(order)["paid_total"] == AMOUNT  # the first counted, the other flagged
+    assert world.order(order).paid_total == AMOUNT  # the first counted, the other flagged
 
 
 def test_order_lookup_reads_the_payment_binding_consistently(world: World) -> None:
@@ -217,7 +217,7 @@ def test_order_lookup_reads_the_payment_binding_consistently(world: World) -> No
         [table["ConsistentRead"] for table in r["RequestItems"].values()] for r in requests
     )
     assert (lookup, before_writing) == ([True], [False])
-    assert world.order(order).get("refunded_total", 0) == 1000
+    assert world.order(order).refunded_total == 1000
 
 
 def test_a_refunds_failure_reads_the_refund_it_reverses_consistently(world: World) -> None:
@@ -243,7 +243,7 @@ def test_a_refunds_failure_reads_the_refund_it_reverses_consistently(world: Worl
         [table["ConsistentRead"] for table in r["RequestItems"].values()] for r in requests
     )
     assert (lookup, before_writing) == ([True], [True])
-    assert world.order(order).get("refunded_total", 0) == 0
+    assert world.order(order).refunded_total == 0
 
 
 # -- disputes and inquiries -----------------------------------------------------------------
@@ -257,14 +257,14 @@ def test_won_dispute_puts_the_money_back_once_whichever_events_say_so(world: Wor
     order, intent, _ = paid(world)
     case = stripe.unique("du")
     world.deliver_all(dispute("charge.dispute.created", intent, case, T0 + 3600))
-    assert financial_status(world.order(order)) == "disputed"
+    assert world.order(order).financial_status == "disputed"
 
     world.deliver_all(dispute("charge.dispute.closed.won", intent, case, T0 + 90_000))
     world.deliver_all(dispute("charge.dispute.funds_reinstated", intent, case, T0 + 90_001))
 
     state = world.order(order)
-    assert financial_status(state) == "dispute_won"
-    assert (state.get("disputed_total", 0), state.get("dispute_won_total", 0)) == (0, AMOUNT)
+    assert state.financial_status == "dispute_won"
+    assert (state.disputed_total, state.dispute_won_total) == (0, AMOUNT)
     assert counted(world, order) == [
         ("order.dispute_won", "applied"),
         ("order.disputed", "applied"),
@@ -286,8 +286,8 @@ def test_lost_dispute_arriving_before_its_opening_counts_the_money_out_once(worl
 
     # Then the money is out once, for good
     state = world.order(order)
-    assert financial_status(state) == "dispute_lost"
-    assert (state.get("disputed_total", 0), state.get("dispute_lost_total", 0)) == (0, AMOUNT)
+    assert state.financial_status == "dispute_lost"
+    assert (state.disputed_total, state.dispute_lost_total) == (0, AMOUNT)
     assert world.mismatches(order) == []
 
 
@@ -300,15 +300,15 @@ def test_inquiry_is_visible_but_is_not_disputed_money(world: World) -> None:
     world.deliver_all(dispute("charge.dispute.closed.warning_closed", intent, case, T0 + 9000))
 
     assert (
-        financial_status(opened),
-        opened.get("inquiry_total", 0),
-        opened.get("disputed_total", 0),
+        opened.financial_status,
+        opened.inquiry_total,
+        opened.disputed_total,
     ) == (
         "inquiry",
         AMOUNT,
         0,
     )
-    assert financial_status(world.order(order)) == "paid"
+    assert world.order(order).financial_status == "paid"
     assert world.mismatches(order) == []
 
 
@@ -373,7 +373,7 @@ def test_charge_refunded_on_2023_10_16_reads_every_refund_page_and_counts_each_o
     # Then each refund counts once, keyed by its re_ id, read across three pages
     assert [r.outcome for r in results] == [Outcome.APPLIED] * 5
     assert again.outcome is Outcome.DUPLICATE
-    assert world.order(order).get("refunded_total", 0) == 5000
+    assert world.order(order).refunded_total == 5000
     assert sum(path.startswith("/v1/refunds") for path in provider_apis.requests) == 3
     assert world.mismatches(order) == []
 
@@ -395,7 +395,7 @@ def test_refunds_api_failing_mid_way_writes_nothing_and_the_retry_counts_once(
     provider_apis.status_override = None
     processor.process("stripe", body)
     processor.process("stripe", body)
-    assert world.order(order).get("refunded_total", 0) == 500
+    assert world.order(order).refunded_total == 500
 
 
 # -- Asaas and Mercado Pago -----------------------------------------------------------------
@@ -426,8 +426,8 @@ def test_asaas_partial_refunds_delivered_again_or_grown_add_only_the_new_ones(
     world.deliver_all(asaas_event("PAYMENT_PARTIALLY_REFUNDED", [first, second, pending]), "asaas")
 
     state = world.order("ord_1042")
-    assert (state.get("paid_total", 0), state.get("refunded_total", 0)) == (10000, 1999 + 29)
-    assert financial_status(state) == "partially_refunded"
+    assert (state.paid_total, state.refunded_total) == (10000, 1999 + 29)
+    assert state.financial_status == "partially_refunded"
     assert world.mismatches("ord_1042") == []
 
 
@@ -437,7 +437,7 @@ def test_asaas_two_identical_refunds_are_two_entries(world: World) -> None:
 
     world.deliver_all(asaas_event("PAYMENT_PARTIALLY_REFUNDED", [same, same]), "asaas")
 
-    assert world.order("ord_1042")["refunded_total"] == 2000
+    assert world.order("ord_1042").refunded_total == 2000
 
 
 def test_asaas_chargeback_requested_then_won(world: World) -> None:
@@ -454,7 +454,7 @@ def test_asaas_chargeback_requested_then_won(world: World) -> None:
         world.deliver_all(json.dumps(body), "asaas")
 
     state = world.order("ord_1042")
-    assert (state.get("disputed_total", 0), state.get("dispute_won_total", 0)) == (0, 5000)
+    assert (state.disputed_total, state.dispute_won_total) == (0, 5000)
     assert world.mismatches("ord_1042") == []
 
 
@@ -464,7 +464,7 @@ def test_asaas_cash_receipt_undone_reverses_it(world: World) -> None:
         world.deliver_all((events / f"{name}.json").read_text(), "asaas")
 
     state = world.order("ord_1042")
-    assert (state.get("paid_total", 0), financial_status(state)) == (0, "unpaid")
+    assert (state.paid_total, state.financial_status) == (0, "unpaid")
     assert counted(world, "ord_1042") == [
         ("order.paid", "applied"),
         ("order.payment_reversed", "applied"),
@@ -488,7 +488,7 @@ def test_mercadopago_counts_only_approved_refunds(
     mercadopago_processor(world, provider_apis).process("mercadopago", NOTIFICATION)
 
     state = world.order("ord_1042")
-    assert (state.get("paid_total", 0), state.get("refunded_total", 0)) == (5000, 1000)
+    assert (state.paid_total, state.refunded_total) == (5000, 1000)
 
 
 @pytest.mark.parametrize(
@@ -511,11 +511,11 @@ def test_mercadopago_chargebacks_map_to_the_dispute_entries(
     mercadopago_processor(world, provider_apis).process("mercadopago", NOTIFICATION)
 
     state = world.order("ord_1042")
-    assert financial_status(state) == status
+    assert state.financial_status == status
     assert (
-        state.get("disputed_total", 0),
-        state.get("dispute_won_total", 0),
-        state.get("dispute_lost_total", 0),
+        state.disputed_total,
+        state.dispute_won_total,
+        state.dispute_lost_total,
     ) == totals
 
 
@@ -531,9 +531,9 @@ def test_mercadopago_mediation_resolved_releases_the_hold_once(
     processor.process("mercadopago", NOTIFICATION)
     processor.process("mercadopago", NOTIFICATION)
 
-    assert financial_status(held) == "disputed"
+    assert held.financial_status == "disputed"
     state = world.order("ord_1042")
-    assert (state.get("disputed_total", 0), financial_status(state)) == (0, "dispute_won")
+    assert (state.disputed_total, state.financial_status) == (0, "dispute_won")
     assert world.mismatches("ord_1042") == []
 
 
@@ -545,7 +545,7 @@ def test_mercadopago_zero_decimal_currency_is_not_multiplied(
     mercadopago_processor(world, provider_apis).process("mercadopago", NOTIFICATION)
 
     state = world.order("ord_1042")
-    assert (state.get("paid_total", 0), state["currency"]) == (5000, "clp")
+    assert (state.paid_total, state.currency) == (5000, "clp")
 
 
 def test_request_cost_of_an_applied_refund_is_a_lookup_a_read_and_one_transaction(
@@ -574,8 +574,8 @@ def test_a_dispute_has_one_verdict_whatever_events_follow(world: World) -> None:
     # inquiry it might have been, the opening and the verdict are all duplicates)
     state = world.order(order)
     assert [p.outcome for p in after] == [Outcome.DUPLICATE] * 3
-    assert (state.get("dispute_lost_total", 0), state.get("dispute_won_total", 0)) == (AMOUNT, 0)
-    assert state.get("disputed_total", 0) == 0
+    assert (state.dispute_lost_total, state.dispute_won_total) == (AMOUNT, 0)
+    assert state.disputed_total == 0
     assert world.mismatches(order) == []
 
 
@@ -591,7 +591,7 @@ def test_inquiry_escalating_opens_the_dispute_on_time(world: World) -> None:
 
     state = world.order(order)
     assert [p.outcome for p in results] == [Outcome.DUPLICATE, Outcome.APPLIED, Outcome.APPLIED]
-    assert (state["lifecycle_status"], financial_status(state)) == ("disputed", "disputed")
+    assert (state.lifecycle_status, state.financial_status) == ("disputed", "disputed")
     assert announced(world, order).count(("order.disputed", False)) == 1
 
 
@@ -619,8 +619,8 @@ def test_a_prevented_dispute_leaves_the_order_paid(world: World) -> None:
 
     # Then nothing was withdrawn, nothing stays open: the order is paid, its books balance
     state = world.order(order)
-    assert financial_status(state) == "paid"
-    assert state.get("disputed_total", 0) == 0
+    assert state.financial_status == "paid"
+    assert state.disputed_total == 0
     assert counted(world, order) == [("order.paid", "applied")]
     assert world.mismatches(order) == []
 
@@ -669,9 +669,9 @@ def test_a_dispute_lost_after_a_partial_refund_gives_back_the_refunded_part(
 
     # Then the dispute is lost, never won: 3000 lost for good, the 2000 given back counted
     state = world.order(order)
-    assert financial_status(state) == "dispute_lost"
+    assert state.financial_status == "dispute_lost"
     assert {
-        name: state.get(name, 0)
+        name: state.total(Total(name))
         for name in ("disputed_total", "dispute_lost_total", "dispute_won_total", "refunded_total")
     } == {
         "disputed_total": 0,
@@ -701,8 +701,8 @@ def test_an_inquiry_escalating_seen_only_as_funds_withdrawn_closes(
 
     # Then no inquiry stays open: the money is disputed once
     state = world.order(order)
-    assert financial_status(state) == "disputed"
-    assert (state.get("inquiry_total", 0), state.get("disputed_total", 0)) == (0, AMOUNT)
+    assert state.financial_status == "disputed"
+    assert (state.inquiry_total, state.disputed_total) == (0, AMOUNT)
     assert world.mismatches(order) == []
 
 
@@ -734,9 +734,9 @@ def test_refunds_of_a_conflicted_payment_count_on_the_order_that_holds_it(
 
     # Then each refund counts once, on the order that holds the payment; nothing on the other
     state = world.order(holder)
-    assert (state["paid_total"], state["refunded_total"]) == (AMOUNT, 3000)
-    assert financial_status(state) == "partially_refunded"
-    assert world.order(copied) == {}
+    assert (state.paid_total, state.refunded_total) == (AMOUNT, 3000)
+    assert state.financial_status == "partially_refunded"
+    assert world.find_order(copied) is None
     assert world.mismatches(holder) == []
 
 
@@ -769,9 +769,9 @@ def test_a_verdict_settles_what_its_opening_counted_whatever_its_event_says(worl
 
     # Then the verdict settles the 1000 the opening held: nothing stays disputed for good
     state = world.order(order)
-    assert state.get("disputed_total", 0) == 0
-    assert state.get("dispute_won_total", 0) == 1000
-    assert financial_status(state) == "dispute_won"
+    assert state.disputed_total == 0
+    assert state.dispute_won_total == 1000
+    assert state.financial_status == "dispute_won"
     assert world.mismatches(order) == []
 
 
@@ -804,6 +804,6 @@ def test_a_verdict_whose_opening_counted_stale_settles_what_that_opening_counted
 
     # Then the verdict settles the 1000 the stale opening counted: nothing stays disputed
     state = world.order(order)
-    assert state.get("disputed_total", 0) == 0
-    assert state.get("dispute_won_total", 0) == 1000
+    assert state.disputed_total == 0
+    assert state.dispute_won_total == 1000
     assert world.mismatches(order) == []

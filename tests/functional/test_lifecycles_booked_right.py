@@ -30,9 +30,9 @@ def counter(dynamodb: DynamoDBClient) -> RequestCounter:
 
 def counted(world: World, order: str) -> list[tuple[str, int]]:
     return sorted(
-        (str(e["transition"]), int(e["amount"]))
+        (str(e.transition), e.amount or 0)
         for e in world.effects(order)
-        if e["outcome"] in {Outcome.APPLIED.value, Outcome.STALE.value}
+        if e.outcome in {Outcome.APPLIED.value, Outcome.STALE.value}
     )
 
 
@@ -59,7 +59,7 @@ def test_a_refund_voided_under_the_order_its_metadata_names_never_counts_on_anot
     assert succeeded.outcome is Outcome.DUPLICATE
     assert counted(world, order_b) == [("order.paid", 10000)]
     assert counted(world, order_a) == []
-    assert world.order(order_b).get("refunded_total", 0) == 0
+    assert world.order(order_b).refunded_total == 0
     assert [i["transition"] for i in world.outbox()] == ["order.paid"]
 
 
@@ -82,8 +82,8 @@ def test_a_chargeback_is_audited_as_booked_and_costs_no_cancelled_transaction(
     # Then it is booked disputed, nothing of the delivery is audited as voided, and the inquiry
     # it might have been is voided without a transaction cancelled first
     assert [r.outcome for r in results] == [Outcome.VOIDED, Outcome.APPLIED]
-    assert world.order(order)["disputed_total"] == 10000
-    assert [d["outcome"] for d in world.deliveries() if d["event_id"] in created] == []
+    assert world.order(order).disputed_total == 10000
+    assert [d.outcome for d in world.deliveries() if d.event_id in created] == []
     assert counter.by_operation["TransactWriteItems"] == 2
 
 
@@ -117,7 +117,7 @@ def test_a_payment_captured_twice_counts_both_captures_once_in_any_order(
     # earlier capture's total is taken for a mis-map (the amount-disagreement flag stays down)
     assert [p.detail for p in processed if p.amount_disagrees] == []
     state = world.order(order)
-    assert state["paid_total"] == 10000
+    assert state.paid_total == 10000
     assert sum(amount for _, amount in counted(world, order)) == 10000
     announced = [int(i["amount"]) for i in world.outbox(order)]
     assert sum(announced) == 10000
@@ -139,7 +139,7 @@ def test_a_middle_capture_announced_last_is_a_duplicate_the_capture_mark_covers(
     # Then it is a duplicate, not flagged as amounts disagreeing, and the books hold 10000
     assert (middle.outcome, middle.amount_disagrees) == (Outcome.DUPLICATE, False)
     assert "earlier capture" in middle.detail
-    assert world.order(order)["paid_total"] == 10000
+    assert world.order(order).paid_total == 10000
 
 
 def test_an_order_shown_after_two_captures_lists_its_entries_each_with_its_notification(
@@ -155,9 +155,7 @@ def test_an_order_shown_after_two_captures_lists_its_entries_each_with_its_notif
     view = order_view(world.dynamodb, world.tables, order)
 
     # Then it lists the two entries, not the mark, and each entry's notification once
-    assert [e["effect_key"] for e in view.effects] == [
-        e["effect_key"] for e in world.effects(order)
-    ]
+    assert [e.effect_key for e in view.effects] == [e.effect_key for e in world.effects(order)]
     assert len(view.effects) == 2
     assert sorted(i["outbox_id"] for i in view.outbox) == sorted(
         i["outbox_id"] for i in world.outbox(order)
@@ -174,7 +172,7 @@ def test_a_one_capture_payment_read_with_two_amounts_is_still_flagged(world: Wor
 
     # Then the disagreement is flagged, and the books keep what counted first
     assert (other.outcome, other.amount_disagrees) == (Outcome.DUPLICATE, True)
-    assert world.order(order)["paid_total"] == 5000
+    assert world.order(order).paid_total == 5000
 
 
 def test_two_captures_counted_at_once_top_the_payment_up_once(world: World) -> None:
@@ -216,7 +214,7 @@ def test_two_captures_counted_at_once_top_the_payment_up_once(world: World) -> N
         world.deliver(body)
 
     # Then the payment counts 10000, never more, each entry announced once
-    assert world.order(order)["paid_total"] == 10000
+    assert world.order(order).paid_total == 10000
     assert sum(int(i["amount"]) for i in world.outbox(order)) == 10000
 
 
@@ -236,6 +234,6 @@ def test_a_partial_capture_counts_what_was_captured_and_an_over_capture_all_of_i
     world.deliver(stripe.charge_captured(over, o_intent, o_charge, 10000, 12000, T0))
 
     # Then each order counts what was captured, once
-    assert world.order(partial)["paid_total"] == 4000
-    assert world.order(over)["paid_total"] == 12000
+    assert world.order(partial).paid_total == 4000
+    assert world.order(over).paid_total == 12000
     assert len(world.outbox(partial)) == len(world.outbox(over)) == 1

@@ -28,9 +28,9 @@ from functions.shared.domain import (
     Money,
     Outcome,
     Transition,
-    financial_status,
 )
 from functions.shared.errors import MalformedEventError
+from functions.shared.items import Order
 from tests.support.clock import FakeClock
 from tests.support.world import World
 
@@ -82,7 +82,7 @@ def test_mercadopago_payment_then_its_refunds_balance_and_replay_as_duplicates(
 
     # Then the order holds the payment and both refunds once each
     state = world.order("ord_1042")
-    assert (financial_status(state), state["paid_total"], state["refunded_total"]) == (
+    assert (state.financial_status, state.paid_total, state.refunded_total) == (
         "refunded",
         5000,
         5000,
@@ -153,7 +153,7 @@ def test_asaas_confirmed_received_and_refunded_apply_one_payment_and_one_refund(
     ]
 
     state = world.order("ord_1042")
-    assert (financial_status(state), state["paid_total"], state["refunded_total"]) == (
+    assert (state.financial_status, state.paid_total, state.refunded_total) == (
         "refunded",
         5000,
         5000,
@@ -173,18 +173,14 @@ def payment_now(name: str, **changes: Any) -> dict[str, Any]:
 def counted(world: World, order_id: str) -> list[tuple[str, str, int]]:
     """The order's counted entries: (transition, external ref, amount), sorted."""
     return sorted(
-        (str(e["transition"]), str(e["external_ref"]), int(e["amount"]))
+        (str(e.transition), str(e.external_ref), e.amount or 0)
         for e in world.effects(order_id)
-        if e.get("outcome") in COUNTED_OUTCOMES
+        if e.outcome in COUNTED_OUTCOMES
     )
 
 
-def dispute_totals(state: dict[str, Any]) -> tuple[int, int, int]:
-    return (
-        int(state.get("disputed_total", 0)),
-        int(state.get("dispute_won_total", 0)),
-        int(state.get("dispute_lost_total", 0)),
-    )
+def dispute_totals(state: Order) -> tuple[int, int, int]:
+    return (state.disputed_total, state.dispute_won_total, state.dispute_lost_total)
 
 
 def test_mercadopago_mediation_escalated_to_a_chargeback_is_one_dispute_closed_by_its_verdict(
@@ -203,7 +199,7 @@ def test_mercadopago_mediation_escalated_to_a_chargeback_is_one_dispute_closed_b
 
     # Then the claim withdrew the money once, and its verdict closed it: lost, nothing held
     state = world.order("ord_1042")
-    assert (financial_status(state), state["paid_total"]) == ("dispute_lost", 5000)
+    assert (state.financial_status, state.paid_total) == ("dispute_lost", 5000)
     assert dispute_totals(state) == (0, 0, 5000)
     assert counted(world, "ord_1042") == [
         ("order.dispute_lost", f"{PAYMENT_ID}:dispute", 5000),
@@ -261,7 +257,7 @@ def test_mercadopago_chargeback_after_a_mediation_the_seller_won_is_a_second_cla
     # Then the mediation held and released the money, and the chargeback withdrew it again, for
     # good: two claims, each settled once, nothing counted twice
     state = world.order("ord_1042")
-    assert (financial_status(state), state["paid_total"]) == ("dispute_lost", 5000)
+    assert (state.financial_status, state.paid_total) == ("dispute_lost", 5000)
     assert dispute_totals(state) == (0, 5000, 5000)
     assert counted(world, "ord_1042") == [
         ("order.dispute_lost", f"{PAYMENT_ID}:chargeback", 5000),
@@ -301,9 +297,9 @@ def test_mercadopago_dispute_after_a_partial_refund_holds_and_releases_what_was_
     # Then the dispute held the 30.00 left, and gave back exactly that
     assert dispute_totals(held) == (3000, 0, 0)
     state = world.order("ord_1042")
-    assert (state["paid_total"], state["refunded_total"]) == (5000, 2000)
+    assert (state.paid_total, state.refunded_total) == (5000, 2000)
     assert dispute_totals(state) == (0, 3000, 0)
-    assert financial_status(state) == "partially_refunded"
+    assert state.financial_status == "partially_refunded"
     assert world.mismatches("ord_1042") == []
 
 
@@ -329,9 +325,9 @@ def test_mercadopago_mediation_closed_by_the_sellers_refund_releases_what_it_hel
     # Then the hold closes for what it withdrew, neither won nor lost, the seller's refund
     # counts, nothing is left, and no one is told the merchant won
     state = world.order("ord_1042")
-    assert (state["paid_total"], state["refunded_total"]) == (5000, 5000)
+    assert (state.paid_total, state.refunded_total) == (5000, 5000)
     assert dispute_totals(state) == (0, 0, 0)
-    assert financial_status(state) == "refunded"
+    assert state.financial_status == "refunded"
     assert world.mismatches("ord_1042") == []
     assert sorted(i["transition"] for i in world.outbox("ord_1042")) == [
         "order.dispute_refunded",
@@ -378,9 +374,9 @@ def test_mercadopago_mediation_lost_by_buyer_protection_is_a_dispute_lost_not_a_
     # Then the claim is lost once, nothing is booked as refunded by the seller or won, and the
     # buyer is told the dispute went their way
     state = world.order("ord_1042")
-    assert (state["paid_total"], state.get("refunded_total", 0)) == (5000, 0)
+    assert (state.paid_total, state.refunded_total) == (5000, 0)
     assert dispute_totals(state) == (0, 0, 5000)
-    assert financial_status(state) == "dispute_lost"
+    assert state.financial_status == "dispute_lost"
     assert counted(world, "ord_1042") == [
         ("order.dispute_lost", f"{PAYMENT_ID}:dispute", 5000),
         ("order.disputed", f"{PAYMENT_ID}:dispute", 5000),
@@ -451,7 +447,7 @@ def test_mercadopago_mediation_booked_under_its_old_key_is_the_dispute_its_resol
 
     # Then it withdrew once, and its resolution closed it, under the key it was booked under
     state = world.order("ord_1042")
-    assert (dispute_totals(state), financial_status(state)) == (totals, status)
+    assert (dispute_totals(state), state.financial_status) == (totals, status)
     assert counted(world, "ord_1042") == sorted(
         [
             ("order.disputed", f"{PAYMENT_ID}:mediation", 5000),
@@ -519,9 +515,9 @@ def test_asaas_chargeback_after_a_partial_refund_withdraws_and_loses_only_its_ow
 
     # Then the books hold the payment, the refund, and the 30.00 lost, nothing still withdrawn
     state = world.order("ord_1042")
-    assert (state["paid_total"], state["refunded_total"]) == (5000, 2000)
+    assert (state.paid_total, state.refunded_total) == (5000, 2000)
     assert dispute_totals(state) == (0, 0, 3000)
-    assert financial_status(state) == "dispute_lost"
+    assert state.financial_status == "dispute_lost"
     assert counted(world, "ord_1042") == sorted(
         [
             ("order.paid", "pay_080225913252", 5000),

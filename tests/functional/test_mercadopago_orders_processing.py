@@ -16,7 +16,7 @@ from fixtures.shapes import EVENTS_DIR, shape
 from functions.mercadopago.api import MercadoPagoApi, ProviderApiUnavailableError
 from functions.process.interpreters import Interpreters
 from functions.process.service import EffectProcessor
-from functions.shared.domain import Outcome, financial_status
+from functions.shared.domain import Outcome
 from tests.support.clock import FakeClock
 from tests.support.world import World
 
@@ -60,7 +60,7 @@ def test_an_order_paid_then_partly_refunded_balances_and_resends_are_duplicates(
 
     # Then the order holds the payment and the refund once each, announced once each
     state = world.order("ord_2077")
-    assert (financial_status(state), state["paid_total"], state["refunded_total"]) == (
+    assert (state.financial_status, state.paid_total, state.refunded_total) == (
         "partially_refunded",
         20000,
         5000,
@@ -93,7 +93,7 @@ def test_the_payment_topic_after_the_order_topic_is_a_duplicate(
 
     # Then it is paid once
     assert processed[0].outcome is Outcome.DUPLICATE
-    assert world.order("ord_2077")["paid_total"] == 20000
+    assert world.order("ord_2077").paid_total == 20000
     assert len(world.outbox("ord_2077")) == 1
 
 

@@ -14,7 +14,6 @@ import pytest
 from fixtures import stripe
 from fixtures.lambda_events import sqs_record
 from fixtures.shapes import shape
-from functions.shared.domain import financial_status
 from tests.support.batches import BatchRun, invalid_money, run_batch
 from tests.support.pipeline import Pipeline, pipeline_on_moto
 
@@ -76,7 +75,7 @@ def between_good_payments(pipeline: Pipeline, bad: dict[str, Any]) -> BatchRun:
     that the good ones applied, whatever became of the bad one."""
     (first, before), (last, after) = good_payments()
     run = run_batch(before, bad, after)
-    assert [pipeline.world.order(order).get("paid_total") for order in (first, last)] == [
+    assert [pipeline.world.order(order).paid_total for order in (first, last)] == [
         5000,
         5000,
     ]
@@ -113,7 +112,7 @@ def test_a_stripe_payment_whose_amount_is_not_minor_units_fails_alone_naming_it(
 
     # Then only that record fails, its reason naming the field, and nothing of it is booked
     assert_failed_alone_naming(run, bad, "data.object.amount_received")
-    assert pipeline.world.order(order) == {}
+    assert pipeline.world.find_order(order) is None
     assert invalid_money(pipeline.world) == []
 
 
@@ -128,7 +127,7 @@ def test_a_stripe_refund_of_zero_fails_alone_naming_its_amount(pipeline: Pipelin
 
     # Then it fails alone, naming the amount, and no refund of zero is booked
     assert_failed_alone_naming(run, bad, "data.object.amount")
-    assert pipeline.world.order(order) == {}
+    assert pipeline.world.find_order(order) is None
 
 
 def test_a_paid_invoice_of_zero_is_recorded_as_ignored_with_its_reason(
@@ -148,10 +147,10 @@ def test_a_paid_invoice_of_zero_is_recorded_as_ignored_with_its_reason(
 
     # Then it is acknowledged as ignored, recorded with why, and books no entry
     assert zero["messageId"] not in run.failed
-    [delivery] = [d for d in pipeline.world.deliveries() if d["event_id"] == event["id"]]
-    assert delivery["outcome"] == "ignored"
-    assert "nothing" in delivery["reason"]
-    assert pipeline.world.order(order) == {}
+    [delivery] = [d for d in pipeline.world.deliveries() if d.event_id == event["id"]]
+    assert delivery.outcome == "ignored"
+    assert "nothing" in delivery.reason
+    assert pipeline.world.find_order(order) is None
 
 
 # -- currencies: ISO 4217, one case -----------------------------------------------------------
@@ -171,7 +170,7 @@ def test_a_currency_outside_iso_4217_fails_alone_naming_it(
 
     # Then it fails alone, naming the currency, and nothing of it is booked
     assert_failed_alone_naming(run, bad, "data.object.currency")
-    assert pipeline.world.order(order) == {}
+    assert pipeline.world.find_order(order) is None
 
 
 def test_an_upper_case_currency_is_the_same_currency_as_the_ledgers(pipeline: Pipeline) -> None:
@@ -188,9 +187,9 @@ def test_an_upper_case_currency_is_the_same_currency_as_the_ledgers(pipeline: Pi
     # Then both count, in one currency, in the ledger's case
     assert run.failed == set()
     state = pipeline.world.order(order)
-    assert (state["currency"], state["paid_total"], state["refunded_total"]) == ("usd", 5000, 2000)
-    assert {entry["currency"] for entry in pipeline.world.effects(order)} == {"usd"}
-    assert financial_status(state) == "partially_refunded"
+    assert (state.currency, state.paid_total, state.refunded_total) == ("usd", 5000, 2000)
+    assert {entry.currency for entry in pipeline.world.effects(order)} == {"usd"}
+    assert state.financial_status == "partially_refunded"
 
 
 # -- Mercado Pago and Asaas send decimals of major units ------------------------------------
@@ -223,7 +222,7 @@ def test_a_mercadopago_amount_that_is_not_money_fails_alone_naming_it(
 
     # Then it fails alone, naming the field, and nothing of it is booked
     assert_failed_alone_naming(run, bad, field)
-    assert pipeline.world.order(order) == {}
+    assert pipeline.world.find_order(order) is None
     assert invalid_money(pipeline.world) == []
 
 
@@ -242,7 +241,7 @@ def test_an_asaas_value_that_is_not_money_fails_alone_naming_it(
 
     # Then it fails alone, naming the value, and nothing of it is booked
     assert_failed_alone_naming(run, bad, "payment.value")
-    assert pipeline.world.order(order) == {}
+    assert pipeline.world.find_order(order) is None
 
 
 # -- order ids --------------------------------------------------------------------------------
@@ -270,8 +269,8 @@ def test_an_order_id_that_cannot_be_an_order_fails_alone_naming_it(
     assert_failed_alone_naming(runs[0], stripe_bad, "data.object.metadata.order_id")
     assert_failed_alone_naming(runs[1], mercadopago_bad, "payment.external_reference")
     assert_failed_alone_naming(runs[2], asaas_bad, "payment.externalReference")
-    assert pipeline.world.order(order_id) == {}
-    assert all(d["order_id"] != order_id for d in pipeline.world.deliveries())
+    assert pipeline.world.find_order(order_id) is None
+    assert all(d.order_id != order_id for d in pipeline.world.deliveries())
 
 
 # -- Mercado Pago: an approved payment is never acknowledged silently -----------------------
@@ -291,9 +290,9 @@ def test_an_approved_payment_without_a_usable_approval_date_is_paid_at_its_creat
     # Then the payment is applied, stamped at date_created (which the approval cannot
     # precede), and the entry records which date it took and why
     assert notified["messageId"] not in run.failed
-    assert pipeline.world.order(order)["paid_total"] == 5000
+    assert pipeline.world.order(order).paid_total == 5000
     [entry] = pipeline.world.effects(order)
     created = datetime.fromisoformat(shape("mercadopago/payment.json")["date_created"])
-    assert entry["event_created"] == int(created.timestamp())
-    assert entry["note"].startswith("stamped at date_created")
-    assert "date_approved" in entry["note"]
+    assert entry.event_created == int(created.timestamp())
+    assert str(entry.note).startswith("stamped at date_created")
+    assert "date_approved" in str(entry.note)

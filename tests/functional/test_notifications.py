@@ -61,8 +61,8 @@ def payment_with_receipt(
 
 
 def key_of(world: World, order: str, transition: str) -> str:
-    [effect] = [e for e in world.effects(order) if e["transition"] == transition]
-    return outbox_id_for(effect["effect_key"])
+    [effect] = [e for e in world.effects(order) if e.transition == transition]
+    return outbox_id_for(effect.effect_key)
 
 
 def test_refund_reaches_the_customer_learned_at_payment_with_the_status_as_of_sending(
@@ -182,7 +182,7 @@ def test_customer_named_only_by_the_duplicate_charge_event_is_still_learned(
     # Then the refund e-mail reaches the address the charge named
     refund_key = key_of(world, order, "order.refunded")
     assert duplicate.outcome.value == "duplicate"
-    assert world.order(order)["recipient"] == CUSTOMER
+    assert world.order(order).recipient == CUSTOMER
     assert sinks.emails()[refund_key][0] == [CUSTOMER]
 
 
@@ -238,7 +238,7 @@ def test_a_late_payment_of_another_payment_of_the_order_is_emailed(
     # Then the deposit counted late (the order's status kept) and both payments were
     # e-mailed: the deposit contradicts nothing the customer was told of the balance
     assert late.outcome.value == "stale"
-    assert world.order(order)["paid_total"] == 10000
+    assert world.order(order).paid_total == 10000
     sinks.events_by_key()
     assert sinks.details[key_of_payment(world, order, deposit)]["late"] is True
     assert set(sinks.emails()) == {
@@ -268,11 +268,9 @@ def test_a_payment_late_against_its_own_refund_is_not_emailed_beside_another_pay
 
 def key_of_payment(world: World, order: str, payment: str) -> str:
     [effect] = [
-        e
-        for e in world.effects(order)
-        if e["transition"] == "order.paid" and e["payment"] == payment
+        e for e in world.effects(order) if e.transition == "order.paid" and e.payment == payment
     ]
-    return outbox_id_for(effect["effect_key"])
+    return outbox_id_for(effect.effect_key)
 
 
 def test_a_customer_learned_while_the_payments_first_try_is_sending_is_emailed_once(
@@ -361,7 +359,7 @@ def test_a_payment_sent_before_any_address_is_emailed_once_a_later_payment_teach
         Sweeper(world.dynamodb, TABLES.outbox, sender, clock, grace_seconds=0).sweep()
 
     # Then the first payment's notification reached the customer once, and EventBridge once
-    assert world.order(order)["recipient"] == CUSTOMER
+    assert world.order(order).recipient == CUSTOMER
     assert email.sent[outbox_id] == 1
     assert events.sent[outbox_id] == 1
 
@@ -455,7 +453,7 @@ def test_a_notification_never_emailed_by_policy_stays_sent_when_a_resend_names_t
 
     # Then the order learned its customer, and the notification is as it was: not re-opened,
     # not sent again, not e-mailed
-    assert world.order(order)["recipient"] == CUSTOMER
+    assert world.order(order).recipient == CUSTOMER
     [after] = [i for i in world.outbox(order) if i["outbox_id"] == outbox_id]
     assert after == before
     assert events.sent == Counter({outbox_id: 1})

@@ -101,7 +101,7 @@ def test_a_pending_refund_counts_when_it_succeeds_though_no_event_says_so(
     order, charge, refund, processor = watched_for_a_pending_refund(
         world, provider_apis, room, 1500
     )
-    assert world.order(order).get("refunded_total", 0) == 0
+    assert world.order(order).refunded_total == 0
 
     # When the refund succeeds at Stripe (no event reaches the endpoint) and the waiting
     # function runs before, then after, the first re-check is due
@@ -114,7 +114,7 @@ def test_a_pending_refund_counts_when_it_succeeds_though_no_event_says_so(
 
     # Then the refund counts once, is announced once, and nothing is watched any more
     assert (early, rechecked, processed) == (0, 1, 1)
-    assert world.order(order)["refunded_total"] == 1500
+    assert world.order(order).refunded_total == 1500
     assert sorted(i["transition"] for i in world.outbox(order)) == ["order.paid", "order.refunded"]
     assert list(room.watched()) == []
     clock.advance(RECHECK_AT_MOST_EVERY_SECONDS)
@@ -146,8 +146,8 @@ def test_a_refund_still_pending_is_read_again_at_doubling_intervals_up_to_six_ho
     gaps = [b - a for a, b in zip([0, *checked_at], checked_at, strict=False)]
     assert gaps[:6] == [300, 600, 1200, 2400, 4800, 9600]
     assert set(gaps[7:]) == {RECHECK_AT_MOST_EVERY_SECONDS}
-    assert [w["object"] for w in room.watched()] == [charge]
-    assert world.order(order).get("refunded_total", 0) == 0
+    assert [w.object for w in room.watched()] == [charge]
+    assert world.order(order).refunded_total == 0
 
 
 def test_a_recheck_that_finds_its_charge_settled_ends_only_its_own_watch(
@@ -162,8 +162,8 @@ def test_a_recheck_that_finds_its_charge_settled_ends_only_its_own_watch(
 
     # Then the newer watch stands, and only its own generation ends it
     [renewed] = room.watched()
-    assert renewed["generation"] != carried
-    room.unwatch("stripe", "ch_watched", str(renewed["generation"]))
+    assert renewed.generation != carried
+    room.unwatch("stripe", "ch_watched", str(renewed.generation))
     assert list(room.watched()) == []
 
 
@@ -181,8 +181,8 @@ def test_a_watch_ended_and_made_again_is_not_ended_by_an_old_recheck(
 
     # Then the new watch stands, with its own schedule from its start
     [again] = room.watched()
-    assert int(again["checks"]) == 0
-    assert int(again["next_check_at"]) == int(clock()) + RECHECK_AFTER_SECONDS
+    assert int(again.checks) == 0
+    assert int(again.next_check_at) == int(clock()) + RECHECK_AFTER_SECONDS
 
 
 def test_a_pending_refund_read_through_the_api_names_its_charge_to_read_again() -> None:
@@ -240,7 +240,7 @@ def test_a_refund_pending_for_a_week_is_counted_for_its_alarm_and_still_read_aga
     # week, and the charge is still read again: nothing is given up
     assert (at_a_week["rechecks_over_a_week"], past_a_week["rechecks_over_a_week"]) == (0, 1)
     assert past_a_week["rechecked"] == 1
-    assert [w["object"] for w in room.watched()] == [charge]
+    assert [w.object for w in room.watched()] == [charge]
 
 
 def test_a_refund_pending_for_over_a_week_stays_counted_between_its_rechecks(
@@ -264,7 +264,7 @@ def test_a_refund_pending_for_over_a_week_stays_counted_between_its_rechecks(
     # the charge is read again), though nothing was re-checked
     assert (between["rechecked"], between["rechecks_open"]) == (0, 1)
     assert between["rechecks_over_a_week"] == 1
-    assert [w["object"] for w in room.watched()] == [charge]
+    assert [w.object for w in room.watched()] == [charge]
 
 
 def test_a_watch_ended_while_its_recheck_is_sent_is_not_made_again(
@@ -281,7 +281,7 @@ def test_a_watch_ended_while_its_recheck_is_sent_is_not_made_again(
     def ending_the_watch_meanwhile(operation: str, call: Callable[[], Any]) -> Any:
         result = call()
         if operation == "send_message":
-            room.unwatch("stripe", "ch_watched", str(watch["generation"]))
+            room.unwatch("stripe", "ch_watched", str(watch.generation))
         return result
 
     racing = Waiting(
@@ -318,8 +318,8 @@ def test_a_pending_refund_beside_a_settled_one_is_watched_and_counts_when_it_suc
 
     # Then the settled one counts, and the charge is watched for the pending one
     assert sorted(outcomes) == sorted([Outcome.APPLIED, Outcome.IGNORED])
-    assert world.order(order)["refunded_total"] == 1000
-    assert [w["object"] for w in room.watched()] == [charge]
+    assert world.order(order).refunded_total == 1000
+    assert [w.object for w in room.watched()] == [charge]
 
     # When the pending refund succeeds at Stripe (no event says so) and its re-check is due
     provider_apis.refunds[charge] = [pending, settled]
@@ -328,7 +328,7 @@ def test_a_pending_refund_beside_a_settled_one_is_watched_and_counts_when_it_suc
     redriven(queue, processor, room)
 
     # Then both refunds count once, and nothing is watched any more
-    assert world.order(order)["refunded_total"] == 1500
+    assert world.order(order).refunded_total == 1500
     assert list(room.watched()) == []
     assert world.mismatches(order) == []
 
@@ -364,7 +364,7 @@ def test_a_pending_refund_embedded_in_the_event_is_watched_and_counts_when_it_su
         order, intent, charge, [settled, {**pending, "status": "pending"}]
     )
     delivered(body, processor, room)
-    assert world.order(order)["refunded_total"] == 1000
+    assert world.order(order).refunded_total == 1000
     assert len(list(room.watched())) == 1
 
     # When the pending refund succeeds at Stripe (no event reaches the endpoint) and the
@@ -375,7 +375,7 @@ def test_a_pending_refund_embedded_in_the_event_is_watched_and_counts_when_it_su
     redriven(queue, processor, room)
 
     # Then both refunds count once each, each announced once, and the watch has ended
-    assert world.order(order)["refunded_total"] == 2500
+    assert world.order(order).refunded_total == 2500
     assert sorted(i["transition"] for i in world.outbox(order)) == [
         "order.paid",
         "order.refunded",

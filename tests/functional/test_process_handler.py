@@ -59,7 +59,7 @@ def test_batch_applies_good_records_and_fails_only_the_bad_ones(
     response = handler.lambda_handler(sqs_event(good, malformed, no_provider), FakeLambdaContext())
 
     # Then the payment is applied and only the two bad records go back to the queue
-    assert world.order(order)["paid_total"] == 5000
+    assert world.order(order).paid_total == 5000
     assert len(world.outbox(order)) == 1
     failed = {failure["itemIdentifier"] for failure in response["batchItemFailures"]}
     assert failed == {malformed["messageId"], no_provider["messageId"]}
@@ -134,8 +134,8 @@ def test_batch_stops_taking_records_when_lambda_time_runs_short(
     response = handler.lambda_handler(sqs_event(*records), context)
 
     # Then the first two are applied, the last two are handed back unstarted (nothing written)
-    assert [world.order(order).get("paid_total") for order in orders[:2]] == [1000, 1000]
-    assert [world.order(order) for order in orders[2:]] == [{}, {}]
+    assert [world.order(order).paid_total for order in orders[:2]] == [1000, 1000]
+    assert [world.find_order(order) for order in orders[2:]] == [None, None]
     failed = [failure["itemIdentifier"] for failure in response["batchItemFailures"]]
     assert failed == [record["messageId"] for record in records[2:]]
     # And the cut is counted, so the BatchesCutShort alarm sees it

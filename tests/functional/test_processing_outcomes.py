@@ -8,7 +8,7 @@ import json
 import pytest
 
 from fixtures import stripe
-from functions.shared.domain import Outcome, financial_status
+from functions.shared.domain import Outcome
 from functions.shared.errors import (
     CurrencyMismatchError,
     MalformedEventError,
@@ -32,9 +32,9 @@ def test_event_without_a_mapped_effect_is_recorded_as_ignored_once(world: World)
 
     # Then one ignored delivery is recorded, with its reason, and no order exists
     [delivery] = world.deliveries()
-    assert (delivery["outcome"], delivery["event_type"]) == ("ignored", "charge.refunded")
-    assert "refund.created" in delivery["reason"]
-    assert world.order("ord_1042") == {}
+    assert (delivery.outcome, delivery.event_type) == ("ignored", "charge.refunded")
+    assert "refund.created" in delivery.reason
+    assert world.find_order("ord_1042") is None
     assert outcomes == [Outcome.IGNORED, Outcome.IGNORED]
 
 
@@ -59,7 +59,7 @@ def test_object_naming_no_order_and_no_payment_is_recorded_as_unroutable(world: 
     processed = world.deliver(json.dumps(event))
 
     # Then it is recorded as unroutable and nothing else is written
-    assert [d["outcome"] for d in world.deliveries()] == ["unroutable"]
+    assert [d.outcome for d in world.deliveries()] == ["unroutable"]
     assert world.outbox() == []
     assert processed.outcome is Outcome.UNROUTABLE
 
@@ -81,7 +81,7 @@ def test_refund_of_a_payment_not_yet_recorded_waits_for_it(world: World) -> None
 
     # Then the refund is applied to the payment's order
     state = world.order(order)
-    assert (financial_status(state), state["refunded_total"]) == ("refunded", AMOUNT)
+    assert (state.financial_status, state.refunded_total) == ("refunded", AMOUNT)
     assert world.mismatches(order) == []
     assert redelivered.outcome is Outcome.APPLIED
 
@@ -96,7 +96,7 @@ def test_dispute_after_payment_marks_the_order_disputed(world: World) -> None:
 
     # Then the order is disputed and the disputed amount is recorded
     state = world.order(order)
-    assert (financial_status(state), state["disputed_total"]) == ("disputed", AMOUNT)
+    assert (state.financial_status, state.disputed_total) == ("disputed", AMOUNT)
     assert sorted(i["transition"] for i in world.outbox(order)) == ["order.disputed", "order.paid"]
 
 
@@ -115,8 +115,8 @@ def test_same_second_payment_and_refund_end_refunded_in_either_order(
 
     # Then the tie rule puts the refund last: the order is refunded, both amounts count
     state = world.order(order)
-    assert (state["lifecycle_status"], financial_status(state)) == ("refunded", "refunded")
-    assert (state["paid_total"], state["refunded_total"]) == (AMOUNT, AMOUNT)
+    assert (state.lifecycle_status, state.financial_status) == ("refunded", "refunded")
+    assert (state.paid_total, state.refunded_total) == (AMOUNT, AMOUNT)
     assert world.mismatches(order) == []
 
 

@@ -361,7 +361,7 @@ def test_a_run_reads_the_outbox_only_for_the_orders_in_its_window(
 
     # Then it reads the hour's three orders, checks the refunded one, and reads that one's
     # outbox items only
-    refunded = {outbox_id_for(e["effect_key"]) for e in world.effects(orders[2])}
+    refunded = {outbox_id_for(e.effect_key) for e in world.effects(orders[2])}
     assert (second.orders_read, second.orders_checked, second.mismatches) == (3, 1, [])
     assert outbox_reads
     assert set(outbox_reads) <= refunded
@@ -415,7 +415,7 @@ def test_sent_notifications_past_their_retention_are_not_missing(
 
     # Then nothing is missing: the entry stays (it makes a resend a duplicate), the item is gone
     assert report.mismatches == []
-    assert world.order(order)["paid_total"] == 5000
+    assert world.order(order).paid_total == 5000
 
 
 def test_audit_finds_an_outbox_item_whose_entry_is_gone(
@@ -453,8 +453,8 @@ def test_audit_records_of_no_change_expire_and_the_memory_of_effects_does_not(
 
     # Then the audit record of the delivery that changed nothing expires after the retention
     [audit] = world.deliveries()
-    assert audit["outcome"] == "ignored"
-    assert audit[tables.EXPIRES_AT] == int(clock.now) + 90 * 86_400
+    assert audit.outcome == "ignored"
+    assert audit.expires_at == int(clock.now) + 90 * 86_400
     # And the order and its effect key never do: they make the next resend a duplicate
     partition = [i for i in world.snapshot()[TABLES.ledger] if i["pk"] == tables.order_pk(order)]
     assert len(partition) == 2
@@ -479,7 +479,10 @@ def test_an_audit_reading_orders_side_by_side_reports_what_one_reading_in_turn_d
     *_, last = world.effects(orders[0])
     dynamodb.delete_item(
         TableName=TABLES.ledger,
-        Key={"pk": {"S": tables.order_pk(orders[0])}, "sk": {"S": last["sk"]}},
+        Key={
+            "pk": {"S": tables.order_pk(orders[0])},
+            "sk": {"S": tables.effect_sk(last.effect_key)},
+        },
     )
     total_changed_by_hand(dynamodb, orders[1])
     clock.advance(600)

@@ -21,6 +21,7 @@ from fixtures.shapes import EVENTS_DIR, shape, unique
 from functions.ingest.adapters import SqsQueue
 from functions.process.asaas_cash import LedgerCash
 from functions.process.interpreters import Interpreters
+from functions.shared.items import Order
 from functions.shared.rejections import UnavailableError
 from functions.stripe.api import PLACEHOLDER, StripeApi
 from ops.outcomes import PENDING, LedgerOutcomes, Result, Tracked
@@ -185,10 +186,10 @@ def test_stripe_replay_pages_through_the_window_and_applies_each_lost_event_once
         delivered["id"]: "duplicate",
     }
     for n, (order, _) in enumerate(lost):
-        assert pipeline.world.order(order)["paid_total"] == 1000 + n
+        assert pipeline.world.order(order).paid_total == 1000 + n
         assert len(pipeline.world.outbox(order)) == 1
-    assert pipeline.world.order(delivered_order)["effect_count"] == 1
-    assert all(pipeline.world.order(order) == {} for order, _ in outside)
+    assert pipeline.world.order(delivered_order).effect_count == 1
+    assert all(pipeline.world.find_order(order) is None for order, _ in outside)
 
     # And each message is the event as the API returned it, marked as a replay
     by_id = {event["id"]: event for _, event in [*lost, (delivered_order, delivered)]}
@@ -220,7 +221,7 @@ def test_an_api_error_mid_way_says_how_to_resume_and_nothing_applies_twice(
     assert interrupted.value.resume == Resume("--starting-after", newest_first[3][1]["id"])
     assert len(interrupted.value.enqueued) == 4
     # And the two pages enqueued before the error are applied, the rest not yet
-    assert [pipeline.world.order(o).get("paid_total") for o, _ in newest_first] == [
+    assert [pipeline.world.order(o).paid_total for o, _ in newest_first] == [
         600,
         500,
         400,
@@ -244,7 +245,7 @@ def test_an_api_error_mid_way_says_how_to_resume_and_nothing_applies_twice(
     assert pipeline.world.snapshot() == after_resume
     for order, event in payments:
         view = pipeline.world.order(order)
-        assert (view["paid_total"], view["effect_count"]) == (
+        assert (view.paid_total, view.effect_count) == (
             event["data"]["object"]["amount"],
             1,
         )
@@ -272,7 +273,7 @@ def test_a_page_is_enqueued_ten_messages_a_request(pipeline: Pipeline, clock: Fa
     assert len({t.queue_message_id for t in replayed}) == 25
     for order, event in payments:
         view = pipeline.world.order(order)
-        assert (view["paid_total"], view["effect_count"]) == (
+        assert (view.paid_total, view.effect_count) == (
             event["data"]["object"]["amount"],
             1,
         )
@@ -327,7 +328,7 @@ def test_a_queue_failing_mid_page_reports_what_it_took_before(
     assert len(enqueued) == 10
     assert all(t.queue_message_id for t in enqueued)
     assert interrupted.value.resume is None
-    applied = [o for o, _ in payments if pipeline.world.order(o).get("paid_total")]
+    applied = [o for o, _ in payments if pipeline.world.order(o).paid_total]
     assert len(applied) == 10
 
 
@@ -358,7 +359,7 @@ def test_a_page_the_queue_partly_refuses_stops_the_replay_resumable_before_that_
     # Then every payment is applied once
     for order, event in payments:
         view = pipeline.world.order(order)
-        assert (view["paid_total"], view["effect_count"]) == (
+        assert (view.paid_total, view.effect_count) == (
             event["data"]["object"]["amount"],
             1,
         )
@@ -411,7 +412,7 @@ def test_outcomes_are_pending_until_processed_then_what_process_made_of_them(
     assert slept == [2.0]
     assert outcomes(settled) == {paid["id"]: "applied", customer["id"]: "ignored"}
     assert {r.order_id for r in settled} == {order, None}
-    assert pipeline.world.order(order)["paid_total"] == 2500
+    assert pipeline.world.order(order).paid_total == 2500
 
 
 def test_a_page_of_refunds_finds_all_their_orders_in_one_read(
@@ -452,9 +453,7 @@ def test_a_page_of_refunds_finds_all_their_orders_in_one_read(
         refund["id"]: order for refund, (order, _) in zip(refunds, [*paid, paid[-1]], strict=True)
     }
     assert [r.outcome for r in results if r.outcome != "applied"] == ["stale"]
-    assert [pipeline.world.order(order)["refunded_total"] for order, _ in paid] == [100] * 11 + [
-        200
-    ]
+    assert [pipeline.world.order(order).refunded_total for order, _ in paid] == [100] * 11 + [200]
 
 
 # -- Mercado Pago -----------------------------------------------------------------------------
@@ -538,13 +537,13 @@ def test_mercadopago_replay_sends_their_notification_for_each_payment_updated_in
     # And the money moved once: paid, paid and refunded, nothing for the pending payment;
     # the second replay changed nothing at all
     assert [r.outcome for r in first_results] == ["applied", "applied", "ignored"]
-    assert pipeline.world.order(approved[0])["paid_total"] == 5000
+    assert pipeline.world.order(approved[0]).paid_total == 5000
     assert (
-        pipeline.world.order(refunded[0])["paid_total"],
-        pipeline.world.order(refunded[0])["refunded_total"],
+        pipeline.world.order(refunded[0]).paid_total,
+        pipeline.world.order(refunded[0]).refunded_total,
     ) == (5000, 2000)
-    assert pipeline.world.order(pending[0]) == {}
-    assert pipeline.world.order(before[0]) == {}
+    assert pipeline.world.find_order(pending[0]) is None
+    assert pipeline.world.find_order(before[0]) is None
     assert after_first != ledger_before
     assert pipeline.world.snapshot() == after_first
     assert [r.outcome for r in ledger.results(second)] == ["duplicate", "duplicate", "ignored"]
@@ -646,13 +645,13 @@ def test_mercadopago_replay_sends_their_notification_for_each_order_changed_in_t
     # And the money moved once: the new order paid, the older one paid and refunded in part;
     # the second replay changed nothing
     assert [r.outcome for r in first_results] == ["applied", "applied"]
-    assert pipeline.world.order(new[0])["paid_total"] == 20000
+    assert pipeline.world.order(new[0]).paid_total == 20000
     assert (
-        pipeline.world.order(refunded[0])["paid_total"],
-        pipeline.world.order(refunded[0])["refunded_total"],
+        pipeline.world.order(refunded[0]).paid_total,
+        pipeline.world.order(refunded[0]).refunded_total,
     ) == (20000, 5000)
-    assert pipeline.world.order(older[0]) == {}
-    assert pipeline.world.order(before[0]) == {}
+    assert pipeline.world.find_order(older[0]) is None
+    assert pipeline.world.find_order(before[0]) is None
     assert pipeline.world.snapshot() == after_first
     assert [r.outcome for r in ledger.results(second)] == ["duplicate", "duplicate"]
 
@@ -664,8 +663,8 @@ def test_mercadopago_replay_sends_their_notification_for_each_order_changed_in_t
 
     # Then its refund is booked too, and nothing else changes
     assert [r.outcome for r in ledger.results(wider)] == ["applied", "duplicate", "duplicate"]
-    assert pipeline.world.order(older[0])["refunded_total"] == 5000
-    assert pipeline.world.order(new[0])["paid_total"] == 20000
+    assert pipeline.world.order(older[0]).refunded_total == 5000
+    assert pipeline.world.order(new[0]).paid_total == 20000
 
 
 def test_an_orders_search_interrupted_resumes_from_the_last_orders_creation(
@@ -699,8 +698,8 @@ def test_an_orders_search_interrupted_resumes_from_the_last_orders_creation(
     assert interrupted.value.resume == Resume(
         "--orders-created-since", created.isoformat(timespec="milliseconds").replace("+00:00", "Z")
     )
-    assert pipeline.world.order(first[0])["paid_total"] == 20000
-    assert pipeline.world.order(second[0]) == {}
+    assert pipeline.world.order(first[0]).paid_total == 20000
+    assert pipeline.world.find_order(second[0]) is None
 
     # When resumed from there
     created_since = datetime.fromisoformat(interrupted.value.resume.value)
@@ -711,7 +710,7 @@ def test_an_orders_search_interrupted_resumes_from_the_last_orders_creation(
 
     # Then the second order is booked, the first is a duplicate
     assert [r.outcome for r in ledger.results(resumed)] == ["duplicate", "applied"]
-    assert pipeline.world.order(second[0])["paid_total"] == 20000
+    assert pipeline.world.order(second[0]).paid_total == 20000
 
 
 def test_a_mercadopago_replay_whose_payments_stop_resumes_by_since_and_loses_no_order(
@@ -756,8 +755,8 @@ def test_a_mercadopago_replay_whose_payments_stop_resumes_by_since_and_loses_no_
 
     # Then the order, which changed before the resumed window, was booked by the first run
     # (the orders are searched first), and both payments are booked once
-    assert pipeline.world.order(lone[0])["paid_total"] == 20000
-    assert [pipeline.world.order(order)["paid_total"] for order, _ in paid] == [5000, 5000]
+    assert pipeline.world.order(lone[0]).paid_total == 20000
+    assert [pipeline.world.order(order).paid_total for order, _ in paid] == [5000, 5000]
     assert len(resumed) == 2  # the first payment again (a duplicate) and the second
 
 
@@ -861,12 +860,8 @@ def listings(pipeline: Pipeline) -> list[dict[str, list[str]]]:
     ]
 
 
-def money(state: dict[str, Any]) -> tuple[int, int, int]:
-    return (
-        int(state.get("paid_total", 0)),
-        int(state.get("refunded_total", 0)),
-        int(state.get("disputed_total", 0)),
-    )
+def money(state: Order) -> tuple[int, int, int]:
+    return (state.paid_total, state.refunded_total, state.disputed_total)
 
 
 def test_asaas_replay_books_what_the_paused_queue_held_once_and_again_changes_nothing(
@@ -950,8 +945,8 @@ def test_asaas_replay_books_what_the_paused_queue_held_once_and_again_changes_no
     assert money(pipeline.world.order(refunded[0])) == (10000, 5000, 0)
     assert money(pipeline.world.order(charged_back[0])) == (5000, 0, 5000)
     assert money(pipeline.world.order(cash[0])) == (5000, 0, 0)
-    assert pipeline.world.order(pending[0]) == {}
-    assert pipeline.world.order(before[0]) == {}
+    assert pipeline.world.find_order(pending[0]) is None
+    assert pipeline.world.find_order(before[0]) is None
     for order, _ in everyone[:5]:
         assert pipeline.world.mismatches(order) == []
 

@@ -14,7 +14,7 @@ import pytest
 from devstack.provider_apis import FakeProviderApis
 from fixtures.shapes import shape, unique
 from functions.asaas.api import AsaasApi
-from functions.shared.domain import Outcome
+from functions.shared.domain import Outcome, Total
 from functions.statement.asaas import AsaasStatement, known_to_asaas, statement_lines
 from functions.statement.report import ENTRY_UNKNOWN, MOVEMENT_MISSING, StatementReport
 from functions.statement.service import StatementPass
@@ -111,7 +111,7 @@ def test_a_payment_no_webhook_brought_is_booked_once_with_asaas_fee_and_net(
     assert (first.booked, first.mismatches) == (3, [])
     assert (second.booked, second.already_booked, second.mismatches) == (0, 3, [])
     state = world.order(order)
-    assert (state["paid_total"], state["fee_total"], state["net_total"]) == (5000, 99, 4901)
+    assert (state.paid_total, state.fee_total, state.net_total) == (5000, 99, 4901)
     [announced] = world.outbox(order)
     assert announced["found_by_statement"] is True
 
@@ -188,7 +188,7 @@ def test_a_chargeback_moves_the_net_by_its_statement_lines_once(
     assert (first.mismatches, second.mismatches) == ([], [])
     assert second.fees_recorded == 0
     state = world.order(order)
-    assert (state["fee_total"], state["net_total"], state[booked_as]) == (99, net, 3000)
+    assert (state.fee_total, state.net_total, state.total(Total(booked_as))) == (99, net, 3000)
 
 
 def test_a_refund_the_webhooks_missed_is_booked_and_a_later_webhook_is_a_duplicate(
@@ -212,7 +212,7 @@ def test_a_refund_the_webhooks_missed_is_booked_and_a_later_webhook_is_a_duplica
     assert (report.booked, report.already_booked, report.mismatches) == (1, 1, [])
     assert [p.outcome for p in late] == [Outcome.DUPLICATE]
     state = world.order(order)
-    assert (state["paid_total"], state["refunded_total"], state["net_total"]) == (
+    assert (state.paid_total, state.refunded_total, state.net_total) == (
         5000,
         2000,
         4901 - 2000,
@@ -235,7 +235,7 @@ def test_a_card_payment_not_credited_yet_matches_and_a_payment_asaas_never_had_d
 
     # Then the card payment is known to Asaas; the other is reported, and stays for a person
     assert [(m.kind, m.order_id) for m in report.mismatches] == [(ENTRY_UNKNOWN, forged_order)]
-    assert world.order(forged_order)["paid_total"] == 5000
+    assert world.order(forged_order).paid_total == 5000
 
 
 def test_a_line_naming_a_payment_asaas_does_not_know_is_a_movement_missing(

@@ -94,7 +94,7 @@ def test_a_payment_never_notified_is_booked_once_with_its_fee_and_net(
     # Then it is booked once, found by the statement, with what Mercado Pago kept and paid out
     assert (first.booked, first.mismatches, second.booked, second.already_booked) == (1, [], 0, 1)
     state = world.order(order)
-    assert (state["paid_total"], state["fee_total"], state["net_total"]) == (5000, 50, 4950)
+    assert (state.paid_total, state.fee_total, state.net_total) == (5000, 50, 4950)
     [announced] = world.outbox(order)
     assert announced["found_by_statement"] is True
 
@@ -114,10 +114,10 @@ def test_refunds_no_notification_brought_are_booked_each_once_and_net_falls_by_t
     # Then the two refunds are booked, the payment matched, and net is what is left
     assert (report.booked, report.already_booked, report.mismatches) == (2, 1, [])
     state = world.order(order)
-    assert (state["paid_total"], state["refunded_total"]) == (5000, 5000)
-    assert (state["fee_total"], state["net_total"]) == (50, 4950 - 5000)
-    refund = next(e for e in world.effects(order) if e["transition"] == "order.refunded")
-    assert refund["via"] == "statement"
+    assert (state.paid_total, state.refunded_total) == (5000, 5000)
+    assert (state.fee_total, state.net_total) == (50, 4950 - 5000)
+    refund = next(e for e in world.effects(order) if e.transition == "order.refunded")
+    assert refund.via == "statement"
     # and their notification, arriving at last, is a duplicate of each
     again = [p.outcome for p in notified(world, clock, refunded)]
     assert Outcome.APPLIED not in again
@@ -140,7 +140,7 @@ def test_an_amount_read_wrong_is_reported_and_a_payment_the_search_does_not_know
     # Then each is reported by its kind; neither order's books are changed
     assert sorted(m.kind for m in report.mismatches) == [AMOUNT_DIFFERS, ENTRY_UNKNOWN]
     assert {m.order_id for m in report.mismatches} == {order, unknown_order}
-    assert world.order(order)["paid_total"] == 2500
+    assert world.order(order).paid_total == 2500
 
 
 def test_a_payment_that_cannot_be_read_is_a_movement_missing_and_books_nothing(
@@ -187,7 +187,7 @@ def test_an_order_is_matched_through_the_payments_api_objects_it_names(
 
     # Then it is the order's payment, matched: booked once, no mismatch
     assert (report.booked, report.already_booked, report.mismatches) == (0, 1, [])
-    assert world.order(order)["paid_total"] == 20000
+    assert world.order(order).paid_total == 20000
 
 
 def test_an_order_payment_the_search_cannot_list_is_left_to_its_own_api(

@@ -78,7 +78,7 @@ def test_the_first_run_reads_the_settled_hour_and_books_what_no_webhook_brought_
     assert first.passes[0].since == settled - WINDOW_SECONDS
     assert second.passes[0].since == settled
     assert (second.booked, second.mismatches, second.checked_until) == (0, 0, settled + 3600)
-    assert world.order(order)["paid_total"] == 5000
+    assert world.order(order).paid_total == 5000
     assert len(world.outbox(order)) == 1
 
 
@@ -107,7 +107,7 @@ def test_a_run_behind_reads_window_after_window_while_its_time_lasts(
     assert rest.caught_up
     assert rest.checked_until == start + 5 * 3600
     assert short.booked + rest.booked == 5
-    assert all(world.order(order)["paid_total"] == 5000 for order, _ in lost)
+    assert all(world.order(order).paid_total == 5000 for order, _ in lost)
 
 
 def test_a_read_that_stopped_moves_nothing_and_the_next_run_reads_the_same_window(
@@ -128,7 +128,7 @@ def test_a_read_that_stopped_moves_nothing_and_the_next_run_reads_the_same_windo
     assert stopped.checked_until == failing.windows[0][0] + EDGE_SECONDS
     assert answering.windows == failing.windows
     assert (again.booked, again.caught_up) == (1, True)
-    assert world.order(order)["paid_total"] == 5000
+    assert world.order(order).paid_total == 5000
 
 
 def test_a_provider_without_a_credential_is_not_read_and_keeps_no_checkpoint(
@@ -181,7 +181,7 @@ def test_an_operator_window_is_read_again_and_leaves_the_checkpoint(
     # Then the payment is booked, and the checkpoint stays where the schedule left it
     assert (run.booked, run.mismatches) == (1, 0)
     assert scheduled.checkpoint("stripe") == checkpoint
-    assert world.order(order)["paid_total"] == 5000
+    assert world.order(order).paid_total == 5000
 
 
 @pytest.mark.parametrize(

@@ -133,7 +133,7 @@ def test_the_first_daily_run_reads_yesterday_whole_and_books_a_lost_payment_once
     assert [p.since for p in second.passes] == [start_of(DAY + timedelta(days=1))]
     assert (second.booked, second.mismatches) == (1, 0)
     assert payment_reads(asaas, payment["id"]) == 1
-    assert [world.order(o)["paid_total"] for o in (order, later)] == [5000, 5000]
+    assert [world.order(o).paid_total for o in (order, later)] == [5000, 5000]
     [announced] = world.outbox(order)
     assert announced["found_by_statement"] is True
 
@@ -153,7 +153,7 @@ def test_a_webhook_arriving_after_the_daily_pass_booked_its_payment_is_a_duplica
 
     # Then it changes nothing: the payment counted once, announced once
     assert [p.outcome for p in late] == [Outcome.DUPLICATE]
-    assert world.order(order)["paid_total"] == 5000
+    assert world.order(order).paid_total == 5000
     assert len(world.outbox(order)) == 1
 
 
@@ -181,7 +181,7 @@ def test_a_schedule_down_for_days_catches_up_a_whole_day_at_a_time(
     ]
     assert (rest.caught_up, rest.checked_until) == (True, start_of(days[-1] + timedelta(days=1)))
     assert short.booked + rest.booked == 3
-    assert all(world.order(order)["paid_total"] == 5000 for order, _ in lost)
+    assert all(world.order(order).paid_total == 5000 for order, _ in lost)
 
 
 @pytest.mark.parametrize(
@@ -208,7 +208,7 @@ def test_a_day_not_yet_settled_is_not_read(
     # behind: it is where a caught-up one is until DAY has settled
     assert (run.passes, days_listed(asaas), asaas.requests) == ([], [], [])
     assert (run.caught_up, run.checked_until, run.behind_seconds) == (True, start_of(DAY), 0)
-    assert world.order(order).get("paid_total", 0) == 0
+    assert world.order(order).paid_total == 0
 
 
 def test_a_failing_daily_read_moves_nothing_and_stands_out_as_behind(
@@ -223,7 +223,7 @@ def test_a_failing_daily_read_moves_nothing_and_stands_out_as_behind(
     # When the daily rule fires the morning after DAY, then the next morning once Asaas answers
     clock.now = the_morning_after(DAY)
     stopped = daily_run(world, clock, asaas)
-    paid_meanwhile = world.order(order).get("paid_total", 0)
+    paid_meanwhile = world.order(order).paid_total
     asaas.status_override = None
     clock.now = the_morning_after(DAY + timedelta(days=1))
     again = daily_run(world, clock, asaas)
@@ -236,7 +236,7 @@ def test_a_failing_daily_read_moves_nothing_and_stands_out_as_behind(
     assert paid_meanwhile == 0
     assert [p.since for p in again.passes] == [start_of(DAY), start_of(DAY + timedelta(days=1))]
     assert (again.booked, again.caught_up, again.behind_seconds) == (1, True, 0)
-    assert world.order(order)["paid_total"] == 5000
+    assert world.order(order).paid_total == 5000
 
 
 def test_a_caught_up_daily_checkpoint_a_day_behind_the_clock_is_not_behind(
@@ -272,7 +272,7 @@ def test_a_payment_asaas_keeps_failing_to_answer_stops_the_read_and_moves_nothin
     # When the daily rule fires the morning after DAY, then the next morning
     clock.now = the_morning_after(DAY)
     stopped = daily_run(world, clock, asaas)
-    paid_meanwhile = world.order(order).get("paid_total", 0)
+    paid_meanwhile = world.order(order).paid_total
     clock.now = the_morning_after(DAY + timedelta(days=1))
     again = daily_run(world, clock, asaas)
 
@@ -282,7 +282,7 @@ def test_a_payment_asaas_keeps_failing_to_answer_stops_the_read_and_moves_nothin
     assert stopped.behind_seconds == 86_400
     assert paid_meanwhile == 0
     assert (again.booked, again.caught_up) == (1, True)
-    assert world.order(order)["paid_total"] == 5000
+    assert world.order(order).paid_total == 5000
 
 
 def test_a_payment_read_refused_once_is_read_again_within_the_same_run(
@@ -299,7 +299,7 @@ def test_a_payment_read_refused_once_is_read_again_within_the_same_run(
     # Then the read went on after the pause, and the payment is booked once
     assert (run.interrupted, run.booked, run.caught_up) == (False, 1, True)
     assert payment_reads(asaas, payment["id"]) == 2
-    assert world.order(order)["paid_total"] == 5000
+    assert world.order(order).paid_total == 5000
 
 
 def test_the_function_publishes_a_caught_up_daily_checkpoint_s_lag_as_zero(

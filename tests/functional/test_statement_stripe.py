@@ -75,12 +75,12 @@ def test_a_payment_no_webhook_brought_is_booked_once_by_the_statement_with_its_f
     assert (first.booked, first.mismatches) == (1, [])
     assert (second.booked, second.already_booked, second.mismatches) == (0, 1, [])
     state = world.order(order)
-    assert (state["paid_total"], state["fee_total"], state["net_total"]) == (5000, 245, 4755)
-    assert state["settlement_currency"] == "brl"
+    assert (state.paid_total, state.fee_total, state.net_total) == (5000, 245, 4755)
+    assert state.settlement_currency == "brl"
     [announced] = world.outbox(order)
     assert announced["found_by_statement"] is True
     [entry] = world.effects(order)
-    assert (entry["via"], entry["event_id"]) == ("statement", line["id"])
+    assert (entry.via, entry.event_id) == ("statement", line["id"])
 
 
 def test_a_payment_the_webhook_booked_is_a_duplicate_and_a_late_webhook_changes_nothing(
@@ -99,7 +99,7 @@ def test_a_payment_the_webhook_booked_is_a_duplicate_and_a_late_webhook_changes_
     assert (report.booked, report.already_booked, report.mismatches) == (0, 1, [])
     assert again.outcome is Outcome.DUPLICATE
     state = world.order(order)
-    assert (state["paid_total"], state["fee_total"], state["net_total"]) == (5000, 245, 4755)
+    assert (state.paid_total, state.fee_total, state.net_total) == (5000, 245, 4755)
     [announced] = world.outbox(order)
     assert announced["found_by_statement"] is False
 
@@ -120,8 +120,8 @@ def test_a_webhook_booked_after_the_statement_is_a_duplicate(
     # Then the refund counted once
     assert report.booked == 1
     assert late.outcome is Outcome.DUPLICATE
-    assert world.order(order)["refunded_total"] == 2000
-    assert world.order(order)["net_total"] == -2000
+    assert world.order(order).refunded_total == 2000
+    assert world.order(order).net_total == -2000
 
 
 def test_captures_the_webhooks_missed_are_booked_and_a_halved_amount_is_reported_not_topped_up(
@@ -149,10 +149,10 @@ def test_captures_the_webhooks_missed_are_booked_and_a_halved_amount_is_reported
 
     # Then the missed capture is booked (10000 in all), and the halved payment is reported
     # as amounts differing, its books left as they were for a person to look at
-    assert world.order(order)["paid_total"] == 10000
+    assert world.order(order).paid_total == 10000
     assert kinds(report) == [AMOUNT_DIFFERS]
     assert report.mismatches[0].order_id == halved_order
-    assert world.order(halved_order)["paid_total"] == 2500
+    assert world.order(halved_order).paid_total == 2500
 
 
 def test_a_forged_delivery_is_an_entry_unknown_to_the_provider(
@@ -217,7 +217,7 @@ def test_a_pending_refund_and_a_payout_book_nothing_and_report_nothing(
 
     # Then the refund waits for its success and the payout is no order's: nothing reported
     assert (report.pending, report.movements, report.mismatches) == (1, 2, [])
-    assert world.order(order).get("refunded_total", 0) == 0
+    assert world.order(order).refunded_total == 0
 
 
 def test_the_eventbridge_detail_of_a_movement_found_by_the_statement_carries_fee_and_net(
@@ -269,8 +269,8 @@ def test_a_payment_whose_charge_names_another_order_is_found_on_its_bound_order_
     # charge or the binding is right, a person decides)
     assert (report.already_booked, kinds(report)) == (1, [MOVEMENT_MISSING])
     assert report.mismatches[0].order_id == other
-    assert world.order(order)["fee_total"] == 245
-    assert world.order(other) == {}
+    assert world.order(order).fee_total == 245
+    assert world.find_order(other) is None
 
 
 def test_a_fee_whose_recording_meets_a_conflict_is_recorded_once_on_the_retry(
@@ -290,7 +290,7 @@ def test_a_fee_whose_recording_meets_a_conflict_is_recorded_once_on_the_retry(
 
     # When the statement records its fee through it, then runs again
     StatementPass(contended, world.tables, world.processor(), clock).run("stripe", [line], *WINDOW)
-    once = world.order(order).get("fee_total")
+    once = world.order(order).fee_total
     StatementPass(world.dynamodb, world.tables, world.processor(), clock).run(
         "stripe", [line], *WINDOW
     )
@@ -298,7 +298,7 @@ def test_a_fee_whose_recording_meets_a_conflict_is_recorded_once_on_the_retry(
     # Then the fee counted at once (the conflict retried, not taken for "recorded before"),
     # and only once
     assert once == 245
-    assert (world.order(order)["fee_total"], world.order(order)["net_total"]) == (245, 4755)
+    assert (world.order(order).fee_total, world.order(order).net_total) == (245, 4755)
 
 
 def test_a_line_costs_a_few_requests_whether_the_webhooks_booked_it_or_not(
@@ -374,6 +374,6 @@ def test_payments_booked_side_by_side_leave_the_books_one_worker_leaves(
     assert (again.booked, again.already_booked, again.fees_recorded) == (0, 24, 0)
     for n, order in enumerate(orders):
         state = world.order(order)
-        assert (state["paid_total"], state["refunded_total"]) == (5000 + n, 1000)
-        assert state["fee_total"] == 245
+        assert (state.paid_total, state.refunded_total) == (5000 + n, 1000)
+        assert state.fee_total == 245
         assert len(world.outbox(order)) == 2

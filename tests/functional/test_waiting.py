@@ -79,7 +79,7 @@ def test_short_race_is_left_to_sqs_and_a_longer_wait_is_parked_not_dead_lettered
 
     [parked] = list(room.waiting())
     assert results == []
-    assert (parked["objects"][0], parked["amount"]) == (intent, 1000)
+    assert (parked.objects[0], parked.amount) == (intent, 1000)
 
 
 def test_parked_delivery_is_applied_once_its_payment_arrives_days_later(
@@ -98,7 +98,7 @@ def test_parked_delivery_is_applied_once_its_payment_arrives_days_later(
 
     # Then the refund is applied once, and nothing waits
     assert (counts["redriven"], outcomes) == (1, [Outcome.APPLIED])
-    assert world.order(order)["refunded_total"] == 1000
+    assert world.order(order).refunded_total == 1000
     assert list(room.waiting()) == []
     assert world.mismatches(order) == []
 
@@ -120,7 +120,7 @@ def test_waiting_past_the_providers_retry_window_is_unmatched_listed_and_reconci
     # Then it is unmatched: kept with its raw event and amount, and the books check reports it
     [unmatched] = list(room.unmatched())
     assert (over_an_hour, counts["unmatched"]) == (1, 1)
-    assert (unmatched["external_ref"], unmatched["amount"], unmatched["body"]) == (
+    assert (unmatched.external_ref, unmatched.amount, unmatched.body) == (
         intent,
         AMOUNT,
         payment,
@@ -147,7 +147,7 @@ def test_attaching_an_unmatched_payment_applies_it_exactly_once(
 
     # Then it is applied once, announced once, and no longer unmatched
     assert (first, second, outcomes) == (1, 0, [Outcome.APPLIED])
-    assert world.order(order)["paid_total"] == AMOUNT
+    assert world.order(order).paid_total == AMOUNT
     assert len(world.outbox(order)) == 1
     assert list(room.unmatched()) == []
 
@@ -192,7 +192,7 @@ def test_unmatched_delivery_whose_binding_arrives_after_all_is_applied(
 
     # Then the refund is applied once and nothing stays unmatched
     assert (counts["redriven"], process_queue(world, queue)) == (1, [Outcome.APPLIED])
-    assert world.order(order)["refunded_total"] == 1000
+    assert world.order(order).refunded_total == 1000
     assert list(room.unmatched()) == []
 
 
@@ -220,7 +220,7 @@ def test_a_redrive_reads_the_bindings_of_every_parked_delivery_together(
     assert counter.by_operation["BatchGetItem"] == 1
     assert (counts["redriven"], counts["still_waiting"]) == (10, 18)
     assert process_queue(world, queue) == [Outcome.APPLIED] * 10
-    assert [world.order(order)["refunded_total"] for order, _, _ in parked[2:12]] == [1000] * 10
+    assert [world.order(order).refunded_total for order, _, _ in parked[2:12]] == [1000] * 10
     assert len(list(room.unmatched())) == 2
 
 
@@ -261,7 +261,7 @@ def test_a_redrive_the_queue_refuses_keeps_the_delivery_parked(
 
     # Then the refund is applied once and nothing waits
     assert (again["redriven"], process_queue(world, queue)) == (1, [Outcome.APPLIED])
-    assert world.order(order)["refunded_total"] == 1000
+    assert world.order(order).refunded_total == 1000
     assert list(room.waiting()) == []
 
 
@@ -287,7 +287,7 @@ def test_a_redrive_that_dies_between_the_send_and_the_delete_sends_again_harmles
 
     # Then the second copy is a duplicate: the refund counts once, is announced once
     assert (again["redriven"], outcomes) == (1, [Outcome.APPLIED, Outcome.DUPLICATE])
-    assert world.order(order)["refunded_total"] == 1000
+    assert world.order(order).refunded_total == 1000
     assert len(world.outbox(order)) == 2  # the payment's and the refund's
     assert list(room.waiting()) == []
 
@@ -317,14 +317,14 @@ def test_an_attach_the_queue_refuses_keeps_the_delivery_and_the_redrive_applies_
 
     # Then the binding holds, nothing was sent, and the delivery is still kept
     assert queued(queue) == 0
-    assert [item["external_ref"] for item in room.unmatched()] == [intent]
+    assert [item.external_ref for item in room.unmatched()] == [intent]
 
     # When the scheduled re-drive runs (its binding exists now)
     counts = room.redrive()
 
     # Then the payment is applied once, and no longer unmatched
     assert (counts["redriven"], process_queue(world, queue)) == (1, [Outcome.APPLIED])
-    assert world.order(order)["paid_total"] == AMOUNT
+    assert world.order(order).paid_total == AMOUNT
     assert list(room.unmatched()) == []
 
 
@@ -350,7 +350,7 @@ def test_an_attach_that_dies_between_the_send_and_the_delete_can_be_run_again(
 
     # Then the second copy is a duplicate: the payment counts once, is announced once
     assert (redriven, outcomes) == (1, [Outcome.APPLIED, Outcome.DUPLICATE])
-    assert world.order(order)["paid_total"] == AMOUNT
+    assert world.order(order).paid_total == AMOUNT
     assert len(world.outbox(order)) == 1
     assert list(room.unmatched()) == []
 
@@ -371,7 +371,7 @@ def test_a_delivery_that_moves_no_money_is_recorded_ignored_past_the_wait_never_
     world.deliver(stripe.payment_intent_succeeded(order, intent, AMOUNT, T0))
     renewal = renewal_naming_no_order(invoice, subscription)
     handle_message(record(renewal, PARK_AFTER_RECEIVES), world.processor(), room)
-    assert [item["objects"] for item in room.waiting()] == [[subscription]]
+    assert [item.objects for item in room.waiting()] == [[subscription]]
 
     # When three days pass with no binding and the re-drive runs
     clock.advance(WAIT_LIMIT_SECONDS)
@@ -381,13 +381,13 @@ def test_a_delivery_that_moves_no_money_is_recorded_ignored_past_the_wait_never_
     # unmatched entries are money nobody can route, and the books check reports none
     assert (counts["ignored"], counts["unmatched"], counts["waiting_over_an_hour"]) == (1, 0, 0)
     assert (list(room.waiting()), list(room.unmatched())) == ([], [])
-    [recorded] = [d for d in world.deliveries() if d["event_id"] == json.loads(renewal)["id"]]
-    assert (recorded["outcome"], recorded["reason"]) == (
+    [recorded] = [d for d in world.deliveries() if d.event_id == json.loads(renewal)["id"]]
+    assert (recorded.outcome, recorded.reason) == (
         Outcome.IGNORED,
         f"no order was ever bound to {subscription}; nothing to bind (moves no money)",
     )
-    assert int(recorded["expires_at"]) > clock.now
-    assert world.order(order)["paid_total"] == AMOUNT
+    assert (recorded.expires_at or 0) > clock.now
+    assert world.order(order).paid_total == AMOUNT
     kinds = [m.kind for m in Reconciler(world.dynamodb, TABLES, clock).run().mismatches]
     assert kinds == []
 
@@ -407,7 +407,7 @@ def test_a_delivery_moving_no_money_that_went_unmatched_before_leaves_the_list_r
                     "TableName": TABLES.ledger,
                     "Item": to_attributes(
                         {
-                            **parked,
+                            **parked.stored,
                             tables.PARTITION_KEY: tables.UNMATCHED_PK,
                             "unmatched_at": "2026-12-03T00:00:00+00:00",
                         }
@@ -420,7 +420,7 @@ def test_a_delivery_moving_no_money_that_went_unmatched_before_leaves_the_list_r
                     "Key": to_attributes(
                         {
                             tables.PARTITION_KEY: tables.WAITING_PK,
-                            tables.SORT_KEY: parked[tables.SORT_KEY],
+                            tables.SORT_KEY: parked.sk,
                         }
                     ),
                 }
@@ -434,7 +434,7 @@ def test_a_delivery_moving_no_money_that_went_unmatched_before_leaves_the_list_r
 
     # Then it is no longer unmatched (nor counted by the alarm), but recorded as ignored
     assert (counts["ignored"], list(room.unmatched())) == (1, [])
-    assert [d["outcome"] for d in world.deliveries()] == [Outcome.IGNORED]
+    assert [d.outcome for d in world.deliveries()] == [Outcome.IGNORED]
 
 
 def test_a_renewal_ignored_past_the_wait_binds_when_its_subscription_is_bound_late(
@@ -462,5 +462,5 @@ def test_a_renewal_ignored_past_the_wait_binds_when_its_subscription_is_bound_la
 
     # Then the renewal bound its invoice, its payment counted once, and nothing is left waiting,
     # unmatched or dormant
-    assert world.order(order)["paid_total"] == AMOUNT
+    assert world.order(order).paid_total == AMOUNT
     assert (list(room.waiting()), list(room.unmatched()), list(room.dormant())) == ([], [], [])

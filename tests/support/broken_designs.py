@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, ClassVar
 from functions.process.interpreters import Interpreters
 from functions.process.service import EffectProcessor
 from functions.shared import tables
-from functions.shared.domain import COUNTED_OUTCOMES, Effect, Outcome, RoutedEffect, effect_key
+from functions.shared.domain import Effect, Outcome, RoutedEffect, effect_key
 from functions.shared.dynamo import to_attributes
+from functions.shared.items import Entry
 from functions.shared.settings import DEFAULT_RETENTION_DAYS
 from functions.store.ledger import LedgerItems
 from functions.store.reads import Known, LedgerReads
@@ -173,14 +174,16 @@ class _ReversedReadAsCounted(LedgerReads):
     def before_writing(self, routed: RoutedEffect, objects: tuple[str, ...]) -> Known:
         known = super().before_writing(routed, objects)
         settled = known.settled
-        if routed.reversed_key is None or (settled and settled.get("outcome") in COUNTED_OUTCOMES):
+        if routed.reversed_key is None or (settled is not None and settled.counted):
             return known
         amount = routed.effect.amount
-        counted = {
-            "outcome": Outcome.APPLIED.value,
-            "amount": amount.minor,
-            "currency": amount.currency,
-        }
+        counted = Entry(
+            effect_key=routed.reversed_key,
+            order_id=routed.order_id,
+            outcome=Outcome.APPLIED.value,
+            amount=amount.minor,
+            currency=amount.currency,
+        )
         return replace(known, settled=counted)
 
 

@@ -43,11 +43,11 @@ from functions.process.mercadopago_disputes import LedgerDisputes
 from functions.process.service import EffectProcessor
 from functions.process.waiting import NothingWaitsError, Waiting
 from functions.shared.domain import (
-    COUNTED_OUTCOMES,
     TRANSITION_RULES,
+    Total,
     Transition,
-    financial_status,
 )
+from functions.shared.items import Order
 from functions.shared.outbox import OutboxItem, OutboxStatus
 from functions.statement import asaas as asaas_statement
 from functions.statement.lines import Line
@@ -485,8 +485,8 @@ class History:
         if self.misbound:
             # What the broken interpretation booked: everything on the other order, nothing
             # on this one (reported above).
-            if world.order(order_id):
-                found.append(f"the order {order_id} holds {world.order(order_id)}")
+            if (held := world.find_order(order_id)) is not None:
+                found.append(f"the order {order_id} holds {held}")
             order_id = self.misbound
         if self._unattached:
             # Nobody attached it: none of its money is the order's, all of it unmatched.
@@ -494,33 +494,25 @@ class History:
         if self.misreads:
             # What the broken interpretation booked: half of what was paid (reported above).
             truth = replace(truth, paid=truth.paid // 2)
-        order = world.order(order_id)
+        order = world.find_order(order_id) or Order(order_id)
         if self._dead:
             found.append(f"{len(self._dead)} message(s) dead-lettered")
         room = wiring.waiting_room()
-        found += [
-            f"still waiting: {w.get('event_type')} {w.get('event_id')}" for w in room.waiting()
-        ]
-        unmatched = [
-            f"unmatched: {w.get('event_type')} {w.get('event_id')}" for w in room.unmatched()
-        ]
+        found += [f"still waiting: {w.event_type} {w.event_id}" for w in room.waiting()]
+        unmatched = [f"unmatched: {w.event_type} {w.event_id}" for w in room.unmatched()]
         if not self._unattached:
             found += unmatched
         elif self.simulator.books.paid and not unmatched:
             found.append("the payment no order names is not unmatched")
         found += self._rechecks(room)
-        totals = {name: int(order.get(name, 0) or 0) for name in truth.totals}
+        totals = {name: order.total(Total(name)) for name in truth.totals}
         if totals != truth.totals:
             found.append(f"totals {totals} != true {truth.totals}")
-        status = financial_status(order).value
+        status = order.financial_status.value
         if status != truth.status:
             found.append(f"status {status!r} != true {truth.status!r}")
         effects = world.effects(order_id)
-        counted = Counter(
-            f"{e['transition']}:{e['external_ref']}"
-            for e in effects
-            if e.get("outcome") in COUNTED_OUTCOMES
-        )
+        counted = Counter(f"{e.transition}:{e.external_ref}" for e in effects if e.counted)
         found += _entries_against(_in_parts(counted, truth.paid_in_parts), truth.movements)
         outbox = world.outbox(order_id)
         found += [str(m) for m in world.mismatches(order_id, effects, outbox)]
@@ -529,14 +521,14 @@ class History:
         found += self._fees(order)
         return found
 
-    def _fees(self, order: dict[str, Any]) -> list[str]:
+    def _fees(self, order: Order) -> list[str]:
         """What the provider kept and paid out for the order, as the statement recorded it
         (`fee_total`, `net_total`), is the simulator's (a mis-mapped history's statement
         reports the fault; what its fees became is not the truth's)."""
         if not self.statement_heals or self.misreads or self.misbound:
             return []
         truth = self.simulator.books
-        held = (int(order.get("fee_total", 0) or 0), int(order.get("net_total", 0) or 0))
+        held = (order.fee_total or 0, order.net_total or 0)
         if held == (truth.fee, truth.net):
             return []
         return [f"fee and net {held} != true {(truth.fee, truth.net)}"]
@@ -549,25 +541,25 @@ class History:
             return []
         provider = self.simulator.provider
         records = {
-            str(d["event_id"]): d
-            for d in self.pipeline.world.deliveries()
-            if d.get("provider") == provider
+            str(d.event_id): d for d in self.pipeline.world.deliveries() if d.provider == provider
         }
         found = []
         lost = {_event_identity(w) for w in self.lost}
         for event_id, why in expected.items():
             if event_id in lost:
                 continue  # never delivered: nothing recorded
-            record = records.get(event_id, {})
-            if record.get("outcome") != "ignored" or why not in str(record.get("reason")):
-                found.append(f"{event_id} recorded {record.get('outcome')}: {record.get('reason')}")
+            record = records.get(event_id)
+            if record is None:
+                found.append(f"{event_id} recorded nothing")
+            elif record.outcome != "ignored" or why not in record.reason:
+                found.append(f"{event_id} recorded {record.outcome}: {record.reason}")
         return found
 
     def _rechecks(self, room: Waiting) -> list[str]:
         """After the day's re-check, a charge is watched exactly while one of its refunds is
         pending on a legacy endpoint (its charge.refunded, delivered by now, said so, and its
         later change may come as no event); a charge no order holds may not be yet."""
-        watched = {str(w["object"]) for w in room.watched()}
+        watched = {str(w.object) for w in room.watched()}
         expected = {
             payment.charge
             for payment in self._payments()

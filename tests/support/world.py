@@ -11,6 +11,7 @@ from functions.asaas.models import PROVIDER as ASAAS
 from functions.process.service import EffectProcessor, Processed
 from functions.shared import books, tables
 from functions.shared.dynamo import from_attributes, scan_items
+from functions.shared.items import DeliveryRecord, Entry, Order
 from functions.store import queries
 from functions.stripe.models import PROVIDER as STRIPE
 from tests.support.asaas import AsaasAsDelivered
@@ -72,7 +73,13 @@ class World:
     def _scan(self, table: str) -> list[dict[str, Any]]:
         return list(scan_items(self.dynamodb, table))
 
-    def order(self, order_id: str) -> dict[str, Any]:
+    def order(self, order_id: str) -> Order:
+        """The order, which must exist."""
+        order = self.find_order(order_id)
+        assert order is not None, f"no order {order_id} in the ledger"
+        return order
+
+    def find_order(self, order_id: str) -> Order | None:
         response = self.dynamodb.get_item(
             TableName=self.tables.ledger,
             Key={
@@ -80,22 +87,23 @@ class World:
                 tables.SORT_KEY: {"S": tables.ORDER_SORT},
             },
         )
-        return from_attributes(response.get("Item", {}))
+        item = response.get("Item")
+        return Order.of(from_attributes(item)) if item else None
 
-    def effects(self, order_id: str) -> list[dict[str, Any]]:
+    def effects(self, order_id: str) -> list[Entry]:
         """The order's entries: its partition's items under the entry prefix."""
         pages = self.dynamodb.get_paginator("query").paginate(
             **queries.entries(self.tables.ledger, order_id)
         )
-        return [from_attributes(item) for page in pages for item in page["Items"]]
+        return [Entry.of(from_attributes(item)) for page in pages for item in page["Items"]]
 
     def outbox(self, order_id: str | None = None) -> list[dict[str, Any]]:
         items = self._scan(self.tables.outbox)
         return [i for i in items if order_id is None or i["order_id"] == order_id]
 
-    def deliveries(self) -> list[dict[str, Any]]:
+    def deliveries(self) -> list[DeliveryRecord]:
         return [
-            item
+            DeliveryRecord.of(item)
             for item in self._scan(self.tables.ledger)
             if item[tables.SORT_KEY] == tables.DELIVERY_SORT
         ]
@@ -114,13 +122,12 @@ class World:
     def mismatches(
         self,
         order_id: str,
-        effects: list[dict[str, Any]] | None = None,
+        effects: list[Entry] | None = None,
         outbox: list[dict[str, Any]] | None = None,
     ) -> list[books.Mismatch]:
         """What reconciliation would report for the order (its entries and outbox items read
         here unless the caller read them already)."""
         effects = self.effects(order_id) if effects is None else effects
         outbox = self.outbox(order_id) if outbox is None else outbox
-        return books.unbalanced_totals(self.order(order_id), effects) + books.unmatched_outbox(
-            effects, outbox
-        )
+        order = self.find_order(order_id) or Order(order_id)
+        return books.unbalanced_totals(order, effects) + books.unmatched_outbox(effects, outbox)

@@ -22,6 +22,7 @@ from functions.shared.errors import (
     UnexpectedWriteError,
     WriteContendedError,
 )
+from functions.shared.items import Entry, Order
 from functions.store.reads import Known
 from functions.store.transaction import CONDITION_FAILED, Refusal, Refused, Slot
 
@@ -47,8 +48,8 @@ def routed(
     return RoutedEffect(effect, ORDER, effect_key(effect, ORDER))
 
 
-def counted_entry(amount: int = 5000, currency: str = "brl") -> dict[str, object]:
-    return {"outcome": Outcome.APPLIED.value, "amount": amount, "currency": currency}
+def counted_entry(amount: int = 5000, currency: str = "brl") -> Entry:
+    return Entry("key_1", ORDER, Outcome.APPLIED.value, amount=amount, currency=currency)
 
 
 def refusal(*slots: Slot, found: dict[str, object] | None = None, code: str = "") -> Refusal:
@@ -123,11 +124,11 @@ def test_a_reversal_of_what_never_counted_is_voided_and_of_what_counted_is_appli
 def test_an_entry_older_than_the_orders_last_second_is_stale_unless_in_another_currency() -> None:
     # Given an order whose last event is a later second
     entry = routed(created=1_700_000_000)
-    later = {"last_event_second": 1_700_000_100, "currency": "brl"}
+    later = Order(ORDER, last_event_second=1_700_000_100, currency="brl")
 
     # When it is planned, in the order's currency and then in another
     same = core.plan(entry, replace(NOTHING_READ, order=later))
-    other = core.plan(entry, replace(NOTHING_READ, order={**later, "currency": "usd"}))
+    other = core.plan(entry, replace(NOTHING_READ, order=replace(later, currency="usd")))
 
     # Then it is counted stale, its status kept; in another currency it fails, never counted
     assert same == core.Stale(entry, ("pi_1",))

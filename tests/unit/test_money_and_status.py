@@ -6,8 +6,9 @@ from typing import Final
 
 import pytest
 
-from functions.shared.domain import FinancialStatus, financial_status
+from functions.shared.domain import FinancialStatus
 from functions.shared.errors import MalformedEventError
+from functions.shared.items import Order
 from functions.shared.money import exponent, render, to_minor
 
 
@@ -103,12 +104,12 @@ def test_amounts_render_with_their_currency_exponent(minor: int, currency: str, 
 def test_financial_status_is_what_the_totals_say(
     totals: dict[str, int], status: FinancialStatus
 ) -> None:
-    assert financial_status({"order_id": "o1", **totals}) is status
+    assert Order.of({"order_id": "o1", **totals}).financial_status is status
 
 
 def test_a_ten_percent_refund_is_not_a_refunded_order() -> None:
-    assert financial_status({"paid_total": 10000, "refunded_total": 1000}) != "refunded"
+    assert Order("o1", paid_total=10000, refunded_total=1000).financial_status != "refunded"
 
 
 def test_an_inquiry_is_not_disputed_money() -> None:
-    assert financial_status({"paid_total": 5000, "inquiry_total": 5000}) != "disputed"
+    assert Order("o1", paid_total=5000, inquiry_total=5000).financial_status != "disputed"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functions.shared import books
 from functions.shared.domain import Delivery, Effect, Money, Transition, ordering_token
+from functions.shared.items import Entry, Order
 
 
 def effect(transition: Transition, created: int) -> Effect:
@@ -31,18 +32,18 @@ def test_a_later_second_beats_any_transition_of_an_earlier_one() -> None:
 
 
 def test_books_balance_when_totals_equal_applied_and_stale_amounts() -> None:
-    order = {"order_id": "o1", "paid_total": 5000, "refunded_total": 5000}
+    order = Order("o1", paid_total=5000, refunded_total=5000)
     effects = [
-        {"transition": "order.refunded", "outcome": "applied", "amount": 5000},
-        {"transition": "order.paid", "outcome": "stale", "amount": 5000},
+        Entry("k1", "o1", "applied", transition="order.refunded", amount=5000),
+        Entry("k2", "o1", "stale", transition="order.paid", amount=5000),
     ]
 
     assert books.unbalanced_totals(order, effects) == []
 
 
 def test_books_report_each_unbalanced_total() -> None:
-    order = {"order_id": "o1", "paid_total": 10000}
-    effects = [{"transition": "order.paid", "outcome": "applied", "amount": 5000}]
+    order = Order("o1", paid_total=10000)
+    effects = [Entry("k1", "o1", "applied", transition="order.paid", amount=5000)]
 
     [mismatch] = books.unbalanced_totals(order, effects)
 
@@ -52,9 +53,9 @@ def test_books_report_each_unbalanced_total() -> None:
 
 def test_outbox_check_finds_missing_and_extra_items() -> None:
     effects = [
-        {"effect_key": "k1", "order_id": "o1", "outcome": "applied"},
-        {"effect_key": "k2", "order_id": "o1", "outcome": "applied"},
-        {"effect_key": "k3", "order_id": "o1", "outcome": "stale"},
+        Entry("k1", "o1", "applied"),
+        Entry("k2", "o1", "applied"),
+        Entry("k3", "o1", "stale"),
     ]
     outbox = [
         {"effect_key": "k1", "order_id": "o1"},
