@@ -242,11 +242,11 @@ def _summary(problems: list[str]) -> str:
     return f"{len(problems)}: " + "; ".join(problems[:3]) + (" ..." if len(problems) > 3 else "")
 
 
-def books_checks(views: dict[str, Any]) -> list[Check]:
+def books_checks(views: dict[str, OrderView]) -> list[Check]:
     mismatches = [
         m
         for v in views.values()
-        for m in books.unbalanced_totals(v.order, v.effects)
+        for m in books.unbalanced_totals(v.books, v.effects)
         + books.unmatched_outbox(v.effects, v.outbox)
     ]
     unsent = [

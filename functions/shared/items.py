@@ -22,7 +22,7 @@ newer item sees the fields it knows. A required attribute that is missing is a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
@@ -40,24 +40,58 @@ Item = Mapping[str, Any]
 Model = TypeVar("Model")
 
 
-class MalformedItemError(UmavezError):
-    """An item read from the ledger lacks an attribute its kind always has."""
+class MalformedItemError(UmavezError, ValueError):
+    """An item read from the ledger lacks an attribute its kind always has, or holds one of
+    another type (a total written by hand as text)."""
 
 
-_FIELDS: dict[type, frozenset[str]] = {}
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# What each annotation of the models accepts (None too, where the annotation says `| None`).
+_ACCEPTS: dict[str, Callable[[object], bool]] = {
+    "int": _is_int,
+    "str": lambda value: isinstance(value, str),
+    "bool": lambda value: isinstance(value, bool),
+    "list[str]": lambda value: isinstance(value, list) and all(isinstance(v, str) for v in value),
+    "Item": lambda value: isinstance(value, Mapping),
+}
+_FIELDS: dict[type, dict[str, tuple[Callable[[object], bool], bool]]] = {}
+
+
+def _checks(model: type) -> dict[str, tuple[Callable[[object], bool], bool]]:
+    if model not in _FIELDS:
+        checks = {}
+        for f in fields(model):
+            annotation = str(f.type)
+            optional = annotation.endswith(" | None")
+            checks[f.name] = (_ACCEPTS[annotation.removesuffix(" | None")], optional)
+        _FIELDS[model] = checks
+    return _FIELDS[model]
 
 
 def _read(model: type[Model], item: Item) -> Model:
-    known = _FIELDS.get(model)
-    if known is None:
-        known = _FIELDS[model] = frozenset(f.name for f in fields(model))  # type: ignore[arg-type]
+    where = f"{model.__name__} item {item.get(tables.PARTITION_KEY)}/{item.get(tables.SORT_KEY)}"
+    values = {}
+    for name, (accepts, optional) in _checks(model).items():
+        if name in item:
+            value = item[name]
+            if not (accepts(value) or (optional and value is None)):
+                raise MalformedItemError(f"{where}: {name} is {value!r}")
+            values[name] = value
     try:
-        return model(**{name: value for name, value in item.items() if name in known})
+        return model(**values)
     except TypeError as exc:
-        raise MalformedItemError(
-            f"{model.__name__} item {item.get(tables.PARTITION_KEY)}/{item.get(tables.SORT_KEY)}"
-            f" lacks an attribute: {exc}"
-        ) from exc
+        raise MalformedItemError(f"{where} lacks an attribute: {exc}") from exc
+
+
+def _with_order_id(item: Item) -> Item:
+    """An item of an order's partition names its order by its key, whether or not it
+    repeats the id."""
+    if "order_id" in item or not str(item.get(tables.PARTITION_KEY, "")).startswith("ORDER#"):
+        return item
+    return {**item, "order_id": str(item[tables.PARTITION_KEY]).removeprefix("ORDER#")}
 
 
 def _counted(outcome: str | None) -> bool:
@@ -91,9 +125,7 @@ class Order:
 
     @classmethod
     def of(cls, item: Item) -> Order:
-        if "order_id" not in item and tables.PARTITION_KEY in item:
-            item = {**item, "order_id": str(item[tables.PARTITION_KEY]).removeprefix("ORDER#")}
-        return _read(cls, item)
+        return _read(cls, _with_order_id(item))
 
     def total(self, total: Total) -> int:
         value: int = getattr(self, total.value)
@@ -134,7 +166,7 @@ class Entry:
 
     @classmethod
     def of(cls, item: Item) -> Entry:
-        return _read(cls, item)
+        return _read(cls, _with_order_id(item))
 
     @property
     def counted(self) -> bool:

@@ -90,6 +90,7 @@ def test_an_unmatched_delivery_is_a_parked_one_in_the_unmatched_partition() -> N
         "event_id": "evt_1",
         "body": "{}",
         "objects": ["pi_1"],
+        "waiting_since": 1_780_000_000,
         "unmatched_at": "2026-12-04T10:00:00+00:00",
     }
 
