@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from functions.shared import tables
 from functions.shared.domain import (
@@ -86,12 +86,28 @@ def _read(model: type[Model], item: Item) -> Model:
         raise MalformedItemError(f"{where} lacks an attribute: {exc}") from exc
 
 
-def _with_order_id(item: Item) -> Item:
-    """An item of an order's partition names its order by its key, whether or not it
+class _Read:
+    """A model read from its item (`Model.of(item)`)."""
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, item: Item) -> Self:
+        return _read(cls, item)
+
+
+class _OfAnOrder(_Read):
+    """An item of an order's partition: it names its order by its key, whether or not it
     repeats the id."""
-    if "order_id" in item or not str(item.get(tables.PARTITION_KEY, "")).startswith("ORDER#"):
-        return item
-    return {**item, "order_id": str(item[tables.PARTITION_KEY]).removeprefix("ORDER#")}
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, item: Item) -> Self:
+        pk = str(item.get(tables.PARTITION_KEY, ""))
+        if "order_id" not in item and pk.startswith("ORDER#"):
+            item = {**item, "order_id": pk.removeprefix("ORDER#")}
+        return _read(cls, item)
 
 
 def _counted(outcome: str | None) -> bool:
@@ -99,7 +115,7 @@ def _counted(outcome: str | None) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class Order:
+class Order(_OfAnOrder):
     """An order: its lifecycle, the last event that moved it, its running totals."""
 
     order_id: str
@@ -123,10 +139,6 @@ class Order:
     net_total: int | None = None
     settlement_currency: str | None = None
 
-    @classmethod
-    def of(cls, item: Item) -> Order:
-        return _read(cls, _with_order_id(item))
-
     def total(self, total: Total) -> int:
         value: int = getattr(self, total.value)
         return value
@@ -142,7 +154,7 @@ class Order:
 
 
 @dataclass(frozen=True, slots=True)
-class Entry:
+class Entry(_OfAnOrder):
     """One reserved effect key: what it counted (applied or stale), or why not (voided)."""
 
     effect_key: str
@@ -164,10 +176,6 @@ class Entry:
     recorded_at: str | None = None
     via: str | None = None
 
-    @classmethod
-    def of(cls, item: Item) -> Entry:
-        return _read(cls, _with_order_id(item))
-
     @property
     def counted(self) -> bool:
         """Applied or stale: its amount is in the order's totals."""
@@ -179,7 +187,7 @@ def counted(entry: Entry | None) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class FeeLine:
+class FeeLine(_Read):
     """A statement line's fee and net, recorded once onto its order."""
 
     provider: str
@@ -191,26 +199,18 @@ class FeeLine:
     moves: list[str] = field(default_factory=list)
     line_created: int | None = None
 
-    @classmethod
-    def of(cls, item: Item) -> FeeLine:
-        return _read(cls, item)
-
 
 @dataclass(frozen=True, slots=True)
-class Binding:
+class Binding(_Read):
     """Which order a provider object belongs to (first writer wins)."""
 
     ref: str
     order_id: str
     attached_at: int | None = None
 
-    @classmethod
-    def of(cls, item: Item) -> Binding:
-        return _read(cls, item)
-
 
 @dataclass(frozen=True, slots=True)
-class CaptureMark:
+class CaptureMark(_Read):
     """How much of a payment captured several times its entries counted in all."""
 
     payment: str
@@ -218,13 +218,9 @@ class CaptureMark:
     currency: str
     effect_key: str
 
-    @classmethod
-    def of(cls, item: Item) -> CaptureMark:
-        return _read(cls, item)
-
 
 @dataclass(frozen=True, slots=True)
-class DeliveryRecord:
+class DeliveryRecord(_Read):
     """The audit of a delivery: what became of it, and for a conflict, both orders."""
 
     provider: str
@@ -241,17 +237,13 @@ class DeliveryRecord:
     object: str | None = None
     expires_at: int | None = None
 
-    @classmethod
-    def of(cls, item: Item) -> DeliveryRecord:
-        return _read(cls, item)
-
     @property
     def conflict(self) -> bool:
         return self.outcome == Outcome.CONFLICT.value
 
 
 @dataclass(frozen=True, slots=True)
-class Parked:
+class Parked(_Read):
     """A delivery waiting for its order's binding (WAITING), kept dormant (DORMANT), or
     listed for a person to attach (UNMATCHED, once it waited longer than its provider
     retries): its body, what it waits for, and what the entry would be."""
@@ -276,7 +268,7 @@ class Parked:
     stored: Item = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, item: Item) -> Parked:
+    def of(cls, item: Item) -> Self:
         return _read(cls, {**item, "stored": item})
 
     @property
@@ -285,7 +277,7 @@ class Parked:
 
 
 @dataclass(frozen=True, slots=True)
-class Recheck:
+class Recheck(_Read):
     """A provider object read again on a schedule, one generation at a time."""
 
     sk: str
@@ -299,33 +291,21 @@ class Recheck:
     event_type: str | None = None
     watching_since: int | None = None
 
-    @classmethod
-    def of(cls, item: Item) -> Recheck:
-        return _read(cls, item)
-
 
 @dataclass(frozen=True, slots=True)
-class RunCheckpoint:
+class RunCheckpoint(_Read):
     """Where the last reconciliation run's two passes stopped (ISO times; empty: never)."""
 
     checked_until: str = ""
     lagged_until: str = ""
 
-    @classmethod
-    def of(cls, item: Item) -> RunCheckpoint:
-        return _read(cls, item)
-
 
 @dataclass(frozen=True, slots=True)
-class StatementCheckpoint:
+class StatementCheckpoint(_Read):
     """Where a provider's statement was read up to (epoch seconds); its sort key names it."""
 
     sk: str
     checked_until: int
-
-    @classmethod
-    def of(cls, item: Item) -> StatementCheckpoint:
-        return _read(cls, item)
 
 
 @dataclass(frozen=True, slots=True)

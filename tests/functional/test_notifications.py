@@ -340,14 +340,8 @@ def test_a_payment_sent_before_any_address_is_emailed_once_a_later_payment_teach
 ) -> None:
     # Given a payment naming nobody (its charge events lost for good), applied and sent to
     # EventBridge only: its e-mail is owed
-    order, first, second = stripe.unique("ord"), stripe.unique("pi"), stripe.unique("pi")
-    silent = payment_naming_nobody(order, first, stripe.unique("ch"), 2500)
-    outbox_id = outbox_id_for(str(world.deliver(silent).effect_key))
-    email, events = RecordedEmail(), RecordedChannel("eventbridge")
-    sender = OutboxSender(
-        world.dynamodb, TABLES.outbox, [events, email], clock, SendPolicy(), TABLES.ledger
-    )
-    assert sender.first_try(outbox_id, order).result is SendResult.SENT
+    order, second = stripe.unique("ord"), stripe.unique("pi")
+    outbox_id, sender, email, events = sent_without_its_email(world, clock, order)
     assert email.sent[outbox_id] == 0
 
     # When another payment of the order, naming the customer, is applied (no duplicate of the
@@ -364,6 +358,21 @@ def test_a_payment_sent_before_any_address_is_emailed_once_a_later_payment_teach
     assert events.sent[outbox_id] == 1
 
 
+def sent_without_its_email(
+    world: World, clock: FakeClock, order: str
+) -> tuple[str, OutboxSender, RecordedEmail, RecordedChannel]:
+    """A payment of 2500 naming nobody, applied and sent on its first try to EventBridge
+    only: its notification's id, the sender, and what each channel took."""
+    silent = payment_naming_nobody(order, stripe.unique("pi"), stripe.unique("ch"), 2500)
+    outbox_id = outbox_id_for(str(world.deliver(silent).effect_key))
+    email, events = RecordedEmail(), RecordedChannel("eventbridge")
+    sender = OutboxSender(
+        world.dynamodb, TABLES.outbox, [events, email], clock, SendPolicy(), TABLES.ledger
+    )
+    assert sender.first_try(outbox_id, order).result is SendResult.SENT
+    return outbox_id, sender, email, events
+
+
 class _LaggingOrderRead(LedgerReads):
     """A read before writing that lags behind the order's row: it finds no order."""
 
@@ -377,14 +386,8 @@ def test_an_email_owed_that_a_lagging_read_left_unopened_is_reported_and_revived
     # Given a payment naming nobody, sent to EventBridge only (its e-mail owed), and a second
     # payment naming the customer processed through a read that lagged behind the order's
     # row: the order learns its customer, and nothing re-opens the first notification
-    order, first, second = stripe.unique("ord"), stripe.unique("pi"), stripe.unique("pi")
-    silent = payment_naming_nobody(order, first, stripe.unique("ch"), 2500)
-    outbox_id = outbox_id_for(str(world.deliver(silent).effect_key))
-    email, events = RecordedEmail(), RecordedChannel("eventbridge")
-    sender = OutboxSender(
-        world.dynamodb, TABLES.outbox, [events, email], clock, SendPolicy(), TABLES.ledger
-    )
-    assert sender.first_try(outbox_id, order).result is SendResult.SENT
+    order, second = stripe.unique("ord"), stripe.unique("pi")
+    outbox_id, sender, email, events = sent_without_its_email(world, clock, order)
     lagging = EffectProcessor(
         world.dynamodb, TABLES, clock, reads=_LaggingOrderRead(world.dynamodb, TABLES.ledger)
     )
