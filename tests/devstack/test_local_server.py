@@ -568,7 +568,7 @@ def test_a_split_server_serves_dynamodb_from_a_process_of_its_own() -> None:
 PRIORITIES_OF_TWO_STACKS = """
 import json, os, threading
 from devstack.local_aws import LocalAws
-from devstack.speedups import loopback_calls
+from devstack import loopback_calls
 
 def look():
     before = os.getpriority(os.PRIO_PROCESS, 0)

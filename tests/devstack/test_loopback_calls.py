@@ -1,4 +1,4 @@
-"""Calls to the local servers skip SigV4 and urllib3 (`devstack/speedups/loopback_calls.py`): they
+"""Calls to the local servers skip SigV4 and urllib3 (`devstack/loopback_calls.py`): they
 reach moto with the scope it routes by, answer and fail as botocore's own path does, and no
 call to any other address changes."""
 
@@ -20,8 +20,8 @@ from botocore.config import Config
 from botocore.credentials import Credentials
 from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeoutError
 
+from devstack import loopback_calls
 from devstack.local_aws import LocalAws
-from devstack.speedups import loopback_calls
 
 FROZEN = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 FAKE_CREDENTIALS = Credentials("AKIDEXAMPLE", "fake-secret", "fake-session-token")
