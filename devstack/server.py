@@ -1,9 +1,12 @@
-"""moto as a server on loopback, in its own process, made serializable like the real services.
+"""The local stack's AWS as a server on loopback, in its own process, made serializable like the
+real services: DynamoDB and DynamoDB Streams answered by the project's in-memory store
+(`devstack/memory`, through `devstack/memory/wsgi.py`), every other service by moto's server,
+as moto ships it.
 
 Every request holds one lock for its whole duration: moto's backends take no locks of their
-own, and bare moto interleaves concurrent transactions and lets duplicates through (NOTES.md).
-Each request is short, so the stack stays fast; running in a process of its own, moto uses the
-second core while the functions use the first.
+own, and bare moto interleaves concurrent requests (NOTES.md). Each request is short, so the
+stack stays fast; running in a process of its own, the server uses the second core while the
+functions use the first.
 Optional fault: cancel a share of TransactWriteItems with TransactionConflict, as real
 DynamoDB does under contention. `GET /umavez-local/stats` reports requests and faults.
 Optional accounting (`--account-capacity`, for `umavez cost`): what each request would be
@@ -109,7 +112,7 @@ class SerializedRequests:
 
     @property
     def lock(self) -> threading.Lock:
-        """What a request holds: anything else touching moto's backends holds it too."""
+        """What a request holds: anything else touching the server's backends holds it too."""
         return self._lock
 
     def _conflict(self) -> bool:
@@ -188,14 +191,17 @@ def serve(port: int, conflict_rate: float, seed: int, account_capacity: bool = F
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
     from werkzeug.serving import make_server
 
+    from devstack.accounting import MemoryStore
+    from devstack.memory.wsgi import MemoryApp, dispatching
     from devstack.speedups import moto_patches
 
     moto_patches.install()
+    memory = MemoryApp()
     app = SerializedRequests(
-        DomainDispatcherApplication(create_backend_app),
+        dispatching(memory, DomainDispatcherApplication(create_backend_app)),
         conflict_rate,
         seed,
-        Accountant() if account_capacity else None,
+        Accountant(MemoryStore(memory.store)) if account_capacity else None,
     )
     server = make_server(
         "127.0.0.1", port, app, threaded=True, request_handler=keep_alive_handler()

@@ -1,1 +1,1 @@
-"""Changes to moto for the local stack's server (moto_patches.py)."""
+"""Changes to moto's SQS for the local stack's server (moto_patches.py)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib.metadata
 
 import pytest
-from moto.dynamodb.models import DynamoDBBackend
+from moto.sqs.models import SQSBackend
 
 from devstack.speedups import moto_patches
 
@@ -18,10 +18,10 @@ def test_the_pinned_moto_has_every_attribute_the_patches_replace() -> None:
 
 def test_an_attribute_gone_from_moto_is_named_at_start() -> None:
     # Given a patch of an attribute this moto does not have (renamed in an upgrade)
-    moved = [(DynamoDBBackend, "transact_write_items_renamed", lambda: None)]
+    moved = [(SQSBackend, "receive_message_renamed", lambda: None)]
 
     # When the patches are checked, Then the check fails, naming the class and the attribute
-    with pytest.raises(moto_patches.MotoChangedError, match=r"DynamoDBBackend\.transact_write"):
+    with pytest.raises(moto_patches.MotoChangedError, match=r"SQSBackend\.receive_message"):
         moto_patches.check(moved)
 
 
@@ -30,11 +30,11 @@ def test_another_moto_version_is_refused_before_anything_is_patched(
 ) -> None:
     # Given another moto than the one the patches were written for
     monkeypatch.setattr(importlib.metadata, "version", lambda name: "5.3.0")
-    original = DynamoDBBackend.transact_write_items
+    original = SQSBackend.receive_message
 
     # When the server installs them
     with pytest.raises(moto_patches.MotoChangedError, match=r"moto 5\.3\.0 is installed"):
         moto_patches.install()
 
     # Then moto is left as it was
-    assert DynamoDBBackend.transact_write_items is original
+    assert SQSBackend.receive_message is original
