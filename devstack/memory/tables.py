@@ -71,6 +71,9 @@ class Table:
     partitions: dict[Any, dict[Any, Item]] = field(default_factory=dict)
     # Set by the store for a table created with a stream.
     stream: StreamLog | None = None
+    # index name -> the index's hash key's plain value -> table position -> item: what a
+    # Query of an index reads, however large the table.
+    in_indexes: dict[str, dict[Any, dict[tuple[Any, Any], Item]]] = field(default_factory=dict)
 
     @classmethod
     def created(cls, request: Mapping[str, Any], arn: str) -> Table:
@@ -148,8 +151,22 @@ class Table:
         partition = self.partitions.setdefault(hash_value, {})
         before = partition.get(range_value)
         stored = partition[range_value] = copy.deepcopy(item)
+        self._reindexed((hash_value, range_value), before, stored)
         if self.stream is not None:
             self.stream.add(self.key_of(stored), before, stored)
+
+    def _reindexed(
+        self, position: tuple[Any, Any], before: Item | None, after: Item | None
+    ) -> None:
+        for index in self.indexes.values():
+            entries = self.in_indexes.setdefault(index.name, {})
+            if before is not None and (old := _index_hash(index, before)) is not None:
+                bucket = entries.get(old, {})
+                bucket.pop(position, None)
+                if not bucket:
+                    entries.pop(old, None)
+            if after is not None and (new := _index_hash(index, after)) is not None:
+                entries.setdefault(new, {})[position] = after
 
     def check(self, item: Item) -> None:
         """Refused as DynamoDB refuses it: too large, or an index key of the wrong type."""
@@ -173,6 +190,7 @@ class Table:
             before = partition.pop(position[1], None)
             if not partition:
                 del self.partitions[position[0]]
+            self._reindexed(position, before, None)
             if before is not None and self.stream is not None:
                 self.stream.add(self.key_of(before), before, None)
 
@@ -204,13 +222,7 @@ class Table:
 
     def indexed(self, index: Index, hash_value: Any) -> list[Item]:
         """The items in one partition of `index`, ordered by its sort key, then the table's."""
-        found = [
-            item
-            for item in self.all_items()
-            if index.hash_key in item
-            and plain(item[index.hash_key]) == hash_value
-            and (index.range_key is None or index.range_key in item)
-        ]
+        found = self.in_indexes.get(index.name, {}).get(hash_value, {}).values()
         return sorted(found, key=self.in_index(index))
 
     def projected_by(self, index: Index, item: Item) -> Item:
@@ -223,8 +235,16 @@ class Table:
 
     def clear(self) -> None:
         self.partitions.clear()
+        self.in_indexes.clear()
         if self.stream is not None:
             self.stream.clear()
+
+
+def _index_hash(index: Index, item: Mapping[str, Any]) -> Any:
+    """The plain value of the item's key in `index`, None when the item is not in it."""
+    if index.hash_key not in item or (index.range_key and index.range_key not in item):
+        return None
+    return plain(item[index.hash_key])
 
 
 def item_size(item: Mapping[str, Any]) -> int:
