@@ -1,6 +1,7 @@
-"""The store served over HTTP: a WSGI app speaking DynamoDB's and DynamoDB Streams' JSON 1.0
-protocol (`X-Amz-Target: DynamoDB_20120810.<Operation>` or `DynamoDBStreams_20120810.<...>`),
-what the local server (`devstack/server.py`) answers those two services with.
+"""The in-memory services served over HTTP: a WSGI app speaking their JSON protocols
+(`X-Amz-Target: DynamoDB_20120810.<Operation>`, `DynamoDBStreams_20120810.<...>`,
+`AmazonSQS.<...>`, `AWSEvents.<...>`), what the local server (`devstack/server.py`) answers
+those services with.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from devstack.memory import wire
-from devstack.memory.operations import MemoryDynamoDB
+from devstack.memory.wire import MemoryAws
 
 StartResponse = Callable[..., Any]
 Environ = dict[str, Any]
@@ -18,45 +19,43 @@ _STATUS = {200: "200 OK", 400: "400 Bad Request", 500: "500 Internal Server Erro
 
 
 def served_service(environ: Environ) -> str | None:
-    """`dynamodb` or `dynamodbstreams` when the request is one of theirs, else None."""
+    """The service (as boto3 names it) when the request is one the app answers, else None."""
     prefix = str(environ.get("HTTP_X_AMZ_TARGET", "")).partition(".")[0]
     return wire.TARGETS.get(prefix)
 
 
 class MemoryApp:
-    """Answers DynamoDB's and its streams' requests from one store."""
+    """Answers the requests of the in-memory services from one set of stores."""
 
-    def __init__(self, store: MemoryDynamoDB | None = None) -> None:
-        self.store = store or MemoryDynamoDB()
+    def __init__(self, aws: MemoryAws | None = None) -> None:
+        self.aws = aws or MemoryAws()
+
+    @property
+    def store(self) -> Any:
+        """The DynamoDB store."""
+        return self.aws.dynamodb
 
     def __call__(self, environ: Environ, start_response: StartResponse) -> list[bytes]:
         service = served_service(environ)
         operation = str(environ.get("HTTP_X_AMZ_TARGET", "")).rpartition(".")[2]
         length = int(environ.get("CONTENT_LENGTH") or 0)
         body = environ["wsgi.input"].read(length) if length else b""
+        headers: list[tuple[str, str]] = []
         if service is None:
-            status, answer = (
-                400,
-                (
-                    b'{"__type": "com.amazonaws.dynamodb.v20120810#UnknownOperationException", '
-                    b'"message": "not a DynamoDB request"}'
-                ),
-            )
+            status, answer = 400, b'{"__type": "UnknownOperationException"}'
         else:
-            status, answer = wire.answer(self.store, service, operation, body)
+            # Queue URLs name the server as its clients reach it.
+            self.aws.sqs.base_url = f"http://{environ.get('HTTP_HOST', 'localhost')}"
+            status, answer, headers = wire.served(self.aws, service, operation, body)
         start_response(
             _STATUS[status],
-            [
-                ("Content-Type", wire.CONTENT_TYPE),
-                ("Content-Length", str(len(answer))),
-                ("x-amzn-RequestId", "memory"),
-            ],
+            [*headers, ("Content-Length", str(len(answer))), ("x-amzn-RequestId", "memory")],
         )
         return [answer]
 
 
 def dispatching(memory: App, other: App) -> App:
-    """One app: DynamoDB and its streams to `memory`, every other request to `other`."""
+    """One app: the in-memory services' requests to `memory`, every other request to `other`."""
 
     def app(environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         chosen = memory if served_service(environ) else other

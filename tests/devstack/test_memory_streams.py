@@ -189,7 +189,7 @@ def test_an_emptied_store_keeps_no_records_and_an_unknown_stream_is_not_found() 
 
 @pytest.fixture
 def served() -> Iterator[tuple[str, MemoryApp]]:
-    """The store's app on loopback, DynamoDB and its streams to it and nothing else."""
+    """The stores' app on loopback, their services to it and nothing else."""
 
     def elsewhere(environ: Any, start_response: Any) -> list[bytes]:
         start_response("418 I'm a teapot", [("Content-Type", "text/plain")])
@@ -236,10 +236,10 @@ def test_boto3s_clients_read_the_served_store_and_its_stream(
 
 
 def test_the_dispatch_sends_every_other_request_elsewhere(served: tuple[str, MemoryApp]) -> None:
-    # Given the served store, When an SQS client calls it
+    # Given the served store, When a Secrets Manager client calls it
     url, _ = served
     with pytest.raises(ClientError) as answered:
-        client("sqs", url).list_queues()
+        client("secretsmanager", url).list_secrets()
 
     # Then the other app answered
     assert answered.value.response["ResponseMetadata"]["HTTPStatusCode"] == 418
