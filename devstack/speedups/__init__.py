@@ -1,1 +1,0 @@
-"""Changes to moto's SQS for the local stack's server (moto_patches.py)."""
