@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from devstack.memory import wire
+from devstack.memory.operations import MemoryDynamoDB
 from devstack.memory.wire import MemoryAws
 
 StartResponse = Callable[..., Any]
@@ -31,7 +32,7 @@ class MemoryApp:
         self.aws = aws or MemoryAws()
 
     @property
-    def store(self) -> Any:
+    def store(self) -> MemoryDynamoDB:
         """The DynamoDB store."""
         return self.aws.dynamodb
 
