@@ -7,8 +7,8 @@ Every request is recorded under (caller, service, operation, resource):
   itself (pollers standing in for Lambda's event source mappings, the drain, the drill);
 - the resource is the table, queue or event bus the request names.
 Billed units per service:
-- DynamoDB: request units from `devstack/capacity.py`, read from moto's own backend (the
-  items before and after each write);
+- DynamoDB: request units from `devstack/capacity.py`, read from the server's in-memory store
+  (the items before and after each write);
 - SQS: one request per 64 KB chunk of the larger of request and response; a receive that
   returned no message is counted apart (`empty_receives`: Lambda long-polls, a fixed cost);
 - EventBridge PutEvents: one event per 64 KB chunk of each entry;
@@ -25,7 +25,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from devstack.capacity import Accounting, Index, Pending, TableSchema, Units
+from devstack.capacity import Accounting, Index, Pending, Store, TableSchema, Units
+from devstack.memory.operations import MemoryDynamoDB
 
 StartResponse = Callable[..., Any]
 Environ = dict[str, Any]
@@ -56,50 +57,35 @@ def service_and_operation(environ: Environ) -> tuple[str, str]:
     return "other", path
 
 
-class MotoStore:
-    """Schemas and items straight from moto's DynamoDB backend (this process: the server)."""
+class MemoryStore:
+    """Schemas and items straight from the server's DynamoDB: the in-memory store it serves
+    (`devstack/memory`)."""
 
-    def __init__(self) -> None:
-        from moto.dynamodb.models import dynamodb_backends
-
-        self._backends = dynamodb_backends
-        self._backend_of: dict[str, Any] = {}
-
-    def _backend(self, table: str) -> Any:
-        if table not in self._backend_of:
-            for account in list(self._backends.keys()):
-                for region in list(self._backends[account].keys()):
-                    backend = self._backends[account][region]
-                    if table in backend.tables:
-                        self._backend_of[table] = backend
-        return self._backend_of[table]
+    def __init__(self, store: MemoryDynamoDB) -> None:
+        self._store = store
 
     def schema(self, table: str) -> TableSchema:
-        found = self._backend(table).get_table(table)
-        keys = tuple(k for k in (found.hash_key_attr, found.range_key_attr) if k)
+        found = self._store.table(table)
         indexes = tuple(
             Index(
                 index.name,
-                tuple(k["AttributeName"] for k in index.schema),
-                index.projection.get("ProjectionType", "ALL"),
-                tuple(index.projection.get("NonKeyAttributes", ())),
+                tuple(k for k in (index.hash_key, index.range_key) if k),
+                index.projection,
+                index.included,
             )
-            for index in found.global_indexes
+            for index in found.indexes.values()
         )
-        return TableSchema(table, keys, indexes)
+        return TableSchema(table, found.key_names(), indexes)
 
     def item(self, table: str, key: Mapping[str, Any]) -> dict[str, Any] | None:
-        found = self._backend(table).get_item(table, dict(key))
-        if found is None:
-            return None
-        attributes: dict[str, Any] = found.to_json()["Attributes"]
-        return attributes
+        found = self._store.table(table)
+        return found.get(found.checked_key(key))
 
 
 class Accountant:
     """Serves a request through `app` and records what it would be billed."""
 
-    def __init__(self, store: Any = None) -> None:
+    def __init__(self, store: Store) -> None:
         self._store = store
         self._capacity: Accounting | None = None
         self.usage: dict[Key, Units] = defaultdict(Units)
@@ -107,7 +93,7 @@ class Accountant:
 
     def _accounting(self) -> Accounting:
         if self._capacity is None:
-            self._capacity = Accounting(self._store or MotoStore())
+            self._capacity = Accounting(self._store)
         return self._capacity
 
     def serve(self, app: App, environ: Environ, start_response: StartResponse) -> list[bytes]:

@@ -179,10 +179,10 @@ class LocalAws:
         counted from the process's starting one: a second stack in the same process lowers
         nothing further, and its DynamoDB process runs as low as the rest (a process cannot
         raise a priority again). From now on, this process's calls to loopback skip SigV4 and
-        urllib3 (`devstack/speedups/loopback_calls.py`): no local server verifies a signature, and
+        urllib3 (`devstack/loopback_calls.py`): no local server verifies a signature, and
         the two took ~40% of the functions' process's time."""
+        from devstack import loopback_calls
         from devstack.resources import route_services
-        from devstack.speedups import loopback_calls
 
         if self._dynamodb is not None:
             self._dynamodb.launch()
@@ -219,8 +219,8 @@ class LocalAws:
         signed and sent by botocore again, its thread's priority back (where the platform
         lets a process raise it again: Linux asks for CAP_SYS_NICE; without it, the thread
         keeps the lower priority, as `nice` would)."""
+        from devstack import loopback_calls
         from devstack.resources import route_services
-        from devstack.speedups import loopback_calls
 
         route_services(self.endpoint_url, {})
         for process in self._processes:

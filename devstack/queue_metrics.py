@@ -3,8 +3,9 @@ that `umavez status` reads a queue's oldest message's age from CloudWatch on eit
 
 AWS sends `ApproximateAgeOfOldestMessage` and `ApproximateNumberOfMessagesVisible` to the
 `AWS/SQS` namespace once a minute per queue; the server does it every `PUBLISH_EVERY_SECONDS`
-(shorter: a drill lasts a minute), from moto's queues, under the lock every request holds
-(moto's backends take none of their own).
+(shorter: a drill lasts a minute), from the server's in-memory queues (`devstack/memory/sqs.py`)
+into moto's CloudWatch, under the lock every request holds (moto's backends take none of their
+own).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from devstack.memory.sqs import ACCOUNT, MemorySqs, Queue
+
 NAMESPACE: Final = "AWS/SQS"
 OLDEST_AGE: Final = "ApproximateAgeOfOldestMessage"
 VISIBLE: Final = "ApproximateNumberOfMessagesVisible"
@@ -23,11 +26,13 @@ PUBLISH_EVERY_SECONDS: Final = 10.0
 KEPT_SECONDS: Final = 3600
 
 
-def queue_datapoints(queue: Any, now_ms: int) -> list[dict[str, Any]]:
+def queue_datapoints(queue: Queue, now_ms: int) -> list[dict[str, Any]]:
     """One queue's two datapoints: its visible messages, and the age in seconds of the oldest
     message still in it (in flight included, as AWS counts it; 0 when empty)."""
-    sent = [m.sent_timestamp for m in queue._messages if m.sent_timestamp is not None]
-    oldest = max(0, now_ms - min(sent)) // 1000 if sent else 0
+    # The queue keeps its messages oldest first.
+    oldest_sent = next((m.sent_ms for m in queue.messages.values()), None)
+    oldest = max(0, now_ms - oldest_sent) // 1000 if oldest_sent is not None else 0
+    visible = sum(1 for m in queue.messages.values() if m.visible_at * 1000 <= now_ms)
     dimensions = [{"Name": "QueueName", "Value": queue.name}]
     # moto keeps metric times naive, in UTC (what it parses requests into): aware ones fail
     # its comparisons.
@@ -42,7 +47,7 @@ def queue_datapoints(queue: Any, now_ms: int) -> list[dict[str, Any]]:
         },
         {
             "MetricName": VISIBLE,
-            "Value": float(len(queue.messages)),
+            "Value": float(visible),
             "Unit": "Count",
             "Dimensions": dimensions,
             "Timestamp": timestamp,
@@ -50,31 +55,27 @@ def queue_datapoints(queue: Any, now_ms: int) -> list[dict[str, Any]]:
     ]
 
 
-def publish_once(now_ms: int) -> int:
-    """Every queue of every account and region: its datapoints into that region's CloudWatch.
+def publish_once(queues: MemorySqs, now_ms: int) -> int:
+    """Every queue: its datapoints into moto's CloudWatch (the queues' account and region).
     How many queues."""
     from moto.cloudwatch.models import cloudwatch_backends
-    from moto.sqs.models import sqs_backends
 
-    published = 0
     kept_since = datetime.fromtimestamp(now_ms / 1000 - KEPT_SECONDS, tz=UTC).replace(tzinfo=None)
-    for account, regions in sqs_backends.items():
-        for region, backend in regions.items():
-            points = [p for q in backend.queues.values() for p in queue_datapoints(q, now_ms)]
-            if points:
-                cloudwatch = cloudwatch_backends[account][region]
-                # moto keeps every datapoint: a long `serve` would scan ever more of them.
-                cloudwatch.metric_data = [
-                    m
-                    for m in cloudwatch.metric_data
-                    if m.namespace != NAMESPACE or m.timestamp >= kept_since
-                ]
-                cloudwatch.put_metric_data(NAMESPACE, points)
-                published += len(points) // 2
-    return published
+    points = [p for q in list(queues.queues.values()) for p in queue_datapoints(q, now_ms)]
+    if points:
+        cloudwatch = cloudwatch_backends[ACCOUNT][queues.region]
+        # moto keeps every datapoint: a long `serve` would scan ever more of them.
+        cloudwatch.metric_data = [
+            m
+            for m in cloudwatch.metric_data
+            if m.namespace != NAMESPACE or m.timestamp >= kept_since
+        ]
+        cloudwatch.put_metric_data(NAMESPACE, points)
+    return len(points) // 2
 
 
 def start_publishing(
+    queues: MemorySqs,
     lock: AbstractContextManager[Any],
     clock: Callable[[], float],
     stopped: threading.Event,
@@ -86,7 +87,7 @@ def start_publishing(
     def publish() -> None:
         while True:
             with lock:
-                publish_once(int(clock() * 1000))
+                publish_once(queues, int(clock() * 1000))
             if stopped.wait(every_seconds):
                 return
 

@@ -1,9 +1,12 @@
-"""moto as a server on loopback, in its own process, made serializable like the real services.
+"""The local stack's AWS as a server on loopback, in its own process, made serializable like the
+real services: DynamoDB and DynamoDB Streams, SQS and EventBridge answered by the project's
+in-memory stores (`devstack/memory`, through `devstack/memory/wsgi.py`), every other service
+(SES, Secrets Manager, CloudWatch, ...) by moto's server, as moto ships it.
 
 Every request holds one lock for its whole duration: moto's backends take no locks of their
-own, and bare moto interleaves concurrent transactions and lets duplicates through (NOTES.md).
-Each request is short, so the stack stays fast; running in a process of its own, moto uses the
-second core while the functions use the first.
+own, and bare moto interleaves concurrent requests (NOTES.md). Each request is short, so the
+stack stays fast; running in a process of its own, the server uses the second core while the
+functions use the first.
 Optional fault: cancel a share of TransactWriteItems with TransactionConflict, as real
 DynamoDB does under contention. `GET /umavez-local/stats` reports requests and faults.
 Optional accounting (`--account-capacity`, for `umavez cost`): what each request would be
@@ -34,6 +37,7 @@ from typing import Any
 from devstack import queue_metrics
 from devstack.accounting import CALLER_HEADER, Accountant, service_and_operation
 from devstack.calls import MAPPING_HEADER, CallRecorder
+from devstack.memory.sqs import MemorySqs
 
 StartResponse = Callable[..., Any]
 Environ = dict[str, Any]
@@ -57,8 +61,10 @@ class SerializedRequests:
         conflict_rate: float,
         seed: int,
         accountant: Accountant | None = None,
+        queues: MemorySqs | None = None,
     ) -> None:
         self._app = app
+        self._queues = queues or MemorySqs()
         self._accountant = accountant
         self.recorder = CallRecorder()
         self._lock = threading.Lock()
@@ -79,7 +85,7 @@ class SerializedRequests:
                 return _json_response(start_response, {"bodies": _email_bodies()})
         if environ.get("PATH_INFO") == QUEUE_METRICS_PATH:
             with self._lock:
-                queues = queue_metrics.publish_once(int(time.time() * 1000))
+                queues = queue_metrics.publish_once(self._queues, int(time.time() * 1000))
                 return _json_response(start_response, {"queues": queues})
         target = str(environ.get("HTTP_X_AMZ_TARGET", ""))
         operation = target.rsplit(".", 1)[-1] or str(environ.get("PATH_INFO"))
@@ -109,7 +115,7 @@ class SerializedRequests:
 
     @property
     def lock(self) -> threading.Lock:
-        """What a request holds: anything else touching moto's backends holds it too."""
+        """What a request holds: anything else touching the server's backends holds it too."""
         return self._lock
 
     def _conflict(self) -> bool:
@@ -188,19 +194,21 @@ def serve(port: int, conflict_rate: float, seed: int, account_capacity: bool = F
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
     from werkzeug.serving import make_server
 
-    from devstack.speedups import moto_patches
+    from devstack.accounting import MemoryStore
+    from devstack.memory.wsgi import MemoryApp, dispatching
 
-    moto_patches.install()
+    memory = MemoryApp()
     app = SerializedRequests(
-        DomainDispatcherApplication(create_backend_app),
+        dispatching(memory, DomainDispatcherApplication(create_backend_app)),
         conflict_rate,
         seed,
-        Accountant() if account_capacity else None,
+        Accountant(MemoryStore(memory.aws.dynamodb)) if account_capacity else None,
+        memory.aws.sqs,
     )
     server = make_server(
         "127.0.0.1", port, app, threaded=True, request_handler=keep_alive_handler()
     )
-    queue_metrics.start_publishing(app.lock, time.time, threading.Event())
+    queue_metrics.start_publishing(memory.aws.sqs, app.lock, time.time, threading.Event())
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
     server.serve_forever()
 

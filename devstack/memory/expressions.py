@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any
@@ -303,8 +304,53 @@ def _projection(text: str, names: tuple[tuple[str, str], ...]) -> tuple[Path, ..
 
 
 def projected(item: Item, text: str | None, names: Mapping[str, str] | None) -> Item:
-    """The item's top-level attributes a projection names (nested paths keep their top)."""
+    """The parts of the item a projection names: top-level attributes whole, nested paths
+    (`m.deep`, `l[1]`) as the maps and lists that hold them (a list keeps its picked elements,
+    in order)."""
     if not text:
         return item
-    wanted = {path[0] for path in _projection(text, tuple(sorted((names or {}).items())))}
-    return {name: value for name, value in item.items() if name in wanted}
+    picked: Any = None
+    for path in _projection(text, tuple(sorted((names or {}).items()))):
+        part = _pick({"M": item}, path)
+        if part is not None:
+            picked = part if picked is None else _merged(picked, part)
+    return _typed(picked)["M"] if picked is not None else {}
+
+
+@dataclass
+class _Partial:
+    """A map or list of which only some members were picked."""
+
+    kind: str  # "M" or "L"
+    members: dict[Any, Any]
+
+
+def _pick(value: Any, path: Path) -> Any:
+    if not path:
+        return value
+    part, rest = path[0], path[1:]
+    kind = "L" if isinstance(part, int) else "M"
+    container = value.get(kind)
+    if container is None or (
+        part >= len(container) if isinstance(part, int) else part not in container
+    ):
+        return None
+    inner = _pick(container[part], rest)
+    return None if inner is None else _Partial(kind, {part: inner})
+
+
+def _merged(a: Any, b: Any) -> Any:
+    """Two picks of one value together: a value picked whole covers any part of it."""
+    if not isinstance(a, _Partial) or not isinstance(b, _Partial):
+        return b if isinstance(a, _Partial) else a
+    for key, member in b.members.items():
+        a.members[key] = _merged(a.members[key], member) if key in a.members else member
+    return a
+
+
+def _typed(value: Any) -> Any:
+    if not isinstance(value, _Partial):
+        return value
+    if value.kind == "M":
+        return {"M": {k: _typed(v) for k, v in value.members.items()}}
+    return {"L": [_typed(v) for _, v in sorted(value.members.items())]}

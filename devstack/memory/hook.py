@@ -1,13 +1,12 @@
-"""DynamoDB answered from memory for every boto3 client of this process, through botocore's
-own request hook: the client validates, serializes and parses as against AWS, only the
-request never leaves the process. Other services go on to whatever answers them: moto's
-in-process mock in the tests, started with MOTO_PASSES_DYNAMODB so that it leaves DynamoDB
-to the store (botocore asks every before-send hook, and takes the first answer).
+"""DynamoDB and its streams answered from memory for every boto3 client of this process,
+through botocore's own request hook: the client validates, serializes and parses as against
+AWS, only the request never leaves the process. Other services go on to whatever answers
+them: moto's in-process mock in the tests, started with MOTO_PASSES_DYNAMODB so that it leaves
+DynamoDB to the store (botocore asks every before-send hook, and takes the first answer).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from io import BytesIO
@@ -18,10 +17,11 @@ from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 from botocore.handlers import BUILTIN_HANDLERS
 from moto.core.config import DefaultConfig
 
+from devstack.memory import wire
 from devstack.memory.operations import MemoryDynamoDB
-from devstack.memory.tables import DynamoError
 
-_ERROR_PREFIX = "com.amazonaws.dynamodb.v20120810#"
+# botocore's names of the services in its events: the store answers both.
+_SERVICES = {"dynamodb": "dynamodb", "dynamodb-streams": "dynamodbstreams"}
 _ANSWERED = "_answered_in_memory"
 # What moto, started beside the store, is told: DynamoDB is not its to answer (moto's own
 # passthrough setting; every other service it mocks as usual).
@@ -34,7 +34,6 @@ MOTO_PASSES_DYNAMODB: DefaultConfig = {
         "service_whitelist": None,
     }
 }
-_SERVER_ERRORS = frozenset({"InternalServerError"})
 
 
 class _Body(BytesIO):
@@ -44,7 +43,8 @@ class _Body(BytesIO):
 
 
 class _Answerer:
-    """The before-send hook: answers DynamoDB's requests while a store is active."""
+    """The before-send hook: answers DynamoDB's and its streams' requests while a store is
+    active."""
 
     def __init__(self) -> None:
         self.store: MemoryDynamoDB | None = None
@@ -53,7 +53,7 @@ class _Answerer:
         self, event_name: str, request: AWSPreparedRequest, **_: Any
     ) -> AWSResponse | None:
         parts = event_name.split(".")
-        if self.store is None or len(parts) < 3 or parts[1] != "dynamodb":
+        if self.store is None or len(parts) < 3 or parts[1] not in _SERVICES:
             return None
         # A client may carry the hook twice (from its session's built-in handlers and from
         # the default session's registration): each request is answered once.
@@ -61,18 +61,10 @@ class _Answerer:
             return None
         setattr(request, _ANSWERED, True)
         body: Any = request.body or b"{}"
-        params = json.loads(body if isinstance(body, bytes | bytearray | str) else body.read())
-        try:
-            status, answer = 200, self.store.handle(parts[2], params)
-        except DynamoError as error:
-            status = 500 if error.code in _SERVER_ERRORS else 400
-            answer = {
-                "__type": _ERROR_PREFIX + error.code,
-                "message": error.message,
-                **error.fields,
-            }
-        headers = {"Content-Type": "application/x-amz-json-1.0", "x-amzn-RequestId": "memory"}
-        raw = _Body(json.dumps(answer).encode())
+        body = body if isinstance(body, bytes | bytearray | str) else body.read()
+        status, answer = wire.answer(self.store, _SERVICES[parts[1]], parts[2], body)
+        headers = {"Content-Type": wire.CONTENT_TYPE, "x-amzn-RequestId": "memory"}
+        raw = _Body(answer)
         return AWSResponse(request.url, status, headers, raw)  # type: ignore[arg-type]
 
 
@@ -87,12 +79,16 @@ def _hooked_default_session() -> None:
     """boto3's default session may have been made before this import (its handlers are
     copied into each client it makes): the hook is registered on it too, first."""
     events = boto3._get_default_session()._session.get_component("event_emitter")
-    events.register_first("before-send.dynamodb", _ANSWERER, unique_id=_HOOK_ID)
+    for service in _SERVICES:
+        events.register_first(
+            f"before-send.{service}", _ANSWERER, unique_id=f"{_HOOK_ID}-{service}"
+        )
 
 
 @contextmanager
 def memory_dynamodb(store: MemoryDynamoDB | None = None) -> Iterator[MemoryDynamoDB]:
-    """DynamoDB in memory for the clients made inside this block (and until it ends)."""
+    """DynamoDB and its streams in memory for the clients made inside this block (and until it
+    ends)."""
     _hooked_default_session()
     previous = _ANSWERER.store
     _ANSWERER.store = store or MemoryDynamoDB()

@@ -2,7 +2,7 @@
 (the very parameters boto3 sends and the answers it parses): the single-item writes and their
 conditions, TransactWriteItems (every condition checked before anything is written, refusals
 by position with the items found), Query and Scan with their pages, filters and indexes,
-BatchGetItem and BatchWriteItem.
+BatchGetItem and BatchWriteItem; and the tables' streams (`streams.py`, `handle_streams`).
 
 One lock around each request: the store is serializable by construction, as DynamoDB is per
 item and per transaction.
@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from devstack.memory import expressions, updates
+from devstack.memory import expressions, streams, updates
 from devstack.memory.tables import DynamoError, Table, validation
 
 Request = Mapping[str, Any]
@@ -52,7 +52,25 @@ class MemoryDynamoDB:
         if handler is None:
             raise DynamoError("UnknownOperationException", f"{operation} is not held in memory")
         with self._lock:
-            return handler(request)
+            try:
+                return handler(request)
+            except expressions.ExpressionError as error:
+                raise validation(str(error)) from None
+
+    def handle_streams(self, operation: str, request: Request) -> Answer:
+        """One DynamoDB Streams request, under the same lock as the tables' writes."""
+        handler = streams.OPERATIONS.get(operation)
+        if handler is None:
+            raise DynamoError("UnknownOperationException", f"{operation} is not held in memory")
+        with self._lock:
+            return handler(self._streams(), request)
+
+    def _streams(self) -> dict[str, streams.Stream]:
+        return {
+            name: t.stream
+            for name, t in self._tables.items()
+            if isinstance(t.stream, streams.Stream)
+        }
 
     def table(self, name: str) -> Table:
         try:
@@ -73,7 +91,16 @@ class MemoryDynamoDB:
         if name in self._tables:
             raise DynamoError("ResourceInUseException", f"Table already exists: {name}")
         arn = f"arn:aws:dynamodb:{self._region}:{ACCOUNT}:table/{name}"
-        self._tables[name] = Table.created(request, arn)
+        table = self._tables[name] = Table.created(request, arn)
+        if "LatestStreamArn" in table.description:
+            table.stream = streams.Stream(
+                table.description["LatestStreamArn"],
+                table.description["LatestStreamLabel"],
+                request["StreamSpecification"]["StreamViewType"],
+                name,
+                list(request["KeySchema"]),
+                region=self._region,
+            )
         return {"TableDescription": self._tables[name].description}
 
     def _delete_table(self, request: Request) -> Answer:
@@ -224,8 +251,19 @@ class MemoryDynamoDB:
 
     def _scan(self, request: Request) -> Answer:
         table = self.table(request["TableName"])
-        found = list(table.all_items())
-        return _page(found, request, list(table.key_names()), table.in_table, True)
+        if "IndexName" not in request:
+            found = list(table.all_items())
+            return _page(found, request, list(table.key_names()), table.in_table, True)
+        index = table.indexes.get(request["IndexName"])
+        if index is None:
+            raise validation("The table does not have the specified index: " + request["IndexName"])
+        keys = [*table.key_names(), *[k for k in (index.hash_key, index.range_key) if k]]
+        found = [
+            table.projected_by(index, item)
+            for item in table.all_items()
+            if all(name in item for name in keys)
+        ]
+        return _page(found, request, list(dict.fromkeys(keys)), table.in_table, True)
 
 
 def _hash_value(
@@ -308,6 +346,12 @@ def _require(request: Request, before: Any) -> None:
 
 
 def _updated(table: Table, item: Mapping[str, Any], request: Request) -> Any:
+    text, names = request.get("UpdateExpression", ""), request.get("ExpressionAttributeNames")
+    for name in sorted(updates.targets(text, names) & set(table.key_names())):
+        raise validation(
+            "One or more parameter values were invalid: Cannot update attribute "
+            f"{name}. This attribute is part of the key"
+        )
     after = updates.updated(
         dict(item),
         request.get("UpdateExpression", ""),

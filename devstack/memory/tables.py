@@ -1,13 +1,15 @@
-"""A table held in memory: its keys, its global secondary indexes, and its items in the wire's
-typed form, read in DynamoDB's orders (a partition by its sort key; an index by its keys)."""
+"""A table held in memory: its keys, its global secondary indexes, its items in the wire's
+typed form, read in DynamoDB's orders (a partition by its sort key; an index by its keys), and
+its stream when it has one (`streams.py`: every put and delete of an item records itself)."""
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol
 
 from devstack.memory.expressions import Item, plain
 
@@ -27,6 +29,14 @@ class DynamoError(Exception):
 
 def validation(message: str) -> DynamoError:
     return DynamoError("ValidationException", message)
+
+
+class StreamLog(Protocol):
+    """Where a table's writes are recorded (`streams.Stream`)."""
+
+    def add(self, keys: Item, old: Item | None, new: Item | None) -> None: ...
+
+    def clear(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -59,6 +69,11 @@ class Table:
     description: dict[str, Any]
     # hash key's plain value -> range key's plain value (None without one) -> item
     partitions: dict[Any, dict[Any, Item]] = field(default_factory=dict)
+    # Set by the store for a table created with a stream.
+    stream: StreamLog | None = None
+    # index name -> the index's hash key's plain value -> table position -> item: what a
+    # Query of an index reads, however large the table.
+    in_indexes: dict[str, dict[Any, dict[tuple[Any, Any], Item]]] = field(default_factory=dict)
 
     @classmethod
     def created(cls, request: Mapping[str, Any], arn: str) -> Table:
@@ -91,8 +106,9 @@ class Table:
             del description["GlobalSecondaryIndexes"]
         if request.get("StreamSpecification", {}).get("StreamEnabled"):
             description["StreamSpecification"] = request["StreamSpecification"]
-            description["LatestStreamLabel"] = "memory"
-            description["LatestStreamArn"] = f"{arn}/stream/memory"
+            label = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
+            description["LatestStreamLabel"] = label
+            description["LatestStreamArn"] = f"{arn}/stream/{label}"
         return cls(request["TableName"], hash_key, range_key, types, indexes, description)
 
     # -- keys -------------------------------------------------------------------------------
@@ -132,7 +148,25 @@ class Table:
     def put(self, item: Item) -> None:
         self.check(item)
         hash_value, range_value = self.position(item)
-        self.partitions.setdefault(hash_value, {})[range_value] = copy.deepcopy(item)
+        partition = self.partitions.setdefault(hash_value, {})
+        before = partition.get(range_value)
+        stored = partition[range_value] = copy.deepcopy(item)
+        self._reindexed((hash_value, range_value), before, stored)
+        if self.stream is not None:
+            self.stream.add(self.key_of(stored), before, stored)
+
+    def _reindexed(
+        self, position: tuple[Any, Any], before: Item | None, after: Item | None
+    ) -> None:
+        for index in self.indexes.values():
+            entries = self.in_indexes.setdefault(index.name, {})
+            if before is not None and (old := _index_hash(index, before)) is not None:
+                bucket = entries.get(old, {})
+                bucket.pop(position, None)
+                if not bucket:
+                    entries.pop(old, None)
+            if after is not None and (new := _index_hash(index, after)) is not None:
+                entries.setdefault(new, {})[position] = after
 
     def check(self, item: Item) -> None:
         """Refused as DynamoDB refuses it: too large, or an index key of the wrong type."""
@@ -153,9 +187,12 @@ class Table:
     def delete(self, position: tuple[Any, Any]) -> None:
         partition = self.partitions.get(position[0])
         if partition is not None:
-            partition.pop(position[1], None)
+            before = partition.pop(position[1], None)
             if not partition:
                 del self.partitions[position[0]]
+            self._reindexed(position, before, None)
+            if before is not None and self.stream is not None:
+                self.stream.add(self.key_of(before), before, None)
 
     def in_partition(self, item: Mapping[str, Any]) -> Any:
         """Where an item (or a start key) sorts within its partition."""
@@ -185,13 +222,7 @@ class Table:
 
     def indexed(self, index: Index, hash_value: Any) -> list[Item]:
         """The items in one partition of `index`, ordered by its sort key, then the table's."""
-        found = [
-            item
-            for item in self.all_items()
-            if index.hash_key in item
-            and plain(item[index.hash_key]) == hash_value
-            and (index.range_key is None or index.range_key in item)
-        ]
+        found = self.in_indexes.get(index.name, {}).get(hash_value, {}).values()
         return sorted(found, key=self.in_index(index))
 
     def projected_by(self, index: Index, item: Item) -> Item:
@@ -204,6 +235,16 @@ class Table:
 
     def clear(self) -> None:
         self.partitions.clear()
+        self.in_indexes.clear()
+        if self.stream is not None:
+            self.stream.clear()
+
+
+def _index_hash(index: Index, item: Mapping[str, Any]) -> Any:
+    """The plain value of the item's key in `index`, None when the item is not in it."""
+    if index.hash_key not in item or (index.range_key and index.range_key not in item):
+        return None
+    return plain(item[index.hash_key])
 
 
 def item_size(item: Mapping[str, Any]) -> int:

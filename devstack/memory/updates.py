@@ -31,6 +31,7 @@ def _number(value: Decimal) -> dict[str, str]:
 class _UpdateParser(_Parser):
     def actions(self) -> list[Action]:
         actions: list[Action] = []
+        self.paths: list[Path] = []
         seen: set[str] = set()
         while self.peek()[0] != "end":
             kind, clause = self.take()
@@ -43,10 +44,12 @@ class _UpdateParser(_Parser):
             while self.at(","):
                 self.take()
                 actions.append(self._clause(clause))
+        _no_overlap(self.paths)
         return actions
 
     def _clause(self, clause: str) -> Action:
         path = self.path()
+        self.paths.append(path)
         if clause == "REMOVE":
             return lambda item, before, values: _remove(item, path)
         if clause == "SET":
@@ -82,6 +85,30 @@ class _UpdateParser(_Parser):
             head: Operand = first_operand  # type: ignore[assignment]  # list_append's first
             return lambda item, values: _appended(head(item, values), second(item, values))
         return self.operand()
+
+
+def _no_overlap(paths: list[Path]) -> None:
+    """DynamoDB refuses an update two of whose paths are one, or one inside the other."""
+    for n, one in enumerate(paths):
+        for two in paths[n + 1 :]:
+            if one[: len(two)] == two[: len(one)]:
+                raise ExpressionError(
+                    "Invalid UpdateExpression: Two document paths overlap with each other; must "
+                    f"remove or rewrite one of these paths; path one: {list(one)}, "
+                    f"path two: {list(two)}"
+                )
+
+
+def targets(text: str, names: Mapping[str, str] | None) -> frozenset[str]:
+    """The top-level attributes an update expression writes or removes."""
+    return _targets(text, tuple(sorted((names or {}).items())))
+
+
+@lru_cache(maxsize=512)
+def _targets(text: str, names: tuple[tuple[str, str], ...]) -> frozenset[str]:
+    parser = _UpdateParser(text, dict(names))
+    parser.actions()
+    return frozenset(str(path[0]) for path in parser.paths)
 
 
 def _appended(head: Any, tail: Any) -> Any:

@@ -1,4 +1,4 @@
-"""Calls to the local servers skip SigV4 and urllib3 (`devstack/speedups/loopback_calls.py`): they
+"""Calls to the local servers skip SigV4 and urllib3 (`devstack/loopback_calls.py`): they
 reach moto with the scope it routes by, answer and fail as botocore's own path does, and no
 call to any other address changes."""
 
@@ -20,8 +20,8 @@ from botocore.config import Config
 from botocore.credentials import Credentials
 from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeoutError
 
+from devstack import loopback_calls
 from devstack.local_aws import LocalAws
-from devstack.speedups import loopback_calls
 
 FROZEN = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 FAKE_CREDENTIALS = Credentials("AKIDEXAMPLE", "fake-secret", "fake-session-token")
@@ -86,20 +86,19 @@ def test_the_local_server_routes_a_stamped_call_by_its_region() -> None:
     aws = LocalAws().start()
     try:
         assert loopback_calls.installed()
-        sqs = boto3.client(
-            "sqs",
+        secrets = boto3.client(
+            "secretsmanager",
             endpoint_url=aws.endpoint_url,
             region_name="sa-east-1",
             aws_access_key_id="testing",
             aws_secret_access_key="testing",
         )
 
-        # When it creates a queue
-        url = sqs.create_queue(QueueName="stamped")["QueueUrl"]
-        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])
+        # When it creates a secret (on moto, which routes by the stamp's credential scope)
+        arn = secrets.create_secret(Name="stamped", SecretString="s")["ARN"]
 
-        # Then moto read the region from the stamp: the queue lives in that region
-        assert arn["Attributes"]["QueueArn"].startswith("arn:aws:sqs:sa-east-1:")
+        # Then moto read the region from the stamp: the secret lives in that region
+        assert arn.startswith("arn:aws:secretsmanager:sa-east-1:")
     finally:
         aws.stop()
 

@@ -511,3 +511,82 @@ def test_requests_both_refuse_are_refused_alike() -> None:
 
     # Then both refuse each the same way
     assert [v[0] for v in memory] == [v[0] for v in moto]
+
+
+def stream_of_outbox(client: Any) -> list[Any]:
+    """The outbox's stream as its records' verdicts: what changed, with which keys and image
+    (their ids, numbers and times are the stream's own)."""
+    streams = boto3.client("dynamodbstreams")
+    arn = client.describe_table(TableName=OUTBOX)["Table"]["LatestStreamArn"]
+    shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]["ShardId"]
+    iterator = streams.get_shard_iterator(
+        StreamArn=arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON"
+    )["ShardIterator"]
+    records = streams.get_records(ShardIterator=iterator)["Records"]
+    sequence = [int(r["dynamodb"]["SequenceNumber"]) for r in records]
+    assert sequence == sorted(sequence)
+    return [
+        (
+            r["eventName"],
+            r["dynamodb"]["Keys"],
+            r["dynamodb"].get("NewImage"),
+            r["dynamodb"].get("OldImage"),
+            r["dynamodb"]["StreamViewType"],
+        )
+        for r in records
+    ]
+
+
+def test_the_outbox_stream_records_the_same_writes_in_the_same_order() -> None:
+    # Given writes to the outbox: two new items, an update, a conditional put that fails, a
+    # cancelled transaction, a transaction that holds, a delete
+    def outbox(outbox_id: str, **fields: Any) -> dict[str, Any]:
+        return {tables.OUTBOX_KEY: s(outbox_id), **fields}
+
+    guarded = {"ConditionExpression": "attribute_not_exists(outbox_id)"}
+    writes: list[Request] = [
+        ("put_item", {"TableName": OUTBOX, "Item": outbox("o1", state=s("new"))}),
+        ("put_item", {"TableName": OUTBOX, "Item": outbox("o2", state=s("new"))}),
+        (
+            "update_item",
+            {
+                "TableName": OUTBOX,
+                "Key": outbox("o1"),
+                "UpdateExpression": "SET #s = :sent",
+                "ExpressionAttributeNames": {"#s": "state"},
+                "ExpressionAttributeValues": {":sent": s("sent")},
+            },
+        ),
+        ("put_item", {"TableName": OUTBOX, "Item": outbox("o2"), **guarded}),
+        (
+            "transact_write_items",
+            {
+                "TransactItems": [
+                    {"Put": {"TableName": OUTBOX, "Item": outbox("o3")}},
+                    {"Put": {"TableName": OUTBOX, "Item": outbox("o1"), **guarded}},
+                ]
+            },
+        ),
+        (
+            "transact_write_items",
+            {"TransactItems": [{"Put": {"TableName": OUTBOX, "Item": outbox("o4"), **guarded}}]},
+        ),
+        ("delete_item", {"TableName": OUTBOX, "Key": outbox("o2")}),
+    ]
+
+    # When run on moto and in memory, and the stream read from its start
+    moto, memory = both(lambda: writes)
+    streamed = []
+    for backend in (mock_aws(), memory_dynamodb()):
+        with backend:
+            client = boto3.client("dynamodb")
+            for create in create_table_requests(NAMES):
+                client.create_table(**create)
+            verdicts(client, writes)
+            streamed.append(stream_of_outbox(client))
+
+    # Then both refused the same writes, and recorded the others alike: INSERT, INSERT,
+    # MODIFY, INSERT, REMOVE, new images only
+    assert memory == moto
+    assert streamed[1] == streamed[0]
+    assert [r[0] for r in streamed[0]] == ["INSERT", "INSERT", "MODIFY", "INSERT", "REMOVE"]

@@ -5,20 +5,21 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import boto3
 import pytest
 from moto import mock_aws
 
+from devstack.memory.sqs import MemorySqs, Queue
 from devstack.queue_metrics import KEPT_SECONDS, NAMESPACE, OLDEST_AGE, publish_once
 
 
 @pytest.fixture
-def queue() -> Iterator[tuple[Any, str]]:
+def queue() -> Iterator[tuple[MemorySqs, Queue]]:
+    """The server's queues (in memory) and one of them; CloudWatch is moto's."""
     with mock_aws():
-        sqs = boto3.client("sqs", region_name="us-east-1")
-        yield sqs, sqs.create_queue(QueueName="umavez-webhooks")["QueueUrl"]
+        sqs = MemorySqs()
+        yield sqs, sqs.create("umavez-webhooks", {})
 
 
 def oldest_ages(since: datetime, until: datetime) -> list[float]:
@@ -35,19 +36,19 @@ def oldest_ages(since: datetime, until: datetime) -> list[float]:
 
 
 def test_the_oldest_message_age_is_published_and_old_datapoints_are_dropped(
-    queue: tuple[Any, str],
+    queue: tuple[MemorySqs, Queue],
 ) -> None:
     # Given a message sent to the queue now
-    sqs, url = queue
-    sqs.send_message(QueueUrl=url, MessageBody="{}")
+    sqs, webhooks = queue
+    sqs.send(webhooks, {"MessageBody": "{}"})
     now = time.time()
 
     # When the metrics are published 90 s later, then again two hours later
-    publish_once(int((now + 90) * 1000))
+    publish_once(sqs, int((now + 90) * 1000))
     first = oldest_ages(
         datetime.now(UTC) - timedelta(hours=1), datetime.now(UTC) + timedelta(hours=3)
     )
-    publish_once(int((now + 2 * 3600) * 1000))
+    publish_once(sqs, int((now + 2 * 3600) * 1000))
 
     # Then the first says the message is 90 s old, and the second publication dropped it (an
     # hour is kept): only its own datapoint, the message two hours old, remains

@@ -5,9 +5,9 @@ never runs it, and every call to any other address goes through botocore unchang
 Why: the local stack's handlers, pollers and drill share one interpreter, and that interpreter's
 time is what limits the fire drill (NOTES.md, "10,000 deliveries with faults"). botocore spent
 most of it preparing and sending calls, ~2 ms each:
-- **Signing** (a canonical request, a SHA-256 of the body, five HMACs) was a seventh of it. moto
-  checks no signature: it reads the Authorization header's credential scope (the access key
-  names the account; the region and service route the request) and the date. A loopback
+- **Signing** (a canonical request, a SHA-256 of the body, five HMACs) was a seventh of it. No
+  local server checks a signature: moto reads the Authorization header's credential scope (the
+  access key names the account; the region and service route the request) and the date. A loopback
   request carries the same headers, scope and date as a signed one, with a fixed signature.
 - **Sending** through urllib3 (pool lookup, URL parsing, retries and timeouts objects per call)
   cost twice that. A loopback request goes over a kept-alive `http.client` connection
