@@ -1,9 +1,11 @@
-"""The embedded stack: moto server, resources, the real handlers behind Lambda-like pollers,
-an API front on loopback, fake Mercado Pago and Stripe APIs, and switchable faults.
+"""The embedded stack: the local AWS server (devstack/server.py), resources, the real handlers
+behind Lambda-like pollers, an API front on loopback, fake provider APIs, and switchable faults.
 
-The wiring of every function to its event source, schedule and fault injection mirrors
-infra/constructs/pipeline.py, and is read beside it; the handlers' own wiring (logs, metrics,
-patches) is devstack/handlers.py, the wait for quiet devstack/drain.py.
+The wiring of every function to its event source, schedule and fault injection mirrors the
+deployed one (infra/constructs/pipeline.py and triggers.py; the event source mappings are one
+definition both read, infra/mappings.py), and is read beside it; the handlers' own wiring
+(logs, metrics, the stack's clock and faults) is devstack/handlers.py, the wait for quiet
+devstack/drain.py.
 """
 
 from __future__ import annotations
