@@ -27,6 +27,7 @@ from firedrill.stories_mercadopago import (
 )
 from firedrill.stories_stripe import (
     stripe_deposit_and_balance,
+    stripe_deposit_naming_nobody,
     stripe_dispute,
     stripe_dispute_lost,
     stripe_dispute_won,
@@ -92,6 +93,7 @@ KINDS: tuple[Callable[[str, int], Story], ...] = (
     mercadopago_order_and_its_payment,
     stripe_through_eventbridge,
     stripe_thin_events,
+    stripe_deposit_naming_nobody,
 )
 
 

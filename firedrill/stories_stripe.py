@@ -134,6 +134,30 @@ def stripe_deposit_and_balance(order: str, at: int) -> Story:
     )
 
 
+def stripe_deposit_naming_nobody(order: str, at: int) -> Story:
+    """A deposit whose payment_intent.succeeded names nobody (its charge events never sent),
+    then its balance naming the customer: the deposit's notification, sent before any address
+    was known, is e-mailed once the balance teaches the order whom to write to."""
+    deposit, balance = unique("pi"), unique("pi")
+    silent = json.loads(stripe.payment_intent_succeeded(order, deposit, 3000, at))
+    silent["data"]["object"]["receipt_email"] = None
+    return Story(
+        "deposit naming nobody, then its balance",
+        order,
+        [
+            [Post("stripe", json.dumps(silent))],
+            [Post("stripe", stripe.payment_intent_succeeded(order, balance, 7000, at + 3600))],
+        ],
+        Expected(
+            "paid",
+            paid=10000,
+            effects={("order.paid", deposit), ("order.paid", balance)},
+            # The drill's queue may take the balance first: the deposit is then stale.
+            stale=(0, 1),
+        ),
+    )
+
+
 def stripe_dispute(order: str, at: int) -> Story:
     intent, dispute = unique("pi"), unique("du")
     return Story(
