@@ -20,6 +20,7 @@ from moto import mock_aws
 
 from devstack.local_aws import YIELDING_NICENESS, LocalAws
 from devstack.resources import client, provision
+from tests.support.clients import queue_depth
 
 T = TypeVar("T")
 TABLE = "local-ledger"
@@ -230,16 +231,9 @@ def test_sends_and_receives_answer_as_moto_does_without_counting_the_queue(aws: 
     for _ in range(2):
         sqs.send_message(QueueUrl=fifo, MessageBody="same", MessageGroupId="g")
 
-    # Then the counts are exact (the sends' shortcut left the queue's attributes whole), the
-    # received messages are the oldest, and the FIFO queue deduplicated by content
-    counts = sqs.get_queue_attributes(
-        QueueUrl=standard,
-        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
-    )["Attributes"]
-    assert counts == {
-        "ApproximateNumberOfMessages": "25",
-        "ApproximateNumberOfMessagesNotVisible": "5",
-    }
+    # Then the counts are exact, the received messages are the oldest, and the FIFO queue
+    # deduplicated by content
+    assert queue_depth(sqs, standard) == (25, 5)
     assert sorted(m["Body"] for m in held["Messages"]) == ["m0", "m1", "m2", "m3", "m4"]
     deduplicated = sqs.get_queue_attributes(
         QueueUrl=fifo, AttributeNames=["ApproximateNumberOfMessages"]
@@ -1062,14 +1056,7 @@ def test_each_receipt_handle_is_its_own_and_deletes_its_own_message(aws: LocalAw
 
     # Then no two handles were the same, and exactly the other five are left (in flight)
     assert len({m["ReceiptHandle"] for m in received}) == 10
-    counts = sqs.get_queue_attributes(
-        QueueUrl=url,
-        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
-    )["Attributes"]
-    assert counts == {
-        "ApproximateNumberOfMessages": "0",
-        "ApproximateNumberOfMessagesNotVisible": "5",
-    }
+    assert queue_depth(sqs, url) == (0, 5)
 
 
 def test_a_receive_moves_a_message_past_its_receives_to_a_fifo_dead_letter_queue(

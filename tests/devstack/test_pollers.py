@@ -17,6 +17,7 @@ from devstack.resources import client
 from devstack.sink import SinkRecorder, create_sink_table, sink_counts
 from devstack.stream_poller import by_partition_key
 from infra.mappings import PROCESS_MAPPING
+from tests.support.clients import queue_depth
 
 # The process mapping, invoking with whatever a read returned (no batching window).
 AT_ONCE = replace(PROCESS_MAPPING, max_batching_window_seconds=0)
@@ -119,14 +120,7 @@ def test_a_batch_slower_than_the_visibility_timeout_is_never_received_twice(
     assert asked == [4, 4, 4]
     assert poller.stats["visibility_extended"] == 3
     assert seen_meanwhile == []
-    counts = sqs.get_queue_attributes(
-        QueueUrl=url,
-        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
-    )["Attributes"]
-    assert counts == {
-        "ApproximateNumberOfMessages": "0",
-        "ApproximateNumberOfMessagesNotVisible": "0",
-    }
+    assert queue_depth(sqs, url) == (0, 0)
 
 
 def test_a_failed_record_of_a_slow_batch_returns_after_the_queues_own_timeout(

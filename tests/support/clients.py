@@ -198,3 +198,15 @@ def answering(
 
     client.meta.events.register(f"before-parameter-build.{service}.{operation}", remember)
     client.meta.events.register(f"before-call.{service}.{operation}", respond)
+
+
+def queue_depth(sqs: Any, url: str) -> tuple[int, int]:
+    """A queue's messages waiting and in flight, as SQS approximates them."""
+    counts = sqs.get_queue_attributes(
+        QueueUrl=url,
+        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    )["Attributes"]
+    return (
+        int(counts["ApproximateNumberOfMessages"]),
+        int(counts["ApproximateNumberOfMessagesNotVisible"]),
+    )
