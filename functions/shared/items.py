@@ -16,8 +16,9 @@ read them through these models. The outbox's item is `functions.shared.outbox.Ou
     STATEMENT_CHECKPOINT / {provider}            StatementCheckpoint
 
 A model keeps the attributes the code reads and ignores the others: a reader of an older or
-newer item sees the fields it knows. A required attribute that is missing is a
-`MalformedItemError`, never a KeyError deep in a decision.
+newer item sees the fields it knows. A required attribute that is missing, or one of another
+type than its field's, is a `MalformedItemError` at the read, never a KeyError or a wrong sum
+deep in a decision.
 """
 
 from __future__ import annotations
