@@ -68,15 +68,21 @@ def verdicts(client: Any, requests: list[Request], unordered: bool = False) -> l
     return found
 
 
-def both(requests: Callable[[], list[Request]], unordered: bool = False) -> tuple[Any, Any]:
-    """The verdicts on moto, then on memory, for the same requests."""
+def both(
+    requests: Callable[[], list[Request]],
+    unordered: bool = False,
+    then: Callable[[Any], Any] | None = None,
+) -> tuple[Any, Any]:
+    """The verdicts on moto, then on memory, for the same requests; with `then`, each
+    backend's verdicts beside what `then` reads from it afterwards."""
     answers = []
     for backend in (mock_aws(), memory_dynamodb()):
         with backend:
             client = boto3.client("dynamodb")
             for create in create_table_requests(NAMES):
                 client.create_table(**create)
-            answers.append(verdicts(client, requests(), unordered))
+            found = verdicts(client, requests(), unordered)
+            answers.append(found if then is None else (found, then(client)))
     return answers[0], answers[1]
 
 
@@ -575,18 +581,10 @@ def test_the_outbox_stream_records_the_same_writes_in_the_same_order() -> None:
     ]
 
     # When run on moto and in memory, and the stream read from its start
-    moto, memory = both(lambda: writes)
-    streamed = []
-    for backend in (mock_aws(), memory_dynamodb()):
-        with backend:
-            client = boto3.client("dynamodb")
-            for create in create_table_requests(NAMES):
-                client.create_table(**create)
-            verdicts(client, writes)
-            streamed.append(stream_of_outbox(client))
+    (moto, moto_stream), (memory, memory_stream) = both(lambda: writes, then=stream_of_outbox)
 
     # Then both refused the same writes, and recorded the others alike: INSERT, INSERT,
     # MODIFY, INSERT, REMOVE, new images only
     assert memory == moto
-    assert streamed[1] == streamed[0]
-    assert [r[0] for r in streamed[0]] == ["INSERT", "INSERT", "MODIFY", "INSERT", "REMOVE"]
+    assert memory_stream == moto_stream
+    assert [r[0] for r in moto_stream] == ["INSERT", "INSERT", "MODIFY", "INSERT", "REMOVE"]
