@@ -6,7 +6,7 @@ local server, and the drain that waits until none is left, for as long as the wo
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -173,6 +173,7 @@ class Drain:
         base_seconds: float = DRAIN_BASE_SECONDS,
         seconds_per_item: float = DRAIN_SECONDS_PER_ITEM,
         stall_seconds: float | None = None,
+        sweep: Callable[[], object] | None = None,
     ) -> Drained:
         """Wait until queues, stream and outbox are quiet (three checks in a row), for as long
         as the work in flight needs: at most `base_seconds` plus `seconds_per_item` for each
@@ -182,6 +183,10 @@ class Drain:
         `let_waits_pass` (every delivery is in), once nothing else is in flight the waiting
         re-drive's clock is moved past the limit: what still waits goes unmatched now instead
         of after the limit. Without it, the stall allowance outlasts the limit.
+
+        An item due again (a notification re-opened for the e-mail its order learned late) is
+        the sweeper's to send. With the sweeper's schedule stopped (`umavez cost`), `sweep` runs
+        it whenever due items are all that is left, as its schedule would.
         """
         if stall_seconds is None:
             stall_seconds = DRAIN_STALL_SECONDS if let_waits_pass else LOCAL_WAIT_LIMIT_SECONDS + 30
@@ -211,6 +216,8 @@ class Drain:
                         return Drained(True, now - started, bound, peak, left, waits_let_pass)
                 else:
                     quiet = 0
+                if sweep is not None and not busy and 0 < left.outbox == left.total:
+                    sweep()
                 only_waiting = self._only_waiting(only_waiting, left)
                 if let_waits_pass and only_waiting >= 3 and self._waiting_clock.offset == 0:
                     self._waiting_clock.offset = LOCAL_WAIT_LIMIT_SECONDS + 1

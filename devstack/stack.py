@@ -45,7 +45,7 @@ from devstack.stream_poller import StreamToLambda
 from functions.outbox.budget import HTTP_TIMEOUT_SECONDS
 from functions.outbox.channels import Channel, HttpChannel
 from functions.process.service import EffectProcessor
-from functions.shared.environment import ProcessSettings
+from functions.shared.environment import ProcessSettings, ReconcileSettings
 from infra.config import DEFAULT_API_TYPE, ApiType
 from infra.mappings import OUTBOX_MAPPING, PROCESS_MAPPING
 
@@ -129,6 +129,7 @@ class EmbeddedStack:
         api_type: ApiType = DEFAULT_API_TYPE,
         metering: Metering | None = None,
         split_aws: bool = False,
+        reconcile_settle_seconds: float | None = None,
     ) -> None:
         self.faults = faults or Faults()
         # Which API Gateway the front plays: the event shape ingest receives (payload 2.0 or 1.0)
@@ -142,6 +143,8 @@ class EmbeddedStack:
         self._concurrency = process_concurrency or PROCESS_MAPPING.max_concurrency
         # DynamoDB in a server process of its own (the drill's throughput; see LocalAws)
         self._split_aws = split_aws
+        # None: the reconciliation's own margin behind now (the drills run it as deployed)
+        self._reconcile_settle_seconds = reconcile_settle_seconds
         # None: the stack's own file while it runs (see `stack_log_path`), kept as
         # LAST_STACK_LOG once it stops.
         self._log_path = log_path
@@ -199,6 +202,9 @@ class EmbeddedStack:
                     mercadopago_api_url=self.provider_apis.url,
                     stripe_api_url=self.provider_apis.url,
                     asaas_api_url=self.provider_apis.url,
+                ),
+                **ReconcileSettings.variables(
+                    reconcile_settle_seconds=self._reconcile_settle_seconds
                 ),
             }
         )

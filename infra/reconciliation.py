@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Final
 
-from functions.reconcile.units import MAX_ORDERS_PER_RUN, ORDERS_PER_INVOCATION
+from functions.reconcile.units import MAX_ORDERS_PER_RUN, ORDERS_PER_INVOCATION, SETTLE_SECONDS
 from functions.shared import tables
 
 # A check invocation is retried this many times more when it fails (it only reads: trying
@@ -26,8 +26,7 @@ RETRY_BACKOFF_RATE: Final = 2.0
 # Lambda was sized with). An order the index lists that is another run's costs the Query only.
 SECONDS_PER_ORDER_QUERY: Final = 0.0075
 SECONDS_PER_OUTBOX_READ: Final = 0.0075
-# The re-read of a candidate waits this long once per invocation that found one.
-SETTLE_SECONDS: Final = 5
+# The re-read of a candidate waits SETTLE_SECONDS once per invocation that found one.
 # The settings' reads of an order per change: each pass (the first, and the lagged one a
 # deadline later) reads the order's hour partition in the run that checks it and again in the
 # next run, whose window starts within that hour (it skips the order there: a Query only).

@@ -19,7 +19,15 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.reconcile.report import Report
 from functions.reconcile.service import Reconciler
-from functions.reconcile.units import CHECK, FINISH, PLAN, RunPlan, Unit, UnitTotals
+from functions.reconcile.units import (
+    CHECK,
+    FINISH,
+    PLAN,
+    SETTLE_SECONDS,
+    RunPlan,
+    Unit,
+    UnitTotals,
+)
 from functions.shared.books import Mismatch
 from functions.shared.environment import ReconcileSettings
 from functions.shared.errors import MalformedEventError
@@ -41,12 +49,14 @@ MISMATCH_KINDS = (
 @cache
 def reconciler() -> Reconciler:
     settings = ReconcileSettings.from_env()
+    settle = settings.reconcile_settle_seconds
     return Reconciler(
         boto3.client("dynamodb"),
         settings.tables,
         time.time,
         sleep=time.sleep,
         retention_seconds=settings.retention_seconds,
+        settle_seconds=SETTLE_SECONDS if settle is None else settle,
     )
 
 

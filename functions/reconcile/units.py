@@ -34,6 +34,9 @@ MAX_UNITS_PER_RUN: Final = 400
 # many in 39 minutes of the 45 (infra/reconciliation.py models it). An hour at 200 changes a
 # second is read about four times (two passes, two runs each): 2.9 million.
 MAX_ORDERS_PER_RUN: Final = 5_000_000
+# How far behind now a run reads, and how long a candidate waits before it is read again: the
+# `changed` index is eventually consistent (its writes land within a second or so).
+SETTLE_SECONDS: Final = 5.0
 
 
 @dataclass(frozen=True)

@@ -167,3 +167,7 @@ class WaitingSettings(TablesSettings):
 
 class ReconcileSettings(TablesSettings):
     """The scheduled reconciliation reads the tables only."""
+
+    # How far behind now a run reads (None: SETTLE_SECONDS, for the index's eventual
+    # consistency); `umavez cost`'s stack reads its own writes and waits out no margin.
+    reconcile_settle_seconds: float | None = Field(None, alias="RECONCILE_SETTLE_SECONDS", ge=0)
