@@ -112,10 +112,13 @@ class StatementSchedule:
     def cadence(self, provider: str) -> Cadence:
         return self._cadences.get(provider, HOURLY).with_window(self._window_seconds)
 
-    def next_window(self, provider: str, checkpoint: int | None) -> tuple[int, int] | None:
-        """The window after `checkpoint` whose end has settled, by the provider's cadence (an
-        hour at most, or a whole day); None when none has yet."""
-        return self.cadence(provider).next_window(checkpoint, self._settled(provider))
+    def next_window(
+        self, provider: str, checkpoint: int | None, settled: int | None = None
+    ) -> tuple[int, int] | None:
+        """The window after `checkpoint` whose end has settled (by now, or by `settled`), by
+        the provider's cadence (an hour at most, or a whole day); None when none has yet."""
+        settled = self._settled(provider) if settled is None else settled
+        return self.cadence(provider).next_window(checkpoint, settled)
 
     def behind(self, provider: str, checkpoint: int | None) -> int | None:
         """How far `checkpoint` is behind a caught-up one, now (None: never read)."""
@@ -137,7 +140,11 @@ class StatementSchedule:
         provider = source.provider
         run = ScheduledRun(provider)
         checkpoint = run.checked_until = self.checkpoint(provider)
-        while (window := self.next_window(provider, checkpoint)) is not None:
+        # Read up to what had settled when the run began. Read up to each moment, a pass's own
+        # time would settle a window of those seconds, and a long pass's run would go on
+        # reading such slivers (each one the hour's orders again) until its time ran out.
+        settled = self._settled(provider)
+        while (window := self.next_window(provider, checkpoint, settled)) is not None:
             started = self._clock()
             if not self._pass(source, *window, run):
                 if (

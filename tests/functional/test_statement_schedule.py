@@ -110,6 +110,40 @@ def test_a_run_behind_reads_window_after_window_while_its_time_lasts(
     assert all(world.order(order).paid_total == 5000 for order, _ in lost)
 
 
+@dataclass
+class SlowBooks(StripeBooks):
+    """Books whose every read takes `seconds` on the clock (a busy hour's pass)."""
+
+    clock: FakeClock = field(default_factory=FakeClock)
+    seconds: int = 40
+
+    def read(self, first: int, last: int, now: int) -> StatementRead:
+        self.clock.advance(self.seconds)
+        return super().read(first, last, now)
+
+
+def test_a_run_reads_up_to_where_it_began_however_long_its_passes_take(
+    world: World, clock: FakeClock
+) -> None:
+    # Given a checkpoint an hour behind, and books whose every read takes 40 s
+    scheduled = schedule(world, clock)
+    scheduled.run(StripeBooks(), lambda: PLENTY_OF_TIME_MS)
+    start = scheduled.checkpoint("stripe")
+    assert start is not None
+    clock.advance(3600)
+    books = SlowBooks(clock=clock)
+    asked = iter(range(10))
+
+    # When the run has time for ten windows
+    run = scheduled.run(books, lambda: PLENTY_OF_TIME_MS if next(asked, None) is not None else 0)
+
+    # Then it read the hour that had settled when it began, once, and was caught up: the 40 s
+    # its pass took settled no sliver of a window for it to read again
+    assert books.windows == [(start - EDGE_SECONDS, start + 3600 + EDGE_SECONDS)]
+    assert (len(run.passes), run.checked_until, run.caught_up) == (1, start + 3600, True)
+    assert run.stopped is None
+
+
 def test_a_read_that_stopped_moves_nothing_and_the_next_run_reads_the_same_window(
     world: World, clock: FakeClock
 ) -> None:
