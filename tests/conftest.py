@@ -30,6 +30,7 @@ import boto3
 import pytest
 from aws_lambda_powertools import Metrics
 from moto import mock_aws
+from moto.core.config import default_user_config
 
 # Every function's handler imported before any test runs: a Powertools Logger keeps the stdout
 # it was created with, and one created first inside a stack under capsys would write to the
@@ -47,6 +48,12 @@ from tests.support.asaas import AsaasAsDelivered, processor_factory
 from tests.support.clients import serialized
 from tests.support.clock import FakeClock
 from tests.support.world import TABLES, ProcessorFactory, World
+
+# One boto3 session for the whole run. moto's default starts each mock on a new one, and a
+# client of a new session loads its service's model again: about 100 ms a client, against 4
+# ms from a session that already has it, paid by most tests. (Its credentials are moto's
+# fake ones either way: they are read from moto's environment while a mock runs.)
+default_user_config["core"]["reset_boto3_session"] = False
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

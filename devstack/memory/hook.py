@@ -25,12 +25,13 @@ _SERVICES = {"dynamodb": "dynamodb", "dynamodb-streams": "dynamodbstreams"}
 _ANSWERED = "_answered_in_memory"
 # What moto, started beside the store, is told: DynamoDB is not its to answer (moto's own
 # passthrough setting; every other service it mocks as usual).
-# (moto replaces its "core" settings whole: the others are its defaults.)
+# (moto replaces its "core" settings whole: the others are its defaults, but for boto3's
+# default session, kept: a new one would load each service's model again.)
 MOTO_PASSES_DYNAMODB: DefaultConfig = {
     "core": {
         "mock_credentials": True,
         "passthrough": {"urls": [], "services": ["dynamodb"]},
-        "reset_boto3_session": True,
+        "reset_boto3_session": False,
         "service_whitelist": None,
     }
 }
