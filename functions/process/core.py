@@ -34,10 +34,12 @@ from functions.store.transaction import Refusal, Slot
 
 @dataclass(frozen=True)
 class Apply:
-    """The guarded transaction: the key, the order moved, the outbox item, the bindings."""
+    """The guarded transaction: the key, the order moved, the outbox item, the bindings;
+    `teaches`: counting it teaches the order whom to e-mail (`teaches_recipient`)."""
 
     routed: RoutedEffect
     to_bind: tuple[str, ...]
+    teaches: bool = False
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,7 @@ class Stale:
 
     routed: RoutedEffect
     to_bind: tuple[str, ...]
+    teaches: bool = False
 
 
 @dataclass(frozen=True)
@@ -123,9 +126,10 @@ def plan(routed: RoutedEffect, known: Known, capture_mark: int | None = None) ->
     if not to_bind and reverses_what_never_counted(routed, known):
         # The guarded transaction could only be cancelled (and billed) before voiding.
         return Void(routed)
+    teaches = teaches_recipient(routed, known)
     if known.later_second_than(routed):
-        return stale(routed, to_bind, known.order)
-    return Apply(routed, to_bind)
+        return stale(routed, to_bind, known.order, teaches=teaches)
+    return Apply(routed, to_bind, teaches)
 
 
 def after_refusal(refused: Apply | Stale, refusal: Refusal) -> Plan:
@@ -147,11 +151,14 @@ def after_refusal(refused: Apply | Stale, refusal: Refusal) -> Plan:
         return Void(routed)
     if verdict is Verdict.STALE:
         order = refusal.found(Slot.ORDER)
-        return stale(routed, refused.to_bind, Order.of(order) if order else None)
+        found = Order.of(order) if order else None
+        return stale(routed, refused.to_bind, found, teaches=refused.teaches)
     return Fail(UnexpectedWriteError(f"{kind} cancelled: {refusal.codes}"))
 
 
-def stale(routed: RoutedEffect, to_bind: tuple[str, ...], order: Order | None) -> Plan:
+def stale(
+    routed: RoutedEffect, to_bind: tuple[str, ...], order: Order | None, *, teaches: bool = False
+) -> Plan:
     """Stale, unless the order is in another currency: that is never counted."""
     currency = order.currency if order is not None else None
     if currency is not None and currency != routed.effect.amount.currency:
@@ -161,7 +168,7 @@ def stale(routed: RoutedEffect, to_bind: tuple[str, ...], order: Order | None) -
                 f"effect {routed.key} in {routed.effect.amount.currency}"
             )
         )
-    return Stale(routed, to_bind)
+    return Stale(routed, to_bind, teaches)
 
 
 def needs_capture_mark(routed: RoutedEffect, known: Known) -> bool:

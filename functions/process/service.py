@@ -218,10 +218,7 @@ class EffectProcessor:
             )
         if isinstance(plan, core.Void):
             return self._void(routed)
-        if isinstance(plan, core.Stale):
-            transaction = self._stale(routed, plan.to_bind)
-        else:
-            transaction = self._applied(routed, plan.to_bind)
+        transaction = self._stale(plan) if isinstance(plan, core.Stale) else self._applied(plan)
         if (refusal := self._commit(self._db, transaction)) is not None:
             return self._carry_out(core.after_refusal(plan, refusal))
         if isinstance(plan, core.Stale):
@@ -233,6 +230,9 @@ class EffectProcessor:
         the counted one did not, the order learns it."""
         if duplicate.first is None or not duplicate.first.named_recipient:
             self._learn_recipient(duplicate.routed)
+        elif duplicate.first.taught_recipient:
+            # It taught the order whom to e-mail: a re-open that failed after its commit runs now.
+            self._reopen_the_orders_owed_emails(duplicate.routed)
         detail, disagrees = core.duplicate_detail(duplicate)
         return self._processed(
             duplicate.routed, Outcome.DUPLICATE, detail, amount_disagrees=disagrees
@@ -265,9 +265,11 @@ class EffectProcessor:
             but=routed.key,
         )
 
-    def _applied(self, routed: RoutedEffect, to_bind: tuple[str, ...]) -> Transaction:
+    def _applied(self, plan: core.Apply) -> Transaction:
+        routed, to_bind = plan.routed, plan.to_bind
+        key = self._items.key_reservation(routed, Outcome.APPLIED, taught_recipient=plan.teaches)
         return Transaction.of(
-            Placed(Slot.KEY, self._items.key_reservation(routed, Outcome.APPLIED)),
+            Placed(Slot.KEY, key),
             Placed(Slot.ORDER, {"Update": self._items.order_update(routed)}),
             Placed(Slot.OUTBOX, self._items.outbox_put(routed, late=False)),
             self._items.reversed_check(routed),
@@ -351,7 +353,7 @@ class EffectProcessor:
 
     # -- stale: status guarded, money still counted and announced ---------------------------
 
-    def _stale(self, routed: RoutedEffect, to_bind: tuple[str, ...]) -> Transaction:
+    def _stale(self, plan: core.Stale) -> Transaction:
         """The key recorded as stale, the entry posted and announced flagged late; the
         lifecycle status stays untouched.
 
@@ -359,10 +361,12 @@ class EffectProcessor:
         and the books balance; downstream books (EventBridge consumers) must balance too, so
         the movement is announced once, marked late with its provider time.
         """
+        routed, to_bind = plan.routed, plan.to_bind
         update = self._items.stale_update(routed)
         reason = "older than the order's last event: status kept, counted"
+        key = self._items.key_reservation(routed, Outcome.STALE, taught_recipient=plan.teaches)
         return Transaction.of(
-            Placed(Slot.KEY, self._items.key_reservation(routed, Outcome.STALE)),
+            Placed(Slot.KEY, key),
             Placed(Slot.ORDER, {"Update": update}),
             Placed(
                 Slot.OUTBOX,

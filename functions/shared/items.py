@@ -169,6 +169,9 @@ class Entry(_OfAnOrder):
     ordering_token: int | None = None
     # Whether the counted event named the customer (a duplicate that does teaches the order).
     named_recipient: bool = False
+    # Whether counting it taught its order whom to e-mail (its redelivery re-opens the order's
+    # owed e-mails again).
+    taught_recipient: bool = False
     note: str | None = None
     provider: str | None = None
     event_id: str | None = None

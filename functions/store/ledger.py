@@ -47,7 +47,12 @@ class LedgerItems:
         self._retention_seconds = retention_seconds
 
     def key_reservation(
-        self, routed: RoutedEffect, outcome: Outcome, *, key: str | None = None
+        self,
+        routed: RoutedEffect,
+        outcome: Outcome,
+        *,
+        key: str | None = None,
+        taught_recipient: bool = False,
     ) -> TransactWriteItemTypeDef:
         effect = routed.effect
         transition = effect.transition
@@ -69,6 +74,9 @@ class LedgerItems:
             # Whether the counted event named the customer: a duplicate that does teaches the
             # order its address (no second request otherwise).
             "named_recipient": bool(effect.recipient),
+            # Whether counting it taught its order whom to e-mail: its redelivery re-opens the
+            # order's owed e-mails again, in case the re-open after its commit failed.
+            "taught_recipient": taught_recipient,
             # What the adapter decided about the entry (a stamp taken from another field)
             "note": effect.note,
             **self.audit(effect.delivery),

@@ -7,10 +7,11 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 
 from fixtures import stripe
 from functions.outbox.channels import Channel, EventBridgeChannel, SesEmailChannel
@@ -354,6 +355,57 @@ def test_a_payment_sent_before_any_address_is_emailed_once_a_later_payment_teach
 
     # Then the first payment's notification reached the customer once, and EventBridge once
     assert world.order(order).recipient == CUSTOMER
+    assert email.sent[outbox_id] == 1
+    assert events.sent[outbox_id] == 1
+
+
+class _ReopenThrottled:
+    """The ledger's client, but for the first Query paged after a committed transaction: throttled,
+    as DynamoDB may answer the re-open that follows a commit."""
+
+    def __init__(self, client: Any) -> None:
+        self._client, self._armed = client, False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def transact_write_items(self, **request: Any) -> Any:
+        answer = self._client.transact_write_items(**request)
+        self._armed = True
+        return answer
+
+    def get_paginator(self, operation: str) -> Any:
+        if operation != "query" or not self._armed:
+            return self._client.get_paginator(operation)
+        self._armed = False
+        return self
+
+    def paginate(self, **request: Any) -> Any:
+        error = {"Code": "ProvisionedThroughputExceededException", "Message": "throttled"}
+        raise ClientError({"Error": error}, "Query")
+
+
+def test_a_reopen_that_failed_after_the_teaching_commit_runs_when_the_entry_is_redelivered(
+    world: World, clock: FakeClock
+) -> None:
+    # Given a payment naming nobody, sent to EventBridge only (its e-mail owed), and a second
+    # payment naming the customer whose commit taught the order, then whose re-open of the
+    # order's owed e-mails was throttled: the delivery fails, back to the queue
+    order = stripe.unique("ord")
+    outbox_id, sender, email, events = sent_without_its_email(world, clock, order)
+    teaching = payment_with_receipt(order, stripe.unique("pi"), 2500, T0 + 3600)
+    with pytest.raises(ClientError, match="throttled"):
+        world.deliver(teaching, client=cast(Any, _ReopenThrottled(world.dynamodb)))
+    assert world.order(order).recipient == CUSTOMER
+
+    # When SQS delivers it again (a duplicate now), and the sweeper runs once due, twice
+    again = world.deliver(teaching)
+    for _ in range(2):
+        clock.advance(600)
+        Sweeper(world.dynamodb, TABLES.outbox, sender, clock, grace_seconds=0).sweep()
+
+    # Then the first payment's notification reached the customer once, and EventBridge once
+    assert again.outcome.value == "duplicate"
     assert email.sent[outbox_id] == 1
     assert events.sent[outbox_id] == 1
 

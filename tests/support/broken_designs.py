@@ -82,9 +82,17 @@ class BrokenDesign(EffectProcessor):
 
 class _NoKeyCondition(LedgerItems):
     def key_reservation(
-        self, routed: RoutedEffect, outcome: Outcome, *, key: str | None = None
+        self,
+        routed: RoutedEffect,
+        outcome: Outcome,
+        *,
+        key: str | None = None,
+        taught_recipient: bool = False,
     ) -> TransactWriteItemTypeDef:
-        return unconditioned(super().key_reservation(routed, outcome, key=key))
+        reservation = super().key_reservation(
+            routed, outcome, key=key, taught_recipient=taught_recipient
+        )
+        return unconditioned(reservation)
 
     def outbox_put(
         self, routed: RoutedEffect, *, late: bool, superseded: bool = False

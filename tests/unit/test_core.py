@@ -238,3 +238,20 @@ def test_contention_is_retried_before_anything_is_concluded() -> None:
     # Then nothing is concluded from it: it goes back to the queue
     assert isinstance(plan, core.Fail)
     assert isinstance(plan.error, WriteContendedError)
+
+
+def test_an_entry_that_teaches_its_order_whom_to_email_says_so_even_once_found_stale() -> None:
+    # Given an order read as knowing no customer, and a payment naming one
+    known = Known(key_item=None, order=Order(ORDER, currency="brl"), bound={"pi_1": ORDER})
+    entry = routed(recipient="buyer@example.com")
+
+    # When it is planned, then refused as older than the order's last event
+    plan = core.plan(entry, known)
+    again = core.after_refusal(plan, refusal(Slot.ORDER)) if isinstance(plan, core.Apply) else None
+
+    # Then both transactions mark its entry as the one that taught the order (its redelivery
+    # re-opens the order's owed e-mails); one to an order that knows its customer does not
+    assert plan == core.Apply(entry, (), teaches=True)
+    assert again == core.Stale(entry, (), teaches=True)
+    knowing = replace(known, order=Order(ORDER, currency="brl", recipient="buyer@example.com"))
+    assert core.plan(entry, knowing) == core.Apply(entry, ())
