@@ -381,8 +381,8 @@ class _ReopenThrottled:
         return self
 
     def paginate(self, **request: Any) -> Any:
-        error = {"Code": "ProvisionedThroughputExceededException", "Message": "throttled"}
-        raise ClientError({"Error": error}, "Query")
+        code = "ProvisionedThroughputExceededException"
+        raise ClientError({"Error": {"Code": code, "Message": "throttled"}}, "Query")
 
 
 def test_a_reopen_that_failed_after_the_teaching_commit_runs_when_the_entry_is_redelivered(
