@@ -45,10 +45,11 @@ typecheck: $(STAMP)
 
 # Two workers per core: about a third of the suite's time is tests waiting on the embedded
 # stack's real timeouts (a message's visibility, a drain's quiet checks), which the other
-# worker of the core fills (2 cores: 290 s with one worker each, 210 s with two). A worker
-# that runs out of tests takes some of another's (worksteal), so the longest tests do not end
-# up queued on one worker. Random order, the seed printed last.
-PYTEST_WORKERS ?= $(shell echo $$(( 2 * $$(nproc) )))
+# worker of the core fills (2 cores: 290 s with one worker each, 210 s with two); at most 12,
+# each able to start a local stack. A worker that runs out of tests takes some of another's
+# (worksteal), so the longest tests do not end up queued on one worker. Random order, the
+# seed printed last.
+PYTEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(min(2 * (os.cpu_count() or 1), 12))")
 unit: $(STAMP) $(NODE_STAMP)
 	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist worksteal
 

@@ -51,8 +51,9 @@ from tests.support.world import TABLES, ProcessorFactory, World
 
 # One boto3 session for the whole run. moto's default starts each mock on a new one, and a
 # client of a new session loads its service's model again: about 100 ms a client, against 4
-# ms from a session that already has it, paid by most tests. (Its credentials are moto's
-# fake ones either way: they are read from moto's environment while a mock runs.)
+# ms from a session that already has it, paid by most tests. The session keeps the first
+# credentials it resolves: fake ones, the environment above holding nothing else, and the
+# tests that take credentials away make their own session (tests/ops).
 default_user_config["core"]["reset_boto3_session"] = False
 
 if TYPE_CHECKING:

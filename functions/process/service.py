@@ -200,8 +200,9 @@ class EffectProcessor:
         processed = self._carry_out(core.plan(routed, known, mark))
         if processed.outcome.value in COUNTED_OUTCOMES and core.teaches_recipient(routed, known):
             # Its order update set the recipient if none was there: the order's other
-            # notifications sent without their e-mail get it now.
-            self._reopen_the_orders_owed_emails(routed)
+            # notifications sent without their e-mail get it now (not its own new one: a
+            # top-up's is its own key's).
+            self._reopen_the_orders_owed_emails(routed.order_id, processed.effect_key or routed.key)
         return processed
 
     def _carry_out(self, plan: core.Plan) -> Processed:
@@ -227,12 +228,13 @@ class EffectProcessor:
 
     def _duplicate(self, duplicate: core.Duplicate) -> Processed:
         """A duplicate, with what it says (core.duplicate_detail); if it names the customer
-        the counted one did not, the order learns it."""
+        the counted one did not, the order learns it; if the counted one taught the order its
+        customer, the order's owed e-mails are re-opened again (that re-open may have failed)."""
+        routed = duplicate.routed
         if duplicate.first is None or not duplicate.first.named_recipient:
-            self._learn_recipient(duplicate.routed)
+            self._learn_recipient(routed)
         elif duplicate.first.taught_recipient:
-            # It taught the order whom to e-mail: a re-open that failed after its commit runs now.
-            self._reopen_the_orders_owed_emails(duplicate.routed)
+            self._reopen_the_orders_owed_emails(routed.order_id, routed.key)
         detail, disagrees = core.duplicate_detail(duplicate)
         return self._processed(
             duplicate.routed, Outcome.DUPLICATE, detail, amount_disagrees=disagrees
@@ -252,17 +254,13 @@ class EffectProcessor:
             # (another payment of the order named them first): re-opened if it left without
             # the e-mail, else nothing changes.
         else:
-            self._reopen_the_orders_owed_emails(routed)
+            self._reopen_the_orders_owed_emails(routed.order_id, routed.key)
         reopen_for_email(self._db, self._tables.outbox, outbox_id_for(routed.key), self._clock())
 
-    def _reopen_the_orders_owed_emails(self, routed: RoutedEffect) -> None:
+    def _reopen_the_orders_owed_emails(self, order_id: str, but: str) -> None:
+        tables, now = self._tables, self._clock()
         reopen_the_orders_owed_emails(
-            self._db,
-            self._tables.ledger,
-            self._tables.outbox,
-            routed.order_id,
-            self._clock(),
-            but=routed.key,
+            self._db, tables.ledger, tables.outbox, order_id, now, but=but
         )
 
     def _applied(self, plan: core.Apply) -> Transaction:

@@ -410,6 +410,43 @@ def test_a_reopen_that_failed_after_the_teaching_commit_runs_when_the_entry_is_r
     assert events.sent[outbox_id] == 1
 
 
+def capture(order: str, intent: str, charge: str, captured: int, *, naming: str | None) -> str:
+    """charge.captured of a charge authorized for 5000, `captured` of it so far, naming the
+    customer in its billing details only, or nobody."""
+    event = json.loads(stripe.charge_captured(order, intent, charge, 5000, captured, T0))
+    event["data"]["object"]["billing_details"] = {"email": naming}
+    event["data"]["object"]["receipt_email"] = None
+    return json.dumps(event)
+
+
+def test_a_capture_sent_before_any_address_is_emailed_once_its_next_capture_names_one(
+    world: World, clock: FakeClock
+) -> None:
+    # Given a first capture of 2000 naming nobody, applied and sent to EventBridge only
+    order, intent, charge = stripe.unique("ord"), stripe.unique("pi"), stripe.unique("ch")
+    first = world.deliver(capture(order, intent, charge, 2000, naming=None))
+    outbox_id = outbox_id_for(str(first.effect_key))
+    email, events = RecordedEmail(), RecordedChannel("eventbridge")
+    sender = OutboxSender(
+        world.dynamodb, TABLES.outbox, [events, email], clock, SendPolicy(), TABLES.ledger
+    )
+    assert sender.first_try(outbox_id, order).result is SendResult.SENT
+
+    # When the same charge's next capture, 5000 so far, names the customer (a top-up of
+    # 3000 under its own key), and the sweeper runs once the item is due, twice
+    topped = world.deliver(capture(order, intent, charge, 5000, naming=CUSTOMER))
+    for _ in range(2):
+        clock.advance(600)
+        Sweeper(world.dynamodb, TABLES.outbox, sender, clock, grace_seconds=0).sweep()
+
+    # Then the first capture's notification reached the customer once: the re-open skipped
+    # the top-up's own new notification, not the first capture's
+    assert (topped.outcome.value, topped.effect_key != first.effect_key) == ("applied", True)
+    assert world.order(order).paid_total == 5000
+    assert email.sent[outbox_id] == 1
+    assert events.sent[outbox_id] == 1
+
+
 def sent_without_its_email(
     world: World, clock: FakeClock, order: str
 ) -> tuple[str, OutboxSender, RecordedEmail, RecordedChannel]:
