@@ -52,6 +52,17 @@ def schedule(world: World, clock: FakeClock) -> StatementSchedule:
     return StatementSchedule(world.dynamodb, world.tables, passing, clock)
 
 
+def behind_by(world: World, clock: FakeClock, seconds: int) -> tuple[StatementSchedule, int]:
+    """A schedule whose first run read the settled hour, then `seconds` passed: it, and the
+    checkpoint that run left."""
+    scheduled = schedule(world, clock)
+    scheduled.run(StripeBooks(), lambda: PLENTY_OF_TIME_MS)
+    start = scheduled.checkpoint("stripe")
+    assert start is not None
+    clock.advance(seconds)
+    return scheduled, start
+
+
 def lost_payment(at: int, amount: int = 5000) -> tuple[str, dict[str, Any]]:
     """A payment Stripe moved at `at` whose webhooks never arrived: its order, its line."""
     order = stripe.unique("ord")
@@ -86,11 +97,7 @@ def test_a_run_behind_reads_window_after_window_while_its_time_lasts(
     world: World, clock: FakeClock
 ) -> None:
     # Given a checkpoint five hours behind, a payment lost in each hour since
-    scheduled = schedule(world, clock)
-    scheduled.run(StripeBooks(), lambda: PLENTY_OF_TIME_MS)
-    start = scheduled.checkpoint("stripe")
-    assert start is not None
-    clock.advance(5 * 3600)
+    scheduled, start = behind_by(world, clock, 5 * 3600)
     lost = [lost_payment(start + hour * 3600 + 60) for hour in range(5)]
     books = StripeBooks(lines=[line for _, line in lost])
 
@@ -126,11 +133,7 @@ def test_a_run_reads_up_to_where_it_began_however_long_its_passes_take(
     world: World, clock: FakeClock
 ) -> None:
     # Given a checkpoint an hour behind, and books whose every read takes 40 s
-    scheduled = schedule(world, clock)
-    scheduled.run(StripeBooks(), lambda: PLENTY_OF_TIME_MS)
-    start = scheduled.checkpoint("stripe")
-    assert start is not None
-    clock.advance(3600)
+    scheduled, start = behind_by(world, clock, 3600)
     books = SlowBooks(clock=clock)
     asked = iter(range(10))
 
