@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from devstack.memory.dispatch import handler_for
 from devstack.memory.sqs import ACCOUNT, MemorySqs, SqsError
 
 Request = Mapping[str, Any]
@@ -74,9 +75,7 @@ class MemoryEvents:
         }
 
     def handle(self, operation: str, request: Request) -> Answer:
-        handler = self._operations.get(operation)
-        if handler is None:
-            raise EventsError("UnsupportedOperation", f"{operation} is not held in memory")
+        handler = handler_for(self._operations, operation, EventsError, "UnsupportedOperation")
         with self._sqs.lock:
             return handler(request)
 

@@ -15,10 +15,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from devstack.memory import expressions, streams, updates
+from devstack.memory.dispatch import handler_for
 from devstack.memory.tables import DynamoError, Table, validation
 
 Request = Mapping[str, Any]
 Answer = dict[str, Any]
+UNKNOWN_OPERATION = "UnknownOperationException"  # DynamoDB's code for an action it lacks
 ACCOUNT = "123456789012"
 CONDITION_FAILED = "The conditional request failed"
 
@@ -48,9 +50,7 @@ class MemoryDynamoDB:
 
     def handle(self, operation: str, request: Request) -> Answer:
         """One request: its answer, or the DynamoError DynamoDB would answer with."""
-        handler = self._operations.get(operation)
-        if handler is None:
-            raise DynamoError("UnknownOperationException", f"{operation} is not held in memory")
+        handler = handler_for(self._operations, operation, DynamoError, UNKNOWN_OPERATION)
         with self._lock:
             try:
                 return handler(request)
@@ -59,9 +59,7 @@ class MemoryDynamoDB:
 
     def handle_streams(self, operation: str, request: Request) -> Answer:
         """One DynamoDB Streams request, under the same lock as the tables' writes."""
-        handler = streams.OPERATIONS.get(operation)
-        if handler is None:
-            raise DynamoError("UnknownOperationException", f"{operation} is not held in memory")
+        handler = handler_for(streams.OPERATIONS, operation, DynamoError, UNKNOWN_OPERATION)
         with self._lock:
             return handler(self._streams(), request)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from devstack.memory.dispatch import handler_for
 from devstack.memory.sqs import MAX_BATCH, MemorySqs, SqsError
 
 Request = Mapping[str, Any]
@@ -161,8 +162,6 @@ OPERATIONS: dict[str, Callable[[MemorySqs, Request], Answer]] = {
 
 def handle(sqs: MemorySqs, operation: str, request: Request) -> Answer:
     """One request: its answer, or the SqsError SQS would answer with."""
-    handler = OPERATIONS.get(operation)
-    if handler is None:
-        raise SqsError("UnsupportedOperation", f"{operation} is not held in memory")
+    handler = handler_for(OPERATIONS, operation, SqsError, "UnsupportedOperation")
     with sqs.lock:
         return handler(sqs, request)
